@@ -1,0 +1,90 @@
+"""One error hierarchy for everything the harness reports to a user.
+
+    HarnessError                 exit status 2 unless a subclass says otherwise
+    ├── GoldError                the gold set is malformed or does not match its corpus
+    ├── ConfigError              harness.toml / [tool.harness] is malformed
+    ├── RefError                 a git ref cannot be resolved or checked out
+    ├── BuildError               the service's build command failed
+    ├── ServiceError             the service would not boot, get ready, or answer
+    ├── ResultsError             a run record or comparison on disk is unreadable
+    └── NotComparableError       two runs differ in something that makes them incomparable
+
+Anything that is not a HarnessError is a bug in the harness and keeps its traceback.
+Validation collects every problem in a file first, then raises once with all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input file, located as precisely as we can."""
+
+    path: str
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field:
+            where += f": {self.field}"
+        return f"{where}: {self.message}"
+
+
+class HarnessError(Exception):
+    """Root of every error the CLI turns into `harness: error: ...` and an exit status."""
+
+    exit_status = 2
+
+    def __init__(self, message: str, details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: tuple[str, ...] = tuple(details)
+
+    def __str__(self) -> str:
+        return "\n".join([self.message, *self.details])
+
+
+class _ProblemsError(HarnessError):
+    """An error that carries every problem found in one input, not just the first."""
+
+    def __init__(self, message: str, problems: Iterable[Problem] = (), hint: str = "") -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        details = [f"  {p}" for p in self.problems]
+        if hint:
+            details.append(hint)
+        super().__init__(message, details)
+
+
+class GoldError(_ProblemsError):
+    """The gold set (or its corpus) is malformed; every problem found is listed."""
+
+
+class ConfigError(_ProblemsError):
+    """The harness configuration is malformed; every problem found is listed."""
+
+
+class RefError(HarnessError):
+    """A git ref cannot be resolved, or a worktree cannot be made for it."""
+
+
+class BuildError(HarnessError):
+    """The build command of a ref failed."""
+
+
+class ServiceError(HarnessError):
+    """The service exited at boot, never got ready, or could not be torn down."""
+
+
+class ResultsError(HarnessError):
+    """A run record or a saved comparison cannot be read or written."""
+
+
+class NotComparableError(HarnessError):
+    """Two runs differ in an input that makes comparing them meaningless."""

@@ -1,0 +1,167 @@
+"""The frozen values that travel between pipeline stages.
+
+gold -> (GoldSet) -> runner -> (RefRun of Repeats of QueryResults) -> metrics/stats/compare
+-> (Comparison) -> report.  Stage-private types live in their own module; only what crosses a
+stage boundary lives here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+# --------------------------------------------------------------------------- gold
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    """The corpus a gold set was built against: a name or path, and its sha256 when known."""
+
+    name: str
+    sha256: str | None = None
+
+
+@dataclass(frozen=True, eq=True)
+class GoldQuery:
+    """One labelled query.
+
+    `relevant` maps document id to an integer grade >= 0 (0 = judged, not relevant). A query with
+    no grade >= 1 is unanswerable: its correct answer is an empty (or low-scored) list.
+    `outranks` holds (correct_id, stale_id) pairs: the correction must rank above the stale fact.
+    """
+
+    id: str
+    text: str
+    slice: str = "default"
+    relevant: Mapping[str, int] = field(default_factory=dict)
+    outranks: tuple[tuple[str, str], ...] = ()
+    derivation: str | None = None
+    line: int | None = None  # where it came from, for messages; not part of the content hash
+
+    @property
+    def answerable(self) -> bool:
+        return any(grade >= 1 for grade in self.relevant.values())
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    """A validated gold set. `hash` is the sha256 of its canonical form (see gold.canonical_hash)."""
+
+    queries: tuple[GoldQuery, ...]
+    source: str
+    format: str  # "native" | "beir" | "trec"
+    hash: str
+    corpus: CorpusInfo | None = None
+    version: int = 1
+
+    @cached_property
+    def by_id(self) -> Mapping[str, GoldQuery]:
+        return {q.id: q for q in self.queries}
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        return tuple(sorted({q.slice for q in self.queries}))
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+
+# --------------------------------------------------------------------------- one query's answer
+
+
+class ErrorKind(str, enum.Enum):
+    """Why a query produced no ranking. A failed query is never scored as an empty ranking."""
+
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    HTTP_STATUS = "http_status"  # a non-2xx answer
+    NOT_JSON = "not_json"
+    NO_MATCH = "no_match"  # the ids JMESPath found nothing in the response
+    BAD_SHAPE = "bad_shape"  # the ids path matched, but not a list of strings/numbers
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What the service answered to one gold query in one repeat.
+
+    `ids` are the raw result positions as returned (duplicates kept here; metrics drop later
+    duplicates). `latency_ns` runs from request start to the last byte of the response.
+    """
+
+    query_id: str
+    ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] | None = None
+    status: int | None = None
+    error: ErrorKind | None = None
+    detail: str | None = None
+    latency_ns: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A stage of a run that did not complete: the run is invalid, never scored."""
+
+    stage: str  # "worktree" | "build" | "boot" | "ready" | "prepare" | "teardown" | "interrupted"
+    message: str
+    log_tail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One boot of a service on a fresh copy of its data, and every gold query sent once."""
+
+    index: int
+    results: tuple[QueryResult, ...]
+    timings_s: Mapping[str, float] = field(default_factory=dict)  # boot, queries, teardown, ...
+    teardown_confirmed: bool = True
+    log_path: str | None = None
+    failure: RunFailure | None = None
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for r in self.results if not r.ok)
+
+
+@dataclass(frozen=True)
+class RefRun:
+    """Every repeat of one ref, with what makes it comparable to another RefRun."""
+
+    ref: str
+    sha: str
+    config_hash: str
+    gold_hash: str
+    corpus_hash: str | None
+    tool_version: str
+    host: Mapping[str, str]
+    repeats: tuple[Repeat, ...]
+    query_config: Mapping[str, object] = field(default_factory=dict)
+    build_failure: RunFailure | None = None
+    record_path: str | None = None
+    reused: bool = False
+
+    @property
+    def failures(self) -> tuple[RunFailure, ...]:
+        found = [self.build_failure] if self.build_failure else []
+        found += [r.failure for r in self.repeats if r.failure]
+        return tuple(found)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+class Verdict(str, enum.Enum):
+    """The fixed vocabulary of every verdict the harness prints or writes."""
+
+    IMPROVED = "improved"
+    REGRESSED = "regressed"
+    NO_DIFFERENCE = "no measurable difference"
+    INVALID = "invalid"
