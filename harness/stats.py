@@ -1,0 +1,474 @@
+"""Statistics: is a difference between two refs real, or inside the noise floor?
+
+Pure: no I/O, no clock; the only randomness is `numpy.random.default_rng(seed)`, so a verdict is
+a function of its inputs and the seed.  Three kinds of evidence, one rule each:
+
+- binary metrics (hit@k): paired McNemar exact test on the discordant queries, and never a call
+  while the net swing |c - b| is below the noise floor (`noise_floor`);
+- continuous metrics (recall@k, p@k, MRR@k, nDCG@k): a sign-flip randomization test on the
+  per-query deltas, and a paired percentile bootstrap CI; a call needs both to agree;
+- latency: the ratio of the medians of per-query latencies, with a paired bootstrap CI that must
+  lie wholly outside 1 +/- tolerance.
+
+Arguments that break a documented contract (misaligned arrays, NaN, alpha outside (0, 1)) raise
+ValueError: they are bugs in the caller, not user input, which config and gold validate earlier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import binomtest
+
+from harness.types import Verdict
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Resampled values held in memory at once: bounds the (chunk x queries) index matrices.
+_CHUNK_ELEMENTS = 1 << 21
+
+
+# --------------------------------------------------------------------------- binary: McNemar
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs.
+
+    b = queries only the baseline hits, c = queries only the candidate hits.  Under H0 each
+    discordant query is a fair coin: p = binomtest(min(b, c), b + c, 0.5), two-sided, which for
+    p = 0.5 is min(1, 2 * P(X <= min(b, c))) and equals statsmodels' `mcnemar(exact=True)`.
+    No discordant pairs (b + c == 0) give p = 1.0.
+    """
+    _check_count("b", b)
+    _check_count("c", c)
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue)
+
+
+def min_detectable_swing(alpha: float = 0.05) -> int:
+    """Smallest n such that n discordant pairs all one way give p < alpha.
+
+    p(0, n) = 2 * 0.5**n, so n = 6 at alpha 0.05 (2/64 = 0.03125; n = 5 gives 0.0625) and 8 at
+    0.01 (2/256 = 0.0078; n = 7 gives 0.0156).  No smaller net swing can ever be significant.
+    """
+    _check_alpha(alpha)
+    n = 1
+    while mcnemar_exact(0, n) >= alpha:
+        n += 1
+    return n
+
+
+def detectable_swing(n_queries: int, alpha: float = 0.05) -> int | None:
+    """`min_detectable_swing(alpha)` for a gold set of `n_queries`, or None when it never can be.
+
+    A swing cannot exceed the number of queries: None means the gold set is too small for any
+    change in a binary metric to be called at this alpha (report that, not "no difference").
+    """
+    _check_count("n_queries", n_queries)
+    swing = min_detectable_swing(alpha)
+    return swing if swing <= n_queries else None
+
+
+def noise_floor(alpha: float, drift_baseline: int, drift_candidate: int) -> int:
+    """Smallest net swing |c - b| the verdict may call: max(min detectable swing, max drift + 1).
+
+    A drift of d queries (outcomes that flip between repeats of the same ref, see `drift`) means
+    a swing of d can appear with no code change at all, so the floor sits strictly above it.
+    """
+    _check_count("drift_baseline", drift_baseline)
+    _check_count("drift_candidate", drift_candidate)
+    return max(min_detectable_swing(alpha), max(drift_baseline, drift_candidate) + 1)
+
+
+@dataclass(frozen=True)
+class BinaryTest:
+    """The verdict on a binary metric: McNemar counts, p, net swing c - b and the floor used."""
+
+    b: int
+    c: int
+    p: float
+    net: int
+    floor: int
+    verdict: Verdict
+    reason: str
+
+
+def binary_verdict(b: int, c: int, *, alpha: float, floor: int) -> BinaryTest:
+    """Call a binary metric: inside the noise band, significant, or not.
+
+    Rule, in order: |c - b| < floor -> NO_DIFFERENCE ("inside the noise band of {floor}
+    queries") whatever p says; p < alpha -> IMPROVED when c > b else REGRESSED; otherwise
+    NO_DIFFERENCE with the p-value as the reason.
+    """
+    _check_alpha(alpha)
+    if floor < 1:
+        raise ValueError(f"floor must be >= 1, not {floor}")
+    p = mcnemar_exact(b, c)
+    net = c - b
+    if abs(net) < floor:
+        verdict, reason = Verdict.NO_DIFFERENCE, f"inside the noise band of {floor} queries"
+    elif p < alpha:
+        verdict = Verdict.IMPROVED if net > 0 else Verdict.REGRESSED
+        reason = f"p = {format_p(p)} < alpha = {alpha:g}"
+    else:
+        verdict, reason = Verdict.NO_DIFFERENCE, f"p = {format_p(p)}"
+    return BinaryTest(b=b, c=c, p=p, net=net, floor=floor, verdict=verdict, reason=reason)
+
+
+def format_p(p: float) -> str:
+    """Three decimals ("0.180"); below 0.001 two significant digits ("2.4e-04"), never "0.000"."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+# --------------------------------------------------------------------------- repeats
+
+
+def drift(outcomes: Sequence[Sequence[bool]]) -> int:
+    """Number of queries whose binary outcome is not the same in every repeat.
+
+    `outcomes` is repeats x queries.  One repeat has no drift by definition.
+    """
+    matrix = _outcome_matrix(outcomes)
+    return int(np.count_nonzero(matrix.any(axis=0) & ~matrix.all(axis=0)))
+
+
+def modal(outcomes: Sequence[Sequence[bool]]) -> BoolArray:
+    """Per-query majority outcome over repeats (repeats x queries in, one bool per query out).
+
+    A tie (possible with an even number of repeats) is resolved pessimistically to False, a
+    miss: a query that hits only half the time is not counted as hit, on either side.
+    """
+    matrix = _outcome_matrix(outcomes)
+    hits = matrix.sum(axis=0)
+    result: BoolArray = 2 * hits > matrix.shape[0]
+    return result
+
+
+def _outcome_matrix(outcomes: Sequence[Sequence[bool]]) -> BoolArray:
+    if len(outcomes) == 0:
+        raise ValueError("outcomes needs at least one repeat")
+    widths = {len(row) for row in outcomes}
+    if len(widths) != 1:
+        raise ValueError(f"every repeat must have the same number of queries, got {sorted(widths)}")
+    return np.array([[bool(x) for x in row] for row in outcomes], dtype=np.bool_).reshape(
+        len(outcomes), widths.pop()
+    )
+
+
+# --------------------------------------------------------------------------- continuous
+
+
+def paired_bootstrap_ci(
+    baseline: npt.ArrayLike,
+    candidate: npt.ArrayLike,
+    *,
+    seed: int,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """(mean delta, lo, hi): percentile bootstrap CI of the mean per-query delta.
+
+    delta_i = candidate_i - baseline_i.  Each resample draws n queries with replacement (the
+    pairing is kept: a query's two scores travel together) and takes the mean delta; lo and hi
+    are the (1 - confidence)/2 and (1 + confidence)/2 percentiles (numpy "linear" method) of
+    the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).
+    """
+    deltas = _deltas(baseline, candidate)
+    _check_resamples(resamples)
+    _check_confidence(confidence)
+    observed = float(deltas.mean())
+    if not deltas.any():
+        return (0.0, 0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means = np.concatenate(
+        [deltas[idx].mean(axis=1) for idx in _resample_indices(rng, deltas.size, resamples)]
+    )
+    lo, hi = _percentile_interval(means, confidence)
+    return (observed, lo, hi)
+
+
+def paired_randomization_test(
+    baseline: npt.ArrayLike, candidate: npt.ArrayLike, *, seed: int, resamples: int = 10_000
+) -> float:
+    """Two-sided sign-flip permutation p-value for the mean per-query delta.
+
+    Under H0 the labels baseline/candidate are exchangeable within a query, so each delta's
+    sign is a fair coin.  Queries with delta 0 cannot change any statistic and are dropped;
+    m = the number left (none left: p = 1.0).  When 2**m <= resamples every sign vector is
+    enumerated and p = count(|perm| >= |obs|) / 2**m exactly (the observed vector is one of
+    them); otherwise `resamples` random sign vectors give p = (count + 1) / (resamples + 1),
+    which is never 0.  |perm| >= |obs| allows for float rounding of the sums (tolerance
+    8 * m * eps * sum|delta|, an upper bound on the summation error).
+    """
+    deltas = _deltas(baseline, candidate)
+    _check_resamples(resamples)
+    nonzero = deltas[deltas != 0]
+    m = nonzero.size
+    if m == 0:
+        return 1.0
+    observed = abs(float(nonzero.sum()))
+    tolerance = 8 * m * np.finfo(np.float64).eps * float(np.abs(nonzero).sum())
+    if m < 63 and (1 << m) <= resamples:
+        codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m, dtype=np.int64)
+        signs = 1.0 - 2.0 * (codes & 1)
+        exact_hits = int(np.count_nonzero(np.abs(signs @ nonzero) >= observed - tolerance))
+        return exact_hits / (1 << m)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for rows in _chunk_sizes(resamples, m):
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(rows, m))
+        hits += int(np.count_nonzero(np.abs(signs @ nonzero) >= observed - tolerance))
+    return (hits + 1) / (resamples + 1)
+
+
+@dataclass(frozen=True)
+class ContinuousTest:
+    """The verdict on a continuous metric: means, mean delta with its bootstrap CI, and p."""
+
+    mean_baseline: float
+    mean_candidate: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p: float
+    verdict: Verdict
+    reason: str
+
+
+def continuous_test(
+    baseline: npt.ArrayLike,
+    candidate: npt.ArrayLike,
+    *,
+    alpha: float,
+    seed: int,
+    resamples: int = 10_000,
+) -> ContinuousTest:
+    """Call a continuous metric from aligned per-query scores.
+
+    p from `paired_randomization_test`, CI from `paired_bootstrap_ci` at confidence 1 - alpha.
+    IMPROVED / REGRESSED (by the sign of the mean delta) only when p < alpha AND the CI
+    excludes 0; disagreement between the two, or p >= alpha, is NO_DIFFERENCE.
+    """
+    _check_alpha(alpha)
+    base, cand = _aligned(baseline, candidate)
+    p = paired_randomization_test(base, cand, seed=seed, resamples=resamples)
+    delta, lo, hi = paired_bootstrap_ci(
+        base, cand, seed=seed, resamples=resamples, confidence=1 - alpha
+    )
+    level = f"{100 * (1 - alpha):g}% CI [{lo:+.3f}, {hi:+.3f}]"
+    excludes_zero = lo > 0 or hi < 0
+    if p < alpha and excludes_zero:
+        verdict = Verdict.IMPROVED if delta > 0 else Verdict.REGRESSED
+        reason = f"p = {format_p(p)}, {level}"
+    elif p < alpha:
+        verdict, reason = Verdict.NO_DIFFERENCE, f"p = {format_p(p)} but the {level} includes 0"
+    else:
+        verdict, reason = Verdict.NO_DIFFERENCE, f"p = {format_p(p)}"
+    return ContinuousTest(
+        mean_baseline=float(base.mean()),
+        mean_candidate=float(cand.mean()),
+        delta=delta,
+        ci_low=lo,
+        ci_high=hi,
+        p=p,
+        verdict=verdict,
+        reason=reason,
+    )
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order.
+
+    Sorted ascending p_(1) <= ... <= p_(m): adj_(i) = min(1, max_{j <= i} (m - j + 1) * p_(j)),
+    so the adjusted values keep the order of the raw ones; ties keep their input order (stable
+    sort), which cannot change any value.  Equals statsmodels `multipletests(method="holm")[1]`.
+    """
+    raw = np.asarray(pvalues, dtype=np.float64)
+    if raw.ndim != 1 or np.isnan(raw).any() or (raw < 0).any() or (raw > 1).any():
+        raise ValueError(f"p-values must be a flat sequence in [0, 1], got {list(pvalues)}")
+    m = raw.size
+    order = np.argsort(raw, kind="stable")
+    stepped = np.maximum.accumulate(raw[order] * np.arange(m, 0, -1))
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return [float(x) for x in adjusted]
+
+
+# --------------------------------------------------------------------------- latency
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Latency percentiles in milliseconds (numpy "linear" interpolation), max, mean and count."""
+
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    mean: float
+    n: int
+
+
+def latency_summary(ns: npt.ArrayLike) -> LatencySummary:
+    """Summarise latencies given in nanoseconds, reported in milliseconds.
+
+    Percentiles use numpy's "linear" method (type 7 of Hyndman and Fan, numpy's default): the
+    value at rank (n - 1) * q / 100 interpolated between neighbours, so p50 of an even count is
+    the mean of the middle two.  An empty input is an error: there is nothing to summarise.
+    """
+    ms = np.asarray(ns, dtype=np.float64).ravel() / 1e6
+    if ms.size == 0 or not np.isfinite(ms).all() or (ms < 0).any():
+        raise ValueError("latencies must be a non-empty array of finite values >= 0")
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99], method="linear")
+    return LatencySummary(
+        p50=float(p50),
+        p95=float(p95),
+        p99=float(p99),
+        max=float(ms.max()),
+        mean=float(ms.mean()),
+        n=int(ms.size),
+    )
+
+
+def per_query_latency_ms(ns: npt.ArrayLike) -> FloatArray:
+    """Median over repeats of each query's latency, ns (repeats x queries) in, ms out.
+
+    The input of `paired_latency_ratio`: the median keeps one slow repeat (a GC pause, a cold
+    cache) from moving a query.
+    """
+    matrix = np.asarray(ns, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.size == 0:
+        raise ValueError(f"latencies must be repeats x queries, got shape {matrix.shape}")
+    result: FloatArray = np.median(matrix, axis=0) / 1e6
+    return result
+
+
+@dataclass(frozen=True)
+class LatencyTest:
+    """candidate/baseline latency ratio (> 1 is slower) with its bootstrap CI and verdict."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    verdict: Verdict
+    reason: str
+
+
+def paired_latency_ratio(
+    baseline_ms: npt.ArrayLike,
+    candidate_ms: npt.ArrayLike,
+    *,
+    seed: int,
+    tolerance: float = 0.10,
+    resamples: int = 10_000,
+    confidence: float = 0.95,
+) -> LatencyTest:
+    """Is the candidate slower or faster than the baseline, beyond `tolerance`?
+
+    Inputs are aligned per-query latencies (see `per_query_latency_ms`).  ratio =
+    median(candidate) / median(baseline): robust to outliers and free of sums a few slow
+    queries would dominate.  The CI is a paired percentile bootstrap over queries (the same
+    resampled queries on both sides).  REGRESSED ("1.52x slower") when the whole CI lies above
+    1 + tolerance; IMPROVED ("1.10x faster", the factor being baseline/candidate = 1/ratio)
+    when the whole CI lies below 1 - tolerance; otherwise NO_DIFFERENCE.
+    """
+    base, cand = _aligned(baseline_ms, candidate_ms)
+    if (base <= 0).any() or (cand <= 0).any():
+        raise ValueError("latencies must be > 0 ms")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), not {tolerance}")
+    _check_resamples(resamples)
+    _check_confidence(confidence)
+    ratio = float(np.median(cand) / np.median(base))
+    rng = np.random.default_rng(seed)
+    ratios = np.concatenate(
+        [
+            np.median(cand[idx], axis=1) / np.median(base[idx], axis=1)
+            for idx in _resample_indices(rng, base.size, resamples)
+        ]
+    )
+    lo, hi = _percentile_interval(ratios, confidence)
+    band = f"{100 * confidence:g}% CI of the ratio {lo:.2f} to {hi:.2f}"
+    if lo > 1 + tolerance:
+        verdict, reason = Verdict.REGRESSED, f"{ratio_words(ratio)} ({band})"
+    elif hi < 1 - tolerance:
+        verdict, reason = Verdict.IMPROVED, f"{ratio_words(ratio)} ({band})"
+    else:
+        verdict = Verdict.NO_DIFFERENCE
+        reason = f"{ratio_words(ratio)}, within noise ({band} reaches into 1 ± {tolerance:g})"
+    return LatencyTest(ratio=ratio, ci_low=lo, ci_high=hi, verdict=verdict, reason=reason)
+
+
+def ratio_words(ratio: float) -> str:
+    """ "1.52x slower" for ratio 1.52, "1.10x faster" for ratio 1/1.10, "1.00x, the same" at 1."""
+    if ratio > 1:
+        return f"{ratio:.2f}x slower"
+    if ratio < 1:
+        return f"{1 / ratio:.2f}x faster"
+    return "1.00x, the same"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _aligned(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    base = np.asarray(baseline, dtype=np.float64)
+    cand = np.asarray(candidate, dtype=np.float64)
+    if base.ndim != 1 or base.shape != cand.shape or base.size == 0:
+        raise ValueError(
+            "baseline and candidate must be non-empty 1-D arrays aligned by query, "
+            f"got shapes {base.shape} and {cand.shape}"
+        )
+    if not (np.isfinite(base).all() and np.isfinite(cand).all()):
+        raise ValueError("baseline and candidate must be finite (a failed query is not a score)")
+    return base, cand
+
+
+def _deltas(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> FloatArray:
+    base, cand = _aligned(baseline, candidate)
+    return cand - base
+
+
+def _chunk_sizes(total: int, width: int) -> list[int]:
+    rows = max(1, _CHUNK_ELEMENTS // max(width, 1))
+    return [min(rows, total - start) for start in range(0, total, rows)]
+
+
+def _resample_indices(
+    rng: np.random.Generator, n: int, resamples: int
+) -> Iterator[npt.NDArray[np.int64]]:
+    # Lazily, one chunk at a time: 10k resamples of 1000 queries would be 80 MB of indices.
+    for rows in _chunk_sizes(resamples, n):
+        yield rng.integers(0, n, size=(rows, n))
+
+
+def _percentile_interval(values: FloatArray, confidence: float) -> tuple[float, float]:
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.percentile(values, [tail, 100 - tail], method="linear")
+    return float(lo), float(hi)
+
+
+def _check_count(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1 or math.isnan(alpha):
+        raise ValueError(f"alpha must be in (0, 1), not {alpha}")
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), not {confidence}")
+
+
+def _check_resamples(resamples: int) -> None:
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, not {resamples}")
