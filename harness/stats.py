@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -209,22 +210,30 @@ def paired_randomization_test(
     deltas = _deltas(baseline, candidate)
     _check_resamples(resamples)
     nonzero = deltas[deltas != 0]
-    m = nonzero.size
+    m = int(nonzero.size)
     if m == 0:
         return 1.0
     observed = abs(float(nonzero.sum()))
     tolerance = 8 * m * np.finfo(np.float64).eps * float(np.abs(nonzero).sum())
-    if m < 63 and (1 << m) <= resamples:
-        codes = np.arange(1 << m, dtype=np.int64)[:, None] >> np.arange(m, dtype=np.int64)
-        signs = 1.0 - 2.0 * (codes & 1)
-        exact_hits = int(np.count_nonzero(np.abs(signs @ nonzero) >= observed - tolerance))
-        return exact_hits / (1 << m)
-    rng = np.random.default_rng(seed)
     hits = 0
+    if m < 63 and (1 << m) <= resamples:
+        start = 0
+        for rows in _chunk_sizes(1 << m, m):
+            # Row r of the chunk is sign vector number start + r: bit j set flips query j.
+            codes = np.arange(start, start + rows, dtype=np.int64)[:, None] >> np.arange(m)
+            hits += _extreme(1.0 - 2.0 * (codes & 1), nonzero, observed - tolerance)
+            start += rows
+        return hits / (1 << m)
+    rng = np.random.default_rng(seed)
     for rows in _chunk_sizes(resamples, m):
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(rows, m))
-        hits += int(np.count_nonzero(np.abs(signs @ nonzero) >= observed - tolerance))
+        hits += _extreme(signs, nonzero, observed - tolerance)
     return (hits + 1) / (resamples + 1)
+
+
+def _extreme(signs: npt.NDArray[np.floating[Any]], deltas: FloatArray, threshold: float) -> int:
+    """How many sign vectors give a |sum of signed deltas| at or beyond the threshold."""
+    return int(np.count_nonzero(np.abs(signs @ deltas) >= threshold))
 
 
 @dataclass(frozen=True)

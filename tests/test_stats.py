@@ -1,0 +1,500 @@
+"""harness.stats: the verdict engine, checked against statsmodels and hand arithmetic."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from math import comb
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from harness import stats
+from harness.stats import (
+    binary_verdict,
+    continuous_test,
+    detectable_swing,
+    drift,
+    holm,
+    latency_summary,
+    mcnemar_exact,
+    min_detectable_swing,
+    modal,
+    noise_floor,
+    paired_bootstrap_ci,
+    paired_latency_ratio,
+    paired_randomization_test,
+    per_query_latency_ms,
+    ratio_words,
+)
+from harness.types import Verdict
+
+# --------------------------------------------------------------------------- purity
+
+
+def test_stats_imports_nothing_that_does_io() -> None:
+    tree = ast.parse(Path(stats.__file__).read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    allowed = {
+        "__future__",
+        "math",
+        "collections.abc",
+        "dataclasses",
+        "typing",
+        "numpy",
+        "numpy.typing",
+        "scipy.stats",
+        "harness.types",
+    }
+    assert imported <= allowed, f"stats must stay pure, imports {sorted(imported - allowed)}"
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def test_mcnemar_matches_statsmodels_on_every_pair_up_to_60() -> None:
+    # Oracle: statsmodels' exact McNemar on the 2x2 table; only the off-diagonal b, c matter.
+    for b, c in itertools.product(range(61), repeat=2):
+        expected = mcnemar([[7, b], [c, 3]], exact=True).pvalue
+        assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=1e-300), (b, c)
+
+
+def test_mcnemar_hand_values() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(0, 6) == pytest.approx(2 * 0.5**6)  # 2/64 = 0.03125
+    assert mcnemar_exact(0, 5) == pytest.approx(2 * 0.5**5)  # 2/32 = 0.0625
+    # 4 vs 10: 2 * P(X <= 4), X ~ Bin(14, 1/2)
+    assert mcnemar_exact(10, 4) == pytest.approx(2 * sum(comb(14, i) for i in range(5)) / 2**14)
+
+
+@given(st.integers(0, 200), st.integers(0, 200))
+def test_mcnemar_is_symmetric_and_a_probability(b: int, c: int) -> None:
+    p = mcnemar_exact(b, c)
+    assert 0 < p <= 1
+    assert p == mcnemar_exact(c, b)
+
+
+@pytest.mark.parametrize(("b", "c"), [(-1, 0), (0, -3), (1.5, 2), (True, 2)])
+def test_mcnemar_rejects_non_counts(b: object, c: object) -> None:
+    with pytest.raises(ValueError, match="integer >= 0"):
+        mcnemar_exact(b, c)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- noise floor
+
+
+def test_min_detectable_swing_by_arithmetic() -> None:
+    # p(0, n) = 2 * 0.5**n: 2/64 = 0.031 < 0.05 <= 2/32 = 0.0625
+    assert 2 * 0.5**6 < 0.05 <= 2 * 0.5**5
+    assert min_detectable_swing(0.05) == 6
+    assert min_detectable_swing() == 6
+    # 2/256 = 0.0078 < 0.01 <= 2/128 = 0.0156
+    assert 2 * 0.5**8 < 0.01 <= 2 * 0.5**7
+    assert min_detectable_swing(0.01) == 8
+
+
+@given(st.floats(min_value=1e-12, max_value=0.99))
+def test_min_detectable_swing_is_the_smallest_significant_sweep(alpha: float) -> None:
+    n = min_detectable_swing(alpha)
+    assert mcnemar_exact(0, n) < alpha
+    assert n == 1 or mcnemar_exact(0, n - 1) >= alpha
+
+
+def test_detectable_swing_needs_enough_queries() -> None:
+    assert detectable_swing(5, 0.05) is None  # 5 queries can never show a swing of 6
+    assert detectable_swing(6, 0.05) == 6
+    assert detectable_swing(1000, 0.01) == 8
+    assert detectable_swing(0, 0.05) is None
+
+
+def test_noise_floor_is_the_larger_of_swing_and_drift() -> None:
+    assert noise_floor(0.05, 0, 0) == 6
+    assert noise_floor(0.05, 5, 2) == 6  # drift 5 + 1 = 6 ties the swing
+    assert noise_floor(0.05, 3, 7) == 8  # drift 7 + 1
+    assert noise_floor(0.01, 2, 2) == 8
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, float("nan")])
+def test_alpha_outside_unit_interval_is_rejected(alpha: float) -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        min_detectable_swing(alpha)
+
+
+# --------------------------------------------------------------------------- binary verdict
+
+
+def test_twelve_lost_queries_regress() -> None:
+    test = binary_verdict(12, 0, alpha=0.05, floor=6)
+    assert test.verdict is Verdict.REGRESSED
+    assert test.net == -12
+    assert test.p == pytest.approx(2 * 0.5**12)
+    assert test.reason == "p = 4.9e-04 < alpha = 0.05"
+
+
+def test_twelve_gained_queries_improve() -> None:
+    test = binary_verdict(0, 12, alpha=0.05, floor=6)
+    assert test.verdict is Verdict.IMPROVED
+    assert (test.b, test.c, test.net, test.floor) == (0, 12, 12, 6)
+
+
+def test_three_queries_are_inside_the_noise() -> None:
+    test = binary_verdict(3, 0, alpha=0.05, floor=6)
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert test.reason == "inside the noise band of 6 queries"
+
+
+def test_net_at_the_floor_but_not_significant_gives_p_in_the_reason() -> None:
+    test = binary_verdict(10, 4, alpha=0.05, floor=6)
+    # 2 * P(X <= 4), X ~ Bin(14, 1/2) = 2 * (1 + 14 + 91 + 364 + 1001) / 16384 = 0.1796
+    assert test.p == pytest.approx(2 * (1 + 14 + 91 + 364 + 1001) / 16384)
+    assert test.net == -6
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert test.reason == "p = 0.180"
+
+
+def test_drift_raises_the_floor_over_a_significant_swing() -> None:
+    # 0 vs 7 is significant (p = 2/128 = 0.0156) and clears the bare floor of 6 ...
+    assert binary_verdict(0, 7, alpha=0.05, floor=6).verdict is Verdict.IMPROVED
+    # ... but not when 7 queries flipped between repeats of one ref: the floor becomes 8.
+    floor = noise_floor(0.05, drift_baseline=7, drift_candidate=2)
+    test = binary_verdict(0, 7, alpha=0.05, floor=floor)
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert test.reason == "inside the noise band of 8 queries"
+
+
+@given(st.integers(0, 80), st.integers(0, 80), st.integers(1, 30))
+def test_binary_verdict_never_cries_wolf(b: int, c: int, floor: int) -> None:
+    test = binary_verdict(b, c, alpha=0.05, floor=floor)
+    if abs(c - b) < floor or test.p >= 0.05:
+        assert test.verdict is Verdict.NO_DIFFERENCE
+    else:
+        assert test.verdict is (Verdict.IMPROVED if c > b else Verdict.REGRESSED)
+
+
+# --------------------------------------------------------------------------- repeats
+
+
+def test_drift_counts_queries_that_flip_between_repeats() -> None:
+    outcomes = [
+        [True, False, True, False],
+        [True, False, False, False],
+        [True, True, False, False],
+    ]
+    assert drift(outcomes) == 2  # queries 1 and 2
+    assert drift([[True, False]]) == 0  # one repeat cannot drift
+
+
+def test_modal_takes_the_majority_and_resolves_ties_to_a_miss() -> None:
+    three = [[True, True, False], [True, False, False], [False, True, False]]
+    assert modal(three).tolist() == [True, True, False]
+    two = [[True, False, True], [False, False, True]]
+    assert modal(two).tolist() == [False, False, True]  # 1 of 2 is a tie: a miss
+
+
+def test_ragged_or_empty_outcomes_are_rejected() -> None:
+    with pytest.raises(ValueError, match="same number of queries"):
+        drift([[True, False], [True]])
+    with pytest.raises(ValueError, match="at least one repeat"):
+        modal([])
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def test_bootstrap_of_identical_scores_is_exactly_zero() -> None:
+    scores = np.array([0.2, 0.5, 1.0, 0.0])
+    assert paired_bootstrap_ci(scores, scores.copy(), seed=1) == (0.0, 0.0, 0.0)
+
+
+def test_bootstrap_of_a_constant_shift_is_that_shift() -> None:
+    base = np.array([0.25, 0.5, 0.0, 0.75])
+    delta, lo, hi = paired_bootstrap_ci(base, base + 0.25, seed=1)
+    assert (delta, lo, hi) == pytest.approx((0.25, 0.25, 0.25))
+
+
+def test_bootstrap_ci_covers_the_true_delta_about_as_often_as_it_claims() -> None:
+    # 100 synthetic paired samples with a known true mean delta of 0.05: a 90% CI must cover it
+    # in roughly 90 of them (binomial sd is 3, so 80..98 is a > 3-sigma band).
+    data = np.random.default_rng(20240501)
+    covered = 0
+    for trial in range(100):
+        base = data.uniform(0, 1, size=60)
+        cand = base + 0.05 + data.normal(0, 0.2, size=60)
+        _, lo, hi = paired_bootstrap_ci(base, cand, seed=trial, resamples=1000, confidence=0.9)
+        covered += lo <= 0.05 <= hi
+    assert 80 <= covered <= 98
+
+
+def test_bootstrap_on_a_large_sample_is_centred_and_narrow() -> None:
+    data = np.random.default_rng(7)
+    base = data.uniform(0, 1, size=1000)
+    cand = base + 0.05 + data.normal(0, 0.1, size=1000)
+    delta, lo, hi = paired_bootstrap_ci(base, cand, seed=0)
+    assert delta == pytest.approx(float(np.mean(cand - base)))
+    assert lo < 0.05 < hi
+    assert lo < delta < hi
+    assert hi - lo < 4 * 1.96 * 0.1 / np.sqrt(1000)  # about 2 * 1.96 standard errors wide
+
+
+def test_bootstrap_is_deterministic_and_independent_of_chunking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = np.random.default_rng(3)
+    base, cand = data.uniform(size=37), data.uniform(size=37)
+    first = paired_bootstrap_ci(base, cand, seed=11, resamples=500)
+    assert paired_bootstrap_ci(base, cand, seed=11, resamples=500) == first
+    assert paired_bootstrap_ci(base, cand, seed=12, resamples=500) != first
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 37 * 7)  # 72 chunks instead of 1
+    assert paired_bootstrap_ci(base, cand, seed=11, resamples=500) == first
+
+
+def test_bootstrap_matches_a_naive_loop() -> None:
+    # Oracle: the textbook loop, one resample at a time, fed the same random indices.
+    base = np.array([0.1, 0.4, 0.4, 0.9, 0.3])
+    cand = np.array([0.2, 0.4, 0.6, 0.7, 0.8])
+    indices = np.random.default_rng(5).integers(0, 5, size=(200, 5))
+    means = [float(np.mean(cand[row] - base[row])) for row in indices]
+    expected = np.percentile(means, [2.5, 97.5])
+    _, lo, hi = paired_bootstrap_ci(base, cand, seed=5, resamples=200)
+    assert (lo, hi) == pytest.approx(tuple(expected), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "match"),
+    [
+        ([0.1, 0.2], [0.1], "aligned"),
+        ([], [], "aligned"),
+        ([[0.1]], [[0.2]], "aligned"),
+        ([0.1, float("nan")], [0.1, 0.2], "finite"),
+    ],
+)
+def test_misaligned_or_missing_scores_are_rejected(
+    base: list[float], cand: list[float], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        paired_bootstrap_ci(base, cand, seed=0)
+    with pytest.raises(ValueError, match=match):
+        paired_randomization_test(base, cand, seed=0)
+
+
+# --------------------------------------------------------------------------- randomization
+
+
+def test_randomization_of_identical_scores_is_one() -> None:
+    scores = np.array([0.3, 0.6, 0.0])
+    assert paired_randomization_test(scores, scores.copy(), seed=0) == 1.0
+
+
+def test_randomization_exact_path_matches_hand_enumeration() -> None:
+    # deltas 1, 2, 3 (a zero delta is dropped); the 8 signed sums are
+    # +6, +4 (-1+2+3), +2 (1-2+3), 0 (-1-2+3), 0 (1+2-3), -2, -4, -6: |sum| >= 6 in 2 of 8.
+    base = np.zeros(4)
+    cand = np.array([1.0, 2.0, 0.0, 3.0])
+    assert paired_randomization_test(base, cand, seed=0, resamples=8) == 2 / 8
+    # deltas 1, 1: sums +2, 0, 0, -2: |sum| >= 2 in 2 of 4.
+    assert paired_randomization_test(np.zeros(2), np.ones(2), seed=0) == 2 / 4
+
+
+def test_randomization_counts_ties_through_float_rounding() -> None:
+    # deltas 1, 2, -3, 7 in tenths: obs = 7; |x + 7| >= 7 for the 5 sign patterns of (1, 2, -3)
+    # with x >= 0 (6, 4, 2, 0, 0), and |x - 7| >= 7 for the 5 with x <= 0: 10 of 16.
+    # In floats 0.1 + 0.2 - 0.3 + 0.7 and -(0.1 + 0.2 - 0.3) - 0.7 differ in the last bit.
+    assert paired_randomization_test(np.zeros(4), np.array([1, 2, -3, 7]), seed=0) == 10 / 16
+    tenths = np.array([0.1, 0.2, -0.3, 0.7])
+    assert paired_randomization_test(np.zeros(4), tenths, seed=0) == 10 / 16
+
+
+def test_randomization_of_a_consistent_shift_is_as_small_as_it_can_be() -> None:
+    data = np.random.default_rng(2)
+    base = data.uniform(size=50)
+    # 2**50 sign vectors: only the all-plus and all-minus ones reach |obs|, so no sampled one does.
+    p = paired_randomization_test(base, base + 0.1, seed=0, resamples=2000)
+    assert p == 1 / 2001
+
+
+def test_randomization_monte_carlo_is_deterministic_for_a_seed() -> None:
+    data = np.random.default_rng(4)
+    base, cand = data.uniform(size=40), data.uniform(size=40)
+    p = paired_randomization_test(base, cand, seed=9, resamples=999)
+    assert paired_randomization_test(base, cand, seed=9, resamples=999) == p
+    assert 0 < p <= 1
+    assert p * 1000 == pytest.approx(round(p * 1000))  # (count + 1) / (resamples + 1)
+
+
+def test_randomization_monte_carlo_approaches_the_exact_value() -> None:
+    # 12 nonzero deltas: exact with 4096 resamples, Monte Carlo with 4095; they must agree
+    # to within Monte Carlo error (sd of a proportion near 0.1 over 4095 draws is about 0.005).
+    deltas = np.array([0.3, 0.1, 0.25, -0.05, 0.2, 0.15, -0.1, 0.3, 0.05, 0.1, -0.2, 0.35])
+    exact = paired_randomization_test(np.zeros(12), deltas, seed=0, resamples=4096)
+    sampled = paired_randomization_test(np.zeros(12), deltas, seed=0, resamples=4095)
+    assert abs(exact - sampled) < 0.025
+
+
+# --------------------------------------------------------------------------- continuous verdict
+
+
+def test_continuous_improvement_and_regression() -> None:
+    data = np.random.default_rng(8)
+    base = data.uniform(0, 0.8, size=200)
+    cand = base + 0.1 + data.normal(0, 0.05, size=200)
+    up = continuous_test(base, cand, alpha=0.05, seed=0, resamples=2000)
+    assert up.verdict is Verdict.IMPROVED
+    assert up.mean_baseline == pytest.approx(float(base.mean()))
+    assert up.mean_candidate == pytest.approx(float(cand.mean()))
+    assert up.delta == pytest.approx(up.mean_candidate - up.mean_baseline)
+    assert 0 < up.ci_low < up.delta < up.ci_high
+    assert up.p < 0.05
+    assert up.reason.startswith("p = ") and "95% CI [+0.0" in up.reason
+    down = continuous_test(cand, base, alpha=0.05, seed=0, resamples=2000)
+    assert down.verdict is Verdict.REGRESSED
+    assert down.ci_high < 0
+
+
+def test_continuous_identical_is_no_difference() -> None:
+    scores = np.array([0.1, 0.5, 0.9])
+    test = continuous_test(scores, scores.copy(), alpha=0.05, seed=0)
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert (test.delta, test.ci_low, test.ci_high, test.p) == (0.0, 0.0, 0.0, 1.0)
+    assert test.reason == "p = 1.000"
+
+
+def test_continuous_test_rarely_calls_a_change_that_is_not_there() -> None:
+    # 200 samples with no true shift (the candidate's noise is symmetric around the baseline):
+    # at alpha 0.05 about 10 may be called by chance, never many more (binomial sd is 3).
+    data = np.random.default_rng(10)
+    called = 0
+    for trial in range(200):
+        base = data.uniform(size=30)
+        cand = base + data.normal(0, 0.1, size=30)
+        test = continuous_test(base, cand, alpha=0.05, seed=trial, resamples=400)
+        called += test.verdict is not Verdict.NO_DIFFERENCE
+        if test.p >= 0.05:
+            assert test.verdict is Verdict.NO_DIFFERENCE
+    assert called <= 20
+
+
+# --------------------------------------------------------------------------- Holm
+
+
+def test_holm_by_hand() -> None:
+    # sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04; running max 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]  # capped
+    assert holm([]) == []
+
+
+@given(
+    st.lists(
+        st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.01, 0.05, 1.0])),
+        min_size=1,
+        max_size=30,
+    )
+)
+@settings(max_examples=200)
+def test_holm_matches_statsmodels(pvalues: list[float]) -> None:
+    # Oracle: statsmodels multipletests(method="holm"), second element = adjusted p-values.
+    # It calls gc.collect() each time (tens of ms under pytest), which cannot change its answer.
+    with mock.patch("gc.collect"):
+        expected = multipletests(pvalues, method="holm")[1]
+    assert holm(pvalues) == pytest.approx(list(expected), rel=1e-12, abs=1e-300)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=50))
+def test_holm_is_capped_monotone_and_never_below_raw(pvalues: list[float]) -> None:
+    adjusted = holm(pvalues)
+    assert all(raw <= adj <= 1 for raw, adj in zip(pvalues, adjusted, strict=True))
+    pairs = sorted(zip(pvalues, adjusted, strict=True))
+    assert all(a[1] <= b[1] for a, b in itertools.pairwise(pairs))
+
+
+@pytest.mark.parametrize("bad", [[0.1, 1.5], [-0.01], [float("nan")]])
+def test_holm_rejects_non_probabilities(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        holm(bad)
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def test_latency_summary_of_one_to_a_hundred_ms() -> None:
+    ns = np.arange(1, 101) * 1_000_000
+    summary = latency_summary(ns)
+    # "linear": value at rank (n - 1) * q, ranks from 0, values are rank + 1 ms
+    assert summary.p50 == pytest.approx(1 + 99 * 0.50)  # 50.5
+    assert summary.p95 == pytest.approx(1 + 99 * 0.95)  # 95.05
+    assert summary.p99 == pytest.approx(1 + 99 * 0.99)  # 99.01
+    assert summary.max == 100.0
+    assert summary.mean == pytest.approx(50.5)
+    assert summary.n == 100
+
+
+def test_latency_summary_rejects_empty() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        latency_summary([])
+
+
+def test_per_query_latency_is_the_median_over_repeats_in_ms() -> None:
+    ns = [[1e6, 3e6], [2e6, 1e6], [9e6, 2e6]]  # 3 repeats x 2 queries
+    assert per_query_latency_ms(ns).tolist() == [2.0, 2.0]
+
+
+def _latencies(seed: int, n: int = 200) -> np.ndarray:
+    return np.random.default_rng(seed).lognormal(mean=np.log(10), sigma=0.5, size=n)
+
+
+def test_a_one_and_a_half_times_slower_candidate_regresses() -> None:
+    base = _latencies(1)
+    jitter = np.random.default_rng(2).normal(1, 0.03, size=base.size)
+    test = paired_latency_ratio(base, 1.5 * base * jitter, seed=0, resamples=2000)
+    assert test.verdict is Verdict.REGRESSED
+    assert test.ratio == pytest.approx(1.5, rel=0.03)
+    assert 1.1 < test.ci_low <= test.ratio <= test.ci_high
+    assert test.reason.startswith(f"{test.ratio:.2f}x slower (95% CI of the ratio ")
+
+
+def test_a_faster_candidate_improves() -> None:
+    base = _latencies(3)
+    test = paired_latency_ratio(base, base / 1.25, seed=0, resamples=2000)
+    assert test.verdict is Verdict.IMPROVED
+    assert test.ratio == pytest.approx(1 / 1.25)
+    assert test.reason.startswith("1.25x faster")
+
+
+def test_identical_latency_is_no_difference() -> None:
+    base = _latencies(4)
+    test = paired_latency_ratio(base, base.copy(), seed=0, resamples=2000)
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert (test.ratio, test.ci_low, test.ci_high) == (1.0, 1.0, 1.0)
+    assert test.reason == (
+        "1.00x, the same, within noise (95% CI of the ratio 1.00 to 1.00 reaches into 1 ± 0.1)"
+    )
+
+
+def test_a_slowdown_inside_the_tolerance_is_no_difference() -> None:
+    base = _latencies(5)
+    test = paired_latency_ratio(base, 1.05 * base, seed=0, resamples=2000)
+    assert test.ratio == pytest.approx(1.05)
+    assert test.verdict is Verdict.NO_DIFFERENCE
+
+
+def test_latency_ratio_rejects_non_positive_latency() -> None:
+    with pytest.raises(ValueError, match="> 0"):
+        paired_latency_ratio([1.0, 0.0], [1.0, 1.0], seed=0)
+
+
+def test_ratio_words() -> None:
+    assert ratio_words(1.52) == "1.52x slower"
+    assert ratio_words(1 / 1.10) == "1.10x faster"
+    assert ratio_words(1.0) == "1.00x, the same"
