@@ -1,0 +1,53 @@
+"""The content hash of a gold set: the same questions and judgements give the same hash.
+
+The canonical form is one JSON array, UTF-8, no whitespace, keys sorted, of one object per query,
+sorted by query id:
+
+    {"derivation": str | null, "id": str, "outranks": [[correct, stale], ...],
+     "relevant": {doc_id: grade, ...}, "slice": str, "text": str}
+
+- `relevant` is sorted by doc id (JSON key order), grades are plain ints, grade-0 judgements are
+  kept (a judged non-relevant document is content: it changes what a metric may count).
+- `outranks` keeps its order (it is a list the author wrote, not a set).
+- `line` (where a query was read) and everything about the file (format, header, description,
+  corpus, blank lines, key order, list-vs-object shorthand for `relevant`) is left out.
+
+So a gold set read from native JSON Lines, a BEIR folder or TREC qrels has the same hash whenever
+the ids, texts, slices and judgements are the same; a BEIR or TREC set has slice "default" and no
+outranks/derivation unless its queries file says otherwise. The hash is sha256, in lowercase hex.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+
+from harness.types import GoldQuery
+
+
+def canonical_form(query: GoldQuery) -> dict[str, object]:
+    """The part of a query that its hash covers, as a JSON-ready dict."""
+    return {
+        "derivation": query.derivation,
+        "id": query.id,
+        "outranks": [[correct, stale] for correct, stale in query.outranks],
+        "relevant": {doc: int(grade) for doc, grade in sorted(query.relevant.items())},
+        "slice": query.slice,
+        "text": query.text,
+    }
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_hash(queries: Iterable[GoldQuery]) -> str:
+    """sha256 hex of the canonical form above; independent of the order of `queries`.
+
+    Queries sharing an id (which no loader lets through) are ordered by their canonical text, so
+    the hash still does not depend on input order.
+    """
+    forms = sorted((q.id, _dumps(canonical_form(q))) for q in queries)
+    text = "[" + ",".join(form for _, form in forms) + "]"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,106 @@
+"""The corpus a gold set is judged against: its document ids and the sha256 of its file.
+
+A corpus is JSON Lines, one object per document with its id in "id" (this project's collections)
+or "_id" (BEIR); other keys are ignored. A folder means the `corpus.jsonl` inside it (BEIR layout).
+Integer ids are read as their decimal string, since services often return numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.errors import GoldError
+from harness.gold.reading import DocRef, Problems, json_type
+
+_CHUNK = 1 << 20
+
+
+def corpus_file(path: Path) -> Path:
+    """The corpus file a path names: the path itself, or `corpus.jsonl` inside a folder."""
+    file = path / "corpus.jsonl" if path.is_dir() else path
+    if not file.is_file():
+        raise GoldError(f"{file}: corpus not found; pass the corpus JSONL file or its BEIR folder")
+    return file
+
+
+def file_sha256(path: Path | str) -> str:
+    """sha256 hex of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_corpus_ids(path: Path | str) -> tuple[frozenset[str], str]:
+    """The document ids of a corpus and the sha256 of its file, computed in one pass.
+
+    Raises GoldError listing every malformed line, missing or non-string id, and duplicate id.
+    """
+    file = corpus_file(Path(path))
+    problems = Problems()
+    digest = hashlib.sha256()
+    first_line: dict[str, int] = {}
+    with open(file, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            if not raw.strip():
+                continue
+            doc_id = _doc_id(raw, file, number, problems)
+            if doc_id is None:
+                continue
+            if doc_id in first_line:
+                problems.add(file, f"duplicate document id {doc_id!r} (first at line "
+                              f"{first_line[doc_id]}); ids must be unique", number, "id")
+            else:
+                first_line[doc_id] = number
+    if not first_line and not problems:
+        problems.add(file, "the corpus has no documents")
+    problems.raise_if_any(f"{file}: the corpus is malformed")
+    return frozenset(first_line), digest.hexdigest()
+
+
+def _doc_id(raw: bytes, file: Path, number: int, problems: Problems) -> str | None:
+    try:
+        row = json.loads(raw)
+    except ValueError as exc:  # also UnicodeDecodeError
+        problems.add(file, f"malformed JSON: {exc}", number)
+        return None
+    if not isinstance(row, dict):
+        problems.add(file, f"expected a JSON object per document, got {json_type(row)}", number)
+        return None
+    ids = [row[key] for key in ("_id", "id") if key in row]
+    if not ids:
+        problems.add(file, 'a document needs an "id" (or BEIR "_id")', number, "id")
+        return None
+    if len(ids) == 2 and ids[0] != ids[1]:
+        problems.add(file, f'"_id" {ids[0]!r} and "id" {ids[1]!r} disagree; keep one', number, "id")
+        return None
+    doc_id = ids[0]
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        return str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id:
+        got = "an empty string" if doc_id == "" else json_type(doc_id)
+        problems.add(file, f"a document id is a non-empty string, got {got}", number, "id")
+        return None
+    return doc_id
+
+
+def dangling(refs: Iterable[DocRef], ids: frozenset[str], corpus: Path,
+             problems: Problems) -> None:
+    """Record a problem for every reference to a document the corpus lacks.
+
+    When none of the references is in the corpus, one more problem says so first: that is a
+    wrong corpus (or a different id scheme), not a few stale judgements.
+    """
+    refs = list(refs)
+    missing = [ref for ref in refs if ref.doc_id not in ids]
+    if missing and len(missing) == len(refs) > 1:
+        problems.add(corpus, f"none of the {len(refs)} documents the gold set names is in this "
+                     "corpus: is it the corpus the gold set was made for?")
+    for ref in missing:
+        problems.add(ref.path, f"query {ref.query_id!r}: document {ref.doc_id!r} is not in "
+                     f"the corpus {corpus}", ref.line, ref.field)

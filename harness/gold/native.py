@@ -1,0 +1,301 @@
+"""The native gold format, JSON Lines: an optional header line, then one query per line.
+
+    {"format": "harness-gold", "version": 1, "corpus": {"name": "kb.jsonl", "sha256": "<hex>"}}
+    {"id": "q17", "query": "who owns billing?", "slice": "entity", "relevant": {"d4": 2, "d9": 0}}
+    {"id": "q18", "query": "rotate the TLS cert", "relevant": ["d12"], "outranks": [["d12", "d3"]]}
+
+Every rule below that a line breaks is one Problem at path:line: field (gold/README.md repeats
+them with examples). Blank lines are skipped; line numbers are 1-based physical lines.
+
+- Header (optional, first non-blank line only; recognised by a "format" or "version" key):
+  "format" = "harness-gold" and "version" = 1 are required; "corpus" = {"name": non-empty string,
+  "sha256": 64 lowercase hex digits (optional)} and "description" (string) are optional.
+- Query: "id" (non-empty string, unique in the file), "query" (a string with a non-blank
+  character) and "relevant" are required. "relevant" is an object {doc id: grade} with each grade
+  an integer >= 0 (true and 2.0 are not integers; 0 = judged not relevant), or an array of distinct
+  doc ids meaning grade 1 each; empty means an unanswerable query. Optional: "slice" (non-blank
+  string, default "default"), "outranks" (array of [correct_id, stale_id] pairs of two distinct
+  non-empty strings), "derivation" (string).
+- Everywhere: no unknown key, no key twice in one object, no NaN/Infinity, one JSON object a line,
+  at least one query in the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.errors import GoldError
+from harness.gold.reading import (
+    GRADE_RULE,
+    DocRef,
+    JsonObject,
+    Parsed,
+    Problems,
+    json_error,
+    json_type,
+    loads,
+    numbered_lines,
+)
+from harness.types import CorpusInfo, GoldQuery, GoldSet
+
+FORMAT_NAME = "harness-gold"
+VERSION = 1
+_HEADER_KEYS = ("format", "version", "corpus", "description")
+_CORPUS_KEYS = ("name", "sha256")
+_QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation")
+_REQUIRED = ("id", "query", "relevant")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def read_native(path: Path, problems: Problems) -> Parsed:
+    """Parse a native gold file, recording every problem (no queries if it is not UTF-8)."""
+    lines = numbered_lines(path, problems)
+    if lines is None:
+        return Parsed((), (), str(path), "native")
+    return parse_native(lines, str(path), problems)
+
+
+def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems) -> Parsed:
+    """Parse numbered non-blank lines of the native format (see the module docstring)."""
+    queries: list[GoldQuery] = []
+    refs: list[DocRef] = []
+    first_line: dict[str, int] = {}
+    corpus: CorpusInfo | None = None
+    header_line: int | None = None
+    query_lines = 0
+    for index, (number, text) in enumerate(lines):
+        try:
+            value = loads(text)
+        except ValueError as exc:
+            problems.add(path, json_error(exc), number)
+            query_lines += 1
+            continue
+        if not isinstance(value, JsonObject):
+            problems.add(path, "expected a JSON object (a query, or the header on the first "
+                         f"line), got {json_type(value)}", number)
+            query_lines += 1
+            continue
+        if "format" in value or "version" in value:
+            if index == 0:
+                corpus, header_line = _check_header(value, path, number, problems), number
+            else:
+                problems.add(path, "a header is only allowed on the first line; move it there "
+                             "or delete it", number, "format")
+            continue
+        query_lines += 1
+        before = len(problems)
+        query_id = value.get("id")
+        if isinstance(query_id, str) and query_id in first_line:
+            problems.add(path, f"duplicate query id {query_id!r}: lines {first_line[query_id]} "
+                         f"and {number}; give each query its own id", number, "id")
+        elif isinstance(query_id, str) and query_id:
+            first_line[query_id] = number
+        query = _check_query(value, path, number, problems, refs)
+        if query is not None and len(problems) == before:
+            queries.append(query)
+    if query_lines == 0:
+        problems.add(path, "no queries: the file needs at least one query line after the header")
+    return Parsed(tuple(queries), tuple(refs), path, "native", corpus, header_line)
+
+
+def _check_keys(obj: JsonObject, known: tuple[str, ...], path: str, number: int,
+                problems: Problems, prefix: str = "") -> None:
+    for key in obj.duplicates:
+        problems.add(path, f"key {key!r} appears twice; keep one", number, prefix + key)
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            guess = f"did you mean {close[0]!r}? " if close else ""
+            problems.add(path, f"unknown field {key!r}; {guess}known fields: {', '.join(known)}",
+                         number, prefix + key)
+
+
+def _non_blank(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check_header(obj: JsonObject, path: str, number: int,
+                  problems: Problems) -> CorpusInfo | None:
+    _check_keys(obj, _HEADER_KEYS, path, number, problems)
+    if obj.get("format") != FORMAT_NAME:
+        problems.add(path, f'the header needs "format": "{FORMAT_NAME}"', number, "format")
+    version = obj.get("version")
+    if type(version) is not int or version != VERSION:
+        got = "missing" if "version" not in obj else json.dumps(version)
+        problems.add(path, f'the header needs "version": {VERSION} (got {got}); this harness '
+                     f"reads version {VERSION}", number, "version")
+    if "description" in obj and not isinstance(obj["description"], str):
+        problems.add(path, f"description is a string, got {json_type(obj['description'])}",
+                     number, "description")
+    if "corpus" not in obj:
+        return None
+    corpus = obj["corpus"]
+    if not isinstance(corpus, JsonObject):
+        problems.add(path, 'corpus is an object {"name": ..., "sha256": ...}, got '
+                     f"{json_type(corpus)}", number, "corpus")
+        return None
+    _check_keys(corpus, _CORPUS_KEYS, path, number, problems, prefix="corpus.")
+    name, sha256 = corpus.get("name"), corpus.get("sha256")
+    if not _non_blank(name):
+        problems.add(path, "corpus.name is required: the corpus file name or path", number,
+                     "corpus.name")
+    if sha256 is not None and not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+        problems.add(path, "corpus.sha256 is 64 lowercase hex digits (`sha256sum FILE`)", number,
+                     "corpus.sha256")
+    if isinstance(name, str) and (sha256 is None or isinstance(sha256, str)):
+        return CorpusInfo(name, sha256)
+    return None
+
+
+def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
+                 refs: list[DocRef]) -> GoldQuery | None:
+    _check_keys(obj, _QUERY_KEYS, path, number, problems)
+    for key in _REQUIRED:
+        if key not in obj:
+            problems.add(path, f"required field {key!r} is missing", number, key)
+    query_id, text, slice_ = obj.get("id"), obj.get("query"), obj.get("slice", "default")
+    if "id" in obj and not (isinstance(query_id, str) and query_id):
+        problems.add(path, f"id is a non-empty string, got {json.dumps(query_id)}", number, "id")
+    if "query" in obj and not _non_blank(text):
+        problems.add(path, "query is the text sent to the service: a string with a non-blank "
+                     f"character, got {json.dumps(text)}", number, "query")
+    if not _non_blank(slice_):
+        problems.add(path, f"slice is a non-blank string, got {json.dumps(slice_)}", number,
+                     "slice")
+    derivation = obj.get("derivation")
+    if "derivation" in obj and not isinstance(derivation, str):
+        problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,
+                     "derivation")
+    label = query_id if isinstance(query_id, str) else f"at line {number}"
+    relevant = _relevant(obj.get("relevant", {}), path, number, problems)
+    outranks = _outranks(obj.get("outranks", []), path, number, problems)
+    refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
+    refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
+                for i, pair in enumerate(outranks) for doc in pair)
+    if not (isinstance(query_id, str) and isinstance(text, str) and isinstance(slice_, str)):
+        return None
+    note = derivation if isinstance(derivation, str) else None
+    return GoldQuery(query_id, text, slice_, relevant, outranks, note, number)
+
+
+def _relevant(value: object, path: str, number: int, problems: Problems) -> dict[str, int]:
+    found: dict[str, int] = {}
+    if isinstance(value, JsonObject):
+        for doc in value.duplicates:
+            problems.add(path, f"document {doc!r} is judged twice; keep one grade", number,
+                         "relevant")
+        for doc, grade in value.items():
+            if not doc:
+                problems.add(path, "a document id is a non-empty string", number, "relevant")
+            elif type(grade) is not int or grade < 0:
+                problems.add(path, f"document {doc!r} has grade {json.dumps(grade)}; {GRADE_RULE}",
+                             number, "relevant")
+            else:
+                found[doc] = grade
+    elif isinstance(value, list):
+        for doc in value:
+            if not (isinstance(doc, str) and doc):
+                problems.add(path, "a list of relevant documents holds non-empty string ids, got "
+                             f"{json.dumps(doc)}", number, "relevant")
+            elif doc in found:
+                problems.add(path, f"document {doc!r} is listed twice; list each once", number,
+                             "relevant")
+            else:
+                found[doc] = 1
+    else:
+        problems.add(path, "relevant is an object {doc_id: grade} or an array of doc ids, got "
+                     f"{json_type(value)}", number, "relevant")
+    return found
+
+
+def _outranks(value: object, path: str, number: int,
+              problems: Problems) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        problems.add(path, f"outranks is an array of [correct_id, stale_id] pairs, got "
+                     f"{json_type(value)}", number, "outranks")
+        return ()
+    pairs = []
+    for index, pair in enumerate(value):
+        if (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(d, str) and d for d in pair) and pair[0] != pair[1]):
+            pairs.append((str(pair[0]), str(pair[1])))
+        else:
+            problems.add(path, "each outranks entry is [correct_id, stale_id]: two different "
+                         f"non-empty doc ids, got {json.dumps(pair)}", number, f"outranks[{index}]")
+    return tuple(pairs)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _record(query: GoldQuery) -> dict[str, object]:
+    record: dict[str, object] = {"id": query.id, "query": query.text, "slice": query.slice,
+                                 "relevant": dict(query.relevant)}
+    if query.outranks:
+        record["outranks"] = [list(pair) for pair in query.outranks]
+    if query.derivation is not None:
+        record["derivation"] = query.derivation
+    return record
+
+
+def _line(value: dict[str, object], sort_keys: bool = True) -> str:
+    text = json.dumps(value, sort_keys=sort_keys, ensure_ascii=False)
+    # Keep the file one record a line for readers that also split on these (str.splitlines).
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085")
+
+
+def write_native(gold: GoldSet | Iterable[GoldQuery], path: Path | str, *,
+                 corpus: CorpusInfo | None = None, description: str | None = None) -> None:
+    """Write the header ("format" first) and one sorted-key line per query, atomically.
+
+    The queries keep their order. `corpus` defaults to a GoldSet's own corpus. The lines are
+    checked with the reader's rules first, so this never writes a file `load_gold` would refuse
+    (GoldError instead); the file appears whole or not at all (temp file + os.replace).
+    """
+    path = Path(path)
+    if isinstance(gold, GoldSet):
+        corpus = corpus if corpus is not None else gold.corpus
+        queries: Iterable[GoldQuery] = gold.queries
+    else:
+        queries = gold
+    header: dict[str, object] = {"format": FORMAT_NAME, "version": VERSION}
+    if corpus is not None:
+        header["corpus"] = {"name": corpus.name} | ({"sha256": corpus.sha256}
+                                                     if corpus.sha256 else {})
+    if description is not None:
+        header["description"] = description
+    # The header keeps "format" first, so that `head -1` tells what the file is.
+    lines = [_line(header, sort_keys=False), *(_line(_record(q)) for q in queries)]
+    problems = Problems()
+    parse_native(enumerate(lines, start=1), str(path), problems)
+    problems.raise_if_any(f"{path}: refusing to write an invalid gold set (lines as they would be)")
+    _replace(path, "".join(line + "\n" for line in lines))
+
+
+def _replace(path: Path, text: str) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise GoldError(f"{path}: cannot write the gold set: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise GoldError(f"{path}: cannot write the gold set: {exc.strerror}") from exc
+        raise

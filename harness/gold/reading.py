@@ -1,0 +1,144 @@
+"""What every gold reader shares: numbered lines, strict JSON, and a list of problems.
+
+A reader never raises on the first fault: it records a `Problem` (path, 1-based physical line,
+field, what is wrong and what to do) and carries on, so that `load_gold` can raise one `GoldError`
+listing every problem of every file at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import GoldError, Problem
+from harness.types import CorpusInfo, GoldQuery
+
+CHECK_HINT = "fix each problem above (rules: gold/README.md), then run `harness gold check`"
+GRADE_RULE = "a grade is an integer >= 0 (0 = judged not relevant); map negative grades to 0"
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+class Problems:
+    """Problems found so far, in the order found; `raise_if_any` turns them into one GoldError."""
+
+    def __init__(self) -> None:
+        self.found: list[Problem] = []
+
+    def add(self, path: Path | str, message: str, line: int | None = None,
+            field: str | None = None) -> None:
+        self.found.append(Problem(str(path), message, line, field))
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    def raise_if_any(self, what: str) -> None:
+        if not self.found:
+            return
+        count = len(self.found)
+        noun = "problem" if count == 1 else "problems"
+        raise GoldError(f"{what}: {count} {noun}", self.found, hint=CHECK_HINT)
+
+
+@dataclass(frozen=True)
+class DocRef:
+    """A document id a gold file mentions, and where, so a missing id can be reported there."""
+
+    path: str
+    line: int | None
+    field: str
+    query_id: str
+    doc_id: str
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a reader found, before the corpus check and before anything is raised."""
+
+    queries: tuple[GoldQuery, ...]
+    refs: tuple[DocRef, ...]
+    source: str
+    format: str
+    corpus: CorpusInfo | None = None
+    header_line: int | None = None
+    version: int = 1
+
+
+def numbered_lines(path: Path, problems: Problems) -> list[tuple[int, str]] | None:
+    """Every non-blank physical line of a UTF-8 file as (1-based number, text without its newline).
+
+    Only "\\n" ends a line ("\\r\\n" too, its "\\r" is dropped); a JSON string may legally hold
+    U+2028, which `str.splitlines` would wrongly split on. A leading BOM is ignored. A file that is
+    not UTF-8 is one problem at the line of its first bad byte, and None.
+    """
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problems.add(path, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", line)
+        return None
+    found = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        stripped = raw.removesuffix("\r")
+        if stripped.strip():
+            found.append((number, stripped))
+    return found
+
+
+class JsonObject(dict[str, object]):
+    """A JSON object that remembers the keys it saw twice (json.loads keeps the last silently)."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object_pairs(pairs: list[tuple[str, object]]) -> JsonObject:
+    obj = JsonObject(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        duplicates = []
+        for key, _ in pairs:
+            if key in seen:
+                duplicates.append(key)
+            seen.add(key)
+        obj.duplicates = tuple(duplicates)
+    return obj
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(text: str) -> object:
+    """json.loads that rejects NaN/Infinity and records duplicate keys (see JsonObject)."""
+    return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
+
+
+def json_error(exc: ValueError) -> str:
+    """A one-line description of why a line is not JSON."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed JSON: {exc.msg} at column {exc.colno}"
+    return f"malformed JSON: {exc}"
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def parse_grade(text: str) -> int | None:
+    """The integer grade written in a qrels column, or None when it is not a plain integer."""
+    return int(text) if _INTEGER.fullmatch(text) else None

@@ -1,0 +1,235 @@
+"""BEIR folders and TREC qrels: judgements in a table, query texts in a separate file.
+
+BEIR: a folder with `queries.jsonl` and `qrels/<split>.tsv` (or a flat `qrels.tsv`, taken as the
+default split "test"); the qrels start with the header `query-id<TAB>corpus-id<TAB>score`
+(`doc-id` is accepted for the middle column), then one `qid<TAB>docid<TAB>grade` a line.
+TREC: qrels lines `qid iteration docid grade`, whitespace-separated, the iteration ignored; the
+texts come from a topics file, JSONL or `qid<TAB>text`.
+
+Queries files: JSONL rows {"_id" or "id", "text", ...} (other keys such as BEIR's "title" and
+"metadata" are ignored; the slice comes from "slice" or "metadata"."slice", else "default"), or,
+for TREC, TSV lines `qid<TAB>text` (the id is stripped, the text kept as written).
+
+Only queries with at least one judgement (grade 0 included) are loaded, in the order of the
+queries file: BEIR's evaluation and trec_eval score exactly the judged queries, so an unjudged
+query is ignored, not reported. `GoldQuery.line` is the query's line in the queries file. A judged
+query without a text, a duplicate (query, document) pair, a grade that is not an integer >= 0 and
+every malformed line are problems; so is a table with no judged query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import GoldError
+from harness.gold.reading import (
+    GRADE_RULE,
+    DocRef,
+    JsonObject,
+    Parsed,
+    Problems,
+    json_error,
+    json_type,
+    loads,
+    numbered_lines,
+    parse_grade,
+)
+from harness.types import GoldQuery
+
+BEIR_HEADER = "query-id\tcorpus-id\tscore"
+
+
+@dataclass(frozen=True)
+class _Topic:
+    id: str
+    text: str
+    slice: str
+    line: int
+
+
+@dataclass(frozen=True)
+class _Judgement:
+    query_id: str
+    doc_id: str
+    grade: int
+    line: int
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """How one table format names its columns, for messages."""
+
+    query: str
+    doc: str
+    grade: str
+
+
+_BEIR = _Columns("query-id", "corpus-id", "score")
+_TREC = _Columns("qid", "docid", "relevance")
+
+
+def beir_qrels(folder: Path, split: str) -> Path:
+    """The qrels file of a BEIR split: qrels/<split>.tsv, or qrels.tsv for the split "test"."""
+    candidates = [folder / "qrels" / f"{split}.tsv"]
+    if split == "test":
+        candidates.append(folder / "qrels.tsv")
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+    have = f"; splits here: {', '.join(splits)}" if splits else ""
+    tried = " or ".join(str(c) for c in candidates)
+    raise GoldError(f"{folder}: no qrels for split {split!r}: looked for {tried}{have}")
+
+
+def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
+    """The judged queries of a BEIR folder (see the module docstring)."""
+    queries = folder / "queries.jsonl"
+    if not queries.is_file():
+        raise GoldError(f"{queries}: not found; a BEIR folder holds queries.jsonl and "
+                        "qrels/<split>.tsv")
+    qrels = beir_qrels(folder, split)
+    topics = read_topics(queries, problems)
+    judgements = _table(qrels, _BEIR, problems)
+    return _assemble(topics, judgements, queries, qrels, str(folder), "beir", _BEIR, problems)
+
+
+def read_trec(qrels: Path, queries: Path, problems: Problems) -> Parsed:
+    """The judged queries of a TREC qrels file and its topics file (see the module docstring)."""
+    if not queries.is_file():
+        raise GoldError(f"{queries}: queries file not found; TREC qrels need the query texts "
+                        "(JSONL or qid<TAB>text)")
+    topics = read_topics(queries, problems)
+    judgements = _table(qrels, _TREC, problems)
+    return _assemble(topics, judgements, queries, qrels, str(qrels), "trec", _TREC, problems)
+
+
+def read_topics(path: Path, problems: Problems) -> dict[str, _Topic]:
+    """Query texts by id from a JSONL or `qid<TAB>text` file, recording every problem."""
+    lines = numbered_lines(path, problems) or []
+    if lines and lines[0][1].lstrip().startswith("<"):
+        problems.add(path, "looks like TREC SGML topics (<top>); convert them to one "
+                     "`qid<TAB>text` a line or to JSONL {\"id\", \"text\"}", lines[0][0])
+        return {}
+    jsonl = bool(lines) and lines[0][1].lstrip().startswith("{")
+    topics: dict[str, _Topic] = {}
+    for number, text in lines:
+        topic = _json_topic(text, path, number, problems) if jsonl else \
+            _tsv_topic(text, path, number, problems)
+        if topic is None:
+            continue
+        if topic.id in topics:
+            problems.add(path, f"duplicate query id {topic.id!r}: lines {topics[topic.id].line} "
+                         f"and {number}; give each query its own id", number, "id")
+            continue
+        topics[topic.id] = topic
+    return topics
+
+
+def _tsv_topic(text: str, path: Path, number: int, problems: Problems) -> _Topic | None:
+    parts = text.split("\t", 1)
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+        problems.add(path, "expected `qid<TAB>text` with a non-blank id and text", number)
+        return None
+    return _Topic(parts[0].strip(), parts[1], "default", number)
+
+
+def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topic | None:
+    try:
+        row = loads(text)
+    except ValueError as exc:
+        problems.add(path, json_error(exc), number)
+        return None
+    if not isinstance(row, JsonObject):
+        problems.add(path, f"expected a JSON object per query, got {json_type(row)}", number)
+        return None
+    before = len(problems)
+    for key in row.duplicates:
+        problems.add(path, f"key {key!r} appears twice; keep one", number, key)
+    ids = [row[key] for key in ("_id", "id") if key in row]
+    query_id = ids[0] if ids else None
+    if isinstance(query_id, int) and not isinstance(query_id, bool):
+        query_id = str(query_id)
+    if not (isinstance(query_id, str) and query_id):
+        problems.add(path, 'a query needs an "_id" or "id": a non-empty string', number, "id")
+    elif len(ids) == 2 and str(ids[1]) != query_id:
+        problems.add(path, f'"_id" {ids[0]!r} and "id" {ids[1]!r} disagree; keep one', number,
+                     "id")
+    query_text = row.get("text")
+    if not (isinstance(query_text, str) and query_text.strip()):
+        problems.add(path, "text is the query sent to the service: a string with a non-blank "
+                     f"character, got {json_type(query_text)}", number, "text")
+    metadata = row.get("metadata")
+    slice_ = row.get("slice", metadata.get("slice", "default")
+                     if isinstance(metadata, dict) else "default")
+    if not (isinstance(slice_, str) and slice_.strip()):
+        problems.add(path, f"slice is a non-blank string, got {json_type(slice_)}", number,
+                     "slice")
+    if len(problems) > before or not (isinstance(query_id, str) and isinstance(query_text, str)
+                                      and isinstance(slice_, str)):
+        return None
+    return _Topic(query_id, query_text, slice_, number)
+
+
+def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement]:
+    """Judgement rows of a BEIR (tab, with header) or TREC (whitespace, 4 columns) qrels file."""
+    if not path.is_file():
+        raise GoldError(f"{path}: qrels file not found")
+    lines = numbered_lines(path, problems) or []
+    beir = columns is _BEIR
+    if beir and lines:
+        number, first = lines[0]
+        cells = first.split("\t")
+        if len(cells) == 3 and cells[0] == "query-id" and cells[1] in ("corpus-id", "doc-id") \
+                and cells[2] == "score":
+            lines = lines[1:]
+        else:
+            problems.add(path, "the first line must be the header `query-id<TAB>corpus-id<TAB>"
+                         "score`; add it", number)
+    found = []
+    for number, text in lines:
+        cells = text.split("\t") if beir else text.split()
+        if beir and len(cells) != 3:
+            problems.add(path, "expected 3 tab-separated columns `query-id corpus-id score`, "
+                         f"got {len(cells)}", number)
+        elif not beir and len(cells) != 4:
+            problems.add(path, "expected 4 whitespace-separated columns `qid iteration docid "
+                         f"relevance`, got {len(cells)}", number)
+        else:
+            query_id, doc_id, grade_text = cells[0], cells[-2], cells[-1]
+            grade = parse_grade(grade_text)
+            if grade is None or grade < 0:
+                problems.add(path, f"grade {grade_text!r}: {GRADE_RULE}", number, columns.grade)
+            elif not query_id or not doc_id:
+                field = columns.query if not query_id else columns.doc
+                problems.add(path, "an id is a non-empty string", number, field)
+            else:
+                found.append(_Judgement(query_id, doc_id, grade, number))
+    return found
+
+
+def _assemble(topics: dict[str, _Topic], judgements: list[_Judgement], queries_path: Path,
+              qrels: Path, source: str, fmt: str, columns: _Columns,
+              problems: Problems) -> Parsed:
+    relevant: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    refs = []
+    for row in judgements:
+        key = (row.query_id, row.doc_id)
+        if key in first_line:
+            problems.add(qrels, f"query {row.query_id!r} judges document {row.doc_id!r} twice: "
+                         f"lines {first_line[key]} and {row.line}; keep one", row.line, columns.doc)
+            continue
+        first_line[key] = row.line
+        if row.query_id not in topics and row.query_id not in relevant:
+            problems.add(qrels, f"query {row.query_id!r} is judged here but has no text in "
+                         f"{queries_path}; add it there or drop its judgements", row.line,
+                         columns.query)
+        relevant.setdefault(row.query_id, {})[row.doc_id] = row.grade
+        refs.append(DocRef(str(qrels), row.line, columns.doc, row.query_id, row.doc_id))
+    queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], line=t.line)
+                    for t in topics.values() if t.id in relevant)
+    if not queries and not problems:
+        problems.add(qrels, f"no queries: no query of {queries_path} has a judgement here")
+    return Parsed(queries, tuple(refs), source, fmt)
