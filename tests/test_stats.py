@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from fractions import Fraction as F
 from math import comb
 from pathlib import Path
 from unittest import mock
@@ -316,6 +317,20 @@ def test_randomization_counts_ties_through_float_rounding() -> None:
     assert paired_randomization_test(np.zeros(4), tenths, seed=0) == 10 / 16
 
 
+def test_randomization_exact_path_matches_rational_enumeration() -> None:
+    # Oracle: the same enumeration in exact fractions.  In floats several of these 64 signed
+    # sums land a rounding error below |obs| although they equal it; they must still count.
+    deltas = [F(9, 10), F(-2, 5), F(-2, 5), F(3, 20), F(3, 10), F(-2, 3)]
+    observed = abs(sum(deltas))
+    expected = sum(
+        abs(sum(sign * d for sign, d in zip(signs, deltas, strict=True))) >= observed
+        for signs in itertools.product((1, -1), repeat=len(deltas))
+    )
+    assert expected == 60
+    floats = np.array([float(d) for d in deltas])
+    assert paired_randomization_test(np.zeros(6), floats, seed=0) == expected / 64
+
+
 def test_randomization_of_a_consistent_shift_is_as_small_as_it_can_be() -> None:
     data = np.random.default_rng(2)
     base = data.uniform(size=50)
@@ -487,6 +502,28 @@ def test_a_slowdown_inside_the_tolerance_is_no_difference() -> None:
     test = paired_latency_ratio(base, 1.05 * base, seed=0, resamples=2000)
     assert test.ratio == pytest.approx(1.05)
     assert test.verdict is Verdict.NO_DIFFERENCE
+
+
+def test_a_point_estimate_beyond_tolerance_is_not_enough() -> None:
+    # 20 queries with a noisy ~1.2x slowdown: the ratio is past 1.1, but the CI reaches below it.
+    base = _latencies(6, n=20)
+    noise = np.random.default_rng(7).lognormal(mean=np.log(1.2), sigma=0.2, size=20)
+    test = paired_latency_ratio(base, base * noise, seed=0, resamples=2000)
+    assert test.ratio == pytest.approx(float(np.median(noise)))
+    assert test.ratio > 1.1 > test.ci_low
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert "reaches into 1 ± 0.1" in test.reason
+
+
+def test_latency_ratio_is_paired_across_heterogeneous_queries() -> None:
+    # Query latencies spread 10x, every query 1.2x slower give or take 5%: pairing cancels the
+    # spread, so the CI is tight around 1.2.  (The ratio of the two medians compares different
+    # queries and would not be.)
+    base = _latencies(8, n=100) * np.repeat([1.0, 10.0], 50)
+    noise = np.random.default_rng(9).normal(1.2, 0.06, size=100)
+    test = paired_latency_ratio(base, base * noise, seed=0, resamples=2000)
+    assert test.verdict is Verdict.REGRESSED
+    assert 1.15 < test.ci_low <= test.ratio <= test.ci_high < 1.25
 
 
 def test_latency_ratio_rejects_non_positive_latency() -> None:
