@@ -7,8 +7,8 @@ a function of its inputs and the seed.  Three kinds of evidence, one rule each:
   while the net swing |c - b| is below the noise floor (`noise_floor`);
 - continuous metrics (recall@k, p@k, MRR@k, nDCG@k): a sign-flip randomization test on the
   per-query deltas, and a paired percentile bootstrap CI; a call needs both to agree;
-- latency: the ratio of the medians of per-query latencies, with a paired bootstrap CI that must
-  lie wholly outside 1 +/- tolerance.
+- latency: the median over queries of the per-query ratio candidate/baseline, with a bootstrap
+  CI over queries that must lie wholly outside 1 +/- tolerance.
 
 Arguments that break a documented contract (misaligned arrays, NaN, alpha outside (0, 1)) raise
 ValueError: they are bugs in the caller, not user input, which config and gold validate earlier.
