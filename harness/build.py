@@ -1,0 +1,288 @@
+"""The build stage: a ref's build command and (optionally) its virtualenv, once per commit, cached.
+
+    result = build(worktree, sha_key=resolved.key, service=side.service, log_dir=run_dir)
+    env = with_venv(service_env, result.venv)     # the service stage starts in that venv
+
+Layout under `harness.worktree.cache_dir()`:
+
+    builds/<key>/venv/         the per-commit virtualenv (when service.venv is true)
+    builds/<key>/built.json    the marker, written last and only on success: the build's inputs
+    builds/<key>/build.log     a copy of the successful build's log (the cached result points here)
+    builds/<key>.lock          held while building, so two harness runs never build one key at once
+    tmp/build-<random>/        throwaway HOME and TMPDIR for one build, removed afterwards
+
+`key = sha256(sha_key, build command, venv flag, sys.version, platform.platform())[:16]`, the
+fields joined by NUL. A later build with the same key and the marker present (and, for a venv, its
+interpreter still there) does nothing and returns `cached=True`. A build that fails (non-zero exit,
+or running past `service.build_timeout`, which covers venv creation and the command together)
+leaves no marker and removes `builds/<key>/`, so a half-made venv is never reused and the next run
+retries. The command's whole process group is killed on timeout or interrupt (SIGTERM, then SIGKILL
+after `service.stop_timeout`), and anything it left running in the background is killed even after
+a success.
+
+Caveat for `venv = false` with a build command: only the fact that it succeeded is cached, under
+the cache dir. What the command wrote inside the worktree (compiled extensions, generated files,
+`node_modules`) is gone with the worktree, and the next run of the same commit will not redo it. A
+build whose effects live in the tree should use `venv = true` (and install into the venv) or be
+cheap enough to be part of `start`.
+
+The build never sees the caller's whole environment, so it cannot read tokens: only PATH, LANG,
+LC_*, TZ, pip's PIP_* variables and the names in `service.pass_env` come through; HOME and TMPDIR
+are throwaway directories under the cache; `service.env` pins override all of it. (The service
+stage keeps its own allowlist; the two are meant to be merged into one later.)
+
+POSIX only: process groups, `/bin/sh -c`, and the venv's `bin/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import ServiceConfig
+from harness.errors import BuildError
+from harness.worktree import cache_dir
+
+MARKER = "built.json"
+MARKER_SCHEMA_VERSION = 1
+TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What the build stage gives the service stage: the venv to start in, and how it went."""
+
+    venv: Path | None  # the per-commit virtualenv, or None when service.venv is false
+    cached: bool  # True when nothing ran because an identical build had succeeded before
+    seconds: float  # wall time of this call's work (0.0 when cached or nothing to do)
+    log_path: Path | None  # this build's log; the cached copy when cached; None: nothing to do
+    key: str | None = None  # the build key, None when there was nothing to build
+
+
+def build_key(sha_key: str, service: ServiceConfig) -> str:
+    """The 16-hex key a build is cached under (see the module docstring for its inputs)."""
+    fields = [
+        sha_key,
+        service.build or "",
+        "venv" if service.venv else "no-venv",
+        sys.version,
+        platform.platform(),
+    ]
+    return hashlib.sha256("\0".join(fields).encode()).hexdigest()[:16]
+
+
+def venv_env(venv: Path | None) -> dict[str, str]:
+    """The entries a process needs to run inside `venv`: `{}` for None.
+
+    `VIRTUAL_ENV` is the venv itself; `PATH` holds only the venv's `bin` directory, to be put
+    *first* on the existing PATH (`with_venv` does exactly that).
+    """
+    if venv is None:
+        return {}
+    return {"VIRTUAL_ENV": str(venv), "PATH": str(venv / "bin")}
+
+
+def with_venv(env: Mapping[str, str], venv: Path | None) -> dict[str, str]:
+    """A copy of `env` inside `venv`: its bin first on PATH, VIRTUAL_ENV set, PYTHONHOME unset."""
+    out = dict(env)
+    extra = venv_env(venv)
+    if extra:
+        rest = out.get("PATH")
+        out["PATH"] = extra["PATH"] + (os.pathsep + rest if rest else "")
+        out["VIRTUAL_ENV"] = extra["VIRTUAL_ENV"]
+        out.pop("PYTHONHOME", None)
+    return out
+
+
+def _allowlisted_env(
+    pass_env: Iterable[str], pins: Mapping[str, str], home: Path, tmp: Path
+) -> dict[str, str]:
+    """The caller's PATH, LANG, LC_*, TZ, PIP_* and `pass_env` names; HOME/TMPDIR; then pins."""
+    source = os.environ
+    env = {
+        name: value
+        for name, value in source.items()
+        if name in ("PATH", "LANG", "TZ") or name.startswith(("LC_", "PIP_"))
+    }
+    env.setdefault("PATH", os.defpath)
+    env["HOME"] = str(home)
+    env["TMPDIR"] = str(tmp)
+    env.update({name: source[name] for name in pass_env if name in source})
+    env.update(pins)
+    return env
+
+
+def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path) -> BuildResult:
+    """Make `worktree`'s commit ready to start: create its venv and run `service.build`, cached.
+
+    With neither `service.venv` nor `service.build` there is nothing to do: BuildResult(None,
+    cached=False, seconds=0.0, log_path=None). Otherwise the log is `log_dir/build-<key>.log`.
+    Raises BuildError naming the command, its exit status (or the timeout) and the log's last
+    20 lines; nothing is cached then.
+    """
+    if not service.venv and not service.build:
+        return BuildResult(venv=None, cached=False, seconds=0.0, log_path=None)
+    key = build_key(sha_key, service)
+    builds = cache_dir() / "builds"
+    slot = builds / key
+    venv = slot / "venv" if service.venv else None
+    builds.mkdir(parents=True, exist_ok=True)
+    with _locked(builds / f"{key}.lock"):
+        if _is_built(slot, key, venv):
+            return BuildResult(venv, cached=True, seconds=0.0, log_path=slot / "build.log", key=key)
+        shutil.rmtree(slot, ignore_errors=True)  # whatever a crashed earlier attempt left
+        slot.mkdir(parents=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"build-{key}.log"
+        started = time.monotonic()
+        try:
+            _run_build(worktree, service, venv, log_path, deadline=started + service.build_timeout)
+        except BaseException:
+            shutil.rmtree(slot, ignore_errors=True)
+            raise
+        seconds = time.monotonic() - started
+        shutil.copyfile(log_path, slot / "build.log")
+        _write_marker(slot, key, sha_key, service, seconds)
+        return BuildResult(venv, cached=False, seconds=seconds, log_path=log_path, key=key)
+
+
+def _run_build(
+    worktree: Path, service: ServiceConfig, venv: Path | None, log_path: Path, deadline: float
+) -> None:
+    scratch = cache_dir() / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    with tempfile.TemporaryDirectory(
+        prefix="build-", dir=scratch, ignore_cleanup_errors=True
+    ) as throwaway:
+        home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
+        home.mkdir()
+        tmp.mkdir()
+        env = _allowlisted_env(service.pass_env, service.env, home, tmp)
+        step = _Step(cwd=worktree, log_path=log_path, service=service, deadline=deadline)
+        if venv is not None:
+            # `sys.executable -m venv` from inside a venv still bases the new one on the real
+            # interpreter; no --system-site-packages, so nothing of the harness's leaks in.
+            step.run([sys.executable, "-m", "venv", str(venv)], env)
+        if service.build:
+            step.run(["/bin/sh", "-c", service.build], with_venv(env, venv), shown=service.build)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """Where and under what limits the commands of one build run."""
+
+    cwd: Path
+    log_path: Path
+    service: ServiceConfig
+    deadline: float  # time.monotonic() by which the whole build must be done
+
+    def run(self, argv: list[str], env: Mapping[str, str], shown: str | None = None) -> None:
+        """Run `argv` in its own process group, output appended to the log; raise BuildError."""
+        shown = shown or " ".join(argv)
+        with self.log_path.open("ab") as log:
+            log.write(f"# harness build in {self.cwd}\n$ {shown}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so the whole tree can be killed
+            )
+        grace = self.service.stop_timeout
+        try:
+            status = proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, grace)
+            raise _failure(
+                shown,
+                f"timed out after {self.service.build_timeout:g}s",
+                self.log_path,
+                "raise service.build_timeout if the build is only slow",
+            ) from None
+        except BaseException:
+            _kill_group(proc, grace)
+            raise
+        _kill_group(proc, 0.0)  # a success may still have left something in the background
+        if status != 0:
+            how = (
+                f"exited with status {status}" if status > 0 else f"was killed by signal {-status}"
+            )
+            hint = "fix the build command (service.build) and rerun"
+            raise _failure(shown, how, self.log_path, hint)
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the process group, give the leader `grace` seconds, then SIGKILL what is left."""
+    if grace > 0 and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _failure(command: str, how: str, log_path: Path, hint: str) -> BuildError:
+    with log_path.open("rb") as f:
+        lines = f.read().decode(errors="replace").splitlines()[-TAIL_LINES:]
+    return BuildError(
+        f"build failed: `{command}` {how}",
+        [f"last {len(lines)} lines of {log_path}:", *(f"  | {line}" for line in lines), hint],
+    )
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _is_built(slot: Path, key: str, venv: Path | None) -> bool:
+    try:
+        marker = json.loads((slot / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("key") != key:
+        return False
+    return venv is None or (venv / "bin" / "python").exists()
+
+
+def _write_marker(
+    slot: Path, key: str, sha_key: str, service: ServiceConfig, seconds: float
+) -> None:
+    record = {
+        "schema_version": MARKER_SCHEMA_VERSION,
+        "key": key,
+        "sha_key": sha_key,
+        "command": service.build,
+        "venv": service.venv,
+        "python": sys.version,
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "seconds": round(seconds, 3),
+    }
+    partial = slot / f"{MARKER}.partial"
+    partial.write_text(json.dumps(record, sort_keys=True, indent=2) + "\n")
+    partial.replace(slot / MARKER)
