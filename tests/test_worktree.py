@@ -257,6 +257,17 @@ def test_user_repository_is_byte_identical_afterwards(repo: Repo, detach: bool) 
     assert worktree_paths(repo.root) == [str(repo.root)]
 
 
+def test_user_hooks_do_not_run(repo: Repo) -> None:
+    hook = repo.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\necho ran >> {repo.root / 'hook-ran'}\n")
+    hook.chmod(0o755)
+    git(repo.root, "checkout", "-q", "feat/x")  # the hook is live for git itself...
+    assert (repo.root / "hook-ran").read_text() == "ran\n"
+    with checkout(repo.root, resolve_ref(repo.root, "main")) as path:
+        assert (path / "a.txt").read_text() == "two\n"
+    assert (repo.root / "hook-ran").read_text() == "ran\n"  # ...but not for the harness
+
+
 @pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
 def test_worktree_removed_when_the_body_raises(
     repo: Repo, isolated: Path, error: type[BaseException]
