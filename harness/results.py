@@ -1,0 +1,259 @@
+"""Run records on disk: versioned JSON, sorted keys, written atomically and never overwritten.
+
+Layout under the results directory (see results/README.md):
+
+    runs/<UTC stamp>_<ref slug>_<sha8>_<rand>.json   one RefRun (every repeat of one ref)
+    logs/<...>.log                                   service and build logs named by the records
+    <UTC stamp>_<base sha8>_<cand sha8>/              one comparison (written by the compare stage)
+
+A record holds what makes two runs comparable (full SHA, config, gold and corpus hashes, tool
+version, host) so `compare` can reuse a matching record and refuse to compare mismatched ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import ResultsError
+from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+
+RUN_SCHEMA = "harness-run"
+RUN_SCHEMA_VERSION = 1
+
+
+def utc_stamp(now: datetime | None = None) -> str:
+    """A sortable, filename-safe UTC timestamp: 20261129T184501Z."""
+    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def host_fingerprint() -> dict[str, str]:
+    """What the numbers were measured on: enough to refuse comparing across machines by mistake."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu,
+        "cpu_count": str(os.cpu_count() or 0),
+        "hostname": platform.node(),
+    }
+
+
+def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
+    """Write `document` to `path` atomically, refusing to overwrite an existing file.
+
+    The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
+    (link fails if the target exists, unlike rename), so a reader never sees half a file and a
+    crash never leaves one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise ResultsError(
+                f"{path}: already exists; results are never overwritten",
+                ["remove it, or write to another results directory"],
+            ) from None
+    finally:
+        os.unlink(tmp)
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise ResultsError(f"{path}: expected a JSON object at the top level")
+    return document
+
+
+# --------------------------------------------------------------------------- RefRun <-> JSON
+
+
+def _failure_to_dict(failure: RunFailure | None) -> dict[str, Any] | None:
+    if failure is None:
+        return None
+    return {"stage": failure.stage, "message": failure.message, "log_tail": list(failure.log_tail)}
+
+
+def _failure_from_dict(data: Mapping[str, Any] | None) -> RunFailure | None:
+    if data is None:
+        return None
+    return RunFailure(str(data["stage"]), str(data["message"]), tuple(data.get("log_tail", ())))
+
+
+def _result_to_dict(r: QueryResult) -> dict[str, Any]:
+    return {
+        "query_id": r.query_id,
+        "ids": list(r.ids),
+        "scores": None if r.scores is None else list(r.scores),
+        "status": r.status,
+        "error": None if r.error is None else r.error.value,
+        "detail": r.detail,
+        "latency_ns": r.latency_ns,
+    }
+
+
+def _result_from_dict(d: Mapping[str, Any]) -> QueryResult:
+    scores = d.get("scores")
+    return QueryResult(
+        query_id=str(d["query_id"]),
+        ids=tuple(str(i) for i in d.get("ids", ())),
+        scores=None if scores is None else tuple(float(s) for s in scores),
+        status=d.get("status"),
+        error=None if d.get("error") is None else ErrorKind(d["error"]),
+        detail=d.get("detail"),
+        latency_ns=int(d.get("latency_ns", 0)),
+    )
+
+
+def run_to_dict(run: RefRun) -> dict[str, Any]:
+    return {
+        "schema": RUN_SCHEMA,
+        "schema_version": RUN_SCHEMA_VERSION,
+        "ref": run.ref,
+        "sha": run.sha,
+        "config_hash": run.config_hash,
+        "gold_hash": run.gold_hash,
+        "corpus_hash": run.corpus_hash,
+        "tool_version": run.tool_version,
+        "host": dict(run.host),
+        "query_config": dict(run.query_config),
+        "build_failure": _failure_to_dict(run.build_failure),
+        "repeats": [
+            {
+                "index": rep.index,
+                "timings_s": dict(rep.timings_s),
+                "teardown_confirmed": rep.teardown_confirmed,
+                "log_path": rep.log_path,
+                "failure": _failure_to_dict(rep.failure),
+                "results": [_result_to_dict(r) for r in rep.results],
+            }
+            for rep in run.repeats
+        ],
+    }
+
+
+def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
+    if data.get("schema") != RUN_SCHEMA:
+        raise ResultsError(f"{source}: not a harness run record (schema {data.get('schema')!r})")
+    if data.get("schema_version") != RUN_SCHEMA_VERSION:
+        raise ResultsError(
+            f"{source}: run record schema_version {data.get('schema_version')!r}, "
+            f"this harness reads {RUN_SCHEMA_VERSION}",
+            ["re-run with --fresh to measure it again"],
+        )
+    try:
+        repeats = tuple(
+            Repeat(
+                index=int(rep["index"]),
+                results=tuple(_result_from_dict(r) for r in rep["results"]),
+                timings_s={str(k): float(v) for k, v in rep.get("timings_s", {}).items()},
+                teardown_confirmed=bool(rep.get("teardown_confirmed", False)),
+                log_path=rep.get("log_path"),
+                failure=_failure_from_dict(rep.get("failure")),
+            )
+            for rep in data["repeats"]
+        )
+        return RefRun(
+            ref=str(data["ref"]),
+            sha=str(data["sha"]),
+            config_hash=str(data["config_hash"]),
+            gold_hash=str(data["gold_hash"]),
+            corpus_hash=data.get("corpus_hash"),
+            tool_version=str(data["tool_version"]),
+            host={str(k): str(v) for k, v in data.get("host", {}).items()},
+            repeats=repeats,
+            query_config=dict(data.get("query_config", {})),
+            build_failure=_failure_from_dict(data.get("build_failure")),
+            record_path=source,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
+
+
+# --------------------------------------------------------------------------- the results directory
+
+
+def _slug(ref: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", ref).strip("-")[:40] or "ref"
+
+
+def save_run(results_dir: Path, run: RefRun) -> Path:
+    """Write `run` as a new record under results_dir/runs/ and return its path."""
+    name = f"{utc_stamp()}_{_slug(run.ref)}_{run.sha[:8]}_{secrets.token_hex(3)}.json"
+    return write_json_new(results_dir / "runs" / name, run_to_dict(run))
+
+
+def load_run(path: Path) -> RefRun:
+    return run_from_dict(read_json(path), str(path))
+
+
+def iter_runs(results_dir: Path) -> Iterator[RefRun]:
+    """Every readable run record, newest first; unreadable ones are skipped (they are not ours)."""
+    for path in sorted((results_dir / "runs").glob("*.json"), reverse=True):
+        try:
+            yield load_run(path)
+        except ResultsError:
+            continue
+
+
+def find_reusable(
+    results_dir: Path,
+    *,
+    sha: str,
+    config_hash: str,
+    gold_hash: str,
+    corpus_hash: str | None,
+    repeats: int,
+) -> RefRun | None:
+    """The newest complete, clean record measured on exactly these inputs with this tool version.
+
+    A record with a failure, an errored query or an unconfirmed teardown is never reused: the
+    point of reuse is to skip re-measuring something already measured well.
+    """
+    for run in iter_runs(results_dir):
+        if (
+            run.sha == sha
+            and run.config_hash == config_hash
+            and run.gold_hash == gold_hash
+            and run.corpus_hash == corpus_hash
+            and run.tool_version == __version__
+            and len(run.repeats) >= repeats
+            and not run.failures
+            and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
+        ):
+            return run
+    return None
