@@ -14,6 +14,13 @@ Validation reads the whole file before failing and raises one ConfigError listin
 does not compile, unknown placeholders), each located as file:line: field. Integers are accepted
 where a float is expected; booleans are never integers.
 
+Placeholders. `start`, `prepare` and `env` values are expanded by the service stage with
+str.format syntax: {port} {url} {data} {home} {worktree} {python}, `{{` and `}}` for literal
+braces, no positional `{}`, no !conversion or :format; {data} needs service.data. `build` runs
+before any service exists and is not expanded, so a known placeholder in it is an error. Request
+templates (`params`, `headers`, strings in `json`) take {query} and {limit}, filled literally by
+`substitute`, since the text filled in is the user's query.
+
 Per-side overrides: `[baseline.service]`, `[baseline.query]`, `[candidate.service]` and
 `[candidate.query]` take the same keys as the base sections, all optional, and override them key
 by key. The tables `env`, `params` and `headers` are merged key by key too (a side can change one
@@ -28,6 +35,7 @@ import hashlib
 import json
 import math
 import re
+import string
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -221,19 +229,21 @@ def _slash_path(value: str) -> list[tuple[str, str]]:
     return []
 
 
-def _placeholders_in(allowed: frozenset[str]) -> Check:
-    def check(value: object) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        for suffix, text in _strings(value, ""):
-            for name in dict.fromkeys(_PLACEHOLDER.findall(text)):
-                if name not in allowed:
-                    known = " ".join(f"{{{n}}}" for n in sorted(allowed))
-                    hint = difflib.get_close_matches(name, sorted(allowed), n=1)
-                    mean = f" (did you mean {{{hint[0]}}}?)" if hint else ""
-                    found.append((suffix, f"unknown placeholder {{{name}}}{mean}; known: {known}"))
-        return found
+def _unknown(name: str, allowed: frozenset[str], extra: str = "") -> str:
+    known = " ".join(f"{{{n}}}" for n in sorted(allowed))
+    close = difflib.get_close_matches(name, sorted(allowed), n=1)
+    mean = f" (did you mean {{{close[0]}}}?)" if close else ""
+    return f"unknown placeholder {{{name}}}{mean}; known: {known}{extra}"
 
-    return check
+
+def _request(value: object) -> list[tuple[str, str]]:
+    """Unknown {name}s in a request template (filled literally: other braces are text)."""
+    return [
+        (suffix, _unknown(name, REQUEST_PLACEHOLDERS))
+        for suffix, text in _strings(value, "")
+        for name in dict.fromkeys(_PLACEHOLDER.findall(text))
+        if name not in REQUEST_PLACEHOLDERS
+    ]
 
 
 def _strings(value: object, suffix: str) -> Iterator[tuple[str, str]]:
@@ -252,8 +262,43 @@ def _env_names(value: Mapping[str, str] | tuple[str, ...]) -> list[tuple[str, st
     return [("", f"{name!r} is not an environment variable name") for name in bad]
 
 
+def _format_fields(text: str) -> tuple[list[tuple[str, str, str]], str | None]:
+    """The (name, conversion, format spec) fields of a str.format template, or why it is not one."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as error:
+        return [], f"{error}; write {{{{ and }}}} for literal braces"
+    return [
+        (name, conv or "", spec or "") for _, name, spec, conv in parsed if name is not None
+    ], None
+
+
+def _command(value: object) -> list[tuple[str, str]]:
+    """Problems of str.format placeholders in a command or env value (as the service expands)."""
+    found: list[tuple[str, str]] = []
+    for suffix, text in _strings(value, ""):
+        fields_, broken = _format_fields(text)
+        if broken:
+            found.append((suffix, broken))
+        for name, conv, spec in dict.fromkeys(fields_):
+            if name not in COMMAND_PLACEHOLDERS:
+                literal = "; write {{ and }} for literal braces"
+                found.append((suffix, _unknown(name, COMMAND_PLACEHOLDERS, literal)))
+            elif conv or spec:
+                found.append((suffix, f"placeholder {{{name}}} takes no !conversion or :format"))
+    return found
+
+
+def _build(value: str) -> list[tuple[str, str]]:
+    used = [n for n in dict.fromkeys(_PLACEHOLDER.findall(value)) if n in COMMAND_PLACEHOLDERS]
+    return [
+        ("", f"build is run as written, before any service exists: {{{name}}} is not filled in")
+        for name in used
+    ]
+
+
 def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
-    return _env_names(value) + _placeholders_in(COMMAND_PLACEHOLDERS)(value)
+    return _env_names(value) + _command(value)
 
 
 def _jmespath(value: str) -> list[tuple[str, str]]:
@@ -288,16 +333,13 @@ def _tolerance(value: float) -> list[tuple[str, str]]:
     return [] if ok else [("", f"must be a finite fraction >= 0, not {value}")]
 
 
-_COMMAND = _placeholders_in(COMMAND_PLACEHOLDERS)
-_REQUEST = _placeholders_in(REQUEST_PLACEHOLDERS)
-
 _SERVICE: dict[str, _Key] = {
-    "start": _Key("str", _COMMAND),
+    "start": _Key("str", _command),
     "ready": _Key("str", _slash_path),
-    "build": _Key("str", _COMMAND),
+    "build": _Key("str", _build),
     "venv": _Key("bool"),
     "data": _Key("str"),
-    "prepare": _Key("strs", _COMMAND),
+    "prepare": _Key("strs", _command),
     "env": _Key("table", _env),
     "pass_env": _Key("strs", _env_names),
     "ready_timeout": _Key("float", _positive),
@@ -309,9 +351,9 @@ _QUERY: dict[str, _Key] = {
     "path": _Key("str", _slash_path),
     "ids": _Key("str", _jmespath),
     "method": _Key("str", _method),
-    "params": _Key("table", _REQUEST),
-    "json": _Key("json", _REQUEST),
-    "headers": _Key("table", _REQUEST),
+    "params": _Key("table", _request),
+    "json": _Key("json", _request),
+    "headers": _Key("table", _request),
     "scores": _Key("str", _jmespath),
     "limit": _Key("int", _at_least(1)),
     "timeout": _Key("float", _positive),
@@ -658,7 +700,8 @@ def _validate(
     corpus = gold_values.get("corpus")
     corpus_path = (base / Path(corpus).expanduser()).resolve() if corpus else None
 
-    sides, issues = {}, {}
+    sides: dict[str, SideConfig] = {}
+    issues: dict[str, list[str]] = {}
     for side in _SIDES:
         merged = {n: _merge(read[n], overrides[side][n]) for n in ("service", "query")}
         issues[side] = [
@@ -667,7 +710,9 @@ def _validate(
             for key in keys
             if key not in read[name].present and key not in overrides[side][name].present
         ]
-        query = merged["query"]
+        service, query = merged["service"], merged["query"]
+        if _uses_data(service) and "data" not in service:
+            issues[side].append("service.data")
         query["method"] = query.get("method", "GET").upper()
         if query.get("json") is not None and query["method"] == "GET":
             issues[side].append("query.json")
@@ -675,6 +720,15 @@ def _validate(
             sides[side] = SideConfig(ServiceConfig(**merged["service"]), QueryConfig(**query))
     _report_side_issues(reader, issues)
     return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
+
+
+def _uses_data(service: Mapping[str, Any]) -> bool:
+    commands = [
+        service.get("start", ""),
+        *service.get("prepare", ()),
+        *service.get("env", {}).values(),
+    ]
+    return any(name == "data" for text in commands for name, _, _ in _format_fields(text)[0])
 
 
 def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
@@ -686,9 +740,14 @@ def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> Non
             where = f"[{reader.prefix}{section}]"
             if side is not None:
                 where += f" or [{reader.prefix}{side}.{section}]"
+            who = f" on the {side} side" if side else ""
             if key == "query.json":
                 message = 'a JSON body needs method = "POST"; set it, or put the fields in params'
+            elif key == "service.data":
+                message = (
+                    f"{{data}} is used{who} but data is not set: set it in {where} to a "
+                    "directory of the worktree, copied fresh for every boot"
+                )
             else:
-                who = f" for the {side} side" if side else ""
                 message = f"missing required key{who}: set {_EXAMPLES[key]} in {where}"
             reader.add(f"{side}.{key}" if side else key, message, near=key)

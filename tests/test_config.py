@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,6 +122,18 @@ def test_minimal_file_gets_the_documented_defaults(repo: Path) -> None:
     )
 
 
+def test_literal_braces_follow_each_template_syntax(repo: Path) -> None:
+    # commands are str.format templates (the service stage expands them); build is not expanded;
+    # request templates are filled literally, so their other braces are plain text
+    text = MINIMAL.replace('"python3 svc.py --port {port}"', "'python3 -c \"print({{}})\" {port}'")
+    text = text.replace("[query]", "build = 'echo ${HOME} {}'\n[query]", 1)
+    text = text.replace('"{query}"', """'{query} {} {"a": 1}'""")
+    config = load_config(write(repo, text))
+    assert config.baseline.service.start == 'python3 -c "print({{}})" {port}'
+    assert config.baseline.service.build == "echo ${HOME} {}"
+    assert config.baseline.query.params["q"] == '{query} {} {"a": 1}'
+
+
 def test_integers_are_accepted_where_seconds_are_floats(repo: Path) -> None:
     text = MINIMAL.replace("[query]\n", "[query]\ntimeout = 5\n")
     timeout = load_config(write(repo, text)).baseline.query.timeout
@@ -208,6 +221,31 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 # Each case: an edit of MINIMAL (old -> new), the field named, a phrase of the message, and a
 # marker text whose line the problem must point at.
 BROKEN = [
+    pytest.param(
+        "{port}", "{}", "service.start", "unknown placeholder {}", "start =", id="positional {}"
+    ),
+    pytest.param(
+        "{port}", "{port", "service.start", "write {{ and }}", "start =", id="unbalanced brace"
+    ),
+    pytest.param(
+        "{port}", "{port!r:>5}", "service.start", "no !conversion or :format", "start =", id="spec"
+    ),
+    pytest.param(
+        "{port}",
+        "{port} --data {data}",
+        "service.data",
+        "{data} is used but data is not set",
+        "[service]",
+        id="{data} without data",
+    ),
+    pytest.param(
+        "[query]",
+        "build = 'pip install {worktree}'\n[query]",
+        "service.build",
+        "{worktree} is not filled in",
+        "build =",
+        id="placeholder in build",
+    ),
     pytest.param(
         "[query]\n",
         "[query]\nlimt = 3\n",
@@ -589,7 +627,7 @@ def test_every_problem_is_reported_at_once(repo: Path) -> None:
     path = write(repo, text)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
-    fields = [p.field for p in caught.value.problems]
+    fields = [str(p.field) for p in caught.value.problems]
     assert sorted(fields) == ["query.ids", "query.limit", "query.limt", "service.ready"]
     assert "(4 problems)" in caught.value.message
     for problem in caught.value.problems:
@@ -666,7 +704,7 @@ def test_a_key_set_for_one_side_only_is_missing_for_the_other(repo: Path) -> Non
     text += "[candidate.service]\nstart = 'new --port {port}'\n"
     (problem,) = problems_of(write(repo, text))
     assert problem.field == "baseline.service.start"
-    assert "for the baseline side" in problem.message
+    assert "on the baseline side" in problem.message
     assert "[baseline.service]" in problem.message
     assert problem.line == line_of(text, "[service]")
 
@@ -706,7 +744,7 @@ def test_side_hash_is_stable_and_independent_of_key_order(repo: Path) -> None:
     ],
     ids=lambda change: ".".join(f"{s}.{next(iter(v))}" for s, v in change.items()),
 )
-def test_side_hash_changes_with_what_is_measured(change: dict[str, dict[str, object]]) -> None:
+def test_side_hash_changes_with_what_is_measured(change: dict[str, dict[str, Any]]) -> None:
     side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
     changed = SideConfig(
         replace(side.service, **change.get("service", {})),

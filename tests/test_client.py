@@ -1,0 +1,397 @@
+"""harness.client: request templates, every outcome of one query, and replay order and warm-up."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.client import RequestSpec, ask, make_request, replay
+from harness.config import QueryConfig
+from harness.types import ErrorKind, QueryResult
+
+BASE = "http://127.0.0.1:1"  # never reached: MockTransport answers
+GET = QueryConfig(
+    path="/search",
+    ids="results[].id",
+    params={"q": "{query}", "k": "{limit}"},
+    scores="results[].score",
+    limit=10,
+)
+POST = QueryConfig(
+    path="/v1/search",
+    ids="hits",
+    method="POST",
+    json={"q": "{query}", "k": "{limit}", "opts": {"note": "top {limit} for {query}"}},
+    headers={"X-Limit": "{limit}"},
+    limit=7,
+)
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def client_for(handler: Handler) -> httpx.Client:
+    return httpx.Client(transport=httpx.MockTransport(handler))
+
+
+def answer(body: object, status: int = 200) -> Handler:
+    return lambda request: httpx.Response(status, json=body)
+
+
+def ask_with(handler: Handler, query: QueryConfig = GET, text: str = "tea") -> QueryResult:
+    with client_for(handler) as client:
+        return ask(client, BASE, query, "q1", text)
+
+
+# --------------------------------------------------------------------------- make_request
+
+
+def test_get_request_fills_params() -> None:
+    assert make_request(GET, "green tea") == RequestSpec(
+        method="GET", path="/search", params={"q": "green tea", "k": "10"}
+    )
+
+
+def test_post_template_makes_limit_an_int_and_fills_strings_inside() -> None:
+    spec = make_request(POST, "tea")
+    assert spec.json == {"q": "tea", "k": 7, "opts": {"note": "top 7 for tea"}}
+    assert spec.headers == {"X-Limit": "7"}
+    assert spec.params == {}
+
+
+@given(st.text())
+def test_query_text_is_sent_exactly_as_typed(text: str) -> None:
+    # braces, "{limit}" and "{query}" inside the text are data, never placeholders
+    assert make_request(GET, text).params["q"] == text
+    assert make_request(POST, text).json == {
+        "q": text,
+        "k": 7,
+        "opts": {"note": "top 7 for " + text},
+    }
+
+
+def test_braces_in_query_text_reach_the_service_unchanged() -> None:
+    text = "{limit} {query} {} {{x}} %s {0}"
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            seen.append(request.url.params["q"])
+        else:
+            seen.append(json.loads(request.content)["q"])
+        return httpx.Response(200, json={"results": [], "hits": []})
+
+    with client_for(handler) as client:
+        ask(client, BASE, GET, "q1", text)
+        ask(client, BASE, POST, "q1", text)
+    assert seen == [text, text]
+
+
+# --------------------------------------------------------------------------- ask: rankings
+
+
+def test_ok_get_sends_params_and_reads_ids_and_scores() -> None:
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        results = [{"id": "d3", "score": 2.5}, {"id": "d1", "score": 1}]
+        return httpx.Response(200, json={"results": results})
+
+    result = ask_with(handler, text="green tea")
+    assert result == QueryResult(
+        "q1", ids=("d3", "d1"), scores=(2.5, 1.0), status=200, latency_ns=result.latency_ns
+    )
+    assert result.latency_ns >= 0
+    (request,) = requests
+    assert request.method == "GET"
+    assert request.url.path == "/search"
+    assert dict(request.url.params) == {"q": "green tea", "k": "10"}
+    assert request.content == b""
+
+
+def test_post_sends_the_json_body_with_an_integer_limit() -> None:
+    bodies: list[object] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        assert request.headers["x-limit"] == "7"
+        return httpx.Response(200, json={"hits": ["a", "b"]})
+
+    result = ask_with(handler, POST)
+    assert result.ids == ("a", "b")
+    assert bodies == [{"q": "tea", "k": 7, "opts": {"note": "top 7 for tea"}}]
+
+
+def test_integer_ids_become_strings() -> None:
+    body = {"results": [{"id": 17, "score": 0.5}, {"id": 4, "score": 0.25}]}
+    assert ask_with(answer(body)).ids == ("17", "4")
+
+
+def test_an_empty_list_is_a_valid_empty_ranking() -> None:
+    result = ask_with(answer({"results": []}))
+    assert result.ok
+    assert result.ids == ()
+    assert result.scores == ()
+
+
+def test_duplicates_are_kept_as_returned() -> None:
+    result = ask_with(answer({"hits": ["a", "a", "b"]}), replace(POST, ids="hits"))
+    assert result.ids == ("a", "a", "b")
+
+
+# --------------------------------------------------------------------------- ask: failures
+
+
+def raising(error: type[httpx.TransportError]) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error("simulated", request=request)
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("handler", "query", "kind", "phrase"),
+    [
+        pytest.param(
+            answer({"hits": []}), GET, ErrorKind.NO_MATCH, "matched nothing", id="no match"
+        ),
+        pytest.param(
+            answer({"ids": ["a", None]}),
+            replace(GET, ids="ids", scores=None),
+            ErrorKind.BAD_SHAPE,
+            "ids[1] is null",
+            id="null among ids",
+        ),
+        pytest.param(
+            answer({"results": {"id": "a"}}),
+            replace(GET, ids="results", scores=None),
+            ErrorKind.BAD_SHAPE,
+            "matched an object, not an array",
+            id="object instead of list",
+        ),
+        pytest.param(
+            answer({"ids": [1.5]}),
+            replace(GET, ids="ids", scores=None),
+            ErrorKind.BAD_SHAPE,
+            "ids[0] is a number (1.5)",
+            id="float id",
+        ),
+        pytest.param(
+            answer({"ids": [True]}),
+            replace(GET, ids="ids", scores=None),
+            ErrorKind.BAD_SHAPE,
+            "ids[0] is a boolean",
+            id="boolean id",
+        ),
+        pytest.param(
+            # the projection drops the result without an id: one id, two scores
+            answer({"results": [{"id": "a", "score": 1}, {"score": 0.5}]}),
+            GET,
+            ErrorKind.BAD_SHAPE,
+            "2 scores for 1 ids",
+            id="scores length mismatch",
+        ),
+        pytest.param(
+            answer({"results": [{"id": "a", "score": "high"}]}),
+            GET,
+            ErrorKind.BAD_SHAPE,
+            "scores[0] is a string",
+            id="score not a number",
+        ),
+        pytest.param(
+            answer({"results": [{"id": "a"}], "scores": None}),
+            replace(GET, scores="scores"),
+            ErrorKind.BAD_SHAPE,
+            "matched null",
+            id="scores path matches nothing",
+        ),
+        pytest.param(
+            lambda request: httpx.Response(200, text="<html>oops</html>"),
+            GET,
+            ErrorKind.NOT_JSON,
+            "text/plain; charset=utf-8: <html>oops</html>",
+            id="not json",
+        ),
+        pytest.param(
+            raising(httpx.ReadTimeout),
+            GET,
+            ErrorKind.TIMEOUT,
+            "no answer within query.timeout = 10 s (ReadTimeout)",
+            id="timeout",
+        ),
+        pytest.param(
+            raising(httpx.ConnectError),
+            GET,
+            ErrorKind.CONNECTION,
+            "ConnectError: simulated",
+            id="connection",
+        ),
+    ],
+)
+def test_a_failed_query_is_recorded_as_failed_not_as_empty(
+    handler: Handler, query: QueryConfig, kind: ErrorKind, phrase: str
+) -> None:
+    result = ask_with(handler, query)
+    assert result.error is kind
+    assert not result.ok
+    assert result.ids == ()
+    assert result.scores is None
+    assert result.detail is not None
+    assert phrase in result.detail
+
+
+def test_http_error_quotes_status_and_the_first_200_characters() -> None:
+    body = "Traceback: " + "x" * 300
+
+    result = ask_with(lambda request: httpx.Response(500, text=body))
+    assert result.error is ErrorKind.HTTP_STATUS
+    assert result.status == 500
+    assert result.detail == "HTTP 500: " + body[:200]
+    assert result.ids == ()
+
+
+def test_a_3xx_is_not_followed_and_not_a_ranking() -> None:
+    redirect = httpx.Response(302, headers={"location": "/elsewhere"}, json={"results": []})
+    result = ask_with(lambda request: redirect)
+    assert result.error is ErrorKind.HTTP_STATUS
+    assert result.status == 302
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def test_replay_warms_up_then_sends_each_item_once_in_order() -> None:
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.params["q"])
+        return httpx.Response(200, json={"results": [{"id": request.url.params["q"], "score": 1}]})
+
+    progress: list[tuple[int, int, str]] = []
+    results = replay(
+        BASE,
+        replace(GET, warmup=3),
+        [("q1", "one"), ("q2", "two")],
+        warmup_items=[("w1", "warm a"), ("w2", "warm b")],
+        on_result=lambda done, total, r: progress.append((done, total, r.query_id)),
+        transport=httpx.MockTransport(handler),
+    )
+    assert sent == ["warm a", "warm b", "warm a", "one", "two"]
+    assert [(r.query_id, r.ids) for r in results] == [("q1", ("one",)), ("q2", ("two",))]
+    assert progress == [(1, 2, "q1"), (2, 2, "q2")]
+
+
+def test_replay_warms_up_on_the_items_by_default() -> None:
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.params["q"])
+        return httpx.Response(200, json={"results": []})
+
+    results = replay(
+        BASE,
+        replace(GET, warmup=3),
+        [("q1", "one"), ("q2", "two")],
+        transport=httpx.MockTransport(handler),
+    )
+    assert sent == ["one", "two", "one", "one", "two"]
+    assert len(results) == 2
+
+
+def test_replay_goes_on_when_every_warm_up_fails() -> None:
+    results = replay(
+        BASE,
+        GET,
+        [("q1", "one"), ("q2", "two")],
+        warmup_items=[("w", "warm")],
+        transport=httpx.MockTransport(raising(httpx.ConnectError)),
+    )
+    assert [(r.query_id, r.error) for r in results] == [
+        ("q1", ErrorKind.CONNECTION),
+        ("q2", ErrorKind.CONNECTION),
+    ]
+
+
+def test_replay_rejects_a_concurrency_below_one() -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        replay(BASE, GET, [], warmup_items=[], concurrency=0)
+
+
+# --------------------------------------------------------------------------- a real server
+
+
+class _Search(BaseHTTPRequestHandler):
+    """GET /search?q=X answers {"results": [{"id": X}]}; "q0" waits until "q3" was served."""
+
+    protocol_version = "HTTP/1.1"
+    served: list[str]
+    q3_served: threading.Event
+
+    def do_GET(self) -> None:
+        q = parse_qs(urlsplit(self.path).query)["q"][0]
+        if q == "q0":
+            self.q3_served.wait(timeout=10)  # a safeguard only; the test asserts the order
+        body = json.dumps({"results": [{"id": q}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.served.append(q)
+        if q == "q3":
+            self.q3_served.set()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, list[str]]]:
+    served: list[str] = []
+    handler = type("Search", (_Search,), {"served": served, "q3_served": threading.Event()})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", served
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+    assert not thread.is_alive()
+
+
+def test_concurrent_replay_on_a_real_server_keeps_item_order(
+    server: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base_url, served = server
+    # a proxy the client must ignore: it would refuse every connection
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
+    items = [(f"id{i}", f"q{i}") for i in range(6)]
+    done: list[int] = []
+    results = replay(
+        base_url,
+        replace(GET, scores=None, warmup=0),
+        items,
+        warmup_items=[],
+        concurrency=4,
+        on_result=lambda n, total, r: done.append(n),
+    )
+    assert served.index("q3") < served.index("q0")  # answers really came back out of order
+    assert [(r.query_id, r.ids, r.status) for r in results] == [
+        (f"id{i}", (f"q{i}",), 200) for i in range(6)
+    ]
+    assert all(r.latency_ns > 0 for r in results)
+    assert done == [1, 2, 3, 4, 5, 6]
