@@ -115,7 +115,7 @@ NATIVE_RULES = [
     ("header with another format", ['{"format": "trec", "version": 1}', GOOD], 1, "format",
      '"harness-gold"'),
     ("header without version", ['{"format": "harness-gold"}', GOOD], 1, "version",
-     "got missing"),
+     "it is missing"),
     ("header version 2", ['{"format": "harness-gold", "version": 2}', GOOD], 1, "version",
      "got 2"),
     ("header version true", ['{"format": "harness-gold", "version": true}', GOOD], 1, "version",
@@ -234,9 +234,11 @@ def test_ids_missing_from_the_corpus_name_query_line_and_field(tmp_path: Path) -
         tmp_path,
         '{"id": "q1", "query": "x", "relevant": {"d1": 1, "d9": 0}}',
         '{"id": "q2", "query": "y", "relevant": ["d2"], "outranks": [["d2", "d3"], ["d2", "d8"]]}',
+        '{"id": "q3", "query": "", "relevant": []}',
     )
-    problems = problems_of(path, corpus=corpus)
-    assert [(p.line, p.field) for p in problems] == [(1, "relevant"), (2, "outranks[1]")]
+    problems = problems_of(path, corpus=corpus)  # found in another order, listed by line
+    assert [(p.line, p.field) for p in problems] == [(1, "relevant"), (2, "outranks[1]"),
+                                                     (3, "query")]
     assert "query 'q1': document 'd9' is not in the corpus" in problems[0].message
     assert "query 'q2': document 'd8'" in problems[1].message
 
@@ -406,8 +408,11 @@ def test_trec_rules_each_name_their_line(tmp_path: Path) -> None:
     assert [(Path(p.path).name, p.line, p.field) for p in problems] == [
         ("topics.tsv", 2, None), ("qrels.txt", 2, None), ("qrels.txt", 3, "relevance"),
         ("qrels.txt", 4, "relevance")]
-    sgml = write(tmp_path / "topics.sgml", "<top>\n<num> 1\n</top>\n")
-    assert "SGML" in problems_of(qrels, queries=sgml)[0].message
+    sgml = write(tmp_path / "topics.sgml", "<top>\n<num> q1\n</top>\n")
+    good_qrels = write(tmp_path / "good.txt", "q1 0 d1 1\nq2 0 d1 1\n")
+    [problem] = problems_of(good_qrels, queries=sgml)  # and not "q1, q2: no text" as well
+    assert problem.line == 1
+    assert "SGML" in problem.message
 
 
 def test_a_table_without_judged_queries_has_no_queries(tmp_path: Path) -> None:
@@ -600,3 +605,16 @@ def test_the_example_run_ranks_corpus_documents_for_every_gold_query() -> None:
     top = {row["id"]: row["ranking"][0] for row in rows}
     hits = sum(gold.by_id[q].relevant.get(doc, 0) > 0 for q, doc in top.items())
     assert 0 < hits < sum(q.answerable for q in gold.queries)  # plausible, not perfect
+
+
+def test_the_readme_examples_are_true(tmp_path: Path) -> None:
+    readme = (GOLD_DIR / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    gold = load_gold(write(tmp_path / "readme.jsonl", block),
+                     corpus=GOLD_DIR / "example-corpus.jsonl")
+    assert [q.id for q in gold.queries] == ["q01", "q04", "q06", "q18"]
+    example = load_gold(GOLD_DIR / "example.jsonl").by_id
+    assert all(q.relevant == example[q.id].relevant for q in gold.queries)
+    form = readme.split("```json\n", 1)[1].split("```", 1)[0].strip()
+    query = GoldQuery("q1", "caf\u00e9", "s", {"d1": 2, "d2": 0}, (("d1", "d2"),))
+    assert canonical_hash([query]) == hashlib.sha256(form.encode("utf-8")).hexdigest()

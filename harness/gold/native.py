@@ -35,6 +35,7 @@ from pathlib import Path
 from harness.errors import GoldError
 from harness.gold.reading import (
     GRADE_RULE,
+    NEGATIVE_GRADE,
     DocRef,
     JsonObject,
     Parsed,
@@ -129,8 +130,8 @@ def _check_header(obj: JsonObject, path: str, number: int,
         problems.add(path, f'the header needs "format": "{FORMAT_NAME}"', number, "format")
     version = obj.get("version")
     if type(version) is not int or version != VERSION:
-        got = "missing" if "version" not in obj else json.dumps(version)
-        problems.add(path, f'the header needs "version": {VERSION} (got {got}); this harness '
+        got = "it is missing" if "version" not in obj else f"got {json.dumps(version)}"
+        problems.add(path, f'the header needs "version": {VERSION} ({got}); this harness '
                      f"reads version {VERSION}", number, "version")
     if "description" in obj and not isinstance(obj["description"], str):
         problems.add(path, f"description is a string, got {json_type(obj['description'])}",
@@ -175,7 +176,7 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
         problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,
                      "derivation")
     label = query_id if isinstance(query_id, str) else f"at line {number}"
-    relevant = _relevant(obj.get("relevant", {}), path, number, problems)
+    relevant = _relevant(obj["relevant"], path, number, problems) if "relevant" in obj else {}
     outranks = _outranks(obj.get("outranks", []), path, number, problems)
     refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
     refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
@@ -196,7 +197,8 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
             if not doc:
                 problems.add(path, "a document id is a non-empty string", number, "relevant")
             elif type(grade) is not int or grade < 0:
-                problems.add(path, f"document {doc!r} has grade {json.dumps(grade)}; {GRADE_RULE}",
+                rule = GRADE_RULE + (NEGATIVE_GRADE if type(grade) is int else "")
+                problems.add(path, f"document {doc!r} has grade {json.dumps(grade)}; {rule}",
                              number, "relevant")
             else:
                 found[doc] = grade

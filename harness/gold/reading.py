@@ -16,7 +16,8 @@ from harness.errors import GoldError, Problem
 from harness.types import CorpusInfo, GoldQuery
 
 CHECK_HINT = "fix each problem above (rules: gold/README.md), then run `harness gold check`"
-GRADE_RULE = "a grade is an integer >= 0 (0 = judged not relevant); map negative grades to 0"
+GRADE_RULE = "a grade is an integer >= 0 (0 = judged not relevant)"
+NEGATIVE_GRADE = "; map negative grades (TREC's -1, -2 for junk) to 0"
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
@@ -38,7 +39,9 @@ class Problems:
             return
         count = len(self.found)
         noun = "problem" if count == 1 else "problems"
-        raise GoldError(f"{what}: {count} {noun}", self.found, hint=CHECK_HINT)
+        files = {p.path: i for i, p in reversed(list(enumerate(self.found)))}
+        ordered = sorted(self.found, key=lambda p: (files[p.path], p.line or 0))  # stable
+        raise GoldError(f"{what}: {count} {noun}", ordered, hint=CHECK_HINT)
 
 
 @dataclass(frozen=True)

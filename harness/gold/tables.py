@@ -25,6 +25,7 @@ from pathlib import Path
 from harness.errors import GoldError
 from harness.gold.reading import (
     GRADE_RULE,
+    NEGATIVE_GRADE,
     DocRef,
     JsonObject,
     Parsed,
@@ -105,13 +106,19 @@ def read_trec(qrels: Path, queries: Path, problems: Problems) -> Parsed:
     return _assemble(topics, judgements, queries, qrels, str(qrels), "trec", _TREC, problems)
 
 
-def read_topics(path: Path, problems: Problems) -> dict[str, _Topic]:
-    """Query texts by id from a JSONL or `qid<TAB>text` file, recording every problem."""
-    lines = numbered_lines(path, problems) or []
+def read_topics(path: Path, problems: Problems) -> dict[str, _Topic] | None:
+    """Query texts by id from a JSONL or `qid<TAB>text` file, recording every problem.
+
+    None when the file is unreadable as a whole (not UTF-8, SGML): then the judged queries are
+    not each reported as lacking a text.
+    """
+    lines = numbered_lines(path, problems)
+    if lines is None:
+        return None
     if lines and lines[0][1].lstrip().startswith("<"):
         problems.add(path, "looks like TREC SGML topics (<top>); convert them to one "
                      "`qid<TAB>text` a line or to JSONL {\"id\", \"text\"}", lines[0][0])
-        return {}
+        return None
     jsonl = bool(lines) and lines[0][1].lstrip().startswith("{")
     topics: dict[str, _Topic] = {}
     for number, text in lines:
@@ -200,7 +207,8 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
             query_id, doc_id, grade_text = cells[0], cells[-2], cells[-1]
             grade = parse_grade(grade_text)
             if grade is None or grade < 0:
-                problems.add(path, f"grade {grade_text!r}: {GRADE_RULE}", number, columns.grade)
+                rule = GRADE_RULE + (NEGATIVE_GRADE if grade is not None else "")
+                problems.add(path, f"grade {grade_text!r}: {rule}", number, columns.grade)
             elif not query_id or not doc_id:
                 field = columns.query if not query_id else columns.doc
                 problems.add(path, "an id is a non-empty string", number, field)
@@ -209,9 +217,10 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
     return found
 
 
-def _assemble(topics: dict[str, _Topic], judgements: list[_Judgement], queries_path: Path,
+def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], queries_path: Path,
               qrels: Path, source: str, fmt: str, columns: _Columns,
               problems: Problems) -> Parsed:
+    known = topics if topics is not None else {}
     relevant: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     refs = []
@@ -222,14 +231,14 @@ def _assemble(topics: dict[str, _Topic], judgements: list[_Judgement], queries_p
                          f"lines {first_line[key]} and {row.line}; keep one", row.line, columns.doc)
             continue
         first_line[key] = row.line
-        if row.query_id not in topics and row.query_id not in relevant:
+        if topics is not None and row.query_id not in topics and row.query_id not in relevant:
             problems.add(qrels, f"query {row.query_id!r} is judged here but has no text in "
                          f"{queries_path}; add it there or drop its judgements", row.line,
                          columns.query)
         relevant.setdefault(row.query_id, {})[row.doc_id] = row.grade
         refs.append(DocRef(str(qrels), row.line, columns.doc, row.query_id, row.doc_id))
     queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], line=t.line)
-                    for t in topics.values() if t.id in relevant)
+                    for t in known.values() if t.id in relevant)
     if not queries and not problems:
         problems.add(qrels, f"no queries: no query of {queries_path} has a judgement here")
     return Parsed(queries, tuple(refs), source, fmt)
