@@ -70,9 +70,9 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
     path = Path(path)
     if not path.exists():
         raise GoldError(f"{path}: gold set not found; check the path (the `gold` setting)")
-    chosen = fmt if fmt is not None else detect_format(path)
     problems = Problems()
     try:
+        chosen = fmt if fmt is not None else detect_format(path)
         parsed = _read(path, chosen, queries, split, problems)
         info = parsed.corpus
         if corpus is not None:
