@@ -54,9 +54,13 @@ class HarnessError(Exception):
 class _ProblemsError(HarnessError):
     """An error that carries every problem found in one input, not just the first."""
 
+    shown = 50  # a wrong corpus can yield thousands; the first lines say enough
+
     def __init__(self, message: str, problems: Iterable[Problem] = (), hint: str = "") -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
-        details = [f"  {p}" for p in self.problems]
+        details = [f"  {p}" for p in self.problems[: self.shown]]
+        if len(self.problems) > self.shown:
+            details.append(f"  ... and {len(self.problems) - self.shown} more problems")
         if hint:
             details.append(hint)
         super().__init__(message, details)

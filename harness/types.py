@@ -30,6 +30,7 @@ class GoldQuery:
     `relevant` maps document id to an integer grade >= 0 (0 = judged, not relevant). A query with
     no grade >= 1 is unanswerable: its correct answer is an empty (or low-scored) list.
     `outranks` holds (correct_id, stale_id) pairs: the correction must rank above the stale fact.
+    Frozen but not hashable (`relevant` is a dict): key queries by `id`.
     """
 
     id: str
@@ -38,7 +39,8 @@ class GoldQuery:
     relevant: Mapping[str, int] = field(default_factory=dict)
     outranks: tuple[tuple[str, str], ...] = ()
     derivation: str | None = None
-    line: int | None = None  # where it came from, for messages; not part of the content hash
+    # Where it came from, for messages: neither part of the content hash nor of equality.
+    line: int | None = field(default=None, compare=False)
 
     @property
     def answerable(self) -> bool:
