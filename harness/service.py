@@ -120,41 +120,26 @@ class TeardownReport:
 # --------------------------------------------------------------------------- placeholders
 
 
+def _problem(key: str, message: str) -> Problem:
+    return Problem("service", message, field=key)
+
+
 def _placeholder_problems(
-    text: str, key: str, known: Iterable[str], *, data_set: bool
+    text: str, key: str, known: Iterable[str], data_set: bool
 ) -> list[Problem]:
-    known = set(known)
     try:
-        fields = [(name, conv, spec) for _, name, spec, conv in string.Formatter().parse(text)]
+        fields = [(name, conv or spec) for _, name, spec, conv in string.Formatter().parse(text)]
     except ValueError as exc:
-        return [
-            Problem(
-                "service", f"{exc} in {text!r}; write {{{{ and }}}} for literal braces", field=key
-            )
-        ]
+        return [_problem(key, f"{exc} in {text!r}; write {{{{ and }}}} for literal braces")]
     problems = []
-    for name, conv, spec in fields:
-        if name is None:
-            continue
+    for name, extra in fields:
         if name == "data" and not data_set:
-            problems.append(
-                Problem("service", "{data} is used but service.data is not set", field=key)
-            )
-        elif name not in known:
-            problems.append(
-                Problem(
-                    "service",
-                    f"unknown placeholder {{{name}}}; known: "
-                    + " ".join(f"{{{k}}}" for k in PLACEHOLDERS),
-                    field=key,
-                )
-            )
-        elif conv or spec:
-            problems.append(
-                Problem(
-                    "service", f"placeholder {{{name}}} takes no !conversion or :format", field=key
-                )
-            )
+            problems.append(_problem(key, "{data} is used but service.data is not set"))
+        elif name is not None and name not in known:
+            known_list = " ".join(f"{{{k}}}" for k in PLACEHOLDERS)
+            problems.append(_problem(key, f"unknown placeholder {{{name}}}; known: {known_list}"))
+        elif extra:
+            problems.append(_problem(key, f"{{{name}}} takes no !conversion or :format"))
     return problems
 
 
@@ -166,22 +151,16 @@ def check_placeholders(spec: ServiceConfig) -> None:
     templates += [(f"prepare[{i}]", cmd) for i, cmd in enumerate(spec.prepare)]
     templates += [(f"env.{name}", value) for name, value in spec.env.items()]
     for key, text in templates:
-        problems += _placeholder_problems(text, key, PLACEHOLDERS, data_set=spec.data is not None)
+        problems += _placeholder_problems(text, key, PLACEHOLDERS, spec.data is not None)
     if MARKER_ENV in spec.env:
-        problems.append(
-            Problem(
-                "service",
-                f"{MARKER_ENV} is reserved for the harness; remove it",
-                field=f"env.{MARKER_ENV}",
-            )
-        )
+        problems.append(_problem(f"env.{MARKER_ENV}", "reserved for the harness; remove it"))
     if problems:
         raise ConfigError("service: bad placeholders in the configuration", problems)
 
 
 def expand_placeholders(text: str, values: Mapping[str, str], *, key: str) -> str:
     """`text` with each {name} replaced by values[name]; ConfigError on an unknown name."""
-    problems = _placeholder_problems(text, key, values, data_set="data" in values)
+    problems = _placeholder_problems(text, key, values, "data" in values)
     if problems:
         raise ConfigError("service: bad placeholders in the configuration", problems)
     return text.format_map(values)
@@ -257,16 +236,8 @@ def _data_source(spec: ServiceConfig, worktree: Path) -> Path | None:
         return None
     src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
     if not src.exists():
-        raise ConfigError(
-            "service: the data to copy for each boot does not exist",
-            [
-                Problem(
-                    "service",
-                    f"{src} does not exist (relative paths are taken from the worktree of the ref)",
-                    field="data",
-                )
-            ],
-        )
+        why = f"{src} does not exist (a relative path is taken from the ref's worktree)"
+        raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
     return src
 
 
@@ -416,9 +387,7 @@ class _ProcessTree:
         live = self.collect()
         ended = {p.pid for p in live}
         self._signal_all(live, signal.SIGTERM)
-        self._signal_all(
-            live, signal.SIGCONT
-        )  # a stopped process acts on SIGTERM only once resumed
+        self._signal_all(live, signal.SIGCONT)  # a stopped process acts on SIGTERM once resumed
         self._wait_gone(stop_timeout, limits.poll_interval)
         used_sigkill = False
         survivors = self.collect()
@@ -501,14 +470,12 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         check_placeholders(self.spec)
         data_src = _data_source(self.spec, self.worktree)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        attempts = self.limits.port_attempts
-        for attempt in range(1, attempts + 1):
-            try:
+        for attempt in range(1, self.limits.port_attempts):
+            with contextlib.suppress(_PortTaken):
                 self.service = self._boot(attempt, data_src)
                 return self.service
-            except _PortTaken:
-                continue
-        raise AssertionError("unreachable: the last attempt raises instead of retrying")
+        self.service = self._boot(self.limits.port_attempts, data_src)  # never raises _PortTaken
+        return self.service
 
     def __exit__(
         self,
@@ -566,14 +533,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 if taken and attempt < limits.port_attempts:
                     raise _PortTaken()
                 why = f"; its port was taken on each of {attempt} attempts" if taken else ""
-                raise ServiceError(
-                    f"service exited at boot with status {status}{why} "
-                    f"(start: {command!r}; log: {self.log_path})",
-                    [
-                        f"last lines of the log ({self.log_path}):",
-                        *log_tail(self.log_path, log_start),
-                        "fix the start command, or run it by hand in the worktree to see why",
-                    ],
+                raise self._failure(
+                    f"service exited at boot with status {status}{why} (start: {command!r})",
+                    log_start,
+                    "fix the start command, or run it by hand in the worktree to see why",
                 )
             boot_seconds = time.monotonic() - t0
             self._tree.collect()
@@ -609,13 +572,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     return status
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ServiceError(
+                    raise self._failure(
                         f"service not ready after {self.spec.ready_timeout:g} s: GET {ready_url}"
                         f" gave {last} (raise service.ready_timeout if it is just slow)",
-                        [
-                            f"last lines of the log ({self.log_path}):",
-                            *log_tail(self.log_path, log_start),
-                        ],
+                        log_start,
                     )
                 try:
                     answer = client.get(ready_url, timeout=min(self.limits.probe_timeout, left))
@@ -640,20 +600,21 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             proc.wait()
             if not isinstance(exc, subprocess.TimeoutExpired):
                 raise
-            raise ServiceError(
+            raise self._failure(
                 f"prepare command {command!r} did not finish within {timeout:g} s "
                 "(raise service.prepare_timeout)",
-                [f"last lines of the log ({self.log_path}):", *log_tail(self.log_path, log_start)],
+                log_start,
             ) from None
         if status != 0:
-            raise ServiceError(
+            raise self._failure(
                 f"prepare command {command!r} failed with exit status {status}",
-                [
-                    f"last lines of the log ({self.log_path}):",
-                    *log_tail(self.log_path, log_start),
-                    "run it by hand in the worktree against a booted service to see why",
-                ],
+                log_start,
+                "run it by hand in the worktree against a booted service to see why",
             )
+
+    def _failure(self, message: str, log_start: int, *hints: str) -> ServiceError:
+        tail = log_tail(self.log_path, log_start)
+        return ServiceError(message, [f"last lines of {self.log_path}:", *tail, *hints])
 
     def _stop(self) -> TeardownReport:
         with _signals_deferred():

@@ -1,0 +1,482 @@
+"""The service stage against real subprocess services on 127.0.0.1.
+
+Each service is a stdlib http.server script written into tmp_path; the `boot` fixture checks after
+every test that each context it made was torn down, confirmed, and that no process carrying its
+HARNESS_RUN_ID marker is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness import service
+from harness.config import ServiceConfig
+from harness.errors import ConfigError, ServiceError
+
+SERVICE_PY = textwrap.dedent(
+    '''
+    """A tiny retrieval-service stand-in; its mode comes from argv."""
+    import argparse, http.server, json, os, signal, socket, subprocess, sys, time
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--data")
+    ap.add_argument("--mode", default="ok")
+    ap.add_argument("--steal-port", type=int)  # bind this (held) port while the counter is low
+    ap.add_argument("--counter")
+    ap.add_argument("--fail-times", type=int, default=0)
+    args = ap.parse_args()
+
+    GRANDCHILD = """
+    import os, signal, sys, time
+    os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    open(sys.argv[1], "w").write(str(os.getpid()))
+    time.sleep(600)
+    """
+
+    if args.mode == "exit":
+        print("boom: cannot open index /nowhere/index.bin", flush=True)
+        sys.exit(3)
+    if args.mode == "hang":
+        time.sleep(600)
+    port = args.port
+    if args.counter:
+        n = int(open(args.counter).read()) if os.path.exists(args.counter) else 0
+        open(args.counter, "w").write(str(n + 1))
+        if n < args.fail_times:
+            port = args.steal_port  # really taken: the bind below fails with EADDRINUSE
+    grandchild = None
+    if args.mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pidfile = os.path.join(os.environ["TMPDIR"], "grandchild.pid")
+        # The middle process exits at once, so the grandchild is orphaned and in its own session.
+        subprocess.run([sys.executable, "-c",
+                        "import subprocess, sys; subprocess.Popen(sys.argv[1:])",
+                        sys.executable, "-c", GRANDCHILD, pidfile], check=True)
+        while not os.path.exists(pidfile) or not open(pidfile).read():
+            time.sleep(0.01)
+        grandchild = int(open(pidfile).read())
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            path, _, query = self.path.partition("?")
+            if path == "/health":
+                body = {"ok": True}
+                if args.mode == "never-ready":
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+            elif path == "/env":
+                body = dict(os.environ)
+            elif path == "/pids":
+                body = {"pid": os.getpid(), "grandchild": grandchild}
+            elif path == "/data":
+                body = sorted(os.listdir(args.data))
+            elif path == "/write":
+                open(os.path.join(args.data, query), "w").write("written by the service")
+                body = sorted(os.listdir(args.data))
+            else:
+                self.send_response(404)
+                self.end_headers()
+                return
+            raw = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+    print(f"serving on {port}", flush=True)
+    server.serve_forever()
+    '''
+)
+
+START = "{python} service.py --port {port}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _get(url: str) -> Any:
+    answer = httpx.get(url, timeout=5.0, trust_env=False)
+    answer.raise_for_status()
+    return answer.json()
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    tree = tmp_path / "worktree"
+    (tree / "data").mkdir(parents=True)
+    (tree / "service.py").write_text(SERVICE_PY)
+    (tree / "data" / "seed.txt").write_text("seed")
+    return tree
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> Path:
+    """Where the throwaway roots go; must be empty again after each boot."""
+    path = tmp_path / "roots"
+    path.mkdir()
+    return path
+
+
+Boot = Callable[..., service.ServiceContext]
+
+
+@pytest.fixture
+def boot(worktree: Path, roots: Path, tmp_path: Path) -> Iterator[Boot]:
+    made: list[service.ServiceContext] = []
+
+    def make(start: str = START, **fields: Any) -> service.ServiceContext:
+        kwargs = {k: fields.pop(k) for k in ("environ", "extra_env", "limits") if k in fields}
+        spec = ServiceConfig(start=start, ready="/health", **{"ready_timeout": 20.0, **fields})
+        ctx = service.running_service(
+            spec, worktree, log_path=tmp_path / "logs" / "svc.log", temp_parent=roots, **kwargs
+        )
+        made.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in made:
+        assert not service.find_marked(ctx.run_id), "a process of the service was left running"
+        if ctx.teardown is not None:
+            assert ctx.teardown.confirmed
+    assert list(roots.iterdir()) == [], "a throwaway root was left behind"
+
+
+# --------------------------------------------------------------------------- boot and isolation
+
+
+def test_good_service_boots_answers_and_is_gone_after(boot: Boot, tmp_path: Path) -> None:
+    ctx = boot()
+    with ctx as svc:
+        assert svc.url == f"http://127.0.0.1:{svc.port}"
+        assert _get(svc.url + "/health") == {"ok": True}
+        pid = _get(svc.url + "/pids")["pid"]
+        assert _alive(pid)
+        assert svc.root.is_dir() and svc.home.is_relative_to(svc.root)
+        assert svc.boot_seconds > 0
+        assert svc.data is None
+    assert ctx.teardown is not None
+    assert ctx.teardown.confirmed and not ctx.teardown.used_sigkill
+    assert not ctx.teardown.died_before_teardown
+    assert pid in ctx.teardown.killed_pids
+    assert not _alive(pid) and not _alive(svc.pid)
+    assert not svc.root.exists()
+    log = (tmp_path / "logs" / "svc.log").read_text()
+    assert f"serving on {svc.port}" in log and "--- harness: boot attempt 1" in log
+
+
+def test_environment_is_allowlisted_isolated_and_pinned(
+    boot: Boot, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "gh-secret")
+    monkeypatch.setenv("INDEX_SHARDS", "4")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("HOME", str(tmp_path / "callers-home"))
+    ctx = boot(
+        pass_env=("INDEX_SHARDS", "NOT_SET_ANYWHERE"),
+        env={"MODE": "pinned-{port}", "INDEX_SHARDS": "8", "WHERE": "{home}"},
+        extra_env={"FROM_BUILD": "venv", "MODE": "loses to the pin"},
+    )
+    with ctx as svc:
+        env = _get(svc.url + "/env")
+    secrets = {k: v for k, v in env.items() if "secret" in v}
+    assert secrets == {}
+    assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert "NOT_SET_ANYWHERE" not in env
+    assert env["INDEX_SHARDS"] == "8"  # the pin beats pass_env
+    assert env["MODE"] == f"pinned-{svc.port}"  # pins last, placeholders expanded
+    assert env["WHERE"] == str(svc.home)
+    assert env["FROM_BUILD"] == "venv"
+    assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"]
+    assert env[service.MARKER_ENV] == ctx.run_id
+    for name in ("HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
+        assert Path(env[name]).is_relative_to(svc.root), name
+    assert env["HOME"] == str(svc.home) != os.environ["HOME"]
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_pass_env_name_comes_through(boot: Boot) -> None:
+    ctx = boot(pass_env=("INDEX_SHARDS",), environ={"INDEX_SHARDS": "4", "PATH": "/usr/bin:/bin"})
+    with ctx as svc:
+        env = _get(svc.url + "/env")
+    assert env["INDEX_SHARDS"] == "4" and env["PATH"] == "/usr/bin:/bin"
+
+
+def test_every_boot_gets_a_fresh_copy_of_the_data(boot: Boot, worktree: Path) -> None:
+    start = START + " --data {data}"
+    first = boot(start, data="data")
+    with first as svc:
+        assert svc.data is not None and svc.data.is_relative_to(svc.root)
+        assert _get(svc.url + "/write?written.txt") == ["seed.txt", "written.txt"]
+    with boot(start, data="data") as svc:
+        assert _get(svc.url + "/data") == ["seed.txt"]
+    assert sorted(p.name for p in (worktree / "data").iterdir()) == ["seed.txt"]
+
+
+def test_a_data_file_is_copied_under_its_own_name(boot: Boot, worktree: Path) -> None:
+    corpus = worktree / "corpus.jsonl"
+    corpus.write_text('{"id": "d1"}\n')
+    with boot(data=str(corpus)) as svc:  # an absolute path works too
+        assert svc.data is not None
+        assert svc.data.name == "corpus.jsonl" and svc.data.read_text() == corpus.read_text()
+        assert svc.data != corpus
+
+
+def test_prepare_commands_run_after_ready_with_placeholders(boot: Boot) -> None:
+    ctx = boot(
+        START + " --data {data}",
+        data="data",
+        prepare=("touch {data}/prepared", "{python} -c 'import sys; sys.exit(0)'"),
+    )
+    with ctx as svc:
+        assert _get(svc.url + "/data") == ["prepared", "seed.txt"]
+        assert svc.prepare_seconds > 0
+
+
+# --------------------------------------------------------------------------- failures at boot
+
+
+def test_exit_at_boot_is_a_service_error_with_the_log_tail(boot: Boot) -> None:
+    ctx = boot(START + " --mode exit")
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    assert "exited at boot with status 3" in caught.value.message
+    assert any("boom: cannot open index" in line for line in caught.value.details)
+    assert ctx.teardown is not None and ctx.teardown.died_before_teardown
+
+
+@pytest.mark.parametrize("mode", ["never-ready", "hang"])
+def test_a_service_that_never_gets_ready_times_out(boot: Boot, mode: str) -> None:
+    ctx = boot(START + f" --mode {mode}", ready_timeout=1.0)
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    message = caught.value.message
+    assert "not ready after 1 s" in message and "raise service.ready_timeout" in message
+    assert ("HTTP 503" if mode == "never-ready" else "ConnectError") in message
+    assert ctx.teardown is not None and not ctx.teardown.died_before_teardown
+
+
+def test_prepare_failure_names_the_command_and_status(boot: Boot) -> None:
+    prep = "{python} -c 'import sys; print(\"prep broke\"); sys.exit(4)'"
+    ctx = boot(prepare=("true", prep))
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    assert "prepare command" in caught.value.message
+    assert "prep broke" in caught.value.message and "exit status 4" in caught.value.message
+    assert any("prep broke" in line for line in caught.value.details)
+
+
+def test_a_slow_prepare_command_times_out(boot: Boot) -> None:
+    ctx = boot(prepare=("sleep 30",), prepare_timeout=0.3)
+    with pytest.raises(ServiceError, match=r"within 0.3 s \(raise service.prepare_timeout\)"), ctx:
+        pytest.fail("the body must not run")
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_a_lost_port_race_is_retried_on_a_new_port(
+    boot: Boot, held_port: int, tmp_path: Path
+) -> None:
+    counter = tmp_path / "boots"
+    ctx = boot(START + f" --steal-port {held_port} --counter {counter} --fail-times 2")
+    with ctx as svc:
+        assert _get(svc.url + "/health") == {"ok": True}
+    assert counter.read_text() == "3"
+    log = svc.log_path.read_text()
+    assert log.count("Address already in use") == 2 and "boot attempt 3 of 4" in log
+
+
+def test_losing_the_port_race_every_time_gives_up(
+    boot: Boot, held_port: int, tmp_path: Path
+) -> None:
+    counter = tmp_path / "boots"
+    limits = service.ServiceLimits(port_attempts=2)
+    start = START + f" --steal-port {held_port} --counter {counter} --fail-times 9"
+    ctx = boot(start, limits=limits)
+    with pytest.raises(ServiceError, match="port was taken on each of 2 attempts"), ctx:
+        pytest.fail("the body must not run")
+    assert counter.read_text() == "2"
+
+
+# --------------------------------------------------------------------------- teardown
+
+
+def test_sigterm_ignoring_service_and_setsid_grandchild_are_both_killed(boot: Boot) -> None:
+    ctx = boot(START + " --mode stubborn", stop_timeout=0.5)
+    with ctx as svc:
+        pids = _get(svc.url + "/pids")
+        grandchild = psutil.Process(pids["grandchild"])
+        assert grandchild.pid not in {p.pid for p in psutil.Process(svc.pid).children(True)}
+        assert os.getsid(grandchild.pid) != os.getsid(pids["pid"])
+    report = ctx.teardown
+    assert report is not None
+    assert report.used_sigkill and report.confirmed and report.survivors == ()
+    assert {pids["pid"], pids["grandchild"]} <= set(report.killed_pids)
+    assert not _alive(pids["pid"]) and not _alive(pids["grandchild"])
+    assert report.exit_status is not None and report.exit_status < 0  # the leader was signalled
+
+
+def test_keyboard_interrupt_in_the_body_still_tears_down(boot: Boot) -> None:
+    ctx = boot()
+    with pytest.raises(KeyboardInterrupt), ctx as svc:
+        pid = _get(svc.url + "/pids")["pid"]
+        raise KeyboardInterrupt
+    assert ctx.teardown is not None and ctx.teardown.confirmed
+    assert not _alive(pid)
+
+
+def test_on_teardown_receives_the_report(boot: Boot, worktree: Path, roots: Path) -> None:
+    reports: list[service.TeardownReport] = []
+    spec = ServiceConfig(start=START, ready="health")  # a ready path without "/" works too
+    ctx = service.running_service(
+        spec, worktree, log_path=worktree / "log", temp_parent=roots, on_teardown=reports.append
+    )
+    with ctx:
+        pass
+    assert reports == [ctx.teardown]
+    assert not service.find_marked(ctx.run_id)
+
+
+def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import json, sys, time
+        from pathlib import Path
+        from harness.config import ServiceConfig
+        from harness.service import running_service, signals_unwind
+        spec = ServiceConfig(start={START!r}, ready="/health", ready_timeout=20.0)
+        with signals_unwind():
+            ctx = running_service(spec, Path({str(worktree)!r}), log_path=Path("svc.log"))
+            try:
+                with ctx as svc:
+                    print(json.dumps([svc.pid, ctx.run_id]), flush=True)
+                    time.sleep(60)
+            finally:
+                print(json.dumps(ctx.teardown.confirmed), flush=True)
+        """
+    )
+    harness = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert harness.stdout is not None
+        pid, run_id = json.loads(harness.stdout.readline())
+        assert _alive(pid)
+        harness.send_signal(signal.SIGTERM)
+        out, _ = harness.communicate(timeout=30)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+    assert json.loads(out) is True
+    assert harness.returncode != 0  # Terminated propagated: the harness did not carry on
+    assert not _alive(pid) and not service.find_marked(run_id)
+
+
+def test_signal_handlers_turn_sigterm_into_terminated_and_restore() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(service.Terminated) as caught, service.signals_unwind():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+    assert caught.value.signum == signal.SIGTERM
+    assert isinstance(caught.value, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_unknown_placeholder_is_a_config_error_before_anything_starts(
+    boot: Boot, roots: Path, tmp_path: Path
+) -> None:
+    ctx = boot(START + " --index {indx}", prepare=("echo {porty}",), env={"A": "{home}/{nope}"})
+    with pytest.raises(ConfigError) as caught, ctx:
+        pytest.fail("the body must not run")
+    text = str(caught.value)
+    assert "service: start: unknown placeholder {indx}" in text
+    assert "service: prepare[0]: unknown placeholder {porty}" in text
+    assert "service: env.A: unknown placeholder {nope}" in text
+    assert ctx.teardown is None and not (tmp_path / "logs" / "svc.log").exists()
+
+
+def test_data_placeholder_without_data_and_missing_data_are_config_errors(boot: Boot) -> None:
+    unset = r"service: start: \{data\} is used but service.data is not set"
+    with pytest.raises(ConfigError, match=unset), boot(START + " --data {data}"):
+        pytest.fail("the body must not run")
+    with pytest.raises(ConfigError) as caught, boot(START, data="no-such-dir"):
+        pytest.fail("the body must not run")
+    text = str(caught.value)
+    assert "service: data:" in text and "no-such-dir does not exist" in text
+
+
+def test_pinning_the_marker_is_refused(boot: Boot) -> None:
+    reserved = r"env\.HARNESS_RUN_ID: reserved for the harness"
+    with pytest.raises(ConfigError, match=reserved), boot(env={service.MARKER_ENV: "mine"}):
+        pytest.fail("the body must not run")
+
+
+def test_expand_placeholders_worked_examples() -> None:
+    values = {"port": "8080", "data": "/tmp/a b"}
+    assert service.expand_placeholders("x {port} {{lit}}", values, key="k") == "x 8080 {lit}"
+    assert service.expand_placeholders("--db {data}/x", values, key="k") == "--db /tmp/a b/x"
+    for bad in ("{port!r}", "{port:>5}", "{", "{}", "{0}"):
+        with pytest.raises(ConfigError):
+            service.expand_placeholders(bad, values, key="k")
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="{}")))
+def test_text_without_braces_expands_to_itself(text: str) -> None:
+    assert service.expand_placeholders(text, {"port": "1"}, key="k") == text
+
+
+def test_build_env_layers_in_order() -> None:
+    caller = {
+        "PATH": "/bin", "LC_TIME": "C", "TZ": "UTC", "TERM": "xterm", "HOME": "/root",
+        "AWS_ACCESS_KEY_ID": "x", "PASSED": "p", "OVER": "caller",
+    }  # fmt: skip
+    env = service.build_env(
+        caller,
+        isolation={"HOME": "/iso/home", "OVER": "isolation"},
+        pass_env=("PASSED", "OVER", "ABSENT"),
+        extra={"PATH": "/venv/bin:/bin"},
+        pins={"TZ": "Europe/Paris"},
+        run_id="r1",
+    )
+    assert env == {
+        "PATH": "/venv/bin:/bin", "LC_TIME": "C", "TZ": "Europe/Paris", "HOME": "/iso/home",
+        "PASSED": "p", "OVER": "caller", service.MARKER_ENV: "r1",
+    }  # fmt: skip
