@@ -1,0 +1,213 @@
+"""Read a run file: a TREC run or the harness's native JSONL, detected by the first non-blank line.
+
+TREC (`qid Q0 docid rank score tag`, whitespace separated, six columns): each query's documents
+are ordered by score descending, ties broken by docid descending (bytewise, which for UTF-8 is
+code point order), exactly as trec_eval sorts them, so both score the same order.  The rank
+column is ignored, as trec_eval ignores it; so are Q0 and tag.
+
+Native JSONL, one object a line: `{"id": qid, "ranking": [docid, ...]}`, optionally with
+`"scores": [number, ...]` aligned with the ranking (on every line or on none).  The list order is
+the ranking; duplicate docids are kept here (metrics drop later duplicates).  Ids may be strings
+or integers (integers are read as their decimal string).
+
+Every malformed line is collected first and reported once, as a ResultsError whose details read
+`path:line: field: message`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from harness.errors import Problem, ResultsError
+
+TREC_LINE = "qid Q0 docid rank score tag"
+JSONL_LINE = '{"id": qid, "ranking": [docid, ...], "scores": [number, ...]}'
+_JSONL_KEYS = frozenset({"id", "ranking", "scores"})
+_SHOWN = 50  # problems listed in full; a file in the wrong format would yield one per line
+
+
+@dataclass(frozen=True)
+class Run:
+    """Ranked doc ids per query id; `scores` aligned with them, or None when the file has none."""
+
+    rankings: Mapping[str, tuple[str, ...]]
+    scores: Mapping[str, tuple[float, ...]] | None
+    source: str
+    format: str  # "trec" | "jsonl"
+
+    def __len__(self) -> int:
+        return len(self.rankings)
+
+
+def trec_order(scored: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(docid, score) pairs in trec_eval's order: score descending, then docid descending."""
+    return sorted(scored, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a TREC or JSONL run file; raises ResultsError listing every malformed line."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"run file {source} does not exist", ["check the --run path"]) from None
+    except UnicodeDecodeError as exc:
+        raise ResultsError(
+            f"run file {source} is not UTF-8 text",
+            [f"  byte {exc.start}: {exc.reason}", "write the run file as UTF-8"],
+        ) from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
+    return parse_run(text, source)
+
+
+def parse_run(text: str, source: str = "<run>") -> Run:
+    """Parse run-file text (the format is the first non-blank line's: `{` means JSONL)."""
+    first = next((line.lstrip() for line in text.splitlines() if line.strip()), None)
+    if first is None:
+        raise ResultsError(
+            f"run file {source} has no results",
+            [f"write one line per result ({TREC_LINE}) or per query ({JSONL_LINE})"],
+        )
+    return _parse_jsonl(text, source) if first.startswith("{") else _parse_trec(text, source)
+
+
+def _fail(source: str, kind: str, problems: list[Problem], expected: str) -> ResultsError:
+    noun = "line is" if len(problems) == 1 else "lines are"
+    details = [f"  {p}" for p in problems[:_SHOWN]]
+    if len(problems) > _SHOWN:
+        details.append(f"  ... and {len(problems) - _SHOWN} more problems")
+    details.append(f"a {kind} run line is: {expected}")
+    return ResultsError(f"{len(problems)} {noun} malformed in {kind} run file {source}", details)
+
+
+def _parse_trec(text: str, source: str) -> Run:
+    problems: list[Problem] = []
+    by_query: dict[str, dict[str, float]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        cols = line.split()
+        if not cols:
+            continue
+        if len(cols) != 6:
+            problems.append(
+                Problem(source, f"expected 6 columns, found {len(cols)}", number, "columns")
+            )
+            continue
+        qid, _, doc, _, raw, _ = cols
+        try:
+            score = float(raw)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            problems.append(Problem(source, f"{raw!r} is not a finite number", number, "score"))
+            continue
+        docs = by_query.setdefault(qid, {})
+        if doc in docs:
+            # trec_eval refuses these too: the order of the two copies would be arbitrary.
+            problems.append(
+                Problem(source, f"{doc} is listed twice for query {qid}", number, "docid")
+            )
+            continue
+        docs[doc] = score
+    if problems:
+        raise _fail(source, "TREC", problems, TREC_LINE)
+    rankings: dict[str, tuple[str, ...]] = {}
+    scores: dict[str, tuple[float, ...]] = {}
+    for qid, docs in by_query.items():
+        ordered = trec_order(docs.items())
+        rankings[qid] = tuple(doc for doc, _ in ordered)
+        scores[qid] = tuple(score for _, score in ordered)
+    return Run(MappingProxyType(rankings), MappingProxyType(scores), source, "trec")
+
+
+def _as_id(value: object) -> str | None:
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _is_score(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _parse_jsonl(text: str, source: str) -> Run:
+    problems: list[Problem] = []
+    rankings: dict[str, tuple[str, ...]] = {}
+    scores: dict[str, tuple[float, ...]] = {}
+    first_line: dict[str, int] = {}
+    with_scores: list[int] = []
+    without_scores: list[int] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+
+        def problem(message: str, field: str, at: int = number) -> None:
+            problems.append(Problem(source, message, at, field))
+
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problem(f"not JSON ({exc.msg} at column {exc.colno})", "json")
+            continue
+        if not isinstance(obj, dict):
+            problem(f"expected a JSON object, found {type(obj).__name__}", "json")
+            continue
+        for key in sorted(set(obj) - _JSONL_KEYS):
+            problem("unknown key (known: id, ranking, scores)", key)
+        qid = _as_id(obj.get("id"))
+        if qid is None:
+            problem("missing, or not a non-empty string or integer", "id")
+        elif qid in first_line:
+            problem(f"query {qid} already given on line {first_line[qid]}", "id")
+            qid = None
+        else:
+            first_line[qid] = number
+        raw_ranking = obj.get("ranking")
+        ranking: list[str] = []
+        if not isinstance(raw_ranking, list):
+            problem("missing, or not a list of doc ids", "ranking")
+            raw_ranking = []
+        for i, value in enumerate(raw_ranking):
+            doc = _as_id(value)
+            if doc is None:
+                problem(f"{value!r} is not a non-empty string or integer", f"ranking[{i}]")
+            else:
+                ranking.append(doc)
+        raw_scores = obj.get("scores")
+        if raw_scores is None:
+            without_scores.append(number)
+        else:
+            with_scores.append(number)
+            if not isinstance(raw_scores, list) or not all(map(_is_score, raw_scores)):
+                problem("not a list of finite numbers", "scores")
+            elif len(raw_scores) != len(raw_ranking):
+                problem(f"{len(raw_scores)} scores for {len(raw_ranking)} ids", "scores")
+            elif qid is not None:
+                scores[qid] = tuple(float(s) for s in raw_scores)
+        if qid is not None:
+            rankings[qid] = tuple(ranking)
+    if with_scores and without_scores:
+        problems.append(
+            Problem(
+                source,
+                f"no scores here but line {with_scores[0]} has them: give them on every line "
+                "or on none",
+                without_scores[0],
+                "scores",
+            )
+        )
+    if problems:
+        raise _fail(source, "JSONL", sorted(problems, key=lambda p: p.line or 0), JSONL_LINE)
+    return Run(
+        MappingProxyType(rankings),
+        MappingProxyType(scores) if with_scores else None,
+        source,
+        "jsonl",
+    )
