@@ -27,6 +27,10 @@ One boot, in order:
 6. Teardown, always (normal exit, exception, KeyboardInterrupt): see `_ProcessTree.stop`. If a
    process cannot be killed, the with-statement raises ServiceError naming the pids (or, when the
    body already raised, that exception carries the same text as a note and propagates).
+   SIGINT/SIGTERM/SIGHUP are held while a teardown runs, so a second Ctrl-C cannot cut it short.
+7. The harness itself: Python dies on SIGTERM without running `finally`; `signals_unwind()` (or
+   `install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, a KeyboardInterrupt,
+   so a `kill` of the harness unwinds like Ctrl-C and every service is torn down.
 
 Placeholders, in `start`, `prepare` and `spec.env` values: {port} {url} {data} {home} {worktree}
 {python} (the harness's own interpreter, so a venv=false service can run with it). In commands

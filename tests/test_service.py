@@ -7,6 +7,7 @@ HARNESS_RUN_ID marker is left running.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -187,6 +188,7 @@ def test_good_service_boots_answers_and_is_gone_after(boot: Boot, tmp_path: Path
     assert not ctx.teardown.died_before_teardown
     assert pid in ctx.teardown.killed_pids
     assert not _alive(pid) and not _alive(svc.pid)
+    assert not psutil.pid_exists(svc.pid)  # our child was reaped, not left a zombie
     assert not svc.root.exists()
     log = (tmp_path / "logs" / "svc.log").read_text()
     assert f"serving on {svc.port}" in log and "--- harness: boot attempt 1" in log
@@ -348,6 +350,50 @@ def test_sigterm_ignoring_service_and_setsid_grandchild_are_both_killed(boot: Bo
     assert {pids["pid"], pids["grandchild"]} <= set(report.killed_pids)
     assert not _alive(pids["pid"]) and not _alive(pids["grandchild"])
     assert report.exit_status is not None and report.exit_status < 0  # the leader was signalled
+
+
+def test_a_background_process_left_by_prepare_is_killed_too(boot: Boot) -> None:
+    ctx = boot(prepare=("sleep 300 & echo $! > {home}/bg.pid",))
+    with ctx as svc:
+        background = int((svc.home / "bg.pid").read_text())
+        assert _alive(background)
+    assert ctx.teardown is not None and background in ctx.teardown.killed_pids
+    assert not _alive(background)
+
+
+def test_an_unconfirmed_teardown_raises_after_the_block_naming_the_pids(
+    worktree: Path, roots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_stop = service._ProcessTree.stop
+
+    def stop_leaving_one(tree: Any, *args: Any) -> service.TeardownReport:
+        report: service.TeardownReport = real_stop(tree, *args)  # really stops it
+        return dataclasses.replace(report, confirmed=False, survivors=(4242,))
+
+    monkeypatch.setattr(service._ProcessTree, "stop", stop_leaving_one)
+    spec = ServiceConfig(start=START, ready="/health", ready_timeout=20.0)
+    first, second = (
+        service.running_service(spec, worktree, log_path=worktree / "log", temp_parent=roots)
+        for _ in range(2)
+    )
+    unconfirmed = "teardown not confirmed: pids 4242 still running"
+    with pytest.raises(ServiceError, match=unconfirmed), first:
+        pass
+    # When the body raised, its exception is kept and carries the same text as a note.
+    with pytest.raises(KeyboardInterrupt) as caught, second:
+        raise KeyboardInterrupt
+    assert "pids 4242" in "".join(caught.value.__notes__)
+    assert not service.find_marked(first.run_id) and not service.find_marked(second.run_id)
+    assert list(roots.iterdir()) == []
+
+
+def test_signals_are_held_during_a_teardown_and_delivered_after() -> None:
+    seen: list[str] = []
+    with pytest.raises(KeyboardInterrupt), service._signals_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # a pending SIGINT would interrupt here if it were not held
+        seen.append("block finished")
+    assert seen == ["block finished"]
 
 
 def test_keyboard_interrupt_in_the_body_still_tears_down(boot: Boot) -> None:
