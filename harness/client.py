@@ -98,27 +98,21 @@ def ask(
             timeout=query.timeout,
         )
     except httpx.TimeoutException as error:
+        kind = ErrorKind.TIMEOUT
         detail = f"no answer within query.timeout = {query.timeout:g} s ({type(error).__name__})"
-        return _failed(query_id, ErrorKind.TIMEOUT, detail, started)
     except httpx.DecodingError as error:  # a body that its Content-Encoding cannot decode
-        return _failed(query_id, ErrorKind.NOT_JSON, f"undecodable body: {error}", started)
+        kind, detail = ErrorKind.NOT_JSON, f"undecodable body: {error}"
     except httpx.RequestError as error:
+        kind = ErrorKind.CONNECTION
         detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        return _failed(query_id, ErrorKind.CONNECTION, detail, started)
-    latency_ns = time.perf_counter_ns() - started
-    return _read(response, query, query_id, latency_ns)
+    else:
+        return _read(response, query, query_id, time.perf_counter_ns() - started)
+    return _failed(query_id, kind, detail, time.perf_counter_ns() - started)
 
 
 def _failed(
-    query_id: str,
-    kind: ErrorKind,
-    detail: str,
-    started: int,
-    status: int | None = None,
-    latency_ns: int | None = None,
+    query_id: str, kind: ErrorKind, detail: str, latency_ns: int, status: int | None = None
 ) -> QueryResult:
-    if latency_ns is None:
-        latency_ns = time.perf_counter_ns() - started
     return QueryResult(query_id, status=status, error=kind, detail=detail, latency_ns=latency_ns)
 
 
@@ -128,7 +122,7 @@ def _read(
     status = response.status_code
 
     def failed(kind: ErrorKind, detail: str) -> QueryResult:
-        return _failed(query_id, kind, detail, 0, status, latency_ns)
+        return _failed(query_id, kind, detail, latency_ns, status)
 
     if not 200 <= status < 300:
         return failed(ErrorKind.HTTP_STATUS, f"HTTP {status}: {response.text[:EXCERPT]}")

@@ -229,6 +229,12 @@ def _slash_path(value: str) -> list[tuple[str, str]]:
     return []
 
 
+def _query_path(value: str) -> list[tuple[str, str]]:
+    if "?" in value:  # httpx replaces a URL's query string with `params`, even an empty one
+        return [("", "has a query string; move its parameters into query.params")]
+    return _slash_path(value)
+
+
 def _unknown(name: str, allowed: frozenset[str], extra: str = "") -> str:
     known = " ".join(f"{{{n}}}" for n in sorted(allowed))
     close = difflib.get_close_matches(name, sorted(allowed), n=1)
@@ -348,7 +354,7 @@ _SERVICE: dict[str, _Key] = {
     "stop_timeout": _Key("float", _positive),
 }
 _QUERY: dict[str, _Key] = {
-    "path": _Key("str", _slash_path),
+    "path": _Key("str", _query_path),
     "ids": _Key("str", _jmespath),
     "method": _Key("str", _method),
     "params": _Key("table", _request),

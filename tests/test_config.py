@@ -222,6 +222,9 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 # marker text whose line the problem must point at.
 BROKEN = [
     pytest.param(
+        '"/search"', '"/search?fmt=json"', "query.path", "into query.params", "path =", id="path?"
+    ),
+    pytest.param(
         "{port}", "{}", "service.start", "unknown placeholder {}", "start =", id="positional {}"
     ),
     pytest.param(
