@@ -149,10 +149,21 @@ def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
     return out
 
 
+def _row_sums(x: FloatArray) -> FloatArray:
+    """Row sums added strictly left to right, as trec_eval's loops add.
+
+    A matrix product or pairwise `sum` groups terms by the array's width, which depends on the
+    rest of the batch; the same ranking must score bit-identically in any batch, or a paired
+    test would see deltas of 1e-17 between identical answers.
+    """
+    if x.shape[1] == 0:
+        return np.zeros(x.shape[0])
+    return np.asarray(np.cumsum(x, axis=1)[:, -1], dtype=np.float64)
+
+
 def _dcg(gains: FloatArray, k: int) -> FloatArray:
     top = gains[:, :k]
-    discount = 1.0 / np.log2(np.arange(2, top.shape[1] + 2))
-    return np.asarray(top @ discount, dtype=np.float64)
+    return _row_sums(top / np.log2(np.arange(2.0, top.shape[1] + 2.0)))
 
 
 def hit(r: JudgedRanks, k: int) -> FloatArray:
@@ -212,7 +223,7 @@ def average_precision(r: JudgedRanks, k: int) -> FloatArray:
     """
     top = r.relevant[:, :k]
     precision_at = np.cumsum(top, axis=1) / np.arange(1.0, top.shape[1] + 1.0)
-    return _ratio(np.where(top, precision_at, 0.0).sum(axis=1, dtype=np.float64), r.n_relevant)
+    return _ratio(_row_sums(np.where(top, precision_at, 0.0)), r.n_relevant)
 
 
 class Kind(enum.StrEnum):
