@@ -50,6 +50,7 @@ import os
 import shlex
 import shutil
 import signal
+import threading
 import socket
 import string
 import subprocess
@@ -421,12 +422,29 @@ class _ProcessTree:
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP for the block (a second Ctrl-C must not cut a teardown short);
-    they are delivered as soon as it ends. Never spawn in here: children inherit the mask."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED_SIGNALS)
+    they are re-raised as soon as it ends.
+
+    Python-level handlers are swapped for a recorder rather than blocking the signals with
+    pthread_sigmask: a mask is per thread, so with any other thread alive the kernel would deliver
+    the signal there and the main thread would still raise KeyboardInterrupt mid-teardown.
+    Handlers can only be set from the main thread; elsewhere the block runs unguarded.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def record(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    old = {sig: signal.signal(sig, record) for sig in _DEFERRED_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)
 
 
 # --------------------------------------------------------------------------- boot
