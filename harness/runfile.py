@@ -78,12 +78,13 @@ def parse_run(text: str, source: str = "<run>") -> Run:
 
 
 def _fail(source: str, kind: str, problems: list[Problem], expected: str) -> ResultsError:
-    noun = "line is" if len(problems) == 1 else "lines are"
+    lines = len({p.line for p in problems})
+    noun = "line is" if lines == 1 else "lines are"
     details = [f"  {p}" for p in problems[:_SHOWN]]
     if len(problems) > _SHOWN:
         details.append(f"  ... and {len(problems) - _SHOWN} more problems")
     details.append(f"a {kind} run line is: {expected}")
-    return ResultsError(f"{len(problems)} {noun} malformed in {kind} run file {source}", details)
+    return ResultsError(f"{lines} {noun} malformed in {kind} run file {source}", details)
 
 
 def _parse_trec(text: str, source: str) -> Run:
