@@ -523,14 +523,14 @@ def _entity_questions(b: _Builder, w: _World, pages: Mapping[str, int]) -> None:
             query = rng.choice([entity, f"who is {entity}"])
         else:
             query = entity
+        recent = _mentions_of(b, entity, pages[entity])
         b.questions.append(
             _Question(
                 query,
                 "entity",
                 {pages[entity]: 1},
                 f"the reference page of {entity}, {b.drafts[pages[entity]].age_days} days old; "
-                f"{_mentions_of(b, entity, pages[entity])} documents at most {RECENT_DAYS} days "
-                "old mention it",
+                f"recent mentions (documents at most {RECENT_DAYS} days old naming it): {recent}",
             )
         )
 

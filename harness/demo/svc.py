@@ -211,6 +211,9 @@ class Server(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the harness measures search, not TCP set-up
+    # Headers and body go out in two writes; with Nagle on, a keep-alive client would wait for
+    # a delayed ACK (~40 ms) on every request and we would be measuring TCP, not ranking.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         index = self.server.index if isinstance(self.server, Server) else None
