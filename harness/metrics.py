@@ -10,9 +10,13 @@ Pure: no I/O, no clock, no randomness.  A run is scored in three steps:
 
 Relevance: a judged grade >= `rel_level` (default 1) is relevant for the binary-relevance
 metrics (hit, recall, p, mrr, ap); unjudged documents have grade 0.  The graded metrics (ndcg,
-ndcg_burges) follow trec_eval's ndcg_cut exactly, which we checked against pytrec_eval: every
-judged document with grade > 0 contributes its gain whatever `rel_level` is, and grades <= 0
-contribute nothing.
+ndcg_burges) follow trec_eval's ndcg_cut exactly.  Checked with pytrec_eval-terrier 0.5: at
+relevance_level 2 a grade-1 document still gains 1 (ndcg_cut ignores -l), and grades <= 0 gain
+nothing, in the run or in the ideal.  tests/test_metrics_oracle.py finds every value equal to
+pytrec_eval's, to the last bit, on BM25 runs over SciFact and Cranfield.
+
+Ranks are positions in the deduplicated list, in the order the service returned: nothing here
+breaks ties (a TREC run file is put in trec_eval's order by `harness.runfile`).
 
 Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1), in
 gold order; a query the run does not contain scores 0 on every metric, as `trec_eval -c` does.
@@ -170,20 +174,26 @@ def hit(r: JudgedRanks, k: int) -> FloatArray:
     """hit@k = 1 if any relevant document is in the top k, else 0.
 
     ir_measures and trec_eval call this Success@k (`success_k`); some papers call it Recall@k,
-    which is not our recall@k.  Empty ranking: 0.
+    which is not our recall@k.  Empty ranking: 0.  A repeated relevant id counts once; the ranks
+    are the service's own order (no tie-breaking here); unanswerable queries are not scored.
     """
     return np.asarray(r.relevant[:, :k].any(axis=1), dtype=np.float64)
 
 
 def recall(r: JudgedRanks, k: int) -> FloatArray:
-    """recall@k = |relevant in top k| / |relevant| (trec_eval recall_k).  Empty ranking: 0."""
+    """recall@k = |relevant in top k| / |relevant| (trec_eval recall_k).
+
+    Empty ranking: 0; a repeated id counts once.  |relevant| = 0 (possible only with
+    rel_level > 1) gives 0, as trec_eval does.
+    """
     return _ratio(r.relevant[:, :k].sum(axis=1, dtype=np.float64), r.n_relevant)
 
 
 def precision(r: JudgedRanks, k: int) -> FloatArray:
     """p@k = |relevant in top k| / k, always over k (trec_eval P_k).
 
-    A list shorter than k, or an empty one, still divides by k: missing ranks score as junk.
+    A list shorter than k, or an empty one, still divides by k: missing ranks score as junk, and
+    a repeated id counts once (its later copies are gone before the cut).
     """
     return np.asarray(r.relevant[:, :k].sum(axis=1, dtype=np.float64) / k, dtype=np.float64)
 
@@ -191,7 +201,9 @@ def precision(r: JudgedRanks, k: int) -> FloatArray:
 def mrr(r: JudgedRanks, k: int) -> FloatArray:
     """mrr@k = 1 / rank of the first relevant document within the top k, else 0.
 
-    The same as ir_measures RR@k, and trec_eval recip_rank on the run cut at k.
+    trec_eval's recip_rank on the run cut at k; ir_measures' RR@k on a run without score ties
+    (its default provider breaks ties by docid ascending, trec_eval by docid descending).
+    Ranks count unique ids: a junk id repeated above the first hit pushes it down once only.
     """
     top = r.relevant[:, :k]
     first = top.argmax(axis=1)
@@ -203,7 +215,7 @@ def ndcg(r: JudgedRanks, k: int) -> FloatArray:
 
     gain = the judged grade when > 0, else 0; IDCG@k is the DCG@k of all positive judged grades
     sorted descending (judged documents the run never returned count).  `rel_level` is ignored,
-    exactly as trec_eval's ndcg_cut ignores -l.  No positive grade (IDCG 0): 0.
+    exactly as trec_eval's ndcg_cut ignores -l.  A repeated id gains once.  Empty ranking: 0.
     """
     return _ratio(_dcg(r.gains, k), _dcg(r.ideal, k))
 
@@ -211,7 +223,8 @@ def ndcg(r: JudgedRanks, k: int) -> FloatArray:
 def ndcg_burges(r: JudgedRanks, k: int) -> FloatArray:
     """ndcg@k with Burges et al.'s gain 2**grade - 1 (so grade 1 -> 1, 2 -> 3, 3 -> 7), ideal alike.
 
-    Equals trec_eval's ndcg_cut on qrels whose grades are mapped to 2**grade - 1.
+    Equals trec_eval's ndcg_cut on qrels whose grades are mapped to 2**grade - 1.  Duplicates,
+    empty rankings and rel_level as for ndcg.
     """
     return _ratio(_dcg(np.exp2(r.gains) - 1.0, k), _dcg(np.exp2(r.ideal) - 1.0, k))
 
@@ -219,7 +232,8 @@ def ndcg_burges(r: JudgedRanks, k: int) -> FloatArray:
 def average_precision(r: JudgedRanks, k: int) -> FloatArray:
     """ap@k = (sum over relevant ranks i <= k of precision@i) / |relevant| (trec_eval map_cut_k).
 
-    The denominator is every relevant judgement, not min(k, |relevant|).  Empty ranking: 0.
+    The denominator is every relevant judgement, not min(k, |relevant|).  Empty ranking: 0; a
+    repeated id counts once; |relevant| = 0 gives 0.
     """
     top = r.relevant[:, :k]
     precision_at = np.cumsum(top, axis=1) / np.arange(1.0, top.shape[1] + 1.0)
@@ -238,6 +252,8 @@ MetricFn = Callable[[JudgedRanks, int], FloatArray]
 
 @dataclass(frozen=True)
 class MetricDef:
+    """A registry entry: `fn(judged, k)` gives one value per row; `kind` picks the paired test."""
+
     name: str
     kind: Kind
     fn: MetricFn

@@ -84,7 +84,7 @@ def test_names_parse_and_print_back_identically(name: str, k: int) -> None:
 def test_kinds_pick_the_statistical_test() -> None:
     assert parse_metric("hit@5").kind is Kind.BINARY
     assert {parse_metric(f"{n}@5").kind for n in ALL_NAMES if n != "hit"} == {Kind.CONTINUOUS}
-    assert Kind.BINARY == "binary" and Kind.CONTINUOUS == "continuous"
+    assert [kind.value for kind in Kind] == ["binary", "continuous"]
 
 
 @pytest.mark.parametrize(

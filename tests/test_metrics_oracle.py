@@ -73,8 +73,8 @@ class Bm25:
         postings, idf = {}, {}
         n = len(doc_ids)
         for term, (docs, tfs) in by_term.items():
-            index, tf = np.array(docs), np.array(tfs, dtype=np.float64)
-            postings[term] = (index, tf * (k1 + 1) / (tf + norm[index]))
+            index, freq = np.array(docs), np.array(tfs, dtype=np.float64)
+            postings[term] = (index, freq * (k1 + 1) / (freq + norm[index]))
             idf[term] = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
         return cls(doc_ids, postings, idf)
 
