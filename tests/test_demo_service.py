@@ -31,9 +31,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.config import load_config
 from harness.demo import CANDIDATE, materialise, svc
 from harness.demo.generate import SLICE_SIZES, generate
 from harness.errors import HarnessError
+from harness.gold import load_gold
 
 BOOT_DEADLINE_S = 20.0  # generous: a readiness deadline, not a timing assertion
 GOLD_KEYS = {"id", "query", "slice", "relevant", "outranks", "derivation"}
@@ -309,6 +311,17 @@ def test_harness_toml_is_the_commented_template(demo_repo: Path) -> None:
         assert key in commented, f"{key} is not shown (commented out) in the template"
 
 
+def test_the_demo_loads_with_the_harness_config_and_gold_loaders(demo_repo: Path) -> None:
+    config = load_config(demo_repo / "harness.toml")
+    assert config.repo == demo_repo.resolve() and not config.sides_differ
+    assert config.baseline.service.start.startswith("{python} ")
+    assert config.corpus == (demo_repo / "data" / "corpus.jsonl").resolve()
+    gold = load_gold(config.gold, corpus=config.corpus)
+    assert gold.format == "native" and len(gold) == sum(SLICE_SIZES.values())
+    assert gold.corpus is not None
+    assert gold.corpus.sha256 == hashlib.sha256(config.corpus.read_bytes()).hexdigest()
+
+
 # --------------------------------------------------------------------------- ranking, in-process
 
 
@@ -502,6 +515,23 @@ def test_each_branch_boots_answers_and_is_gone_after_sigterm(
         assert proc.wait(timeout=10) == 0, log.read_text()
     assert not _group_alive(proc.pid)
     assert "svc: stopped" in log.read_text()
+
+
+def test_a_broken_corpus_stops_the_service_with_the_line_to_fix(
+    versions: dict[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "fine"}\n{"title": "no id"}\n')
+    log = tmp_path / "svc.log"
+    with _booted(versions["main"], tmp_path, log) as (proc, _):
+        assert proc.wait(timeout=BOOT_DEADLINE_S) == 1
+    assert f"{tmp_path / 'corpus.jsonl'}:2: KeyError" in log.read_text()
+    assert not _group_alive(proc.pid)
+
+
+def test_the_thesaurus_maps_each_word_to_one_concept() -> None:
+    words = [word for forms in svc.THESAURUS.values() for word in forms]
+    assert len(words) == len(set(words)) == len(svc.CONCEPT_OF)
+    assert all(svc.tokens(word) == [word] and word not in svc.STOPWORDS for word in words)
 
 
 def test_health_is_503_until_the_index_is_built(tmp_path: Path) -> None:

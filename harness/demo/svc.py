@@ -153,13 +153,18 @@ class Index:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
-                row = json.loads(line)
-                docs.append(Doc(str(row["id"]), float(row.get("age_days", 0.0))))
-                title, text = str(row.get("title", "")), str(row.get("text", ""))
+                try:
+                    row = json.loads(line)
+                    doc = Doc(str(row["id"]), float(row.get("age_days", 0.0)))
+                    title, text = str(row.get("title", "")), str(row.get("text", ""))
+                except (ValueError, KeyError, TypeError, AttributeError) as error:
+                    raise ValueError(
+                        f"{corpus}:{number}: {type(error).__name__}: {error}; each line must be "
+                        'a JSON object with "id" and optional "title", "text", "age_days"'
+                    ) from None
+                docs.append(doc)
                 lexical_rows.append((len(docs), title, text))
                 concept_rows.append((len(docs), " ".join(concepts(f"{title} {text}"))))
-                if not docs[-1].id:
-                    raise ValueError(f"{corpus}:{number}: id: empty document id")
         with self._lock:
             self._db.execute(
                 "CREATE VIRTUAL TABLE lexical USING fts5("
