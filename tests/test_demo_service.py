@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.config import load_config
-from harness.demo import CANDIDATE, materialise, svc
+from harness.demo import CANDIDATE, materialise, svc, vocabulary
 from harness.demo.generate import SLICE_SIZES, generate
 from harness.errors import HarnessError
 from harness.gold import load_gold
@@ -532,6 +532,8 @@ def test_the_thesaurus_maps_each_word_to_one_concept() -> None:
     words = [word for forms in svc.THESAURUS.values() for word in forms]
     assert len(words) == len(set(words)) == len(svc.CONCEPT_OF)
     assert all(svc.tokens(word) == [word] and word not in svc.STOPWORDS for word in words)
+    runbook_concepts = [*vocabulary.ACTIONS, *vocabulary.OBJECTS, *vocabulary.CONDITIONS]
+    assert sorted(runbook_concepts) == sorted(svc.THESAURUS)
 
 
 def test_health_is_503_until_the_index_is_built(tmp_path: Path) -> None:

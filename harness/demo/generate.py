@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.demo import vocabulary
 from harness.demo.svc import CONCEPT_OF, STOPWORDS, THESAURUS, concepts, tokens
 
 SEED = 20240601
@@ -57,10 +58,6 @@ SLICE_SIZES: Mapping[str, int] = {
 SLANG = ("gummed", "kaput", "borked", "hosed")
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 # How often runbooks use each surface word of a concept, in thesaurus order: the house word
 # mostly, so a paraphrase in other words meets few literal matches.
 _FORM_WEIGHTS = (10.0, 2.0, 0.3, 0.3, 0.3)
@@ -69,101 +66,12 @@ _FORM_WEIGHTS = (10.0, 2.0, 0.3, 0.3, 0.3)
 # how far a recency boost can push a reference page down.
 _RECENT_MENTIONS = (0, 0, 0, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 12, 14)
 
-# Runbooks are "when the <object> is <condition>, <action> it": concept ids of the thesaurus.
-_ACTIONS = _words(
-    """restart rollback rotate restore purge failover scale migrate silence retry drain
-diagnose"""
-)
-_OBJECTS = _words(
-    """queue certificate database backup cache password replica container dashboard webhook dns
-disk apikey vpn email logs"""
-)
-_CONDITIONS = _words(
-    """stuck expired full slow failing missing duplicated leaking flaky corrupted overloaded
-unreachable"""
-)
-
 _WORD = re.compile(r"[^\W_]+")
 
 
 def content_words(text: str) -> list[str]:
     """The semantic-slice check: lowercase, split on non-alphanumerics, drop stop words."""
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-
-
-# --------------------------------------------------------------------------- vocabulary
-
-_NOUNS = _words(
-    """ledger atlas orbit quartz nimbus harbor beacon cobalt prism vertex summit meadow canyon
-glacier ember tundra lumen pixel vector onyx juniper saffron tempest zephyr"""
-)
-_ROLES = _words("api sync gateway indexer scheduler proxy store router ingest notifier")
-_BIRDS = _words(
-    """heron osprey kestrel plover wren puffin egret condor swift tern ibis merlin shrike finch
-lark raven"""
-)
-_FIRST = _words(
-    """Priya Tomasz Amara Kenji Lucia Dmitri Sofia Mateo Aisha Henrik Yara Oskar Leila Ravi
-Ingrid Diego Mei Tobias Nadia Felix Zara Emil Chiara Kofi Hana Anders Ines Jonas Farah
-Bruno Elif Marek Noor Stefan Camila Arjun Greta Omar Lena Pablo"""
-)
-_LAST = _words(
-    """Raman Kowalski Okafor Tanaka Ferreira Volkov Rossi Alvarez Haddad Lindqvist Nasser Berg
-Farouk Iyer Solberg Moreno Chen Keller Petrova Wagner Malik Novak Bianchi Mensah Sato
-Holm Duarte Richter Aziz Costa Yilmaz Dvorak Rahman Weber Rojas Nair Larsen Khalil
-Fischer Ortega"""
-)
-_PURPOSES = """payments reconciliation|search indexing|notification fan-out|user profiles|feature
-flags|metrics ingestion|invoice rendering|session management|rate limiting|audit trail|image
-thumbnails|geo lookup|recommendations|report export|order routing|inventory sync|pricing
-rules|fraud scoring""".replace("\n", " ").split("|")
-_LANGS = ["Go", "Rust", "Python", "Kotlin", "TypeScript", "Java"]
-_CITIES = ["Lisbon", "Berlin", "Toronto", "Nairobi", "Osaka", "Warsaw", "Austin", "Dublin"]
-_HOST_KINDS = ["db", "web", "kafka", "redis", "etl", "gpu", "edge", "build"]
-_ENVS = ["prod", "stage"]
-_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
-_REGIONS = ["eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1"]
-_STATUSES = ["open", "in progress", "done", "won't fix"]
-_CHANGES = """tightened input validation|upgraded the HTTP client|added a readiness probe|removed
-the legacy v1 endpoints|switched to structured logging|cut cold-start time|added tracing
-spans|reworked retries with jitter|dropped an unused column|bumped the runtime""".replace(
-    "\n", " "
-).split("|")
-_TOPICS = """capacity planning|the Q3 roadmap|on-call handover|cost review|the API style
-guide|incident review|quarterly goals|hiring loop""".replace("\n", " ").split("|")
-
-# Fact attributes: (name, value maker). Words chosen outside the thesaurus, so freshness queries
-# are matched lexically.
-_ATTRIBUTES: tuple[tuple[str, str], ...] = (
-    ("connection pool size", "int:10:200"),
-    ("request timeout in milliseconds", "int:100:5000"),
-    ("worker count", "int:2:64"),
-    ("rate limit per minute", "int:100:20000"),
-    ("heap size in megabytes", "int:256:8192"),
-    ("primary region", "region"),
-    ("runtime version", "version"),
-    ("shard count", "int:2:128"),
-    ("batch size", "int:16:4096"),
-    ("retention period in days", "int:7:400"),
-    ("escalation contact", "person"),
-    ("latency budget in milliseconds", "int:20:900"),
-)
-
-# Decisions that get corrected: (statement, question, value kind).
-_DECISIONS: tuple[tuple[str, str, str], ...] = (
-    ("{s} deploys go out on {v}s", "which day do {s} deploys go out", "weekday"),
-    ("the {s} nightly job runs at {v} UTC", "what time does the {s} nightly job run", "time"),
-    ("{s} keeps its data in {v}", "which region keeps {s} data", "region"),
-    ("the {s} public API version is {v}", "current public API version of {s}", "apiversion"),
-    ("the {s} maintenance window is {v}", "when is the {s} maintenance window", "weekday"),
-    ("{s} alerts go to {v}", "where do {s} alerts go", "channel"),
-    ("the {s} code freeze starts on {v}", "when does the {s} code freeze start", "weekday"),
-    ("the {s} load test runs at {v} UTC", "what time is the {s} load test", "time"),
-    ("the {s} security review is owned by {v}", "who owns the {s} security review", "person"),
-    ("the {s} billing export lands in {v}", "where does the {s} billing export land", "region"),
-    ("the {s} canary cohort is {v} percent", "how big is the {s} canary cohort", "int:1:50"),
-    ("the {s} release train leaves every {v}", "when does the {s} release train leave", "weekday"),
-)
 
 
 # --------------------------------------------------------------------------- drafts
@@ -210,13 +118,13 @@ class _Builder:
             low, high = (int(part) for part in kind.split(":")[1:])
             return str(rng.randint(low, high))
         choices = {
-            "region": _REGIONS,
-            "weekday": _WEEKDAYS,
+            "region": vocabulary.REGIONS,
+            "weekday": vocabulary.WEEKDAYS,
             "person": list(people),
             "time": [f"{h:02d}:{m:02d}" for h in range(24) for m in (0, 30)],
             "version": [f"{major}.{minor}" for major in range(1, 4) for minor in range(10)],
             "apiversion": [f"v{n}" for n in range(1, 7)],
-            "channel": [f"#alerts-{b}" for b in _BIRDS],
+            "channel": [f"#alerts-{b}" for b in vocabulary.BIRDS],
         }[kind]
         return rng.choice(choices)
 
@@ -233,13 +141,22 @@ class _World:
 
 
 def _world(rng: random.Random) -> _World:
-    services = sorted(rng.sample([f"{n}-{r}" for n in _NOUNS for r in _ROLES], 60))
-    teams = [f"Team {b.capitalize()}" for b in _BIRDS]
-    last = list(_LAST)
+    services = sorted(
+        rng.sample(
+            [f"{n}-{r}" for n in vocabulary.SERVICE_NOUNS for r in vocabulary.SERVICE_ROLES], 60
+        )
+    )
+    teams = [f"Team {b.capitalize()}" for b in vocabulary.BIRDS]
+    last = list(vocabulary.LAST_NAMES)
     rng.shuffle(last)
-    people = [f"{f} {s}" for f, s in zip(_FIRST, last, strict=True)]
+    people = [f"{f} {s}" for f, s in zip(vocabulary.FIRST_NAMES, last, strict=True)]
     hosts = sorted(
-        {f"{k}-{e}-{rng.randint(1, 40):02d}" for k in _HOST_KINDS for e in _ENVS for _ in range(5)}
+        {
+            f"{k}-{e}-{rng.randint(1, 40):02d}"
+            for k in vocabulary.HOST_KINDS
+            for e in vocabulary.ENVIRONMENTS
+            for _ in range(5)
+        }
     )
     owner = {s: rng.choice(teams) for s in services}
     queried = rng.sample(services, 20) + rng.sample(teams, 8) + rng.sample(people, 12)
@@ -262,9 +179,10 @@ def _reference_pages(b: _Builder, w: _World) -> dict[str, int]:
     rng, pages = b.stream("reference_pages"), {}
     for s in w.services:
         deps = rng.sample([d for d in w.services if d != s], 2)
+        purpose, language = rng.choice(vocabulary.PURPOSES), rng.choice(vocabulary.LANGUAGES)
         text = (
-            f"{s} is the {rng.choice(_PURPOSES)} service. It is owned by {w.owner[s]} and written "
-            f"in {rng.choice(_LANGS)}. Source lives in the {s} repository and {s} ships through "
+            f"{s} is the {purpose} service. It is owned by {w.owner[s]} and written "
+            f"in {language}. Source lives in the {s} repository and {s} ships through "
             f"the standard pipeline. The {s} on-call rotation is paged through #{s}-oncall. "
             f"Upstream dependencies of {s}: {deps[0]} and {deps[1]}. "
             f"Primary contact: {rng.choice(w.people)}."
@@ -275,16 +193,17 @@ def _reference_pages(b: _Builder, w: _World) -> dict[str, int]:
         members = rng.sample(w.people, 3)
         text = (
             f"{t} owns {', '.join(owned)}. Members of {t}: {', '.join(members)}. {t} plans "
-            f"on {rng.choice(_WEEKDAYS)}s in #{t.split()[1].lower()}-planning. "
+            f"on {rng.choice(vocabulary.WEEKDAYS)}s in #{t.split()[1].lower()}-planning. "
             f"{t} is managed by {rng.choice(w.people)}."
         )
         pages[t] = b.add(f"{t}: team page", text, rng.randint(300, 1500))
     for p in w.people:
         first = p.split()[0]
         s1, s2 = rng.sample(w.services, 2)
+        team, city = rng.choice(w.teams), rng.choice(vocabulary.CITIES)
         text = (
-            f"{p} is an engineer in {rng.choice(w.teams)}, based in {rng.choice(_CITIES)}. "
-            f"{first} works mostly on {s1} and {s2}. Ask {p} about {rng.choice(_TOPICS)}."
+            f"{p} is an engineer in {team}, based in {city}. "
+            f"{first} works mostly on {s1} and {s2}. Ask {p} about {rng.choice(vocabulary.TOPICS)}."
         )
         pages[p] = b.add(f"{p}: profile", text, rng.randint(300, 1500))
     for h in w.hosts:
@@ -315,23 +234,26 @@ def _mention(b: _Builder, w: _World, entity: str, age: int) -> int:
     kind = rng.randrange(3)
     if kind == 0:
         title = f"Standup notes {b.date(age)}"
-        text = f"{other}: {rng.choice(_CHANGES)} on {host}; {aside}. No blockers."
+        text = f"{other}: {rng.choice(vocabulary.CHANGES)} on {host}; {aside}. No blockers."
     elif kind == 1:
         title = f"Changelog {b.date(age)}"
-        text = (
-            f"Released build {rng.randint(100, 999)}: {rng.choice(_CHANGES)}, rolled out by "
-            f"{other} on {host}; {aside}."
-        )
+        build, change = rng.randint(100, 999), rng.choice(vocabulary.CHANGES)
+        text = f"Released build {build}: {change}, rolled out by {other} on {host}; {aside}."
     else:
         title = f"Weekly sync {b.date(age)}"
-        text = f"Agenda: {rng.choice(_TOPICS)}. {other} follows up on {host}; {aside}."
+        text = f"Agenda: {rng.choice(vocabulary.TOPICS)}. {other} follows up on {host}; {aside}."
     return b.add(title, text, age)
 
 
 def _runbooks(b: _Builder, w: _World) -> list[tuple[int, tuple[str, str, str]]]:
     """~300 runbooks, each on a unique (action, object, condition) concept triple."""
     rng = b.stream("runbooks")
-    triples = [(a, o, c) for a in _ACTIONS for o in _OBJECTS for c in _CONDITIONS]
+    triples = [
+        (a, o, c)
+        for a in vocabulary.ACTIONS
+        for o in vocabulary.OBJECTS
+        for c in vocabulary.CONDITIONS
+    ]
     out = []
     for a, o, c in rng.sample(triples, 300):
         fa, fo, fc = (_doc_form(rng, concept) for concept in (a, o, c))
@@ -356,14 +278,10 @@ def _incidents_and_codes(b: _Builder, w: _World) -> tuple[list[str], list[str]]:
     rng = b.stream("incidents_and_codes")
     codes = [f"ERR-{n}" for n in rng.sample(range(10000, 100000), 220)]
     tickets = [f"OPS-{n}" for n in rng.sample(range(1000, 10000), 160)]
-    reasons = """a request body exceeds the configured limit|an upstream answer is not valid
-JSON|the caller's scope does not cover the resource|a write races a schema change|the clock skew
-is over five seconds|a shard map is being rebuilt|an idempotency key is reused with a new
-body""".replace("\n", " ").split("|")
     for code in codes:
         s = rng.choice(w.services)
         b.add(
-            f"{code}: {rng.choice(reasons)}",
+            f"{code}: {rng.choice(vocabulary.ERROR_REASONS)}",
             f"{code} is raised by {s} in that case. "
             f"Callers should fix the request; {w.owner[s]} can help.",
             rng.randint(30, 1500),
@@ -371,14 +289,14 @@ body""".replace("\n", " ").split("|")
     for ticket in tickets:
         s = rng.choice(w.services)
         b.add(
-            f"{ticket}: {rng.choice(_CHANGES)}",
+            f"{ticket}: {rng.choice(vocabulary.CHANGES)}",
             f"Ticket {ticket} for {s}, assigned to {rng.choice(w.staff)}. "
-            f"Status: {rng.choice(_STATUSES)}.",
+            f"Status: {rng.choice(vocabulary.STATUSES)}.",
             rng.randint(1, 600),
         )
     for n in rng.sample(range(1000, 9999), 260):
         s = rng.choice(w.services)
-        c = THESAURUS[rng.choice(_CONDITIONS)][0]  # incident write-ups use the house word
+        c = THESAURUS[rng.choice(vocabulary.CONDITIONS)][0]  # incident write-ups use the house word
         b.add(
             f"INC-{n} postmortem",
             f"Incident INC-{n}: {s} was {c} for {rng.randint(3, 240)} minutes. "
@@ -416,7 +334,7 @@ def _exact_token_questions(b: _Builder, codes: list[str], tickets: list[str]) ->
 
 def _freshness_questions(b: _Builder, w: _World) -> None:
     rng = b.stream("freshness_questions")
-    pairs = [(s, a) for s in w.services if s not in w.queried for a in _ATTRIBUTES]
+    pairs = [(s, a) for s in w.services if s not in w.queried for a in vocabulary.ATTRIBUTES]
     for number, (subject, (attribute, kind)) in enumerate(rng.sample(pairs, 55)):
         new, old = b.value(kind, w.staff), b.value(kind, w.staff)
         while old == new:
@@ -455,7 +373,7 @@ def _freshness_questions(b: _Builder, w: _World) -> None:
 
 def _superseded_questions(b: _Builder, w: _World) -> None:
     rng = b.stream("superseded_questions")
-    pairs = [(s, d) for s in w.services if s not in w.queried for d in _DECISIONS]
+    pairs = [(s, d) for s in w.services if s not in w.queried for d in vocabulary.DECISIONS]
     for number, (s, (statement, question, kind)) in enumerate(rng.sample(pairs, 36)):
         old, new = b.value(kind, w.staff), b.value(kind, w.staff)
         while old == new:
@@ -584,24 +502,20 @@ def _semantic_questions(b: _Builder, runbooks: list[tuple[int, tuple[str, str, s
 
 def _nonsense_questions(b: _Builder) -> None:
     rng = b.stream("nonsense_questions")
-    vocabulary: set[str] = set()
+    known: set[str] = set()  # every token of the corpus, both ways of splitting
     for d in b.drafts:
-        vocabulary.update(tokens(f"{d.title} {d.text}"))
-        vocabulary.update(_WORD.findall(f"{d.title} {d.text}".lower()))
-    onsets = _words("bl br dr fl gl gr kr pl qu sk sn spr str th tr vr z zh")
-    vowels = _words("a e i o u oo ai ei")
-    codas = _words("b ck d g k m n nd p rk sh t x zz")
+        known.update(tokens(f"{d.title} {d.text}"))
+        known.update(_WORD.findall(f"{d.title} {d.text}".lower()))
     made = 0
     while made < SLICE_SIZES["nonsense"]:
         words = [
-            "".join(rng.choice(part) for part in (onsets, vowels, codas, vowels, codas))
+            "".join(rng.choice(part) for part in vocabulary.SYLLABLES)
             for _ in range(rng.randint(2, 3))
         ]
         if made % 10 == 9:  # three of thirty: a thesaurus-only slang word among the gibberish
             words[0] = SLANG[(made // 10) % len(SLANG)]
         if any(
-            wd in vocabulary or (wd in CONCEPT_OF and wd not in SLANG) or wd in STOPWORDS
-            for wd in words
+            wd in known or (wd in CONCEPT_OF and wd not in SLANG) or wd in STOPWORDS for wd in words
         ):
             continue
         slang = [wd for wd in words if wd in SLANG]
