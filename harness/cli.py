@@ -1,0 +1,339 @@
+"""Command line: parse, call the pipeline, render, map the outcome to an exit status.
+
+Exit status: 0 no regression; 1 a regression in quality or latency outside the noise;
+2 usage, configuration, gold-set or build error; 3 invalid (errors, boot failure, mismatched
+inputs). The mapping from a verdict to a status lives in `exit_status` and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness import __version__
+from harness.errors import HarnessError, ResultsError
+from harness.types import Verdict
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID = 0, 1, 2, 3
+
+
+def exit_status(verdicts: Sequence[Verdict]) -> int:
+    """Invalid beats regressed beats everything else."""
+    if Verdict.INVALID in verdicts:
+        return EXIT_INVALID
+    if Verdict.REGRESSED in verdicts:
+        return EXIT_REGRESSED
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from harness.gold import load_gold
+    from harness.metrics import evaluate
+    from harness.report import render_evaluation
+    from harness.runfile import load_run
+
+    specs = _metric_specs(args.metrics)
+    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
+    run = load_run(args.run)
+    if not set(run.rankings) & set(gold.by_id):
+        raise ResultsError(
+            f"{args.run}: names none of the {len(gold)} queries of {args.gold}",
+            ["check that the run and the gold set use the same query ids"],
+        )
+    evaluation = evaluate(gold, run.rankings, specs, args.rel_level, scores=run.scores)
+    print(render_evaluation(evaluation, args.format, per_query=args.per_query), end="")
+    return EXIT_OK
+
+
+def cmd_gold_check(args: argparse.Namespace) -> int:
+    from harness.gold import load_gold
+
+    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, split=args.split)
+    answerable = sum(q.answerable for q in gold.queries)
+    corpus = gold.corpus.sha256 if gold.corpus and gold.corpus.sha256 else "not recorded"
+    print(
+        f"{gold.source}: ok: {len(gold)} queries ({answerable} answerable, "
+        f"{len(gold) - answerable} unanswerable) in {len(gold.slices)} slices "
+        f"({', '.join(gold.slices)}); format {gold.format}; gold sha256 {gold.hash}; "
+        f"corpus sha256 {corpus}"
+    )
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.report import render_run
+    from harness.runner import RefSession
+    from harness.service import signals_unwind
+
+    plan, _ = _plan(args)
+    with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
+        for index in range(args.repeats or plan.config.compare.repeats):
+            session.run_repeat(index)
+        run = session.finish()
+    print(render_run(run, plan.gold, args.format), end="")
+    print(f"harness: run record: {run.record_path}", file=sys.stderr)
+    return EXIT_INVALID if run.failures or any(r.errors for r in run.repeats) else EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.demo:
+        return _compare_demo(args)
+    from harness.compare import compare
+    from harness.report import render, save_comparison
+    from harness.runner import run_pair
+    from harness.service import signals_unwind
+
+    plan, settings = _plan(args)
+    repeats = args.repeats or plan.config.compare.repeats
+    with signals_unwind():
+        baseline, candidate = run_pair(
+            plan, args.baseline, args.candidate, repeats=repeats, fresh=args.fresh
+        )
+    comparison = compare(plan.gold, baseline, candidate, settings)
+    saved = save_comparison(plan.results_dir, comparison, redact=args.redact)
+    print(render(comparison, args.format, redact=args.redact), end="")
+    print(f"harness: results saved in {saved}", file=sys.stderr)
+    return exit_status([comparison.verdict_quality, comparison.verdict_latency])
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import load_comparison, render
+
+    comparison = load_comparison(args.dir)
+    print(render(comparison, args.format, redact=args.redact), end="")
+    return exit_status([comparison.verdict_quality, comparison.verdict_latency])
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from harness.demo import materialise
+
+    dest = materialise(args.dir)
+    print(f"harness: the example repository is in {dest} (branches main and feat/x)")
+    print(f"  cd {dest} && compare --baseline main --candidate feat/x")
+    return EXIT_OK
+
+
+def _compare_demo(args: argparse.Namespace) -> int:
+    """Materialise the bundled example as a throwaway repository and compare main with feat/x
+    there, exactly as a user would in their own repository; results stay in ./results."""
+    from harness.demo import materialise
+
+    results = Path(args.results).resolve()
+    with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
+        repo = materialise(Path(tmp) / "demo")
+        args.config, args.repo = repo / "harness.toml", repo
+        args.baseline = args.baseline or "main"
+        args.candidate = args.candidate or "feat/x"
+        args.results, args.demo = results, False
+        status = cmd_compare(args)
+    print(
+        "\nThat was the bundled example (`harness demo DIR` writes it out to copy from).\n"
+        "On your own repository: add a harness.toml (the example's is the template), then\n"
+        "  compare --baseline main --candidate YOUR-BRANCH",
+        file=sys.stderr,
+    )
+    return status
+
+
+# --------------------------------------------------------------------------- shared set-up
+
+
+def _metric_specs(text: str) -> tuple[object, ...]:
+    from harness.metrics import parse_metrics
+
+    try:
+        return parse_metrics(text)
+    except ValueError as exc:
+        raise HarnessError(f"--metrics: {exc}") from None
+
+
+def _plan(args: argparse.Namespace) -> tuple[object, object]:
+    """Load config and gold (failing fast, before anything is built) into a RunPlan."""
+    from dataclasses import replace
+
+    from harness.compare import CompareSettings
+    from harness.config import load_config
+    from harness.gold import load_gold
+    from harness.progress import Progress
+    from harness.runner import RunPlan
+
+    config = load_config(args.config, repo=args.repo)
+    overrides = {
+        name: getattr(args, name)
+        for name in ("alpha", "latency_tolerance", "max_errors", "seed")
+        if getattr(args, name, None) is not None
+    }
+    if getattr(args, "k", None):
+        overrides["k"] = tuple(args.k)
+    config = replace(config, compare=replace(config.compare, **overrides))
+    gold = load_gold(config.gold, corpus=config.corpus)
+    corpus_hash = gold.corpus.sha256 if gold.corpus else None
+    plan = RunPlan(
+        config=config,
+        gold=gold,
+        corpus_hash=corpus_hash,
+        results_dir=Path(args.results).resolve(),
+        concurrency=args.concurrency,
+        keep=args.keep,
+        progress=Progress(),
+    )
+    c = config.compare
+    settings = CompareSettings(
+        k=c.k,
+        alpha=c.alpha,
+        latency_tolerance=c.latency_tolerance,
+        max_errors=c.max_errors,
+        seed=c.seed,
+        gate_on=tuple(getattr(args, "gate_on", None) or ()),
+        query_differences=tuple(config.differences()),
+    )
+    return plan, settings
+
+
+# --------------------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="harness.toml (default: ./harness.toml or [tool.harness] in ./pyproject.toml)",
+    )
+    p.add_argument(
+        "--repo", type=Path, help="the git repository (default: the one holding the config)"
+    )
+    p.add_argument("--repeats", type=int, help="boots per ref (default: compare.repeats)")
+    p.add_argument("--results", default="results", help="where records go (default: ./results)")
+    p.add_argument(
+        "--concurrency", type=int, default=1, help="queries in flight (default 1: latency fidelity)"
+    )
+    p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="harness",
+        description="Does a ranking branch really change a retrieval service? "
+        "Quality and latency, with a verdict that refuses to cry wolf.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("compare", help="compare two refs: quality and latency verdicts")
+    p.add_argument("--baseline", help="the ref to compare against (e.g. main)")
+    p.add_argument("--candidate", help="the ref under review (e.g. feat/x)")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="run on the bundled example (main vs feat/x in a throwaway repository)",
+    )
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--redact", action="store_true", help="leave query and document text out of every output"
+    )
+    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument(
+        "--latency-tolerance",
+        type=float,
+        help="latency ratio band counted as no change (default 0.10)",
+    )
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--gate-on",
+        action="append",
+        metavar="METRIC",
+        help="also let METRIC (e.g. mrr@10) decide the quality verdict",
+    )
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("run", help="run one ref in isolation and record every answer")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="baseline",
+        help="which side's per-side overrides apply (default baseline)",
+    )
+    _add_run_options(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="re-render a saved comparison without running anything")
+    p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--redact", action="store_true")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
+    p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument("--run", required=True, type=Path, help="TREC run file or native JSONL run")
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--corpus", type=Path, help="corpus JSONL: also check judged ids exist")
+    p.add_argument("--metrics", default="hit@5,recall@10,mrr@10,ndcg@10,p@5")
+    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
+    p.add_argument("--per-query", action="store_true")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.set_defaults(func=cmd_metrics)
+
+    gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
+        dest="gold_command", required=True, parser_class=_Parser
+    )
+    p = gold.add_parser("check", help="validate a gold set (and its ids against a corpus)")
+    p.add_argument("gold", type=Path)
+    p.add_argument("--corpus", type=Path)
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.set_defaults(func=cmd_gold_check)
+
+    p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
+    p.add_argument("dir", type=Path)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
+        parser.error("compare needs --baseline and --candidate (or --demo)")
+    from harness.service import Terminated
+
+    try:
+        status: int = args.func(args)
+    except HarnessError as exc:
+        print(f"harness: error: {exc.message}", file=sys.stderr)
+        for line in exc.details:
+            print(line, file=sys.stderr)
+        return exc.exit_status
+    except Terminated as exc:
+        print("harness: terminated; every service and worktree was torn down", file=sys.stderr)
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
+        return 130
+    return status
+
+
+def compare_main(argv: Sequence[str] | None = None) -> int:
+    """The `compare` console script: the same as `harness compare`."""
+    return main(["compare", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

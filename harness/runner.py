@@ -1,0 +1,220 @@
+"""The runner stage: one ref, N repeats, each on a freshly booted service, into a RefRun.
+
+    with RefSession(plan, "candidate", "feat/x") as session:   # resolve, worktree, build once
+        for i in range(repeats):
+            session.run_repeat(i)                               # boot, replay, tear down
+        run = session.finish()                                  # a RefRun, saved under results/
+
+`compare` opens two sessions and interleaves their repeats. Nothing here turns a failure into a
+score: a build or boot failure is recorded as a RunFailure and the run is invalid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+
+from harness import __version__
+from harness.build import build, venv_env
+from harness.client import replay
+from harness.config import HarnessConfig, SideConfig, side_hash
+from harness.errors import BuildError, ServiceError
+from harness.results import find_reusable, host_fingerprint, save_run, utc_stamp
+from harness.service import running_service
+from harness.types import GoldSet, QueryResult, RefRun, Repeat, RunFailure
+from harness.worktree import checkout, resolve_ref
+
+Progress = Callable[[str, int, int, int, QueryResult | None], None]
+"""progress(label, done, total, errors, last_result) — called as queries complete."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything shared by the runs of one invocation."""
+
+    config: HarnessConfig
+    gold: GoldSet
+    corpus_hash: str | None
+    results_dir: Path
+    concurrency: int = 1
+    keep: bool = False
+    progress: Progress | None = field(default=None, compare=False)
+
+
+class RefSession:
+    """One ref checked out and built; boots its service once per repeat."""
+
+    def __init__(self, plan: RunPlan, side: str, ref: str) -> None:
+        self.plan = plan
+        self.side: SideConfig = plan.config.side(side)
+        self.side_name = side
+        self.ref = ref
+        self.resolved = resolve_ref(plan.config.repo, ref)
+        self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
+        self.config_hash = side_hash(self.side)
+        self.repeats: list[Repeat] = []
+        self.build_failure: RunFailure | None = None
+        self.worktree: Path | None = None
+        self.extra_env: dict[str, str] = {}
+        self._stack = contextlib.ExitStack()
+        self.timings: dict[str, float] = {}
+
+    @property
+    def log_dir(self) -> Path:
+        return self.plan.results_dir / "logs"
+
+    def __enter__(self) -> RefSession:
+        try:
+            self.worktree = self._stack.enter_context(
+                checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
+            )
+            result = build(
+                self.worktree,
+                sha_key=self.sha,
+                service=self.side.service,
+                log_dir=self.log_dir,
+            )
+            self.timings["build"] = result.seconds
+            self.extra_env = venv_env(result.venv)
+        except BuildError as exc:
+            self.build_failure = RunFailure("build", exc.message, exc.details)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def run_repeat(self, index: int) -> Repeat:
+        """Boot on a fresh data copy, replay every gold query once, tear down confirmed dead."""
+        if self.build_failure is not None or self.worktree is None:
+            rep = Repeat(index=index, results=(), failure=self.build_failure)
+            self.repeats.append(rep)
+            return rep
+        label = f"{self.side_name} {self.ref} ({self.sha[:8]}) repeat {index + 1}"
+        log_path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        items = [(q.id, q.text) for q in self.plan.gold.queries]
+        timings: dict[str, float] = {}
+        results: tuple[QueryResult, ...] = ()
+        failure: RunFailure | None = None
+        errors = 0
+
+        def on_result(done: int, total: int, result: QueryResult) -> None:
+            nonlocal errors
+            errors += 0 if result.ok else 1
+            if self.plan.progress is not None:
+                self.plan.progress(label, done, total, errors, result)
+
+        if self.plan.progress is not None:
+            self.plan.progress(label, 0, len(items), 0, None)  # booting
+        svc_cm = running_service(
+            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
+        )
+        try:
+            with svc_cm as svc:
+                timings["boot"] = svc.boot_seconds
+                t0 = time.perf_counter()
+                results = replay(
+                    svc.url,
+                    self.side.query,
+                    items,
+                    concurrency=self.plan.concurrency,
+                    on_result=on_result,
+                )
+                timings["queries"] = time.perf_counter() - t0
+        except ServiceError as exc:
+            teardown_failed = svc_cm.teardown is not None and not svc_cm.teardown.confirmed
+            stage = "teardown" if teardown_failed else "boot"
+            failure = RunFailure(stage, exc.message, exc.details)
+        teardown = svc_cm.teardown
+        confirmed = teardown is not None and teardown.confirmed
+        if teardown is not None:
+            timings["teardown"] = teardown.seconds
+            if failure is None and teardown.died_before_teardown:
+                # It answered some queries, then died: every later answer is suspect.
+                failure = RunFailure("crashed", "the service exited while being queried")
+        rep = Repeat(
+            index=index,
+            results=results,
+            timings_s=timings,
+            teardown_confirmed=confirmed,
+            log_path=str(log_path),
+            failure=failure,
+        )
+        self.repeats.append(rep)
+        return rep
+
+    def finish(self) -> RefRun:
+        """The RefRun of every repeat so far, written as a new record under results/runs/."""
+        run = RefRun(
+            ref=self.ref,
+            sha=self.sha,
+            config_hash=self.config_hash,
+            gold_hash=self.plan.gold.hash,
+            corpus_hash=self.plan.corpus_hash,
+            tool_version=__version__,
+            host=host_fingerprint(),
+            repeats=tuple(self.repeats),
+            query_config=_query_config_dict(self.side),
+            build_failure=self.build_failure,
+        )
+        path = save_run(self.plan.results_dir, run)
+        return replace(run, record_path=str(path))
+
+
+def _query_config_dict(side: SideConfig) -> dict[str, object]:
+    q = side.query
+    return {
+        "method": q.method,
+        "path": q.path,
+        "params": dict(q.params),
+        "json": None if q.json is None else dict(q.json),
+        "ids": q.ids,
+        "scores": q.scores,
+        "limit": q.limit,
+        "timeout": q.timeout,
+    }
+
+
+def run_pair(
+    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
+) -> tuple[RefRun, RefRun]:
+    """Both refs, `repeats` boots each, interleaved (b, c, b, c, ...) so machine drift hits both
+    sides alike. A side whose record already exists for exactly these inputs is reused unless
+    `fresh`; the returned RefRun then has `reused=True`."""
+    with contextlib.ExitStack() as stack:
+        sessions: dict[str, RefSession] = {}
+        reused: dict[str, RefRun] = {}
+        for side, ref in (("baseline", baseline_ref), ("candidate", candidate_ref)):
+            session = RefSession(plan, side, ref)
+            found = None
+            if not fresh:
+                found = find_reusable(
+                    plan.results_dir,
+                    sha=session.sha,
+                    config_hash=session.config_hash,
+                    gold_hash=plan.gold.hash,
+                    corpus_hash=plan.corpus_hash,
+                    repeats=repeats,
+                )
+            if found is not None:
+                reused[side] = replace(found, repeats=found.repeats[:repeats], reused=True)
+            else:
+                sessions[side] = stack.enter_context(session)
+        for index in range(repeats):
+            for session in sessions.values():
+                session.run_repeat(index)
+        runs = {side: session.finish() for side, session in sessions.items()}
+    runs.update(reused)
+    return runs["baseline"], runs["candidate"]
