@@ -1,0 +1,321 @@
+"""Reading harness.toml (or [tool.harness] in pyproject.toml) strictly into a HarnessConfig.
+
+    load_config(path=None, *, repo=None, cwd=None) -> HarnessConfig
+
+Discovery, location of problems (file:line: field), and per-side overrides live here; what each
+key may hold is `harness.config.schema`, the values it builds are `harness.config.values`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config.schema import (
+    EXAMPLES,
+    REQUIRED,
+    SECTIONS,
+    SIDES,
+    Key,
+    convert,
+    describe,
+    format_fields,
+)
+from harness.config.values import (
+    MERGED_TABLES,
+    CompareConfig,
+    HarnessConfig,
+    QueryConfig,
+    ServiceConfig,
+    SideConfig,
+)
+from harness.errors import ConfigError, Problem
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _dotted(text: str) -> str:
+    return ".".join(part.strip().strip("\"'") for part in text.split("."))
+
+
+def _key_lines(text: str, prefix: str) -> dict[str, int]:
+    """The first line of each table header and `key =` line, by dotted name (best effort)."""
+    found: dict[str, int] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header := _HEADER.match(line):
+            table = _dotted(header.group(1))
+            name = table
+        elif key := _KEY_LINE.match(line):
+            name = f"{table}.{_dotted(key.group(1))}" if table else _dotted(key.group(1))
+        else:
+            continue
+        if prefix and not name.startswith(prefix):
+            continue
+        found.setdefault(name.removeprefix(prefix), number)
+    return found
+
+
+class _Reader:
+    """Collects every problem in one config file, each located by key."""
+
+    def __init__(self, path: Path, text: str, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix  # "tool.harness." inside pyproject.toml
+        self.lines = _key_lines(text, prefix)
+        self.problems: list[Problem] = []
+
+    def add(self, key: str, message: str, near: str = "") -> None:
+        """Record a problem at `key`, located at its line, else at `near`'s, else its table's."""
+        line = None
+        for name in (re.sub(r"\[\d+\]", "", key), near):
+            while name and line is None:
+                line = self.lines.get(name)
+                name = name.rpartition(".")[0]
+        self.problems.append(Problem(str(self.path), message, line, self.prefix + key))
+
+    def unknown(self, key: str, where: str, known: list[str], extra: str = "") -> None:
+        leaf = key.rpartition(".")[2]
+        close = difflib.get_close_matches(leaf, known, n=1)
+        mean = f"; did you mean {close[0]!r}?" if close else ""
+        if not close and not extra:
+            mean = f"; known keys: {', '.join(known)}"
+        self.add(key, f"unknown key {leaf!r} in {where}{mean}{extra}")
+
+    def table(self, value: object, key: str) -> dict[str, Any]:
+        if isinstance(value, dict):
+            return value
+        self.add(key, f"expected a table [{self.prefix}{key}], got {describe(value)}")
+        return {}
+
+    def section(self, raw: Mapping[str, Any], schema: Mapping[str, Key], name: str) -> _Read:
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            full = f"{name}.{key}"
+            if key not in schema:
+                self.unknown(full, f"[{self.prefix}{name}]", list(schema))
+                continue
+            converted, wrong = convert(schema[key].kind, value)
+            if wrong:
+                self.add(full, wrong)
+                continue
+            check = schema[key].check
+            issues = check(converted) if check else []
+            for suffix, message in issues:
+                self.add(full + suffix, message)
+            if not issues:
+                values[key] = converted
+        return _Read(values, frozenset(raw))
+
+
+@dataclass(frozen=True)
+class _Read:
+    values: Mapping[str, Any]  # keys that passed every check, converted
+    present: frozenset[str]  # every key written, valid or not
+
+
+def _merge(base: _Read, over: _Read) -> dict[str, Any]:
+    merged = dict(base.values)
+    for key, value in over.values.items():
+        if key in MERGED_TABLES and key in merged:
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+# --------------------------------------------------------------------------- the loader
+
+
+def load_config(
+    path: Path | None = None, *, repo: Path | None = None, cwd: Path | None = None
+) -> HarnessConfig:
+    """Read, validate and resolve the harness configuration; ConfigError lists every problem.
+
+    `path` may be a harness.toml or a pyproject.toml (read from its [tool.harness]); relative
+    paths are taken from `cwd` (default: the process's). `repo` defaults to the git repository
+    containing the config file.
+    """
+    cwd = (cwd or Path.cwd()).resolve()
+    path = _discover(cwd) if path is None else (cwd / path).resolve()
+    text = _read_text(path)
+    in_pyproject = path.name == "pyproject.toml"
+    doc: object = _parse_toml(path, text)
+    if in_pyproject:
+        tool = doc.get("tool", {}) if isinstance(doc, dict) else None
+        doc = tool.get("harness") if isinstance(tool, dict) else None
+    if not isinstance(doc, dict):
+        raise ConfigError(
+            f"{path}: no [tool.harness] table",
+            hint="add [tool.harness.service], [tool.harness.query] and [tool.harness.gold]",
+        )
+    reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
+    gold, corpus, sides, compare = _validate(doc, reader, path.parent)
+    if reader.problems or gold is None:  # a missing gold.path is one of the problems
+        count = len(reader.problems)
+        raise ConfigError(
+            f"{path}: invalid harness configuration ({count} problem{'s' * (count != 1)})",
+            reader.problems,
+        )
+    return HarnessConfig(
+        path=path,
+        repo=_find_repo(path) if repo is None else _check_repo((cwd / repo).resolve()),
+        gold=gold,
+        corpus=corpus,
+        baseline=sides["baseline"],
+        candidate=sides["candidate"],
+        compare=compare,
+    )
+
+
+def _discover(cwd: Path) -> Path:
+    candidate = cwd / "harness.toml"
+    if candidate.is_file():
+        return candidate
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        tool = _parse_toml(pyproject, _read_text(pyproject)).get("tool", {})
+        if isinstance(tool, dict) and "harness" in tool:
+            return pyproject
+    raise ConfigError(
+        f"no harness configuration in {cwd}: looked for harness.toml, "
+        "then a [tool.harness] table in pyproject.toml",
+        hint="create harness.toml with [service] start and ready, [query] path and ids, "
+        "and [gold] path (see the README's configuration section), or pass its path",
+    )
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file", hint="check the path") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte {error.start}); TOML files must be UTF-8"
+        ) from None
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        at = _TOML_AT.search(message)
+        line = int(at.group(1)) if at else None
+        if at:
+            message = f"{message[: at.start()]} (column {at.group(2)})"
+        problem = Problem(str(path), f"TOML syntax error: {message}", line)
+        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
+
+
+def _find_repo(config: Path) -> Path:
+    for directory in config.parents:
+        if (directory / ".git").exists():
+            return directory
+    raise ConfigError(
+        f"{config}: no git repository contains this config file",
+        hint="pass --repo PATH to name the repository whose refs are compared",
+    )
+
+
+def _check_repo(repo: Path) -> Path:
+    if not repo.is_dir():
+        raise ConfigError(f"{repo}: the repository given is not a directory", hint="check --repo")
+    return repo
+
+
+def _validate(
+    doc: Mapping[str, Any], reader: _Reader, base: Path
+) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig]:
+    top = [*SECTIONS, *SIDES]
+    for key in doc:
+        if key not in top:
+            reader.unknown(key, "the top level", top)
+    read = {
+        name: reader.section(reader.table(doc.get(name, {}), name), schema, name)
+        for name, schema in SECTIONS.items()
+    }
+    overrides: dict[str, dict[str, _Read]] = {}
+    for side in SIDES:
+        raw = reader.table(doc.get(side, {}), side)
+        for key in raw:
+            if key not in ("service", "query"):
+                only = f"; only [{side}.service] and [{side}.query] can differ per side"
+                reader.unknown(f"{side}.{key}", f"[{side}]", ["service", "query"], only)
+        overrides[side] = {
+            name: reader.section(
+                reader.table(raw.get(name, {}), f"{side}.{name}"), SECTIONS[name], f"{side}.{name}"
+            )
+            for name in ("service", "query")
+        }
+
+    gold_values = read["gold"].values
+    if "path" not in read["gold"].present:
+        reader.add("gold.path", 'missing required key: the gold set, e.g. path = "gold/gold.jsonl"')
+    gold = (
+        (base / Path(gold_values["path"]).expanduser()).resolve() if "path" in gold_values else None
+    )
+    corpus = gold_values.get("corpus")
+    corpus_path = (base / Path(corpus).expanduser()).resolve() if corpus else None
+
+    sides: dict[str, SideConfig] = {}
+    issues: dict[str, list[str]] = {}
+    for side in SIDES:
+        merged = {n: _merge(read[n], overrides[side][n]) for n in ("service", "query")}
+        issues[side] = [
+            f"{name}.{key}"
+            for name, keys in REQUIRED.items()
+            for key in keys
+            if key not in read[name].present and key not in overrides[side][name].present
+        ]
+        service, query = merged["service"], merged["query"]
+        if _uses_data(service) and "data" not in service:
+            issues[side].append("service.data")
+        query["method"] = query.get("method", "GET").upper()
+        if query.get("json") is not None and query["method"] == "GET":
+            issues[side].append("query.json")
+        if not issues[side] and not reader.problems:
+            sides[side] = SideConfig(ServiceConfig(**merged["service"]), QueryConfig(**query))
+    _report_side_issues(reader, issues)
+    return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
+
+
+def _uses_data(service: Mapping[str, Any]) -> bool:
+    commands = [
+        service.get("start", ""),
+        *service.get("prepare", ()),
+        *service.get("env", {}).values(),
+    ]
+    return any(name == "data" for text in commands for name, _, _ in format_fields(text)[0])
+
+
+def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
+    """Report a problem once when both sides have it, else under the side that has it."""
+    for key in dict.fromkeys(issues["baseline"] + issues["candidate"]):
+        having = [side for side in SIDES if key in issues[side]]
+        section = key.partition(".")[0]
+        for side in having if len(having) == 1 else [None]:
+            where = f"[{reader.prefix}{section}]"
+            if side is not None:
+                where += f" or [{reader.prefix}{side}.{section}]"
+            who = f" on the {side} side" if side else ""
+            if key == "query.json":
+                message = 'a JSON body needs method = "POST"; set it, or put the fields in params'
+            elif key == "service.data":
+                message = (
+                    f"{{data}} is used{who} but data is not set: set it in {where} to a "
+                    "directory of the worktree, copied fresh for every boot"
+                )
+            else:
+                message = f"missing required key{who}: set {EXAMPLES[key]} in {where}"
+            reader.add(f"{side}.{key}" if side else key, message, near=key)

@@ -1,0 +1,297 @@
+"""The schema of harness.toml: every key, its type, and the checks its value must pass.
+
+    SECTIONS[section][key] -> Key(kind, check)   kind: str bool int float strs ints table json
+    convert(kind, value) -> (value, None) | (None, what is wrong with its type)
+
+A check takes the converted value and returns [(field suffix, message)], empty when it is fine;
+the suffix locates a problem inside the value (".A" in a table, "[1]" in an array). Integers are
+accepted where a float is expected; booleans are never integers. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import string
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+
+from harness.config.values import COMMAND_PLACEHOLDERS, PLACEHOLDER, REQUEST_PLACEHOLDERS
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Check = Callable[[Any], list[tuple[str, str]]]  # value -> [(field suffix, message)]
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: str  # "str" "bool" "int" "float" "strs" "ints" "table" "json"
+    check: Check | None = None
+
+
+def _positive(value: float) -> list[tuple[str, str]]:
+    if not math.isfinite(value) or value <= 0:
+        return [("", f"must be a finite number of seconds > 0, not {value!r}")]
+    return []
+
+
+def _at_least(low: int) -> Check:
+    def check(value: int) -> list[tuple[str, str]]:
+        return [] if value >= low else [("", f"must be >= {low}, not {value}")]
+
+    return check
+
+
+def _slash_path(value: str) -> list[tuple[str, str]]:
+    if not value.startswith("/"):
+        return [("", f"must be a URL path starting with '/', e.g. {'/' + value!r}")]
+    if PLACEHOLDER.search(value):
+        return [("", "takes no placeholders; put {query} and {limit} in params or json")]
+    return []
+
+
+def _query_path(value: str) -> list[tuple[str, str]]:
+    if "?" in value:  # httpx replaces a URL's query string with `params`, even an empty one
+        return [("", "has a query string; move its parameters into query.params")]
+    return _slash_path(value)
+
+
+def _unknown(name: str, allowed: frozenset[str], extra: str = "") -> str:
+    known = " ".join(f"{{{n}}}" for n in sorted(allowed))
+    close = difflib.get_close_matches(name, sorted(allowed), n=1)
+    mean = f" (did you mean {{{close[0]}}}?)" if close else ""
+    return f"unknown placeholder {{{name}}}{mean}; known: {known}{extra}"
+
+
+def _request(value: object) -> list[tuple[str, str]]:
+    """Unknown {name}s in a request template (filled literally: other braces are text)."""
+    return [
+        (suffix, _unknown(name, REQUEST_PLACEHOLDERS))
+        for suffix, text in _strings(value, "")
+        for name in dict.fromkeys(PLACEHOLDER.findall(text))
+        if name not in REQUEST_PLACEHOLDERS
+    ]
+
+
+def _strings(value: object, suffix: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield suffix, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{suffix}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{suffix}[{index}]")
+
+
+def _env_names(value: Mapping[str, str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    bad = [name for name in value if not _ENV_NAME.match(name)]
+    return [("", f"{name!r} is not an environment variable name") for name in bad]
+
+
+def format_fields(text: str) -> tuple[list[tuple[str, str, str]], str | None]:
+    """The (name, conversion, format spec) fields of a str.format template, or why it is not one."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as error:
+        return [], f"{error}; write {{{{ and }}}} for literal braces"
+    return [
+        (name, conv or "", spec or "") for _, name, spec, conv in parsed if name is not None
+    ], None
+
+
+def _command(value: object) -> list[tuple[str, str]]:
+    """Problems of str.format placeholders in a command or env value (as the service expands)."""
+    found: list[tuple[str, str]] = []
+    for suffix, text in _strings(value, ""):
+        fields_, broken = format_fields(text)
+        if broken:
+            found.append((suffix, broken))
+        for name, conv, spec in dict.fromkeys(fields_):
+            if name not in COMMAND_PLACEHOLDERS:
+                literal = "; write {{ and }} for literal braces"
+                found.append((suffix, _unknown(name, COMMAND_PLACEHOLDERS, literal)))
+            elif conv or spec:
+                found.append((suffix, f"placeholder {{{name}}} takes no !conversion or :format"))
+    return found
+
+
+def _build(value: str) -> list[tuple[str, str]]:
+    used = [n for n in dict.fromkeys(PLACEHOLDER.findall(value)) if n in COMMAND_PLACEHOLDERS]
+    return [
+        ("", f"build is run as written, before any service exists: {{{name}}} is not filled in")
+        for name in used
+    ]
+
+
+def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
+    return _env_names(value) + _command(value)
+
+
+def _jmespath(value: str) -> list[tuple[str, str]]:
+    try:
+        jmespath.compile(value)
+    except jmespath.exceptions.JMESPathError as error:
+        first = str(error).splitlines()[0].removesuffix(", for expression:").rstrip(":")
+        return [("", f"is not a valid JMESPath expression ({first})")]
+    return []
+
+
+def _method(value: str) -> list[tuple[str, str]]:
+    ok = value.upper() in ("GET", "POST")
+    return [] if ok else [("", f"must be GET or POST, not {value!r}")]
+
+
+def _k(value: tuple[int, ...]) -> list[tuple[str, str]]:
+    if not value:
+        return [("", "must list at least one cutoff, e.g. k = [5, 10]")]
+    found = [(f"[{i}]", f"must be >= 1, not {k}") for i, k in enumerate(value) if k < 1]
+    if len(set(value)) != len(value):
+        found.append(("", f"lists a cutoff twice: {list(value)}"))
+    return found
+
+
+def _alpha(value: float) -> list[tuple[str, str]]:
+    return [] if 0 < value < 1 else [("", f"must be between 0 and 1 (exclusive), not {value}")]
+
+
+def _tolerance(value: float) -> list[tuple[str, str]]:
+    ok = math.isfinite(value) and value >= 0
+    return [] if ok else [("", f"must be a finite fraction >= 0, not {value}")]
+
+
+_SERVICE: dict[str, Key] = {
+    "start": Key("str", _command),
+    "ready": Key("str", _slash_path),
+    "build": Key("str", _build),
+    "venv": Key("bool"),
+    "data": Key("str"),
+    "prepare": Key("strs", _command),
+    "env": Key("table", _env),
+    "pass_env": Key("strs", _env_names),
+    "ready_timeout": Key("float", _positive),
+    "build_timeout": Key("float", _positive),
+    "prepare_timeout": Key("float", _positive),
+    "stop_timeout": Key("float", _positive),
+}
+_QUERY: dict[str, Key] = {
+    "path": Key("str", _query_path),
+    "ids": Key("str", _jmespath),
+    "method": Key("str", _method),
+    "params": Key("table", _request),
+    "json": Key("json", _request),
+    "headers": Key("table", _request),
+    "scores": Key("str", _jmespath),
+    "limit": Key("int", _at_least(1)),
+    "timeout": Key("float", _positive),
+    "warmup": Key("int", _at_least(0)),
+}
+_GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}
+_COMPARE: dict[str, Key] = {
+    "repeats": Key("int", _at_least(1)),
+    "k": Key("ints", _k),
+    "alpha": Key("float", _alpha),
+    "latency_tolerance": Key("float", _tolerance),
+    "max_errors": Key("int", _at_least(0)),
+    "seed": Key("int", _at_least(0)),
+}
+SECTIONS: dict[str, dict[str, Key]] = {
+    "service": _SERVICE,
+    "query": _QUERY,
+    "gold": _GOLD,
+    "compare": _COMPARE,
+}
+REQUIRED = {"service": ("start", "ready"), "query": ("path", "ids")}
+SIDES = ("baseline", "candidate")
+
+_KIND_NAMES = {
+    "str": "a string",
+    "bool": "a boolean (true or false)",
+    "int": "an integer",
+    "float": "a number",
+    "strs": "an array of strings",
+    "ints": "an array of integers",
+    "table": "a table of strings",
+    "json": "a table (the JSON body template)",
+}
+
+EXAMPLES = {
+    "service.start": 'start = "python3 svc.py --port {port}"',
+    "service.ready": 'ready = "/health"',
+    "query.path": 'path = "/search"',
+    "query.ids": 'ids = "results[].id"',
+}
+
+
+def describe(value: object) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a float ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a date/time ({value})"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_problem(value: object, where: str) -> str | None:
+    """Why `value` cannot be a JSON body template, or None when it can."""
+    if isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value}, which JSON cannot carry"
+    items: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        items = [(f"{where}.{k}" if where else k, v) for k, v in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return f"{where} is {describe(value)}, which JSON cannot carry"
+    return next((p for k, v in items if (p := _json_problem(v, k))), None)
+
+
+def convert(kind: str, value: Any) -> tuple[Any, str | None]:
+    """(converted value, None) or (None, what is wrong with its type)."""
+    wrong = f"expected {_KIND_NAMES[kind]}, got {describe(value)}"
+    if kind == "str":
+        return (value, None) if isinstance(value, str) else (None, wrong)
+    if kind == "bool":
+        return (value, None) if isinstance(value, bool) else (None, wrong)
+    if kind == "int":
+        return (value, None) if _is_int(value) else (None, wrong)
+    if kind == "float":
+        ok = _is_int(value) or isinstance(value, float)
+        return (float(value), None) if ok else (None, wrong)
+    if kind in ("strs", "ints"):
+        if not isinstance(value, list):
+            hint = f"; write [{value!r}]" if kind == "strs" and isinstance(value, str) else ""
+            return None, wrong + hint
+        fits = (lambda v: isinstance(v, str)) if kind == "strs" else _is_int
+        bad = [(i, v) for i, v in enumerate(value) if not fits(v)]
+        if bad:
+            return None, f"expected {_KIND_NAMES[kind]}; item {bad[0][0]} is {describe(bad[0][1])}"
+        return tuple(value), None
+    if not isinstance(value, dict):
+        return None, wrong
+    if kind == "json":
+        problem = _json_problem(value, "")
+        return (value, None) if problem is None else (None, f"expected a JSON body: {problem}")
+    bad_entries = [(k, v) for k, v in value.items() if not (isinstance(v, str) or _is_int(v))]
+    if bad_entries:
+        key, item = bad_entries[0]
+        return None, f"expected a table of strings; entry {key!r} is {describe(item)}"
+    return {k: str(v) for k, v in value.items()}, None

@@ -1,0 +1,171 @@
+"""The frozen configuration values, what makes two runs of one side comparable, and placeholders.
+
+    side_hash(side) -> str                 what makes two runs of one side comparable
+    HarnessConfig.differences() -> [str]   the keys whose effective values differ between sides
+    substitute(template, values) -> str    literal {name} substitution, shared with the stages
+
+No I/O here: `harness.config.loader` reads and validates a file into these values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+COMMAND_PLACEHOLDERS = frozenset({"port", "url", "data", "home", "worktree", "python"})
+REQUEST_PLACEHOLDERS = frozenset({"query", "limit"})
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# The tables a [baseline.*] / [candidate.*] section merges key by key, and differences() names
+# entry by entry; every other key is one value.
+MERGED_TABLES = frozenset({"env", "params", "headers"})
+
+
+def substitute(template: str, values: Mapping[str, str]) -> str:
+    """Replace each `{name}` whose name is in `values`, in one literal pass.
+
+    Inserted text is never scanned again (a query containing "{limit}" stays as typed), and any
+    other brace, such as `{}` or `{"a": 1}` in a shell command, is left alone.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return values[name] if name in values else match.group(0)
+
+    return PLACEHOLDER.sub(fill, template)
+
+
+# --------------------------------------------------------------------------- the values
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """How to build, boot, prepare and tear down one ref's service. Every timeout lives here."""
+
+    start: str  # command; placeholders {port} {url} {data} {home} {worktree} {python}
+    ready: str  # path GET until 2xx, e.g. "/health"
+    build: str | None = None  # run once per commit inside the worktree, cached
+    venv: bool = False  # a per-commit virtualenv that build and start use
+    data: str | None = None  # copied fresh for every boot; {data} is the copy
+    prepare: tuple[str, ...] = ()  # run after ready, before queries
+    env: Mapping[str, str] = field(default_factory=dict)  # pins: override anything
+    pass_env: tuple[str, ...] = ()  # names allowed through from the caller's environment
+    ready_timeout: float = 60.0  # seconds until `ready` must answer 2xx
+    build_timeout: float = 1800.0
+    prepare_timeout: float = 600.0
+    stop_timeout: float = 10.0  # grace between SIGTERM and SIGKILL
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    """How to ask the service one gold query and where the ranked ids are in its answer."""
+
+    path: str
+    ids: str  # JMESPath to the ranked ids
+    method: str = "GET"  # or "POST"
+    params: Mapping[str, str] = field(default_factory=dict)  # placeholders {query} {limit}
+    json: Mapping[str, object] | None = None  # POST body template, same placeholders
+    headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
+    scores: str | None = None  # JMESPath to the scores, optional
+    limit: int = 10
+    timeout: float = 10.0  # seconds per query (httpx: per connect/read/write phase)
+    warmup: int = 3  # queries sent first and not recorded
+
+
+@dataclass(frozen=True)
+class SideConfig:
+    """The effective configuration of one side (base sections plus [baseline.*] / [candidate.*])."""
+
+    service: ServiceConfig
+    query: QueryConfig
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    repeats: int = 3
+    k: tuple[int, ...] = (5, 10)
+    alpha: float = 0.05
+    latency_tolerance: float = 0.10  # a latency ratio within 1 +/- this is "no difference"
+    max_errors: int = 0  # errored queries tolerated before the verdict is "invalid"
+    seed: int = 0  # for bootstrap and randomization tests
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    path: Path  # the config file it was read from (always the caller's tree)
+    repo: Path
+    gold: Path
+    corpus: Path | None
+    baseline: SideConfig
+    candidate: SideConfig
+    compare: CompareConfig = field(default_factory=CompareConfig)
+
+    def side(self, name: str) -> SideConfig:
+        if name not in ("baseline", "candidate"):
+            raise ValueError(f"side must be 'baseline' or 'candidate', not {name!r}")
+        side: SideConfig = getattr(self, name)
+        return side
+
+    @property
+    def sides_differ(self) -> bool:
+        return self.baseline != self.candidate
+
+    def differences(self) -> list[str]:
+        """Sorted keys whose effective values differ between the sides, e.g. "query.params.q".
+
+        Entries of `env`, `params` and `headers` are named one by one; `json` is one value.
+        """
+        base, cand = dict(_flat(self.baseline)), dict(_flat(self.candidate))
+        missing = object()
+        return sorted(
+            k for k in base.keys() | cand.keys() if base.get(k, missing) != cand.get(k, missing)
+        )
+
+
+def _flat(side: SideConfig) -> Iterator[tuple[str, object]]:
+    for section in ("service", "query"):
+        value = getattr(side, section)
+        for f in fields(value):
+            item = getattr(value, f.name)
+            if f.name in MERGED_TABLES:
+                for key, entry in item.items():
+                    yield f"{section}.{f.name}.{key}", entry
+            else:
+                yield f"{section}.{f.name}", item
+
+
+# --------------------------------------------------------------------------- comparability
+
+# Deadlines decide whether a run completes, not what it measures: raising ready_timeout after a
+# slow boot must not make the runs already recorded incomparable.
+_NOT_HASHED = frozenset({"ready_timeout", "build_timeout", "prepare_timeout", "stop_timeout"})
+
+
+def side_hash(side: SideConfig) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of one side's effective config.
+
+    Everything that shapes what is measured is in it (commands, env pins, data, the request,
+    query.timeout, warmup); the service's process deadlines are not.
+    """
+    canonical = {
+        section: {
+            f.name: _jsonable(getattr(getattr(side, section), f.name))
+            for f in fields(getattr(side, section))
+            if f.name not in _NOT_HASHED
+        }
+        for section in ("service", "query")
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
