@@ -1,0 +1,607 @@
+"""harness.compare: verdicts from in-memory RefRuns of a synthetic gold set (no services).
+
+The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
+q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
+news).  A side's answers come from a function (repeat, query) -> rank of the relevant document
+(None: not returned), so every expectation below is counted by hand from that function.
+`make_gold`, `make_run` and `ranks` are also used by tests/test_report.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from harness import compare as compare_module
+from harness.compare import CompareSettings, Comparison, Direction, compare
+from harness.config import CompareConfig
+from harness.errors import ConfigError
+from harness.types import (
+    ErrorKind,
+    GoldQuery,
+    GoldSet,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+    Verdict,
+)
+
+Rank = Callable[[int, GoldQuery], int | None]
+Millis = Callable[[int, GoldQuery], float]
+
+BASE_SHA = "1" * 40
+CAND_SHA = "2" * 40
+FAST = CompareSettings(resamples=2_000)  # enough for the verdicts below; keeps the suite quick
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _slice(i: int) -> str:
+    return "news" if i <= 40 else "howto" if i <= 70 else "rare"
+
+
+def make_gold(n: int = 80, unanswerable: int = 6) -> GoldSet:
+    queries = [
+        GoldQuery(
+            id=f"q{i:02d}",
+            text=f"how do I configure widget {i}",
+            slice=_slice(i),
+            relevant={f"q{i:02d}-rel": 1, f"q{i:02d}-junk9": 0},
+            outranks=((f"q{i:02d}-rel", f"q{i:02d}-stale"),) if i % 10 == 0 else (),
+        )
+        for i in range(1, n + 1)
+    ]
+    queries += [
+        GoldQuery(id=f"u{i}", text=f"unanswerable question {i}", slice="news")
+        for i in range(1, unanswerable + 1)
+    ]
+    digest = hashlib.sha256(f"synthetic-{n}-{unanswerable}".encode()).hexdigest()
+    return GoldSet(
+        queries=tuple(queries), source="gold/synthetic.jsonl", format="native", hash=digest
+    )
+
+
+def ranks(overrides: Mapping[str, int | None] = (), default: int = 1) -> Rank:
+    """Rank `default` for every answerable query, except the ones named; None = buried."""
+    table = dict(overrides)
+    return lambda _rep, q: table.get(q.id, default)
+
+
+def ranking(q: GoldQuery, rank: int | None, stale_first: bool = False) -> tuple[str, ...]:
+    """Ten results: junk, the relevant document at `rank`; unanswerable q01-style: nothing."""
+    if not q.answerable:
+        return () if q.id in ("u1", "u2", "u3", "u4") else (f"{q.id}-junk0",)
+    ids = [f"{q.id}-junk{j}" for j in range(max(10, rank or 0))]
+    if rank is not None:
+        ids[rank - 1] = f"{q.id}-rel"
+    if stale_first:
+        ids.insert(0, f"{q.id}-stale")
+    return tuple(ids)
+
+
+def base_ms(_rep: int, q: GoldQuery) -> float:
+    return 2.0 + int(q.id[1:]) % 7  # 2..8 ms, spread between queries
+
+
+def make_run(
+    gold: GoldSet,
+    rank: Rank,
+    *,
+    ref: str = "main",
+    sha: str = BASE_SHA,
+    repeats: int = 3,
+    ms: Millis = base_ms,
+    errors: Mapping[tuple[int, str], ErrorKind] = (),  # (repeat, query id) -> error
+    gold_hash: str | None = None,
+    build_failure: RunFailure | None = None,
+    failures: Mapping[int, RunFailure] = (),
+    unconfirmed: frozenset[int] = frozenset(),
+    stale_first: frozenset[str] = frozenset(),
+) -> RefRun:
+    errors, failures = dict(errors), dict(failures)
+
+    def answer(rep: int, q: GoldQuery) -> QueryResult:
+        latency = round(ms(rep, q) * 1e6)
+        if (rep, q.id) in errors:
+            return QueryResult(q.id, error=errors[rep, q.id], detail="boom", latency_ns=latency)
+        return QueryResult(
+            q.id, ranking(q, rank(rep, q), q.id in stale_first), status=200, latency_ns=latency
+        )
+
+    reps = tuple(
+        Repeat(
+            index=r,
+            results=() if r in failures else tuple(answer(r, q) for q in gold.queries),
+            teardown_confirmed=r not in unconfirmed,
+            failure=failures.get(r),
+        )
+        for r in range(repeats)
+    )
+    return RefRun(
+        ref=ref,
+        sha=sha,
+        config_hash="c" * 64,
+        gold_hash=gold.hash if gold_hash is None else gold_hash,
+        corpus_hash=None,
+        tool_version="0.test",
+        host={},
+        repeats=() if build_failure else reps,
+        build_failure=build_failure,
+    )
+
+
+def candidate(gold: GoldSet, rank: Rank, **kwargs: object) -> RefRun:
+    return make_run(gold, rank, ref="feat/x", sha=CAND_SHA, **kwargs)  # type: ignore[arg-type]
+
+
+def run_pair(
+    cand_rank: Rank, base_rank: Rank | None = None, s: CompareSettings = FAST, **cand: object
+) -> Comparison:
+    gold = make_gold()
+    base = make_run(gold, base_rank or ranks())
+    return compare(gold, base, candidate(gold, cand_rank, **cand), s)
+
+
+def buried(*numbers: int) -> dict[str, int | None]:
+    return {f"q{i:02d}": None for i in numbers}
+
+
+# --------------------------------------------------------------------------- purity
+
+
+def test_compare_imports_nothing_that_does_io() -> None:
+    tree = ast.parse(Path(compare_module.__file__).read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    pure = {
+        "harness",
+        "harness.stats",
+        "harness.metrics",
+        "harness.types",
+        "harness.errors",
+        "harness.config",
+    }
+    stdlib = {"__future__", "enum", "collections", "collections.abc", "dataclasses"}
+    assert imported <= pure | stdlib | {"numpy", "numpy.typing"}, sorted(imported)
+
+
+# --------------------------------------------------------------------------- hit@k verdicts
+
+
+def test_burying_12_of_80_answers_is_a_regression() -> None:
+    c = run_pair(ranks(buried(*range(1, 13))))
+    hit5 = c.overall.row("hit@5")
+    assert hit5 is not None and hit5.hit is not None
+    assert (hit5.hit.test.b, hit5.hit.test.c, hit5.hit.test.net) == (12, 0, -12)
+    assert hit5.baseline == 80 / 80
+    assert hit5.candidate == 68 / 80  # 0.85
+    assert hit5.p == pytest.approx(2 * 0.5**12)  # all 12 discordant one way: 2 * P(X = 0)
+    assert hit5.verdict is Verdict.REGRESSED
+    assert hit5.hit.test.floor == 6  # no drift: the min detectable swing at alpha 0.05
+    assert c.verdict_quality is Verdict.REGRESSED
+    assert c.quality_reason == "hit@5, hit@10 regressed"
+    assert c.valid
+
+
+@pytest.mark.parametrize(("b", "c"), [(12, 0), (3, 0), (0, 12), (7, 2), (5, 5)])
+def test_mcnemar_p_is_statsmodels_exact_mcnemar_on_the_same_b_and_c(b: int, c: int) -> None:
+    # b queries buried by the candidate, c queries (buried by the baseline) fixed by it.
+    base = ranks(buried(*range(41, 41 + c)))
+    cand = ranks(buried(*range(1, 1 + b)))
+    row = run_pair(cand, base).overall.row("hit@10")
+    assert row is not None and row.hit is not None
+    assert (row.hit.test.b, row.hit.test.c) == (b, c)
+    # Oracle: statsmodels on the 2x2 table [[both hit, only baseline], [only candidate, neither]].
+    expected = mcnemar([[80 - b - c, b], [c, 0]], exact=True).pvalue
+    assert row.p == pytest.approx(expected, rel=1e-12)
+
+
+def test_three_changed_queries_are_inside_the_noise_band() -> None:
+    c = run_pair(ranks(buried(1, 2, 3)))
+    row = c.overall.row("hit@5")
+    assert row is not None and row.hit is not None
+    assert (row.hit.test.b, row.hit.test.c) == (3, 0)
+    assert row.verdict is Verdict.NO_DIFFERENCE
+    assert row.note == "inside the noise band of 6 queries"
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+
+
+def test_fixing_12_answers_is_an_improvement() -> None:
+    c = run_pair(ranks(), base_rank=ranks(buried(*range(30, 42))))
+    row = c.overall.row("hit@5")
+    assert row is not None and row.hit is not None
+    assert (row.hit.test.b, row.hit.test.c) == (0, 12)
+    assert row.verdict is Verdict.IMPROVED
+    assert c.verdict_quality is Verdict.IMPROVED
+    assert c.quality_reason == "hit@5, hit@10 improved, none regressed"
+
+
+def test_a_rank_moving_past_k_changes_only_that_cutoff() -> None:
+    # 8 answers move from rank 1 to rank 7: out of the top 5, still in the top 10.
+    c = run_pair(ranks({f"q{i:02d}": 7 for i in range(1, 9)}))
+    hit5, hit10 = c.overall.row("hit@5"), c.overall.row("hit@10")
+    assert hit5 is not None and hit10 is not None
+    assert hit5.verdict is Verdict.REGRESSED
+    assert hit10.verdict is Verdict.NO_DIFFERENCE and hit10.p == 1.0
+    mrr10 = c.overall.row("mrr@10")
+    assert mrr10 is not None
+    assert mrr10.delta == pytest.approx(8 * (1 / 7 - 1) / 80)
+    assert c.quality_reason == "hit@5 regressed"
+
+
+def test_random_misses_across_repeats_raise_the_noise_floor() -> None:
+    rng = np.random.default_rng(7)
+    gold = make_gold()
+    answerable = [q.id for q in gold.queries if q.answerable]
+    # miss[side][repeat, query]: the service misses this query in this repeat (10% of the time).
+    miss = rng.random((2, 3, len(answerable))) < 0.10
+    column = {qid: j for j, qid in enumerate(answerable)}
+
+    def flaky(side: int) -> Rank:
+        return lambda r, q: None if miss[side, r, column.get(q.id, 0)] else 1
+
+    c = compare(gold, make_run(gold, flaky(0)), candidate(gold, flaky(1)), FAST)
+    row = c.overall.row("hit@5")
+    assert row is not None and row.hit is not None
+    # Oracle: the miss table itself; a query drifts when its repeats disagree.
+    expected = [int((m.any(axis=0) & ~m.all(axis=0)).sum()) for m in miss]
+    assert (row.hit.drift_baseline, row.hit.drift_candidate) == tuple(expected)
+    assert min(expected) > 0
+    assert row.hit.test.floor == max(6, max(expected) + 1) > 6
+    assert row.hit.topk_drift_baseline == expected[0]  # only the relevant doc ever moves
+    assert row.verdict is Verdict.NO_DIFFERENCE
+    assert c.detectability is not None and c.detectability.floor == row.hit.test.floor
+
+
+def test_a_gold_set_too_small_says_so() -> None:
+    gold = make_gold(n=5, unanswerable=0)
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks(buried(1, 2, 3, 4, 5))), FAST)
+    row = c.overall.row("hit@5")
+    assert row is not None and row.hit is not None
+    assert (row.hit.test.b, row.hit.min_swing, row.hit.too_small) == (5, None, True)
+    note = (
+        "gold set too small to call a change in hit@5 (5 queries; the smallest callable swing is 6)"
+    )
+    assert row.note == note
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    assert c.quality_reason == f"{note}; but slice collapse: news (hit@5 and 9 more)"
+    assert c.detectability is not None and c.detectability.too_small
+
+
+# --------------------------------------------------------------------------- A/A
+
+
+def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
+    gold = make_gold()
+    run = make_run(gold, ranks({f"q{i:02d}": i % 12 or None for i in range(1, 81)}))
+    c = compare(gold, run, run, CompareSettings())
+    assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
+    assert c.valid and not c.warnings
+    for scope in (c.overall, *c.slices):
+        for row in scope.rows:
+            assert (row.delta, row.p, row.verdict) == (0.0, 1.0, Verdict.NO_DIFFERENCE), row
+    assert c.latency.test is not None and c.latency.test.ratio == 1.0
+    assert all(not f.flips for f in c.flips)
+    assert not c.collapses
+
+
+@settings(max_examples=15)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=80, max_size=80),
+    st.integers(0, 2**16),
+)
+def test_a_against_itself_never_calls_a_change(table: list[int | None], seed: int) -> None:
+    gold = make_gold()
+    run = make_run(gold, ranks({f"q{i:02d}": r for i, r in enumerate(table, start=1)}))
+    c = compare(gold, run, run, CompareSettings(seed=seed, resamples=200))
+    assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
+
+
+@settings(max_examples=15)
+@given(st.sets(st.integers(1, 80), max_size=20), st.sets(st.integers(1, 80), max_size=20))
+def test_swapping_the_sides_swaps_b_and_c_and_the_verdict(lost: set[int], won: set[int]) -> None:
+    gold = make_gold()
+    a = make_run(gold, ranks(buried(*won)))
+    b = candidate(gold, ranks(buried(*lost)))
+    s = CompareSettings(resamples=200)
+    forward, backward = compare(gold, a, b, s), compare(gold, b, a, s)
+    mirror = {Verdict.IMPROVED: Verdict.REGRESSED, Verdict.REGRESSED: Verdict.IMPROVED}
+    for f, r in zip(forward.hit_rows, backward.hit_rows, strict=True):
+        assert f.hit is not None and r.hit is not None
+        assert (f.hit.test.b, f.hit.test.c) == (r.hit.test.c, r.hit.test.b)
+        assert f.p == r.p
+        assert r.verdict is mirror.get(f.verdict, f.verdict)
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def test_a_candidate_1_5x_slower_is_a_latency_regression() -> None:
+    def slow(rep: int, q: GoldQuery) -> float:
+        return 1.5 * base_ms(rep, q) * (1 + 0.01 * ((rep + int(q.id[1:])) % 3))
+
+    c = run_pair(ranks(), ms=slow)
+    assert c.verdict_latency is Verdict.REGRESSED
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    test = c.latency.test
+    assert test is not None and 1.5 <= test.ratio <= 1.5 * 1.02
+    assert c.latency.words.startswith(f"{test.ratio:.2f}x slower (95% CI ")
+    assert c.latency.n_paired == 86  # unanswerable queries are timed too
+    base, cand = c.latency.baseline, c.latency.candidate
+    assert base is not None and cand is not None
+    assert base.n == cand.n == 3 * 86  # every answer of every repeat
+    # Oracle for the summary: numpy over the same per-answer latencies.
+    gold = make_gold()
+    expected = np.array([base_ms(r, q) for r in range(3) for q in gold.queries])
+    assert base.p50 == pytest.approx(float(np.percentile(expected, 50)))
+    assert base.max == pytest.approx(float(expected.max()))
+
+
+def test_a_faster_candidate_is_a_latency_improvement() -> None:
+    c = run_pair(ranks(), ms=lambda r, q: base_ms(r, q) / 2)
+    assert c.verdict_latency is Verdict.IMPROVED
+    assert c.latency.words.startswith("2.00x faster")
+
+
+def test_errored_answers_are_left_out_of_latency() -> None:
+    errors = {(0, "q05"): ErrorKind.TIMEOUT}
+    c = run_pair(ranks(), errors=errors, s=replace(FAST, max_errors=1))
+    assert c.latency.candidate is not None and c.latency.candidate.n == 3 * 86 - 1
+    assert c.latency.n_paired == 85
+
+
+# --------------------------------------------------------------------------- invalid runs
+
+
+def test_an_errored_query_makes_the_run_invalid_with_kinds_counts_and_ids() -> None:
+    errors = {
+        (0, "q05"): ErrorKind.TIMEOUT,
+        (2, "q05"): ErrorKind.TIMEOUT,
+        (1, "q09"): ErrorKind.HTTP_STATUS,
+    }
+    c = run_pair(ranks(buried(*range(1, 13))), errors=errors)
+    assert (c.verdict_quality, c.verdict_latency) == (Verdict.INVALID, Verdict.INVALID)
+    assert c.invalid_reasons == (
+        f"candidate feat/x ({CAND_SHA[:8]}): 3 errored answers (http_status 1, timeout 2; "
+        "e.g. q05, q09) exceed max_errors = 0; see the service log, or raise compare.max_errors",
+    )
+    # Still shown, for diagnosis: the 12 buried minus the errored q05 and q09.
+    row = c.overall.row("hit@5")
+    assert row is not None and row.hit is not None
+    assert (row.n, row.hit.test.b) == (78, 10)
+    assert c.header.excluded == ("q05", "q09")
+
+
+def test_errors_within_max_errors_are_a_warning_and_leave_the_query_out() -> None:
+    c = run_pair(ranks(), errors={(1, "q07"): ErrorKind.NOT_JSON}, s=replace(FAST, max_errors=1))
+    assert c.valid
+    assert c.warnings == (
+        f"candidate feat/x ({CAND_SHA[:8]}): 1 errored answer (not_json 1; e.g. q07), "
+        "within max_errors; those queries are left out",
+    )
+    assert c.overall.n == 79
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+
+
+def test_a_build_failure_is_invalid() -> None:
+    failure = RunFailure("build", "make exited with status 2")
+    c = run_pair(ranks(), build_failure=failure)
+    assert c.verdict_quality is Verdict.INVALID and c.verdict_latency is Verdict.INVALID
+    assert f"candidate feat/x ({CAND_SHA[:8]}): build failed: make exited with status 2" in (
+        c.invalid_reasons
+    )
+    assert c.overall.rows == ()  # nothing to pair with
+    assert c.latency.baseline is not None and c.latency.candidate is None
+
+
+def test_a_failed_repeat_is_invalid_but_the_others_are_still_shown() -> None:
+    failures = {1: RunFailure("ready", "/health never answered 2xx within 60 s")}
+    c = run_pair(ranks(buried(*range(1, 13))), failures=failures)
+    assert c.verdict_quality is Verdict.INVALID
+    assert c.invalid_reasons == (
+        f"candidate feat/x ({CAND_SHA[:8]}): repeat 2 failed at ready: "
+        "/health never answered 2xx within 60 s",
+    )
+    assert c.header.candidate.usable_repeats == 2
+    row = c.overall.row("hit@5")
+    assert row is not None and row.verdict is Verdict.REGRESSED  # computed, shown, not believed
+
+
+def test_an_unconfirmed_teardown_is_a_warning_not_invalid() -> None:
+    c = run_pair(ranks(), unconfirmed=frozenset({2}))
+    assert c.valid
+    assert c.warnings == (
+        f"candidate feat/x ({CAND_SHA[:8]}): repeat 3: teardown was not confirmed; "
+        "a process may be left over",
+    )
+
+
+def test_different_gold_hashes_are_invalid() -> None:
+    c = run_pair(ranks(), gold_hash="f" * 64)
+    assert c.verdict_quality is Verdict.INVALID
+    assert any("different gold sets" in r for r in c.invalid_reasons)
+    assert any("not the gold set given" in r for r in c.invalid_reasons)
+
+
+def test_zero_repeats_are_invalid() -> None:
+    c = run_pair(ranks(), repeats=0)
+    assert c.verdict_quality is Verdict.INVALID
+    assert (
+        f"candidate feat/x ({CAND_SHA[:8]}): no repeats were run; run it with --repeats 1 or more"
+        in (c.invalid_reasons)
+    )
+
+
+# --------------------------------------------------------------------------- slices
+
+
+def test_a_slice_that_collapses_to_zero_is_flagged_while_overall_is_unchanged() -> None:
+    # The candidate loses every answer of slice rare (q71-q80) and wins back 10 news answers
+    # the baseline missed: overall b = c = 10, net 0.
+    c = run_pair(ranks(buried(*range(71, 81))), base_rank=ranks(buried(*range(1, 11))))
+    hit5 = c.overall.row("hit@5")
+    assert hit5 is not None and hit5.hit is not None
+    assert (hit5.hit.test.b, hit5.hit.test.c, hit5.verdict) == (10, 10, Verdict.NO_DIFFERENCE)
+    rare = next(s for s in c.slices if s.name == "rare")
+    row = rare.row("hit@5")
+    assert row is not None
+    assert (rare.n, row.baseline, row.candidate, row.collapse) == (10, 1.0, 0.0, "fell to zero")
+    assert ("rare", "hit@5") in [(s.name, r.metric) for s, r in c.collapses]
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    assert c.quality_reason.endswith("; but slice collapse: rare (hit@5 and 9 more)")
+    news = next(s for s in c.slices if s.name == "news")
+    assert not any(r.collapse for r in news.rows)
+
+
+def test_slice_p_values_are_holm_adjusted_as_statsmodels_does() -> None:
+    c = run_pair(ranks(buried(*range(41, 53), 71, 72)), base_rank=ranks(buried(1, 2)))
+    for metric in ("hit@5", "mrr@10"):
+        rows = [s.row(metric) for s in c.slices]
+        raw = [r.p for r in rows if r is not None]
+        expected = multipletests(raw, method="holm")[1]  # oracle: statsmodels
+        assert [r.p_adjusted for r in rows if r is not None] == pytest.approx(list(expected))
+    assert [s.name for s in c.slices] == ["howto", "news", "rare"]
+    assert [s.n for s in c.slices] == [30, 40, 10]
+
+
+def test_a_slice_call_needs_the_holm_adjusted_p() -> None:
+    # rare alone: all 10 lost, raw McNemar p = 2/1024 = 0.00195 < 0.05, Holm over 3 slices keeps
+    # it (3 * 0.00195 < 0.05).  howto: 6 lost, p = 2/64 = 0.031 raw, but its Holm-adjusted p is
+    # 2 * 0.031 = 0.0625 >= 0.05 (second smallest of three): no call, with a note.
+    c = run_pair(ranks(buried(*range(71, 81), *range(41, 47))))
+    howto = next(s for s in c.slices if s.name == "howto").row("hit@5")
+    rare = next(s for s in c.slices if s.name == "rare").row("hit@5")
+    assert howto is not None and rare is not None
+    assert howto.p == pytest.approx(2 / 64) and howto.p_adjusted == pytest.approx(2 * 2 / 64)
+    assert howto.verdict is Verdict.NO_DIFFERENCE
+    assert howto.note == "not significant after Holm across 3 slices"
+    assert rare.p_adjusted == pytest.approx(3 * 2 / 1024)
+    assert rare.verdict is Verdict.REGRESSED
+
+
+def test_detectability_per_slice() -> None:
+    c = run_pair(ranks())
+    d = c.detectability
+    assert d is not None
+    assert (d.metric, d.n, d.floor, d.too_small) == ("hit@5", 80, 6, False)
+    # Holm over 3 slices: the best slice needs 3 * 2 * 0.5**n < 0.05, n >= 7 (3*2/128 = 0.047).
+    assert 3 * 2 * 0.5**7 < 0.05 <= 3 * 2 * 0.5**6
+    by_name = {s.name: (s.n, s.smallest_swing, s.callable) for s in d.slices}
+    assert by_name == {"howto": (30, 7, True), "news": (40, 7, True), "rare": (10, 7, True)}
+
+
+# --------------------------------------------------------------------------- flips
+
+
+def test_the_flip_list_is_sorted_by_impact_then_id() -> None:
+    base = ranks({"q10": 3, "q20": None, "q30": 2, "q31": None, "q40": 4})
+    cand = ranks({"q10": 12, "q20": 2, "q30": None, "q31": 1, "q40": None, "q50": None})
+    c = run_pair(cand, base)
+    flips5 = next(f for f in c.flips if f.metric == "hit@5")
+    got = [(f.query_id, f.rank_before, f.rank_after, f.direction) for f in flips5.flips]
+    assert got == [
+        ("q31", None, 1, Direction.NEWLY_HIT),  # impact 1
+        ("q50", 1, None, Direction.NEWLY_MISSED),  # impact 1, after q31 by id
+        ("q20", None, 2, Direction.NEWLY_HIT),  # 1/2
+        ("q30", 2, None, Direction.NEWLY_MISSED),  # 1/2
+        ("q10", 3, 12, Direction.NEWLY_MISSED),  # 1/3 - 1/12 = 1/4 (up to rounding)
+        ("q40", 4, None, Direction.NEWLY_MISSED),  # 1/4, after q10 by id
+    ]
+    assert [f.impact for f in flips5.flips] == pytest.approx([1, 1, 1 / 2, 1 / 2, 1 / 4, 1 / 4])
+    assert flips5.flips[0].text == "how do I configure widget 31"
+    assert flips5.flips[0].slice == "news"
+    flips10 = next(f for f in c.flips if f.metric == "hit@10")
+    assert flips10.flips == flips5.flips  # every rank here is <= 4, 12 or None
+
+
+def test_flip_ranks_are_the_upper_median_over_repeats() -> None:
+    # q01 hits at ranks 1, 1, then misses: modal hit, median rank 1; q02 misses twice: modal
+    # miss, its middle rank None.
+    flaky = {0: {"q02": 2}, 1: {"q02": None}, 2: {"q01": None, "q02": None}}
+
+    def cand(rep: int, q: GoldQuery) -> int | None:
+        return flaky[rep].get(q.id, 1)
+
+    c = run_pair(cand)
+    flips = next(f for f in c.flips if f.metric == "hit@5").flips
+    assert [(f.query_id, f.rank_before, f.rank_after) for f in flips] == [("q02", 1, None)]
+
+
+# --------------------------------------------------------------------------- the rest
+
+
+def test_no_answer_and_outranks_counts() -> None:
+    # u1-u4 return nothing, u5 and u6 return junk (see `ranking`); pairs on q10, q20, ..., q80.
+    c = run_pair(ranks(), stale_first=frozenset({"q10", "q20", "u5"}))
+    assert (c.no_answer.n, c.no_answer.baseline, c.no_answer.candidate) == (6, 2, 2)
+    assert c.no_answer.baseline_rate == pytest.approx(2 / 6)
+    assert (c.outranks.n, c.outranks.baseline, c.outranks.candidate) == (8, 8, 6)
+
+
+def test_gate_on_a_continuous_metric_decides_the_headline() -> None:
+    # Every answer moves from rank 1 to rank 2: hit@5 unchanged, mrr@10 halves.
+    s = replace(FAST, gate_on=("mrr@10",))
+    c = run_pair(ranks(default=2), s=s)
+    assert c.overall.row("hit@5") is not None
+    assert c.verdict_quality is Verdict.REGRESSED
+    assert c.quality_reason == "mrr@10 regressed"
+    assert run_pair(ranks(default=2)).verdict_quality is Verdict.NO_DIFFERENCE
+
+
+def test_a_gate_on_an_unknown_metric_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="gate_on") as info:
+        CompareSettings(gate_on=("NDCG@10",))
+    assert "did you mean ndcg@10?" in str(info.value)
+
+
+def test_settings_from_config_and_the_metric_order() -> None:
+    s = CompareSettings.from_config(
+        CompareConfig(k=(10, 3), alpha=0.01, seed=5), gate_on=["ap@100"], query_differences=["x"]
+    )
+    assert (s.k, s.alpha, s.seed, s.query_differences) == ((10, 3), 0.01, 5, ("x",))
+    assert [str(m) for m in s.specs] == [
+        "hit@3",
+        "hit@10",
+        "recall@3",
+        "recall@10",
+        "p@3",
+        "p@10",
+        "mrr@3",
+        "mrr@10",
+        "ndcg@3",
+        "ndcg@10",
+        "ap@100",
+    ]
+
+
+def test_the_header_says_what_was_compared() -> None:
+    gold = make_gold()
+    base = replace(make_run(gold, ranks()), reused=True, record_path="runs/a.json")
+    s = replace(FAST, query_differences=("query.params.boost",))
+    h = compare(gold, base, candidate(gold, ranks()), s).header
+    assert (h.baseline.ref, h.baseline.short_sha, h.baseline.reused) == ("main", "11111111", True)
+    assert (h.candidate.sha, h.candidate.repeats, h.candidate.reused) == (CAND_SHA, 3, False)
+    assert (h.gold.n, h.gold.n_answerable, h.gold.n_unanswerable) == (86, 80, 6)
+    assert h.query_differences == ("query.params.boost",)
+
+
+def test_compare_is_deterministic() -> None:
+    gold = make_gold()
+    base, cand = make_run(gold, ranks()), candidate(gold, ranks(default=2))
+    assert compare(gold, base, cand, FAST) == compare(gold, base, cand, FAST)
