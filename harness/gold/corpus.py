@@ -1,8 +1,12 @@
 """The corpus a gold set is judged against: its document ids and the sha256 of its file.
 
+    load_corpus_ids(path) -> (ids, sha256)   enough for load_gold's integrity check
+    load_corpus(path) -> Corpus              every document, for `gold check` and `gold build`
+
 A corpus is JSON Lines, one object per document with its id in "id" (this project's collections)
 or "_id" (BEIR); other keys are ignored. A folder means the `corpus.jsonl` inside it (BEIR layout).
 Integer ids are read as their decimal string, since services often return numbers.
+`load_corpus` also reads "title" (optional) and "text" (required), both strings.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.errors import GoldError
+from harness.gold.documents import Corpus, Document
 from harness.gold.reading import DocRef, Problems, json_type
 
 _CHUNK = 1 << 20
@@ -40,30 +45,51 @@ def load_corpus_ids(path: Path | str) -> tuple[frozenset[str], str]:
 
     Raises GoldError listing every malformed line, missing or non-string id, and duplicate id.
     """
-    file = corpus_file(Path(path))
+    ids, sha256, _ = _scan(corpus_file(Path(path)), documents=False)
+    return ids, sha256
+
+
+def load_corpus(path: Path | str) -> Corpus:
+    """Every document of a corpus (file order) with the file's sha256; `name` is `path` as given.
+
+    Raises GoldError listing every problem `load_corpus_ids` would, and every "title" or "text"
+    that is not a string (a missing "title" is ""; a missing "text" is a problem).
+    """
+    _, sha256, documents = _scan(corpus_file(Path(path)), documents=True)
+    return Corpus(tuple(documents), str(path), sha256)
+
+
+def _scan(file: Path, *, documents: bool) -> tuple[frozenset[str], str, list[Document]]:
     problems = Problems()
     digest = hashlib.sha256()
     first_line: dict[str, int] = {}
+    found: list[Document] = []
     with open(file, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
             if not raw.strip():
                 continue
-            doc_id = _doc_id(raw, file, number, problems)
-            if doc_id is None:
+            row = _row(raw, file, number, problems)
+            doc_id = None if row is None else _doc_id(row, file, number, problems)
+            if row is None or doc_id is None:
                 continue
             if doc_id in first_line:
                 problems.add(file, f"duplicate document id {doc_id!r} (first at line "
                               f"{first_line[doc_id]}); ids must be unique", number, "id")
-            else:
-                first_line[doc_id] = number
+                continue
+            first_line[doc_id] = number
+            if documents:
+                title, text = _field(row, "title", file, number, problems), \
+                    _field(row, "text", file, number, problems)
+                if title is not None and text is not None:
+                    found.append(Document(doc_id, title, text, number))
     if not first_line and not problems:
         problems.add(file, "the corpus has no documents")
     problems.raise_if_any(f"{file}: the corpus is malformed")
-    return frozenset(first_line), digest.hexdigest()
+    return frozenset(first_line), digest.hexdigest(), found
 
 
-def _doc_id(raw: bytes, file: Path, number: int, problems: Problems) -> str | None:
+def _row(raw: bytes, file: Path, number: int, problems: Problems) -> dict[str, object] | None:
     try:
         row = json.loads(raw)
     except ValueError as exc:  # also UnicodeDecodeError
@@ -72,6 +98,21 @@ def _doc_id(raw: bytes, file: Path, number: int, problems: Problems) -> str | No
     if not isinstance(row, dict):
         problems.add(file, f"expected a JSON object per document, got {json_type(row)}", number)
         return None
+    return row
+
+
+def _field(row: dict[str, object], key: str, file: Path, number: int,
+           problems: Problems) -> str | None:
+    value = row.get(key, "" if key == "title" else None)
+    if isinstance(value, str):
+        return value
+    got = "it is missing" if key not in row else f"got {json_type(value)}"
+    problems.add(file, f'"{key}" is a string ({got}); the checks read the title and text', number,
+                 key)
+    return None
+
+
+def _doc_id(row: dict[str, object], file: Path, number: int, problems: Problems) -> str | None:
     ids = [row[key] for key in ("_id", "id") if key in row]
     if not ids:
         problems.add(file, 'a document needs an "id" (or BEIR "_id")', number, "id")
