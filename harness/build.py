@@ -26,10 +26,11 @@ the cache dir. What the command wrote inside the worktree (compiled extensions, 
 build whose effects live in the tree should use `venv = true` (and install into the venv) or be
 cheap enough to be part of `start`.
 
-The build never sees the caller's whole environment, so it cannot read tokens: only PATH, LANG,
-LC_*, TZ, pip's PIP_* variables and the names in `service.pass_env` come through; HOME and TMPDIR
-are throwaway directories under the cache; `service.env` pins override all of it. (The service
-stage keeps its own allowlist; the two are meant to be merged into one later.)
+The build never sees the caller's whole environment, so it cannot read tokens: it gets the
+service stage's allowlist (`harness.isolation.allowlisted_env`: PATH, LANG, LC_*, TZ and the names
+in `service.pass_env`) plus pip's PIP_* variables; HOME and TMPDIR are throwaway directories under
+the cache; `service.env` pins override all of it. Unlike a service it gets no XDG_* directories,
+no PYTHON* settings and no HARNESS_RUN_ID marker, and a default PATH when the caller has none.
 
 POSIX only: process groups, `/bin/sh -c`, and the venv's `bin/`.
 """
@@ -43,17 +44,18 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import ServiceConfig
 from harness.errors import BuildError
+from harness.isolation import allowlisted_env
+from harness.processes import kill_group
 from harness.worktree import cache_dir
 
 MARKER = "built.json"
@@ -107,24 +109,6 @@ def with_venv(env: Mapping[str, str], venv: Path | None) -> dict[str, str]:
     return out
 
 
-def _allowlisted_env(
-    pass_env: Iterable[str], pins: Mapping[str, str], home: Path, tmp: Path
-) -> dict[str, str]:
-    """The caller's PATH, LANG, LC_*, TZ, PIP_* and `pass_env` names; HOME/TMPDIR; then pins."""
-    source = os.environ
-    env = {
-        name: value
-        for name, value in source.items()
-        if name in ("PATH", "LANG", "TZ") or name.startswith(("LC_", "PIP_"))
-    }
-    env.setdefault("PATH", os.defpath)
-    env["HOME"] = str(home)
-    env["TMPDIR"] = str(tmp)
-    env.update({name: source[name] for name in pass_env if name in source})
-    env.update(pins)
-    return env
-
-
 def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path) -> BuildResult:
     """Make `worktree`'s commit ready to start: create its venv and run `service.build`, cached.
 
@@ -171,7 +155,14 @@ def _run_build(
         home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
         home.mkdir()
         tmp.mkdir()
-        env = _allowlisted_env(service.pass_env, service.env, home, tmp)
+        # A caller without PATH still gets the default one (service processes get none then).
+        env = allowlisted_env(
+            {"PATH": os.defpath, **os.environ},
+            isolation={"HOME": str(home), "TMPDIR": str(tmp)},
+            pass_env=service.pass_env,
+            pins=service.env,
+            also_prefixes=("PIP_",),
+        )
         step = _Step(cwd=worktree, log_path=log_path, service=service, deadline=deadline)
         if venv is not None:
             # `sys.executable -m venv` from inside a venv still bases the new one on the real
@@ -209,7 +200,7 @@ class _Step:
         try:
             status = proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            _kill_group(proc, grace)
+            kill_group(proc, grace)
             raise _failure(
                 shown,
                 f"timed out after {self.service.build_timeout:g}s",
@@ -217,27 +208,15 @@ class _Step:
                 "raise service.build_timeout if the build is only slow",
             ) from None
         except BaseException:
-            _kill_group(proc, grace)
+            kill_group(proc, grace)
             raise
-        _kill_group(proc, 0.0)  # a success may still have left something in the background
+        kill_group(proc, 0.0)  # a success may still have left something in the background
         if status != 0:
             how = (
                 f"exited with status {status}" if status > 0 else f"was killed by signal {-status}"
             )
             hint = "fix the build command (service.build) and rerun"
             raise _failure(shown, how, self.log_path, hint)
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the process group, give the leader `grace` seconds, then SIGKILL what is left."""
-    if grace > 0 and proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def _failure(command: str, how: str, log_path: Path, hint: str) -> BuildError:

@@ -67,9 +67,9 @@ def cmd_gold_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.processes import signals_unwind
     from harness.report import render_run
     from harness.runner import RefSession
-    from harness.service import signals_unwind
 
     plan, _ = _plan(args)
     with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
@@ -85,9 +85,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
     from harness.compare import compare
+    from harness.processes import signals_unwind
     from harness.report import render, save_comparison
     from harness.runner import run_pair
-    from harness.service import signals_unwind
 
     plan, settings = _plan(args)
     repeats = args.repeats or plan.config.compare.repeats
@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
         parser.error("compare needs --baseline and --candidate (or --demo)")
-    from harness.service import Terminated
+    from harness.processes import Terminated
 
     try:
         status: int = args.func(args)

@@ -19,6 +19,7 @@ import pytest
 from harness.build import BuildResult, build, build_key, venv_env, with_venv
 from harness.config import ServiceConfig
 from harness.errors import BuildError
+from harness.isolation import MARKER_ENV
 
 
 @pytest.fixture(autouse=True)
@@ -124,6 +125,22 @@ def test_build_runs_in_the_worktree_with_an_allowlisted_env(
     home, tmp = Path(env["HOME"]), Path(env["TMPDIR"])
     assert cache / "tmp" in home.parents and cache / "tmp" in tmp.parents
     assert not home.exists() and not tmp.exists()  # throwaway: removed after the build
+
+
+def test_build_env_without_a_caller_path_gets_the_default_and_no_marker(
+    worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The build shares the service stage's allowlist (harness.isolation) but not its marker:
+    # nothing looks for a build's processes by HARNESS_RUN_ID; its process group is killed.
+    monkeypatch.delenv("PATH")
+    monkeypatch.setenv(MARKER_ENV, "the caller's")
+    out = tmp_path / "env.json"
+    dump = f"import json, os; json.dump(dict(os.environ), open({str(out)!r}, 'w'))"
+    run(worktree, tmp_path, service(f"{shlex.quote(sys.executable)} -c {shlex.quote(dump)}"))
+    env = json.loads(out.read_text())
+    assert env["PATH"] == os.defpath
+    assert MARKER_ENV not in env
+    assert not any(name.startswith(("XDG_", "PYTHON")) for name in env)
 
 
 def test_failed_build_names_command_status_and_log_tail(

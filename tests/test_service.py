@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import service
+from harness import isolation, processes, service
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
 
@@ -164,7 +164,7 @@ def boot(worktree: Path, roots: Path, tmp_path: Path) -> Iterator[Boot]:
 
     yield make
     for ctx in made:
-        assert not service.find_marked(ctx.run_id), "a process of the service was left running"
+        assert not processes.find_marked(ctx.run_id), "a process of the service was left running"
         if ctx.teardown is not None:
             assert ctx.teardown.confirmed
     assert list(roots.iterdir()) == [], "a throwaway root was left behind"
@@ -218,7 +218,7 @@ def test_environment_is_allowlisted_isolated_and_pinned(
     assert env["WHERE"] == str(svc.home)
     assert env["FROM_BUILD"] == "venv"
     assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"]
-    assert env[service.MARKER_ENV] == ctx.run_id
+    assert env[isolation.MARKER_ENV] == ctx.run_id
     for name in ("HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
         assert Path(env[name]).is_relative_to(svc.root), name
     assert env["HOME"] == str(svc.home) != os.environ["HOME"]
@@ -364,13 +364,13 @@ def test_a_background_process_left_by_prepare_is_killed_too(boot: Boot) -> None:
 def test_an_unconfirmed_teardown_raises_after_the_block_naming_the_pids(
     worktree: Path, roots: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_stop = service._ProcessTree.stop
+    real_stop = processes.ProcessTree.stop
 
-    def stop_leaving_one(tree: Any, *args: Any) -> service.TeardownReport:
-        report: service.TeardownReport = real_stop(tree, *args)  # really stops it
+    def stop_leaving_one(tree: Any, *args: Any) -> processes.TeardownReport:
+        report: processes.TeardownReport = real_stop(tree, *args)  # really stops it
         return dataclasses.replace(report, confirmed=False, survivors=(4242,))
 
-    monkeypatch.setattr(service._ProcessTree, "stop", stop_leaving_one)
+    monkeypatch.setattr(processes.ProcessTree, "stop", stop_leaving_one)
     spec = ServiceConfig(start=START, ready="/health", ready_timeout=20.0)
     first, second = (
         service.running_service(spec, worktree, log_path=worktree / "log", temp_parent=roots)
@@ -383,13 +383,13 @@ def test_an_unconfirmed_teardown_raises_after_the_block_naming_the_pids(
     with pytest.raises(KeyboardInterrupt) as caught, second:
         raise KeyboardInterrupt
     assert "pids 4242" in "".join(caught.value.__notes__)
-    assert not service.find_marked(first.run_id) and not service.find_marked(second.run_id)
+    assert not processes.find_marked(first.run_id) and not processes.find_marked(second.run_id)
     assert list(roots.iterdir()) == []
 
 
 def test_signals_are_held_during_a_teardown_and_delivered_after() -> None:
     seen: list[str] = []
-    with pytest.raises(KeyboardInterrupt), service._signals_deferred():
+    with pytest.raises(KeyboardInterrupt), processes.signals_deferred():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # a pending SIGINT would interrupt here if it were not held
         seen.append("block finished")
@@ -406,7 +406,7 @@ def test_keyboard_interrupt_in_the_body_still_tears_down(boot: Boot) -> None:
 
 
 def test_on_teardown_receives_the_report(boot: Boot, worktree: Path, roots: Path) -> None:
-    reports: list[service.TeardownReport] = []
+    reports: list[processes.TeardownReport] = []
     spec = ServiceConfig(start=START, ready="health")  # a ready path without "/" works too
     ctx = service.running_service(
         spec, worktree, log_path=worktree / "log", temp_parent=roots, on_teardown=reports.append
@@ -414,7 +414,7 @@ def test_on_teardown_receives_the_report(boot: Boot, worktree: Path, roots: Path
     with ctx:
         pass
     assert reports == [ctx.teardown]
-    assert not service.find_marked(ctx.run_id)
+    assert not processes.find_marked(ctx.run_id)
 
 
 def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path: Path) -> None:
@@ -423,7 +423,8 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
         import json, sys, time
         from pathlib import Path
         from harness.config import ServiceConfig
-        from harness.service import running_service, signals_unwind
+        from harness.processes import signals_unwind
+        from harness.service import running_service
         spec = ServiceConfig(start={START!r}, ready="/health", ready_timeout=20.0)
         with signals_unwind():
             ctx = running_service(spec, Path({str(worktree)!r}), log_path=Path("svc.log"))
@@ -450,12 +451,12 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
             harness.wait()
     assert json.loads(out) is True
     assert harness.returncode != 0  # Terminated propagated: the harness did not carry on
-    assert not _alive(pid) and not service.find_marked(run_id)
+    assert not _alive(pid) and not processes.find_marked(run_id)
 
 
 def test_signal_handlers_turn_sigterm_into_terminated_and_restore() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(service.Terminated) as caught, service.signals_unwind():
+    with pytest.raises(processes.Terminated) as caught, processes.signals_unwind():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises before this ends
     assert caught.value.signum == signal.SIGTERM
@@ -491,22 +492,22 @@ def test_data_placeholder_without_data_and_missing_data_are_config_errors(boot: 
 
 def test_pinning_the_marker_is_refused(boot: Boot) -> None:
     reserved = r"env\.HARNESS_RUN_ID: reserved for the harness"
-    with pytest.raises(ConfigError, match=reserved), boot(env={service.MARKER_ENV: "mine"}):
+    with pytest.raises(ConfigError, match=reserved), boot(env={isolation.MARKER_ENV: "mine"}):
         pytest.fail("the body must not run")
 
 
 def test_expand_placeholders_worked_examples() -> None:
     values = {"port": "8080", "data": "/tmp/a b"}
-    assert service.expand_placeholders("x {port} {{lit}}", values, key="k") == "x 8080 {lit}"
-    assert service.expand_placeholders("--db {data}/x", values, key="k") == "--db /tmp/a b/x"
+    assert isolation.expand_placeholders("x {port} {{lit}}", values, key="k") == "x 8080 {lit}"
+    assert isolation.expand_placeholders("--db {data}/x", values, key="k") == "--db /tmp/a b/x"
     for bad in ("{port!r}", "{port:>5}", "{", "{}", "{0}"):
         with pytest.raises(ConfigError):
-            service.expand_placeholders(bad, values, key="k")
+            isolation.expand_placeholders(bad, values, key="k")
 
 
 @given(st.text(alphabet=st.characters(blacklist_characters="{}")))
 def test_text_without_braces_expands_to_itself(text: str) -> None:
-    assert service.expand_placeholders(text, {"port": "1"}, key="k") == text
+    assert isolation.expand_placeholders(text, {"port": "1"}, key="k") == text
 
 
 def test_build_env_layers_in_order() -> None:
@@ -514,7 +515,7 @@ def test_build_env_layers_in_order() -> None:
         "PATH": "/bin", "LC_TIME": "C", "TZ": "UTC", "TERM": "xterm", "HOME": "/root",
         "AWS_ACCESS_KEY_ID": "x", "PASSED": "p", "OVER": "caller",
     }  # fmt: skip
-    env = service.build_env(
+    env = isolation.allowlisted_env(
         caller,
         isolation={"HOME": "/iso/home", "OVER": "isolation"},
         pass_env=("PASSED", "OVER", "ABSENT"),
@@ -524,5 +525,5 @@ def test_build_env_layers_in_order() -> None:
     )
     assert env == {
         "PATH": "/venv/bin:/bin", "LC_TIME": "C", "TZ": "Europe/Paris", "HOME": "/iso/home",
-        "PASSED": "p", "OVER": "caller", service.MARKER_ENV: "r1",
+        "PASSED": "p", "OVER": "caller", isolation.MARKER_ENV: "r1",
     }  # fmt: skip

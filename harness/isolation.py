@@ -1,0 +1,190 @@
+"""What a service or a build runs in: an allowlisted environment, a throwaway root, placeholders.
+
+    root, root_env, data = make_root(parent, data_source(spec, worktree))    # one per boot
+    env = allowlisted_env(os.environ, isolation=root_env, pass_env=spec.pass_env,
+                          pins=pins, run_id=run_id)    # the one allowlist: service and build
+    command = expand_placeholders(spec.start, values, key="start")
+    remove_tree(root)                                  # at teardown
+
+The environment. Nothing of the caller's comes through but PATH, LANG, TZ and LC_* (the build
+adds PIP_*, so pip's index and certificate settings reach it) and the names the user lists in
+`service.pass_env`: no tokens, no AWS_*, not even HOME. HOME, TMPDIR and XDG_* point into a
+throwaway root, `service.env` pins override everything, and MARKER_ENV=run_id, which nothing can
+override, is how a service's orphans are found at teardown (`harness.processes.find_marked`).
+
+The throwaway root (one per boot) holds home, tmp, xdg/{config,cache,data,state,runtime} and a
+fresh copy of `service.data`; it is removed at teardown. The build makes its own, smaller one
+(HOME and TMPDIR only) under the cache dir.
+
+Placeholders, in `start`, `prepare` and `env` values: the names of
+`harness.config.COMMAND_PLACEHOLDERS`, with str.format syntax; `{{` and `}}` are literal braces.
+Anything else is a ConfigError naming the placeholder and the key, raised before anything starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import string
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
+from harness.errors import ConfigError, Problem
+
+MARKER_ENV = "HARNESS_RUN_ID"
+"""Set in every service's environment to the boot's run id; how orphans are found at teardown."""
+
+ALLOWED_ENV = frozenset({"PATH", "LANG", "TZ"})  # and every name with an ALLOWED_PREFIXES prefix
+ALLOWED_PREFIXES = ("LC_",)
+NO_ENV: Mapping[str, str] = MappingProxyType({})
+
+
+def allowlisted_env(
+    caller: Mapping[str, str],
+    *,
+    isolation: Mapping[str, str],
+    pass_env: Iterable[str] = (),
+    extra: Mapping[str, str] = NO_ENV,
+    pins: Mapping[str, str] = NO_ENV,
+    run_id: str | None = None,
+    also_prefixes: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """A whole environment for a child process, later layers overriding earlier ones:
+
+    1. from `caller`, only PATH, LANG, TZ and names starting with LC_ or one of `also_prefixes`;
+    2. `isolation` (HOME, TMPDIR, XDG_*, PYTHON* set by the harness);
+    3. each name in `pass_env` that is set in `caller` (an explicit user choice, so it may
+       override 2); a name not set there is simply absent;
+    4. `extra` (the build stage's venv PATH and VIRTUAL_ENV);
+    5. `pins` (service.env, placeholders already expanded): override anything;
+    6. MARKER_ENV=run_id when a run id is given, which cannot be overridden.
+    """
+    prefixes = (*ALLOWED_PREFIXES, *also_prefixes)
+    env = {k: v for k, v in caller.items() if k in ALLOWED_ENV or k.startswith(prefixes)}
+    env.update(isolation)
+    env.update({name: caller[name] for name in pass_env if name in caller})
+    env.update(extra)
+    env.update(pins)
+    if run_id is not None:
+        env[MARKER_ENV] = run_id
+    return env
+
+
+# --------------------------------------------------------------------------- placeholders
+
+
+def _problem(key: str, message: str) -> Problem:
+    return Problem("service", message, field=key)
+
+
+def _placeholder_problems(
+    text: str, key: str, known: Iterable[str], data_set: bool
+) -> list[Problem]:
+    try:
+        fields = [(name, conv or spec) for _, name, spec, conv in string.Formatter().parse(text)]
+    except ValueError as exc:
+        return [_problem(key, f"{exc} in {text!r}; write {{{{ and }}}} for literal braces")]
+    problems = []
+    for name, extra in fields:
+        if name == "data" and not data_set:
+            problems.append(_problem(key, "{data} is used but service.data is not set"))
+        elif name is not None and name not in known:
+            known_list = " ".join(f"{{{k}}}" for k in sorted(COMMAND_PLACEHOLDERS))
+            problems.append(_problem(key, f"unknown placeholder {{{name}}}; known: {known_list}"))
+        elif extra:
+            problems.append(_problem(key, f"{{{name}}} takes no !conversion or :format"))
+    return problems
+
+
+def check_placeholders(spec: ServiceConfig) -> None:
+    """Raise ConfigError listing every bad placeholder in start, prepare and env values (and a
+    pinned MARKER_ENV), before anything is started."""
+    problems: list[Problem] = []
+    templates = [("start", spec.start)]
+    templates += [(f"prepare[{i}]", cmd) for i, cmd in enumerate(spec.prepare)]
+    templates += [(f"env.{name}", value) for name, value in spec.env.items()]
+    for key, text in templates:
+        problems += _placeholder_problems(text, key, COMMAND_PLACEHOLDERS, spec.data is not None)
+    if MARKER_ENV in spec.env:
+        problems.append(_problem(f"env.{MARKER_ENV}", "reserved for the harness; remove it"))
+    if problems:
+        raise ConfigError("service: bad placeholders in the configuration", problems)
+
+
+def expand_placeholders(text: str, values: Mapping[str, str], *, key: str) -> str:
+    """`text` with each {name} replaced by values[name]; ConfigError on an unknown name."""
+    problems = _placeholder_problems(text, key, values, "data" in values)
+    if problems:
+        raise ConfigError("service: bad placeholders in the configuration", problems)
+    return text.format_map(values)
+
+
+# --------------------------------------------------------------------------- the throwaway root
+
+
+def data_source(spec: ServiceConfig, worktree: Path) -> Path | None:
+    """Where `spec.data` is (relative to `worktree` unless absolute); ConfigError if missing."""
+    if spec.data is None:
+        return None
+    src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
+    if not src.exists():
+        why = f"{src} does not exist (a relative path is taken from the ref's worktree)"
+        raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
+    return src
+
+
+def make_root(
+    parent: Path | None, data_src: Path | None
+) -> tuple[Path, dict[str, str], Path | None]:
+    """A fresh root with home, tmp, xdg/* and the data copy; its isolation env; the copy's path.
+
+    A data directory is copied to root/data, a data file to root/data/<its name>.
+    """
+    root = Path(tempfile.mkdtemp(prefix="harness-svc-", dir=parent))
+    try:
+        dirs = {
+            "HOME": root / "home",
+            "TMPDIR": root / "tmp",
+            "XDG_CONFIG_HOME": root / "xdg" / "config",
+            "XDG_CACHE_HOME": root / "xdg" / "cache",
+            "XDG_DATA_HOME": root / "xdg" / "data",
+            "XDG_STATE_HOME": root / "xdg" / "state",
+            "XDG_RUNTIME_DIR": root / "xdg" / "runtime",
+        }
+        for path in dirs.values():
+            path.mkdir(parents=True, mode=0o700)
+        data = None
+        if data_src is not None:
+            if data_src.is_dir():
+                data = Path(shutil.copytree(data_src, root / "data"))
+            else:
+                (root / "data").mkdir()
+                data = Path(shutil.copy2(data_src, root / "data" / data_src.name))
+    except BaseException:
+        remove_tree(root)
+        raise
+    env = {name: str(path) for name, path in dirs.items()}
+    # No __pycache__ written into the checked-out worktree (it must stay as git made it), and no
+    # block-buffered stdout, so the log tail of a crash holds its last words.
+    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    return root, env, data
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path`, making read-only parts writable; best effort (it lives under a temp dir)."""
+
+    def chmod_and_retry(func: Callable[[str], object], failed: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed), 0o700)
+            os.chmod(failed, 0o700)
+            func(failed)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=chmod_and_retry)
+    else:
+        shutil.rmtree(path, onerror=chmod_and_retry)

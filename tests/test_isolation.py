@@ -1,0 +1,45 @@
+"""harness.isolation without processes: the one allowlist and the one list of placeholders."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
+from harness.errors import ConfigError
+from harness.isolation import MARKER_ENV, allowlisted_env, check_placeholders
+
+CALLER = {
+    "PATH": "/bin", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC", "PIP_INDEX_URL": "http://x",
+    "HOME": "/root", "GITHUB_TOKEN": "secret", "LOCAL": "l",
+}  # fmt: skip
+
+
+def test_only_the_allowlist_comes_through_and_the_marker_only_with_a_run_id() -> None:
+    env = allowlisted_env(CALLER, isolation={"HOME": "/iso"})
+    assert env == {"PATH": "/bin", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC", "HOME": "/iso"}
+    marked = allowlisted_env(CALLER, isolation={}, pins={MARKER_ENV: "pinned"}, run_id="r1")
+    assert marked[MARKER_ENV] == "r1"  # written last: a pin cannot take it over
+
+
+def test_also_prefixes_lets_a_family_through_as_the_build_does_for_pip() -> None:
+    env = allowlisted_env(CALLER, isolation={}, also_prefixes=("PIP_",))
+    assert env["PIP_INDEX_URL"] == "http://x"
+    assert "GITHUB_TOKEN" not in env and "LOCAL" not in env
+
+
+def test_every_command_placeholder_of_the_config_is_known_to_the_service() -> None:
+    start = " ".join(f"{{{name}}}" for name in sorted(COMMAND_PLACEHOLDERS))
+    check_placeholders(ServiceConfig(start=start, ready="/health", data="data"))
+
+
+@given(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,11}", fullmatch=True).filter(
+        lambda name: name not in COMMAND_PLACEHOLDERS
+    )
+)
+def test_any_other_name_is_a_config_error_naming_it(name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_placeholders(ServiceConfig(start=f"svc {{{name}}}", ready="/health"))
+    assert f"start: unknown placeholder {{{name}}}" in str(caught.value)
