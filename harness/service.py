@@ -19,7 +19,7 @@ One boot, in order:
    SESSION: the shell and all it starts form one process group outside the harness's terminal, so
    Ctrl-C reaches the harness only and the harness decides how the service dies. cwd = worktree;
    stdout and stderr are appended to `log_path`.
-4. Ready. GET url + spec.ready until a 2xx, each GET within `ServiceLimits.probe_timeout`.
+4. Ready. GET url + spec.ready until a 2xx, each GET within spec.probe_timeout.
    Exited first -> ServiceError "exited at boot with status N"; spec.ready_timeout passed ->
    ServiceError "not ready after N s"; both carry the last 20 lines of the log and are raised
    after the service is torn down.
@@ -78,12 +78,11 @@ _PORT_IN_USE = ("address already in use", "eaddrinuse")
 
 @dataclass(frozen=True)
 class ServiceLimits:
-    """Harness-side limits of a boot that ServiceConfig does not carry (all in seconds but one)."""
+    """Internal knobs of a boot: counts and a polling cadence, not deadlines (every timeout is a
+    field of ServiceConfig)."""
 
     port_attempts: int = 4  # one boot plus 3 retries after losing the port race
-    poll_interval: float = 0.05  # between readiness probes and between liveness checks
-    probe_timeout: float = 2.0  # per readiness GET (capped by what is left of ready_timeout)
-    kill_wait: float = 5.0  # for SIGKILLed processes to be gone, per kill round
+    poll_interval: float = 0.05  # seconds between readiness probes and between liveness checks
     kill_rounds: int = 3  # collect-then-SIGKILL rounds before declaring survivors
 
 
@@ -282,8 +281,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _wait_ready(self, pid: int, ready_url: str, t0: float, log_start: int) -> int | None:
         """None once ready_url answers 2xx; the exit status if the service exits first."""
-        deadline = t0 + self.spec.ready_timeout
+        spec = self.spec
+        deadline = t0 + spec.ready_timeout
         last = "no answer"
+        slow = False  # a GET given the whole probe_timeout ran out of it
         with httpx.Client(trust_env=False) as client:  # no proxy from the caller's environment
             while True:
                 status = exit_status(pid)
@@ -291,19 +292,27 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     return status
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    hint = (
+                        f"each readiness GET may take service.probe_timeout = "
+                        f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
+                    )
                     raise self._failure(
-                        f"service not ready after {self.spec.ready_timeout:g} s: GET {ready_url}"
+                        f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
                         f" gave {last} (raise service.ready_timeout if it is just slow)",
                         log_start,
+                        *([hint] if slow else []),
                     )
+                timeout = min(spec.probe_timeout, left)
                 try:
-                    answer = client.get(ready_url, timeout=min(self.limits.probe_timeout, left))
+                    answer = client.get(ready_url, timeout=timeout)
                     if answer.is_success:
                         # A stranger that took the port could answer while ours is dying.
                         return exit_status(pid)
                     last = f"HTTP {answer.status_code}"
                 except httpx.TransportError as exc:
                     last = type(exc).__name__
+                    full = timeout == spec.probe_timeout
+                    slow = slow or (full and isinstance(exc, httpx.TimeoutException))
                 time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
 
     def _prepare(self, command: str, index: int, env: Mapping[str, str]) -> None:
@@ -344,7 +353,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
     def _stop(self) -> TeardownReport:
         with signals_deferred():
             tree, self._tree = self._tree, None
-            report = (tree or self._new_tree()).stop(self.spec.stop_timeout, self.limits.kill_wait)
+            report = (tree or self._new_tree()).stop(self.spec.stop_timeout, self.spec.kill_wait)
             if self._root is not None:
                 remove_tree(self._root)
                 self._root = None

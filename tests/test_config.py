@@ -81,6 +81,8 @@ def test_complete_example_reads_every_key() -> None:
         build_timeout=900.0,
         prepare_timeout=120.5,
         stop_timeout=5.0,
+        probe_timeout=3.0,
+        kill_wait=2.5,
     )
     query = QueryConfig(
         path="/search",
@@ -442,6 +444,22 @@ BROKEN = [
         id="infinite timeout",
     ),
     pytest.param(
+        "[query]",
+        "probe_timeout = 0\n[query]",
+        "service.probe_timeout",
+        "> 0",
+        "probe_timeout",
+        id="probe_timeout 0",
+    ),
+    pytest.param(
+        "[query]",
+        "kill_wait = nan\n[query]",
+        "service.kill_wait",
+        "finite",
+        "kill_wait",
+        id="kill_wait nan",
+    ),
+    pytest.param(
         "[gold]",
         "[compare]\nrepeats = 0\n[gold]",
         "compare.repeats",
@@ -760,6 +778,16 @@ def test_side_hash_ignores_process_deadlines() -> None:
     side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
     slower = replace(side.service, ready_timeout=600.0, build_timeout=1.0, stop_timeout=1.0)
     assert side_hash(SideConfig(slower, side.query)) == side_hash(side)
+
+
+def test_probe_and_kill_deadlines_are_not_hashed_and_old_hashes_hold() -> None:
+    side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
+    patient = replace(side.service, probe_timeout=30.0, kill_wait=0.5)
+    assert side_hash(SideConfig(patient, side.query)) == side_hash(side)
+    # side_hash of this side computed before probe_timeout and kill_wait were ServiceConfig
+    # fields (commit 3fc0729): run records saved then are still found for reuse.
+    old = "50e2645726a61653dc4adbc8504c55e4e6fa8ca19ac11f8e404b875cf81e6cf1"
+    assert side_hash(side) == old
 
 
 # --------------------------------------------------------------------------- substitute

@@ -84,6 +84,8 @@ SERVICE_PY = textwrap.dedent(
                     self.send_response(503)
                     self.end_headers()
                     return
+                if args.mode == "slow-health":
+                    time.sleep(1)
             elif path == "/env":
                 body = dict(os.environ)
             elif path == "/pids":
@@ -284,6 +286,19 @@ def test_a_service_that_never_gets_ready_times_out(boot: Boot, mode: str) -> Non
     assert "not ready after 1 s" in message and "raise service.ready_timeout" in message
     assert ("HTTP 503" if mode == "never-ready" else "ConnectError") in message
     assert ctx.teardown is not None and not ctx.teardown.died_before_teardown
+
+
+def test_a_ready_endpoint_slower_than_probe_timeout_says_to_raise_it(boot: Boot) -> None:
+    # /health answers after 1 s; with the default probe_timeout (2 s) this service boots.
+    ctx = boot(START + " --mode slow-health", probe_timeout=0.2, ready_timeout=1.5)
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    assert "not ready after 1.5 s" in caught.value.message
+    assert "ReadTimeout" in caught.value.message
+    assert caught.value.details[-1] == (
+        "each readiness GET may take service.probe_timeout = 0.2 s; "
+        "raise it if /health is slow to answer"
+    )
 
 
 def test_prepare_failure_names_the_command_and_status(boot: Boot) -> None:

@@ -178,6 +178,8 @@ _SERVICE: dict[str, Key] = {
     "build_timeout": Key("float", _positive),
     "prepare_timeout": Key("float", _positive),
     "stop_timeout": Key("float", _positive),
+    "probe_timeout": Key("float", _positive),
+    "kill_wait": Key("float", _positive),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),

@@ -58,6 +58,8 @@ class ServiceConfig:
     build_timeout: float = 1800.0
     prepare_timeout: float = 600.0
     stop_timeout: float = 10.0  # grace between SIGTERM and SIGKILL
+    probe_timeout: float = 2.0  # per readiness GET (capped by what is left of ready_timeout)
+    kill_wait: float = 5.0  # after each SIGKILL round, for the killed processes to be gone
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,16 @@ def _flat(side: SideConfig) -> Iterator[tuple[str, object]]:
 
 # Deadlines decide whether a run completes, not what it measures: raising ready_timeout after a
 # slow boot must not make the runs already recorded incomparable.
-_NOT_HASHED = frozenset({"ready_timeout", "build_timeout", "prepare_timeout", "stop_timeout"})
+_NOT_HASHED = frozenset(
+    {
+        "ready_timeout",
+        "build_timeout",
+        "prepare_timeout",
+        "stop_timeout",
+        "probe_timeout",
+        "kill_wait",
+    }
+)
 
 
 def side_hash(side: SideConfig) -> str:
