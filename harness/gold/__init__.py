@@ -7,6 +7,18 @@
       └── canonical.py the content hash, the same whichever format held the content
     write_native(gold, path)  the reverse of the native reader, atomically
 
+The gold-set tools behind `harness gold check|build|convert|stats`:
+
+    load_corpus(path) -> Corpus            corpus.py: every document, sha256; documents.py: index
+    check_gold(gold, corpus) -> CheckReport   check.py (pure; text.py is the shared tokeniser)
+    check_files(gold_path, corpus_path) -> (GoldSet, CheckReport)   load both, then check_gold
+    build_gold(corpus, ...) -> [GoldQuery]  build.py (pure): mined queries, answers by construction
+    convert(gold, to, out) -> [warnings]    convert.py: native, BEIR or TREC files, atomically
+    gold_stats(gold) -> GoldStats           summary.py (pure)
+    render_check / render_stats             render.py: text or JSON
+
+The tools are imported on first use (PEP 562), so `load_gold` alone does not pull in scipy.
+
 Every reader collects all problems of every file (gold, queries, qrels, corpus) and `load_gold`
 raises one GoldError listing them, each as path:line: field: what is wrong and what to do.
 The rules, with examples, are in gold/README.md.
@@ -14,26 +26,65 @@ The rules, with examples, are in gold/README.md.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import GoldError
 from harness.gold.canonical import canonical_form, canonical_hash
-from harness.gold.corpus import dangling, file_sha256, load_corpus_ids
+from harness.gold.corpus import dangling, file_sha256, load_corpus, load_corpus_ids
+from harness.gold.documents import Corpus, Document
 from harness.gold.native import read_native, write_native
 from harness.gold.reading import JsonObject, Parsed, Problems, loads
 from harness.gold.tables import read_beir, read_trec
 from harness.types import CorpusInfo, GoldSet
 
+if TYPE_CHECKING:
+    from harness.gold.build import build_gold
+    from harness.gold.check import CheckReport, Finding, SlicePower, check_gold
+    from harness.gold.convert import convert
+    from harness.gold.render import render_check, render_stats
+    from harness.gold.summary import GoldStats, gold_stats
+
 __all__ = [
     "FORMATS",
+    "CheckReport",
+    "Corpus",
+    "Document",
+    "Finding",
+    "GoldStats",
+    "SlicePower",
+    "build_gold",
     "canonical_form",
     "canonical_hash",
+    "check_files",
+    "check_gold",
+    "convert",
     "detect_format",
     "file_sha256",
+    "gold_stats",
+    "load_corpus",
     "load_corpus_ids",
     "load_gold",
+    "render_check",
+    "render_stats",
     "write_native",
 ]
+
+_LAZY = {
+    "build_gold": "build", "CheckReport": "check", "Finding": "check", "SlicePower": "check",
+    "check_gold": "check", "convert": "convert", "render_check": "render",
+    "render_stats": "render", "GoldStats": "summary", "gold_stats": "summary",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"harness.gold.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'harness.gold' has no attribute {name!r}")
+
 
 FORMATS = ("native", "beir", "trec")
 
@@ -124,3 +175,27 @@ def _check_corpus(parsed: Parsed, corpus: Path, problems: Problems) -> CorpusInf
                      "corpus.sha256")
     dangling(parsed.refs, ids, file, problems)
     return CorpusInfo(recorded.name if recorded else str(file), sha256)
+
+
+def check_files(gold: Path | str, corpus: Path | str | None = None, *,
+                queries: Path | None = None, fmt: str | None = None, split: str = "test",
+                alpha: float = 0.05, slices: Collection[str] = ()) -> tuple[GoldSet, CheckReport]:
+    """Load a gold set and its corpus, then `check_gold` them: what `gold check`, `compare` and
+    `run` call before anything is built.
+
+    A gold file that cannot be read (malformed lines, unknown fields) or a malformed corpus still
+    raises GoldError, since nothing can be checked in it; ids missing from the corpus and a stale
+    corpus sha256 are findings of the report instead. The GoldSet returned records the corpus
+    as `load_gold(..., corpus=...)` would: the header's name (else the corpus path) and the
+    corpus's sha256. Call `report.raise_if_errors()` to fail fast.
+    """
+    from harness.gold.check import check_gold
+
+    loaded = load_gold(gold, queries=queries, fmt=fmt, split=split)
+    documents = load_corpus(corpus) if corpus is not None else None
+    report = check_gold(loaded, documents, alpha=alpha, slices=slices,
+                        lines_in=str(queries) if loaded.format == "trec" and queries else None)
+    if documents is not None:
+        name = loaded.corpus.name if loaded.corpus else documents.name
+        loaded = replace(loaded, corpus=CorpusInfo(name, documents.sha256))
+    return loaded, report

@@ -224,7 +224,10 @@ def _staleness(gold: GoldSet, corpus: Corpus, labelled: int, present: int) -> li
                  "native" else "convert it to the native format to record one")
         return [Finding("info", "staleness", None, None, "the gold set records no corpus sha256, "
                         f"so whether it is stale cannot be told; {where}")]
-    if corpus.sha256 is None or corpus.sha256 == recorded:
+    if corpus.sha256 is None:
+        return [Finding("info", "staleness", None, None, f"the corpus {corpus.name} has no "
+                        "sha256 (it was not read from a file), so staleness cannot be told")]
+    if corpus.sha256 == recorded:
         return []
     gone = labelled - present
     counted = f"{present} of {labelled} labelled documents still exist" + (

@@ -177,7 +177,7 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
                      "derivation")
     label = query_id if isinstance(query_id, str) else f"at line {number}"
     relevant = _relevant(obj["relevant"], path, number, problems) if "relevant" in obj else {}
-    outranks = _outranks(obj.get("outranks", []), path, number, problems)
+    outranks = parse_outranks(obj.get("outranks", []), path, number, problems)
     refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
     refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
                 for i, pair in enumerate(outranks) for doc in pair)
@@ -218,8 +218,9 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
     return found
 
 
-def _outranks(value: object, path: str, number: int,
-              problems: Problems) -> tuple[tuple[str, str], ...]:
+def parse_outranks(value: object, path: str, number: int,
+                   problems: Problems) -> tuple[tuple[str, str], ...]:
+    """[correct_id, stale_id] pairs (also read from BEIR/TREC query rows), each fault a problem."""
     if not isinstance(value, list):
         problems.add(path, f"outranks is an array of [correct_id, stale_id] pairs, got "
                      f"{json_type(value)}", number, "outranks")

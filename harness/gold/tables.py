@@ -6,9 +6,11 @@ default split "test"); the qrels start with the header `query-id<TAB>corpus-id<T
 TREC: qrels lines `qid iteration docid grade`, whitespace-separated, the iteration ignored; the
 texts come from a topics file, JSONL or `qid<TAB>text`.
 
-Queries files: JSONL rows {"_id" or "id", "text", ...} (other keys such as BEIR's "title" and
-"metadata" are ignored; the slice comes from "slice" or "metadata"."slice", else "default"), or,
-for TREC, TSV lines `qid<TAB>text` (the id is stripped, the text kept as written).
+Queries files: JSONL rows {"_id" or "id", "text", ...}, or, for TREC, TSV lines `qid<TAB>text`
+(the id is stripped, the text kept as written). In a JSONL row the slice comes from "slice" or
+"metadata"."slice", else "default"; "derivation" (a string) and "outranks" (the native format's
+[correct_id, stale_id] pairs) are read the same way, from the row or its "metadata", so that
+`harness gold convert` can carry them; other keys, such as BEIR's "title", are ignored.
 
 Only queries with at least one judgement (grade 0 included) are loaded, in the order of the
 queries file: BEIR's evaluation and trec_eval score exactly the judged queries, so an unjudged
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import GoldError
+from harness.gold.native import parse_outranks
 from harness.gold.reading import (
     GRADE_RULE,
     NEGATIVE_GRADE,
@@ -47,6 +50,8 @@ class _Topic:
     text: str
     slice: str
     line: int
+    derivation: str | None = None
+    outranks: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,15 +173,22 @@ def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topi
         problems.add(path, "text is the query sent to the service: a string with a non-blank "
                      f"character, got {json_type(query_text)}", number, "text")
     metadata = row.get("metadata")
-    slice_ = row.get("slice", metadata.get("slice", "default")
-                     if isinstance(metadata, dict) else "default")
+    extra = metadata if isinstance(metadata, dict) else {}
+    slice_ = row.get("slice", extra.get("slice", "default"))
     if not (isinstance(slice_, str) and slice_.strip()):
         problems.add(path, f"slice is a non-blank string, got {json_type(slice_)}", number,
                      "slice")
+    derivation = row.get("derivation", extra.get("derivation"))
+    if derivation is not None and not isinstance(derivation, str):
+        problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,
+                     "derivation")
+    outranks = parse_outranks(row.get("outranks", extra.get("outranks", [])), str(path), number,
+                              problems)
     if len(problems) > before or not (isinstance(query_id, str) and isinstance(query_text, str)
                                       and isinstance(slice_, str)):
         return None
-    return _Topic(query_id, query_text, slice_, number)
+    return _Topic(query_id, query_text, slice_, number,
+                  derivation if isinstance(derivation, str) else None, outranks)
 
 
 def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement]:
@@ -237,8 +249,11 @@ def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], qu
                          columns.query)
         relevant.setdefault(row.query_id, {})[row.doc_id] = row.grade
         refs.append(DocRef(str(qrels), row.line, columns.doc, row.query_id, row.doc_id))
-    queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], line=t.line)
+    queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], t.outranks, t.derivation,
+                              line=t.line)
                     for t in known.values() if t.id in relevant)
+    refs += [DocRef(str(queries_path), q.line, f"outranks[{i}]", q.id, doc)
+             for q in queries for i, pair in enumerate(q.outranks) for doc in pair]
     if not queries and not problems:
         problems.add(qrels, f"no queries: no query of {queries_path} has a judgement here")
     return Parsed(queries, tuple(refs), source, fmt)
