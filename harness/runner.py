@@ -12,6 +12,7 @@ score: a build or boot failure is recorded as a RunFailure and the run is invali
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness import __version__
-from harness.build import build, venv_env
+from harness.build import build, with_venv
 from harness.client import replay
 from harness.config import HarnessConfig, SideConfig, side_hash
 from harness.errors import BuildError, ServiceError
@@ -79,7 +80,10 @@ class RefSession:
                 log_dir=self.log_dir,
             )
             self.timings["build"] = result.seconds
-            self.extra_env = venv_env(result.venv)
+            if result.venv is not None:
+                # The venv's bin goes first on the caller's PATH, never instead of it.
+                caller_path = {"PATH": os.environ.get("PATH", os.defpath)}
+                self.extra_env = with_venv(caller_path, result.venv)
         except BuildError as exc:
             self.build_failure = RunFailure("build", exc.message, exc.details)
         except BaseException:
