@@ -477,13 +477,12 @@ def _hit_row(
         )
     elif abs(test.net) < floor:
         note = test.reason
-    rates = (float(b_hit.mean()), float(c_hit.mean()))
     return MetricRow(
         metric=metric,
         n=n,
-        baseline=rates[0],
-        candidate=rates[1],
-        delta=rates[1] - rates[0],
+        baseline=float(b_hit.mean()),
+        candidate=float(c_hit.mean()),
+        delta=test.net / n,
         p=test.p,
         verdict=test.verdict,
         reason=test.reason,
@@ -784,7 +783,9 @@ def compare(
         invalid.append("no query latency was recorded on both sides; the runner must record it")
     quality, quality_reason = _headline(overall, settings, collapses)
     speed = latency.test.verdict if latency.test else Verdict.INVALID
-    speed_reason = latency.test.reason if latency.test else latency.words
+    speed_reason = latency.words
+    if speed is Verdict.NO_DIFFERENCE:
+        speed_reason += f", inside the tolerance band of ±{settings.latency_tolerance:.0%}"
     if invalid:
         quality = speed = Verdict.INVALID
         quality_reason = speed_reason = "the run is invalid (see the reasons above)"

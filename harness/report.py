@@ -1,0 +1,609 @@
+"""The report stage: a Comparison in, text out.  It formats; it computes nothing.
+
+    render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json
+    comparison_to_dict(comparison, *, redact=False) / comparison_from_dict(document) -> Comparison
+    save_comparison(results_dir, comparison, *, redact=False) -> Path    results/<stamp>_<b8>_<c8>/
+    load_comparison(directory) -> Comparison                             for `harness report DIR`
+    render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
+    render_run(run, gold, fmt) -> str                                    `harness run`
+
+Text (a terminal) and Markdown (a PR comment) share one layout, built once as blocks: the
+verdicts in words first, any reason the run is invalid above everything, then the numbers.
+Numbers: rates and metric values with 3 decimals, p with 2 significant digits or "<0.0001",
+latencies in ms with 1 decimal.  JSON is the Comparison itself, schema-versioned, sorted keys, and
+reads back into an equal Comparison.  `redact=True` leaves every query text out of every format
+(a Comparison holds no document text: ids, hashes and numbers only).
+"""
+
+from __future__ import annotations
+
+import csv
+import enum
+import io
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from harness.compare import Comparison, Flip, MetricRow, Scope
+from harness.errors import ResultsError
+from harness.metrics import Evaluation
+from harness.results import read_json, run_to_dict, utc_stamp, write_json_new
+from harness.types import GoldSet, RefRun
+
+SCHEMA = "harness-comparison"
+SCHEMA_VERSION = 1
+COMPARISON_FILE = "comparison.json"
+SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def _p(p: float | None) -> str:
+    """Two significant digits ("0.031", "0.00049", "1.0"), or "<0.0001"."""
+    if p is None:
+        return "-"
+    return "<0.0001" if p < 0.0001 else f"{p:#.2g}"
+
+
+def _ms(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def _queries(n: int) -> str:
+    return f"{n} quer{'y' if n == 1 else 'ies'}"
+
+
+# --------------------------------------------------------------------------- the shared layout
+
+
+@dataclass(frozen=True)
+class _Block:
+    kind: str  # "title" | "heading" | "alert" | "verdicts" | "lines" | "table"
+    lines: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    align: tuple[str, ...] | None = None  # per column, for tabulate's colalign
+    fold: str | None = None  # a table's title; Markdown folds the table under it (<details>)
+
+
+def _hit_line(row: MetricRow) -> str:
+    assert row.hit is not None
+    t = row.hit.test
+    line = (
+        f"{row.metric}: {_rate(row.baseline)} -> {_rate(row.candidate)} "
+        f"({t.net:+d} queries, b={t.b} c={t.c}, McNemar exact p={_p(t.p)}): {row.verdict.value}"
+    )
+    return f"{line}; {row.note}" if row.note else line
+
+
+def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[_Block, list[str]]:
+    headers = ["metric", "baseline", "candidate", "delta", ci, "p"]
+    headers += ["Holm p"] if slices else []
+    rows, notes = [], []
+    for r in scope.rows:
+        interval = (
+            "" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+        )
+        verdict = r.verdict.value + (" *" if r.note else "") + (" COLLAPSE" if r.collapse else "")
+        cells = [
+            r.metric,
+            _rate(r.baseline),
+            _rate(r.candidate),
+            _signed(r.delta),
+            interval,
+            _p(r.p),
+        ]
+        cells += [_p(r.p_adjusted)] if slices else []
+        rows.append((*cells, verdict))
+        if r.note and (slices or r.hit is None):  # the hit@k lines above already say it
+            notes.append(f"* {r.metric}: {r.note}")
+    align = ("left", *["right"] * (len(headers) - 1), "left")
+    return _Block("table", headers=(*headers, "verdict"), rows=tuple(rows), align=align), notes
+
+
+def _flip_rows(flips: Sequence[Flip], redact: bool) -> tuple[tuple[str, ...], ...]:
+    rows = []
+    for f in flips[:SHOWN_FLIPS]:
+        cells = [
+            f.query_id,
+            f.slice,
+            f"{_rank(f.rank_before)} -> {_rank(f.rank_after)}",
+            f.direction.value,
+        ]
+        rows.append(tuple(cells if redact else [*cells, " ".join((f.text or "").split())]))
+    return tuple(rows)
+
+
+def _blocks(c: Comparison, redact: bool) -> list[_Block]:
+    """The report, top to bottom: why it is invalid, the verdicts, what was compared, numbers."""
+    h = c.header
+    title = (
+        f"harness: {h.baseline.ref} ({h.baseline.short_sha}) -> "
+        f"{h.candidate.ref} ({h.candidate.short_sha})"
+    )
+    out = [_Block("title", (title,))]
+    if not c.valid:
+        why = ("INVALID: no verdict can be given, because:", *(f"- {r}" for r in c.invalid_reasons))
+        out.append(_Block("alert", why))
+    verdicts = (
+        (f"quality: {c.verdict_quality.value}", c.quality_reason),
+        (f"latency: {c.verdict_latency.value}", c.latency_reason),
+    )
+    out.append(_Block("verdicts", rows=verdicts))
+    out.append(_Block("lines", _about(c)))
+    mark = "" if c.valid else " [invalid run: for diagnosis only]"
+    for section in (_quality, _answers, _latency, _noise):
+        out += section(c, mark)
+    out += _flip_blocks(c, mark, redact)
+    return out
+
+
+def _about(c: Comparison) -> tuple[str, ...]:
+    h, s = c.header, c.settings
+    reused = [
+        f"{ref.side} reused from {ref.record_path or 'an earlier run'}"
+        for ref in (h.baseline, h.candidate)
+        if ref.reused
+    ]
+    gates = f"; gate on {', '.join(s.gate_on)}" if s.gate_on else ""
+    lines = [
+        f"baseline: {h.baseline.ref} {h.baseline.sha}",
+        f"candidate: {h.candidate.ref} {h.candidate.sha}",
+        f"gold set: {h.gold.source} (sha256 {h.gold.hash[:12]}), {_queries(h.gold.n)}: "
+        f"{h.gold.n_answerable} answerable, {h.gold.n_unanswerable} unanswerable",
+        f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
+        f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
+        + (f" ({'; '.join(reused)})" if reused else ""),
+        f"settings: k {', '.join(map(str, s.k))}; alpha {s.alpha:g}; latency tolerance "
+        f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
+        f"{s.resamples} resamples{gates}",
+        "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
+    ]
+    if h.excluded:
+        shown = ", ".join(h.excluded[:10]) + (", ..." if len(h.excluded) > 10 else "")
+        lines.append(f"left out (an errored or missing answer): {len(h.excluded)} ({shown})")
+    lines += [f"warning: {w}" for w in c.warnings]
+    return tuple(lines)
+
+
+def _quality(c: Comparison, mark: str) -> list[_Block]:
+    if not c.hit_rows:
+        return []
+    out = [
+        _Block("heading", (f"hit@k over {_queries(c.overall.n)}{mark}",)),
+        _Block("lines", tuple(map(_hit_line, c.hit_rows))),
+    ]
+    if c.collapses:
+        lines = tuple(
+            f"slice collapse: {scope.name} {r.metric} {_rate(r.baseline)} -> "
+            f"{_rate(r.candidate)} ({r.collapse})"
+            for scope, r in c.collapses
+        )
+        out += [_Block("heading", (f"Slice collapses{mark}",)), _Block("lines", lines)]
+    ci = f"{100 * (1 - c.settings.alpha):g}% CI"
+    for scope in (c.overall, *c.slices):
+        is_slice = scope is not c.overall
+        name = (
+            f"Slice {scope.name} (n={scope.n})" if is_slice else f"Metrics, all {_queries(scope.n)}"
+        )
+        table, notes = _metric_table(scope, ci, slices=is_slice)
+        out += [_Block("heading", (f"{name}{mark}",)), table]
+        out += [_Block("lines", tuple(notes))] if notes else []
+    return out
+
+
+def _answers(c: Comparison, mark: str) -> list[_Block]:
+    na, o = c.no_answer, c.outranks
+    lines = []
+    if na.n:
+        lines.append(
+            f"unanswerable queries returning anything: baseline {na.baseline} of {na.n} "
+            f"({_rate(na.baseline_rate)}), candidate {na.candidate} of {na.n} "
+            f"({_rate(na.candidate_rate)})"
+        )
+    if o.n:
+        lines.append(
+            f"outranks pairs holding (correction above the stale fact): baseline "
+            f"{o.baseline} of {o.n}, candidate {o.candidate} of {o.n}"
+        )
+    if not lines:
+        return []
+    return [
+        _Block("heading", (f"Unanswerable queries and outranks pairs{mark}",)),
+        _Block("lines", tuple(lines)),
+    ]
+
+
+def _latency(c: Comparison, mark: str) -> list[_Block]:
+    lat = c.latency
+    out = [_Block("heading", (f"Latency, ms (errored answers excluded){mark}",))]
+    rows = tuple(
+        (side, str(x.n), _ms(x.p50), _ms(x.p95), _ms(x.p99), _ms(x.max), _ms(x.mean))
+        for side, x in (("baseline", lat.baseline), ("candidate", lat.candidate))
+        if x
+    )
+    if rows:
+        headers = ("ref", "n", "p50", "p95", "p99", "max", "mean")
+        out.append(_Block("table", headers=headers, rows=rows, align=("left", *["right"] * 6)))
+    verdict = f": {lat.test.verdict.value}" if lat.test else ""
+    paired = f"candidate/baseline, paired median over {_queries(lat.n_paired)}"
+    out.append(_Block("lines", (f"{paired}: {lat.words}{verdict}",)))
+    return out
+
+
+def _noise(c: Comparison, mark: str) -> list[_Block]:
+    lines = [
+        f"{r.metric}: drift baseline {r.hit.drift_baseline}, candidate {r.hit.drift_candidate} "
+        f"(top-{r.metric.partition('@')[2]} lists changed: {r.hit.topk_drift_baseline}, "
+        f"{r.hit.topk_drift_candidate}); noise floor {_queries(r.hit.test.floor)}"
+        for r in c.hit_rows
+        if r.hit
+    ]
+    d = c.detectability
+    if d is not None:
+        if d.too_small:
+            lines.append(
+                f"gold set too small to call a change in {d.metric} ({_queries(d.n)}; "
+                f"the smallest callable swing is {d.floor})"
+            )
+        else:
+            lines.append(
+                f"with {_queries(d.n)}, a change in {d.metric} smaller than "
+                f"{_queries(d.floor)} cannot be called"
+            )
+        for s in d.slices:
+            head = f"slice {s.name} ({_queries(s.n)}): "
+            lines.append(
+                f"{head}a change smaller than {_queries(s.smallest_swing)} cannot be called"
+                if s.callable
+                else f"{head}can never reach significance "
+                f"(it would need a swing of {_queries(s.smallest_swing)})"
+            )
+    if not lines:
+        return []
+    return [
+        _Block("heading", (f"Drift, noise floor, detectability{mark}",)),
+        _Block("lines", tuple(lines)),
+    ]
+
+
+def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[_Block]:
+    out = []
+    headers = ("query", "slice", "rank before -> after", "change")
+    for flips in c.flips:
+        if not flips.flips:
+            continue
+        out.append(
+            _Block(
+                "table",
+                headers=headers if redact else (*headers, "query text"),
+                rows=_flip_rows(flips.flips, redact),
+                fold=f"Flips at {flips.metric}: {_queries(len(flips.flips))}{mark}",
+            )
+        )
+        more = len(flips.flips) - SHOWN_FLIPS
+        if more > 0:
+            out.append(_Block("lines", (f"... and {more} more (all of them in --format json)",)))
+    return out
+
+
+def _render_text(c: Comparison, redact: bool) -> str:
+    parts = []
+    for b in _blocks(c, redact):
+        if b.kind == "table":
+            table = tabulate(
+                b.rows, b.headers, tablefmt="simple", disable_numparse=True, colalign=b.align
+            )
+            parts.append(f"{_underlined(b.fold)}\n\n{table}" if b.fold else table)
+        elif b.kind == "heading":
+            parts.append(_underlined(b.lines[0]))
+        elif b.kind == "verdicts":
+            parts.append("\n".join(f"{label}: {reason}" for label, reason in b.rows))
+        else:
+            parts.append("\n".join(b.lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def _underlined(title: str) -> str:
+    return f"{title}\n{'-' * len(title)}"
+
+
+# Backslash-escaped so that user text (query text, refs, paths) renders literally, in tables
+# too; every line of our layout starts with our own markup, so ">" and "#" need no escape.
+_MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<|"})
+
+
+def _md(text: str) -> str:
+    return text.translate(_MARKDOWN_ESCAPES)
+
+
+def _render_markdown(c: Comparison, redact: bool) -> str:
+    parts = []
+    for b in _blocks(c, redact):
+        if b.kind == "title":
+            parts.append(f"## {_md(b.lines[0])}")
+        elif b.kind == "heading":
+            parts.append(f"### {_md(b.lines[0])}")
+        elif b.kind == "alert":
+            parts.append(
+                "\n".join([f"> **{_md(b.lines[0])}**", *(f"> {_md(x)}" for x in b.lines[1:])])
+            )
+        elif b.kind == "verdicts":
+            parts.append("  \n".join(f"**{_md(label)}**: {_md(why)}" for label, why in b.rows))
+        elif b.kind == "lines":
+            parts.append("\n".join(f"- {_md(x)}" for x in b.lines))
+        else:
+            table = tabulate(
+                [tuple(map(_md, r)) for r in b.rows],
+                b.headers,
+                tablefmt="github",
+                disable_numparse=True,
+                colalign=b.align,
+            )
+            if b.fold:
+                table = f"<details><summary>{_md(b.fold)}</summary>\n\n{table}\n\n</details>"
+            parts.append(table)
+    return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _dump(value: object) -> object:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _dump(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_dump(v) for v in value]
+    return value
+
+
+def _redacted(c: Comparison) -> Comparison:
+    flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
+    return replace(c, flips=flips)
+
+
+def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:
+    """The JSON document: schema, version, the two verdicts, then every field of the Comparison."""
+    c = _redacted(comparison) if redact else comparison
+    body = _dump(c)
+    assert isinstance(body, dict)
+    quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "verdict": {"quality": quality, "latency": latency},
+        "valid": c.valid,
+        **body,
+    }
+
+
+def _render_json(c: Comparison, redact: bool) -> str:
+    document = comparison_to_dict(c, redact=redact)
+    return (
+        json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    )
+
+
+class _Malformed(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+
+
+def _load(tp: Any, value: object, where: str) -> Any:
+    """Rebuild a value of type `tp` (a dataclass, enum, tuple, union or scalar) from JSON."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _load(inner, value, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise _Malformed(where, f"expected a list, got {type(value).__name__}")
+        kinds = [args[0]] * len(value) if args[1:] == (...,) else list(args)
+        if len(kinds) != len(value):
+            raise _Malformed(where, f"expected {len(kinds)} items, got {len(value)}")
+        return tuple(
+            _load(t, v, f"{where}[{i}]") for i, (t, v) in enumerate(zip(kinds, value, strict=True))
+        )
+    if isinstance(tp, type) and is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise _Malformed(where, f"expected an object, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in fields(tp)}
+        if unknown := sorted(set(value) - known):
+            raise _Malformed(where, f"unknown field {unknown[0]!r}")
+        loaded = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
+        try:
+            return tp(**loaded)
+        except TypeError as error:  # a required field is absent
+            raise _Malformed(where, str(error).partition(".__init__() ")[2] or str(error)) from None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in tp)
+            raise _Malformed(where, f"{value!r} is not one of {choices}") from None
+    if tp is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, str, bool) and type(value) is tp:
+        return value
+    raise _Malformed(where, f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
+def comparison_from_dict(document: Mapping[str, Any], source: str = "<memory>") -> Comparison:
+    """Read back what `comparison_to_dict` wrote; ResultsError names the field that is wrong."""
+    if document.get("schema") != SCHEMA:
+        raise ResultsError(
+            f"{source}: not a harness comparison (schema {document.get('schema')!r})"
+        )
+    if document.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{source}: comparison schema_version {document.get('schema_version')!r}, "
+            f"this harness reads {SCHEMA_VERSION}",
+            ["re-run harness compare to measure it again"],
+        )
+    body = {k: v for k, v in document.items() if k not in ("schema", "schema_version", "valid")}
+    verdict = body.pop("verdict", None)
+    if not isinstance(verdict, dict):
+        raise ResultsError(f"{source}: verdict: expected an object with quality and latency")
+    body["verdict_quality"], body["verdict_latency"] = (
+        verdict.get("quality"),
+        verdict.get("latency"),
+    )
+    try:
+        comparison: Comparison = _load(Comparison, body, "comparison")
+    except _Malformed as error:
+        raise ResultsError(
+            f"{source}: malformed comparison: {error}", ["re-run harness compare to write it again"]
+        ) from None
+    return comparison
+
+
+def save_comparison(results_dir: Path, comparison: Comparison, *, redact: bool = False) -> Path:
+    """Write the comparison as results_dir/<UTC stamp>_<base sha8>_<cand sha8>/comparison.json
+    (a new directory: an existing one gets a -2, -3, ... suffix); return the directory."""
+    h = comparison.header
+    stem = f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
+    directory, n = results_dir / stem, 1
+    while True:
+        try:
+            directory.mkdir(parents=True)
+            break
+        except FileExistsError:
+            n += 1
+            directory = results_dir / f"{stem}-{n}"
+    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+    return directory
+
+
+def load_comparison(directory: Path) -> Comparison:
+    """The comparison saved in `directory` (or a comparison.json given directly)."""
+    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
+    return comparison_from_dict(read_json(path), str(path))
+
+
+# --------------------------------------------------------------------------- the registry
+
+RENDERERS: Mapping[str, Callable[[Comparison, bool], str]] = {
+    "text": _render_text,
+    "markdown": _render_markdown,
+    "json": _render_json,
+}
+
+
+def render(comparison: Comparison, fmt: str, *, redact: bool = False) -> str:
+    """The comparison as `fmt` (a key of RENDERERS); query text left out when `redact`."""
+    try:
+        renderer = RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(RENDERERS)}") from None
+    return renderer(comparison, redact)
+
+
+# --------------------------------------------------------------------------- metrics and runs
+
+
+def render_evaluation(evaluation: Evaluation, fmt: str, per_query: bool = False) -> str:
+    """`harness metrics` output: "table" (tabulate: all, then one row per slice with n), "json"
+    ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query"}) or "csv" (scope, metric,
+    value rows; scope "all", "slice:NAME" or "query:ID").  Per-query values only when asked."""
+    names = [str(s) for s in evaluation.specs]
+    if fmt == "json":
+        doc: dict[str, Any] = {
+            "aggregate": dict(evaluation.aggregate),
+            "slices": {k: {**v.values, "n": v.n} for k, v in evaluation.slices.items()},
+        }
+        if per_query:
+            doc["per_query"] = {q: dict(v) for q, v in evaluation.per_query.items()}
+        return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(("scope", "metric", "value"))
+        writer.writerows(("all", m, repr(v)) for m, v in evaluation.aggregate.items())
+        for name, sl in evaluation.slices.items():
+            writer.writerow((f"slice:{name}", "n", sl.n))
+            writer.writerows((f"slice:{name}", m, repr(v)) for m, v in sl.values.items())
+        if per_query:
+            for qid, values in evaluation.per_query.items():
+                writer.writerows((f"query:{qid}", m, repr(v)) for m, v in values.items())
+        return buffer.getvalue()
+    if fmt != "table":
+        raise ValueError(f"unknown format {fmt!r}; known: table, json, csv")
+
+    def cells(values: Mapping[str, float]) -> list[str]:
+        return [f"{values[m]:.4f}" if m in values else "-" for m in names]
+
+    rows = [["all", str(evaluation.n), *cells(evaluation.aggregate)]]
+    rows += [[f"slice {k}", str(v.n), *cells(v.values)] for k, v in evaluation.slices.items()]
+    parts = [tabulate(rows, ["scope", "n", *names], tablefmt="simple", disable_numparse=True)]
+    na, o = evaluation.no_answer, evaluation.outranks
+    lines = []
+    if na.n:
+        lines.append(
+            f"unanswerable queries returning anything: {na.false_positives} of {na.n} "
+            f"({_rate(na.rate)})"
+        )
+    if o.n:
+        lines.append(f"outranks pairs holding: {o.n_held} of {o.n}")
+    if evaluation.missing:
+        lines.append(
+            f"answerable queries absent from the run (scored 0): {len(evaluation.missing)}"
+        )
+    if evaluation.extra:
+        lines.append(f"run queries not in the gold set (ignored): {len(evaluation.extra)}")
+    parts += ["\n".join(lines)] if lines else []
+    if per_query:
+        table = [[q, *cells(v)] for q, v in evaluation.per_query.items()]
+        parts.append(tabulate(table, ["query", *names], tablefmt="simple", disable_numparse=True))
+    return "\n\n".join(parts) + "\n"
+
+
+def render_run(run: RefRun, gold: GoldSet, fmt: str) -> str:
+    """`harness run` output: the run record as JSON, or a table of its repeats."""
+    if fmt == "json":
+        return json.dumps(run_to_dict(run), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    if fmt != "table":
+        raise ValueError(f"unknown format {fmt!r}; known: table, json")
+    head = f"{run.ref} ({run.sha[:8]}): {len(run.repeats)} repeats of {_queries(len(gold))}"
+    if run.build_failure is not None:
+        head += f"\nbuild failed: {run.build_failure.message}"
+    rows = [
+        (
+            str(rep.index + 1),
+            str(len(rep.results)),
+            str(rep.errors),
+            *(
+                f"{rep.timings_s[k]:.2f}" if k in rep.timings_s else "-"
+                for k in ("boot", "queries")
+            ),
+            "confirmed" if rep.teardown_confirmed else "NOT confirmed",
+            f"{rep.failure.stage}: {rep.failure.message}" if rep.failure else "",
+        )
+        for rep in run.repeats
+    ]
+    headers = ("repeat", "answers", "errors", "boot s", "queries s", "teardown", "failure")
+    table = tabulate(rows, headers, tablefmt="simple", disable_numparse=True)
+    return f"{head}\n\n{table}\n"

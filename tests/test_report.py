@@ -1,0 +1,408 @@
+"""harness.report: text, Markdown and JSON of fixed comparisons; round trips; redaction; metrics.
+
+Expected outputs live in tests/data/report/.  After an intended change to the layout, rewrite
+them with
+
+    HARNESS_REGEN=1 pytest tests/test_report.py
+
+and review the diff (`git diff tests/data/report`) before committing it.  The comparisons are
+built in memory from tests/test_compare.py's synthetic gold set and runs, with fixed seeds; no
+rendered output holds a timestamp, so the files are byte-for-byte stable.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_compare import (
+    BASE_SHA,
+    CAND_SHA,
+    base_ms,
+    buried,
+    candidate,
+    make_gold,
+    make_run,
+    ranks,
+)
+
+from harness import report
+from harness.compare import CompareSettings, Comparison, compare
+from harness.errors import ResultsError
+from harness.metrics import Evaluation, evaluate
+from harness.report import (
+    RENDERERS,
+    comparison_from_dict,
+    comparison_to_dict,
+    load_comparison,
+    render,
+    render_evaluation,
+    render_run,
+    save_comparison,
+)
+from harness.types import ErrorKind, GoldQuery, RunFailure, Verdict
+
+EXPECTED = Path(__file__).resolve().parent / "data" / "report"
+REGEN = os.environ.get("HARNESS_REGEN") == "1"
+SUFFIX = {"text": "txt", "markdown": "md", "json": "json"}
+
+
+def check_expected(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if REGEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: write it with HARNESS_REGEN=1 pytest {__file__}")
+    assert text == path.read_text(encoding="utf-8"), f"differs from {path} (HARNESS_REGEN=1)"
+
+
+# --------------------------------------------------------------------------- fixed comparisons
+
+
+def slow(rep: int, q: GoldQuery) -> float:
+    """1.5x base_ms, give or take 8% per query and 1% per repeat."""
+    i = int(q.id[1:])
+    return 1.5 * base_ms(rep, q) * (1 + 0.04 * (i % 5 - 2)) * (1 + 0.01 * ((rep + i) % 3))
+
+
+def regressed() -> Comparison:
+    """Candidate loses 12 howto answers and 2 rare ones, wins back 2, pushes q05 to rank 7, is
+    1.5x slower, errors once (within max_errors); the baseline record was reused."""
+    gold = make_gold()
+    base = replace(
+        make_run(gold, ranks(buried(1, 2))), reused=True, record_path="results/runs/main.json"
+    )
+    cand = candidate(
+        gold,
+        ranks({**buried(*range(41, 53), 71, 72), "q05": 7}),
+        ms=slow,
+        errors={(1, "q33"): ErrorKind.TIMEOUT},
+        stale_first=frozenset({"q10"}),
+    )
+    settings = CompareSettings(max_errors=1, query_differences=("query.params.boost",))
+    return compare(gold, base, cand, settings)
+
+
+def invalid() -> Comparison:
+    """Candidate times out on 3 answers and fails to boot once: invalid, numbers still shown."""
+    gold = make_gold()
+    errors = {(0, "q05"): ErrorKind.TIMEOUT, (2, "q05"): ErrorKind.TIMEOUT}
+    failures = {1: RunFailure("boot", "exited with status 1 before /health answered")}
+    cand = candidate(gold, ranks(buried(*range(1, 13))), errors=errors, failures=failures)
+    return compare(gold, make_run(gold, ranks()), cand, CompareSettings())
+
+
+def collapsed() -> Comparison:
+    gold = make_gold()
+    base = make_run(gold, ranks(buried(*range(1, 11))))
+    return compare(gold, base, candidate(gold, ranks(buried(*range(71, 81)))), CompareSettings())
+
+
+def too_small() -> Comparison:
+    gold = make_gold(n=5, unanswerable=1)
+    cand = candidate(gold, ranks(buried(1, 2)))
+    return compare(gold, make_run(gold, ranks()), cand, CompareSettings(resamples=500))
+
+
+def build_failed() -> Comparison:
+    gold = make_gold()
+    cand = candidate(gold, ranks(), build_failure=RunFailure("build", "make: *** [all] Error 2"))
+    return compare(gold, make_run(gold, ranks()), cand, CompareSettings(resamples=500))
+
+
+CASES = {
+    "regressed": regressed,
+    "invalid": invalid,
+    "collapsed": collapsed,
+    "too_small": too_small,
+    "build_failed": build_failed,
+}
+
+
+@pytest.fixture(scope="module")
+def comparisons() -> dict[str, Comparison]:
+    return {name: make() for name, make in CASES.items()}
+
+
+# --------------------------------------------------------------------------- expected files
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_regressed_comparison_matches_the_expected_file(
+    comparisons: dict[str, Comparison], fmt: str
+) -> None:
+    check_expected(f"regressed.{SUFFIX[fmt]}", render(comparisons["regressed"], fmt))
+
+
+@pytest.mark.parametrize("name", ["invalid", "collapsed", "too_small"])
+def test_other_comparisons_match_their_expected_text(
+    comparisons: dict[str, Comparison], name: str
+) -> None:
+    check_expected(f"{name}.txt", render(comparisons[name], "text"))
+
+
+def test_redacted_markdown_matches_the_expected_file(comparisons: dict[str, Comparison]) -> None:
+    check_expected(
+        "regressed-redacted.md", render(comparisons["regressed"], "markdown", redact=True)
+    )
+
+
+# --------------------------------------------------------------------------- what the text says
+
+
+def test_verdicts_in_words_come_first_then_the_hit_lines(
+    comparisons: dict[str, Comparison],
+) -> None:
+    text = render(comparisons["regressed"], "text")
+    lines = text.splitlines()
+    assert lines[0] == f"harness: main ({BASE_SHA[:8]}) -> feat/x ({CAND_SHA[:8]})"
+    assert lines[2] == "quality: regressed: hit@5, hit@10 regressed"
+    assert lines[3].startswith("latency: regressed: 1.51x slower (95% CI 1.4")
+    # b = 12 howto + 2 rare + q05 (rank 7) = 15, c = q01, q02 = 2, on 79 queries (q33 errored).
+    assert "hit@5: 0.975 -> 0.810 (-13 queries, b=15 c=2, McNemar exact p=0.0023): regressed" in (
+        lines
+    )
+    assert text.index("quality:") < text.index("hit@5:") < text.index("Flips at hit@5")
+
+
+def test_the_style_guide_example_line() -> None:
+    gold = make_gold()
+    c = compare(
+        gold,
+        make_run(gold, ranks()),
+        candidate(gold, ranks(buried(*range(1, 15)))),
+        CompareSettings(resamples=200),
+    )
+    # 80 -> 66 hits: 66/80 = 0.825; p = 2 * 0.5**14 = 0.000122
+    assert "hit@5: 1.000 -> 0.825 (-14 queries, b=14 c=0, McNemar exact p=0.00012): regressed" in (
+        render(c, "text").splitlines()
+    )
+
+
+def test_an_invalid_run_says_so_above_everything_and_marks_the_numbers(
+    comparisons: dict[str, Comparison],
+) -> None:
+    text = render(comparisons["invalid"], "text")
+    lines = text.splitlines()
+    assert lines[2] == "INVALID: no verdict can be given, because:"
+    assert lines[3].startswith(f"- candidate feat/x ({CAND_SHA[:8]}): repeat 2 failed at boot")
+    assert "quality: invalid: the run is invalid (see the reasons above)" in lines
+    assert "hit@k over 79 queries [invalid run: for diagnosis only]" in lines
+    markdown = render(comparisons["invalid"], "markdown")
+    assert "> **INVALID: no verdict can be given, because:**" in markdown
+
+
+def test_a_slice_collapse_is_reported(comparisons: dict[str, Comparison]) -> None:
+    text = render(comparisons["collapsed"], "text")
+    assert "slice collapse: rare hit@5 1.000 -> 0.000 (fell to zero)" in text.splitlines()
+    assert "quality: no measurable difference: no change in hit@5, hit@10 outside the noise; " in (
+        text
+    )
+
+
+def test_a_gold_set_too_small_is_said_in_words(comparisons: dict[str, Comparison]) -> None:
+    text = render(comparisons["too_small"], "text")
+    sentence = (
+        "gold set too small to call a change in hit@5 (5 queries; the smallest callable swing is 6)"
+    )
+    assert f"quality: no measurable difference: {sentence}" in text.splitlines()
+    assert sentence in text.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [
+        (1.0, "1.0"),
+        (0.5, "0.50"),
+        (2 * 0.5**6, "0.031"),  # 0.03125
+        (2 * 0.5**12, "0.00049"),  # 0.000488
+        (0.0001, "0.00010"),
+        (0.000099, "<0.0001"),
+        (None, "-"),
+    ],
+)
+def test_p_values_have_two_significant_digits(p: float | None, shown: str) -> None:
+    assert report._p(p) == shown
+
+
+def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> None:
+    assert set(RENDERERS) == {"text", "markdown", "json"}
+    with pytest.raises(ValueError, match="unknown format 'html'; known: text, markdown, json"):
+        render(comparisons["regressed"], "html")
+
+
+def test_report_computes_nothing() -> None:
+    tree = ast.parse(Path(report.__file__).read_text(encoding="utf-8"))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "harness.stats" not in modules
+    from_compare = {
+        alias.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == "harness.compare"
+        for alias in n.names
+    }
+    assert "compare" not in from_compare  # types only
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_json_reads_back_into_an_equal_comparison(
+    comparisons: dict[str, Comparison], name: str
+) -> None:
+    c = comparisons[name]
+    assert comparison_from_dict(json.loads(render(c, "json"))) == c
+
+
+def test_json_document_shape(comparisons: dict[str, Comparison]) -> None:
+    text = render(comparisons["regressed"], "json")
+    doc = json.loads(text)
+    assert text == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert (doc["schema"], doc["schema_version"]) == ("harness-comparison", 1)
+    assert doc["verdict"] == {"quality": "regressed", "latency": "regressed"}
+    assert doc["valid"] is True
+    assert doc["settings"]["seed"] == 0
+    vocabulary = {v.value for v in Verdict}
+    assert vocabulary == {"improved", "regressed", "no measurable difference", "invalid"}
+    for name in CASES:
+        verdict = comparison_to_dict(comparisons[name])["verdict"]
+        assert set(verdict.values()) <= vocabulary
+
+
+def test_a_saved_comparison_loads_back_and_is_never_overwritten(
+    comparisons: dict[str, Comparison], tmp_path: Path
+) -> None:
+    c = comparisons["regressed"]
+    first = save_comparison(tmp_path, c)
+    second = save_comparison(tmp_path, c)
+    assert first != second  # a second save in the same second gets its own directory
+    assert first.name.endswith(f"_{BASE_SHA[:8]}_{CAND_SHA[:8]}")
+    assert load_comparison(first) == c
+    assert load_comparison(second / "comparison.json") == c
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema": "harness-run"}, "not a harness comparison"),
+        ({"schema_version": 2}, "schema_version 2, this harness reads 1"),
+        ({"verdict": {"quality": "worse", "latency": "improved"}}, "verdict_quality: 'worse'"),
+        ({"overall": {"name": "overall", "n": "eighty", "rows": []}}, "comparison.overall.n"),
+        ({"flips": [{"metric": "hit@5"}]}, "comparison.flips[0]: missing"),
+        ({"surprise": 1}, "unknown field 'surprise'"),
+    ],
+)
+def test_a_malformed_comparison_names_what_is_wrong(
+    comparisons: dict[str, Comparison], change: dict[str, object], message: str
+) -> None:
+    doc = {**comparison_to_dict(comparisons["regressed"]), **change}
+    with pytest.raises(ResultsError, match=r"^saved\.json: ") as info:
+        comparison_from_dict(doc, "saved.json")
+    assert message in str(info.value)
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+@pytest.mark.parametrize("fmt", list(RENDERERS))
+def test_redact_leaves_query_text_out_of_every_format(
+    comparisons: dict[str, Comparison], fmt: str
+) -> None:
+    gold = make_gold()
+    texts = [q.text for q in gold.queries]
+    for c in comparisons.values():
+        redacted = render(c, fmt, redact=True)
+        assert not [t for t in texts if t in redacted]
+        assert all(f.query_id in redacted for flips in c.flips for f in flips.flips)  # ids stay
+    flipped = render(comparisons["regressed"], fmt)
+    assert "how do I configure widget 41" in flipped  # so the check above can fail
+
+
+def test_a_redacted_json_reads_back_without_text(comparisons: dict[str, Comparison]) -> None:
+    c = comparisons["regressed"]
+    back = comparison_from_dict(json.loads(render(c, "json", redact=True)))
+    assert all(f.text is None for flips in back.flips for f in flips.flips)
+    assert back == report._redacted(c)
+
+
+# --------------------------------------------------------------------------- harness metrics
+
+
+@pytest.fixture(scope="module")
+def evaluation() -> Evaluation:
+    gold = make_gold(n=4, unanswerable=2)
+    rankings = {
+        "q01": ["q01-rel"],  # rank 1
+        "q02": ["x", "q02-rel"],  # rank 2
+        "q03": ["x"],  # a miss
+        # q04 absent: scored 0
+        "u1": [],
+        "u2": ["x"],
+    }
+    return evaluate(gold, rankings, ["hit@1", "mrr@10"])
+
+
+def test_evaluation_json_shape(evaluation: Evaluation) -> None:
+    doc = json.loads(render_evaluation(evaluation, "json"))
+    assert doc == {
+        "aggregate": {"hit@1": 1 / 4, "mrr@10": (1 + 1 / 2) / 4},
+        "slices": {"news": {"hit@1": 1 / 4, "mrr@10": (1 + 1 / 2) / 4, "n": 4}},
+    }
+    per_query = json.loads(render_evaluation(evaluation, "json", per_query=True))
+    assert per_query["per_query"]["q02"] == {"hit@1": 0.0, "mrr@10": 0.5}
+    assert list(per_query["per_query"]) == ["q01", "q02", "q03", "q04"]
+
+
+def test_evaluation_csv_rows(evaluation: Evaluation) -> None:
+    rows = list(csv.reader(io.StringIO(render_evaluation(evaluation, "csv", True))))
+    assert rows[:4] == [
+        ["scope", "metric", "value"],
+        ["all", "hit@1", "0.25"],
+        ["all", "mrr@10", "0.375"],
+        ["slice:news", "n", "4"],
+    ]
+    assert ["query:q02", "mrr@10", "0.5"] in rows
+    assert len(rows) == 1 + 2 + 3 + 4 * 2
+    without = render_evaluation(evaluation, "csv")
+    assert "query:" not in without
+
+
+def test_evaluation_table(evaluation: Evaluation) -> None:
+    text = render_evaluation(evaluation, "table")
+    lines = text.splitlines()
+    assert lines[0].split() == ["scope", "n", "hit@1", "mrr@10"]
+    assert lines[2].split() == ["all", "4", "0.2500", "0.3750"]
+    assert lines[3].split() == ["slice", "news", "4", "0.2500", "0.3750"]
+    assert "unanswerable queries returning anything: 1 of 2 (0.500)" in lines
+    assert "answerable queries absent from the run (scored 0): 1" in lines
+    assert "q03" not in text
+    assert "q03" in render_evaluation(evaluation, "table", per_query=True)
+
+
+def test_render_run_table_and_json() -> None:
+    gold = make_gold(n=3, unanswerable=0)
+    failures = {1: RunFailure("ready", "no answer")}
+    run = make_run(gold, ranks(), errors={(0, "q02"): ErrorKind.NOT_JSON}, failures=failures)
+    text = render_run(run, gold, "table")
+    assert text.startswith(f"main ({BASE_SHA[:8]}): 3 repeats of 3 queries\n")
+    assert "ready: no answer" in text
+    assert json.loads(render_run(run, gold, "json"))["sha"] == BASE_SHA
+
+
+def test_markdown_escapes_user_text_so_tables_hold(comparisons: dict[str, Comparison]) -> None:
+    c = comparisons["regressed"]
+    first = c.flips[0]
+    odd = replace(first.flips[0], text="pipes | and *stars* <b>")
+    c = replace(c, flips=(replace(first, flips=(odd, *first.flips[1:])), *c.flips[1:]))
+    row = next(x for x in render(c, "markdown").splitlines() if "pipes" in x)
+    assert "pipes \\| and \\*stars\\* \\<b>" in row
+    header = next(x for x in render(c, "markdown").splitlines() if x.startswith("| query "))
+    assert row.replace("\\|", "").count("|") == header.count("|")  # still six cells
