@@ -26,8 +26,8 @@ What is compared, and how:
   bootstrap CI, both seeded).
 - Slices: the same rows on the slice's queries; p-values Holm-corrected across the slices that
   have queries, per metric, and a slice row is only called when its adjusted p < alpha.  A slice
-  row "collapses" when its metric falls to zero from non-zero, or when it drops significantly
-  (adjusted) while the overall row of that metric is not a regression.
+  row "collapses" when its metric falls to zero from non-zero, or when it is REGRESSED (outside
+  its noise band, Holm-adjusted p < alpha) while the overall row of that metric is not.
 - Latency: per side `stats.latency_summary` over every non-errored answer of every usable repeat;
   paired on the analysed queries (all of them, answerable or not, with a latency > 0 on both
   sides) through `stats.per_query_latency_ms` and `stats.paired_latency_ratio`.
@@ -47,16 +47,19 @@ import enum
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from harness import stats
-from harness.config import CompareConfig
 from harness.errors import ConfigError
 from harness.metrics import Evaluation, Kind, MetricSpec, dedupe, evaluate, parse_metric
 from harness.stats import BinaryTest, LatencySummary, LatencyTest
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+
+if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
+    from harness.config import CompareConfig
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -541,29 +544,27 @@ def _scope(
 
 
 def _holm_slices(slices: list[Scope], overall: Scope, alpha: float) -> list[Scope]:
-    """Adjust each metric's p across the slices, downgrade what Holm no longer supports, flag
-    collapses."""
-    if not slices:
-        return slices
+    """Adjust each metric's p across the slices, take back the calls Holm no longer supports,
+    and flag collapses."""
     adjusted = {
         row.metric: stats.holm([s.rows[i].p for s in slices])
-        for i, row in enumerate(slices[0].rows)
+        for i, row in enumerate(slices[0].rows if slices else ())
     }
     out = []
     for j, scope in enumerate(slices):
         rows = []
         for row in scope.rows:
             adj = adjusted[row.metric][j]
-            changes: dict[str, object] = {"p_adjusted": adj}
+            row = replace(row, p_adjusted=adj)
             if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= alpha:
-                changes["verdict"] = Verdict.NO_DIFFERENCE
-                changes["note"] = f"not significant after Holm across {len(slices)} slices"
+                note = f"not significant after Holm across {len(slices)} slices"
+                row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
             whole = overall.row(row.metric)
             if row.baseline > 0 and row.candidate == 0:
-                changes["collapse"] = "fell to zero"
-            elif adj < alpha and row.delta < 0 and whole and whole.verdict != Verdict.REGRESSED:
-                changes["collapse"] = f"dropped (Holm-adjusted p < {alpha:g}) while overall did not"
-            rows.append(replace(row, **changes))  # type: ignore[arg-type]
+                row = replace(row, collapse="fell to zero")
+            elif row.verdict is Verdict.REGRESSED and whole and whole.verdict != Verdict.REGRESSED:
+                row = replace(row, collapse="regressed while the overall row did not")
+            rows.append(row)
         out.append(replace(scope, rows=tuple(rows)))
     return out
 

@@ -23,6 +23,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from harness import compare as compare_module
+from harness.cli import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.compare import CompareSettings, Comparison, Direction, compare
 from harness.config import CompareConfig
 from harness.errors import ConfigError
@@ -169,16 +170,11 @@ def test_compare_imports_nothing_that_does_io() -> None:
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
-    pure = {
-        "harness",
-        "harness.stats",
-        "harness.metrics",
-        "harness.types",
-        "harness.errors",
-        "harness.config",
-    }
-    stdlib = {"__future__", "enum", "collections", "collections.abc", "dataclasses"}
-    assert imported <= pure | stdlib | {"numpy", "numpy.typing"}, sorted(imported)
+    pure = {"harness", "harness.stats", "harness.metrics", "harness.types", "harness.errors"}
+    stdlib = {"__future__", "enum", "collections", "collections.abc", "dataclasses", "typing"}
+    runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only
+    assert runtime <= pure | stdlib | {"numpy", "numpy.typing"}, sorted(imported)
+    assert "CompareConfig" not in vars(compare_module)  # so not imported at run time
 
 
 # --------------------------------------------------------------------------- hit@k verdicts
@@ -197,6 +193,7 @@ def test_burying_12_of_80_answers_is_a_regression() -> None:
     assert c.verdict_quality is Verdict.REGRESSED
     assert c.quality_reason == "hit@5, hit@10 regressed"
     assert c.valid
+    assert exit_status([c.verdict_quality, c.verdict_latency]) == EXIT_REGRESSED
 
 
 @pytest.mark.parametrize(("b", "c"), [(12, 0), (3, 0), (0, 12), (7, 2), (5, 5)])
@@ -301,7 +298,7 @@ def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
     assert not c.collapses
 
 
-@settings(max_examples=15)
+@settings(max_examples=15, deadline=None)  # a shared machine: no timing in tests
 @given(
     st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=80, max_size=80),
     st.integers(0, 2**16),
@@ -313,7 +310,7 @@ def test_a_against_itself_never_calls_a_change(table: list[int | None], seed: in
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
 
 
-@settings(max_examples=15)
+@settings(max_examples=15, deadline=None)  # a shared machine: no timing in tests
 @given(st.sets(st.integers(1, 80), max_size=20), st.sets(st.integers(1, 80), max_size=20))
 def test_swapping_the_sides_swaps_b_and_c_and_the_verdict(lost: set[int], won: set[int]) -> None:
     gold = make_gold()
@@ -377,6 +374,7 @@ def test_an_errored_query_makes_the_run_invalid_with_kinds_counts_and_ids() -> N
     }
     c = run_pair(ranks(buried(*range(1, 13))), errors=errors)
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.INVALID, Verdict.INVALID)
+    assert exit_status([c.verdict_quality, c.verdict_latency]) == EXIT_INVALID
     assert c.invalid_reasons == (
         f"candidate feat/x ({CAND_SHA[:8]}): 3 errored answers (http_status 1, timeout 2; "
         "e.g. q05, q09) exceed max_errors = 0; see the service log, or raise compare.max_errors",
@@ -467,6 +465,22 @@ def test_a_slice_that_collapses_to_zero_is_flagged_while_overall_is_unchanged() 
     assert c.quality_reason.endswith("; but slice collapse: rare (hit@5 and 9 more)")
     news = next(s for s in c.slices if s.name == "news")
     assert not any(r.collapse for r in news.rows)
+
+
+def test_a_slice_regression_hidden_by_the_overall_row_is_a_collapse() -> None:
+    # howto loses 10 of its 30 answers, news wins back the 10 the baseline missed: overall net 0.
+    # howto alone: b = 10, p = 2/1024, Holm over 3 slices at most 3 * 2/1024 = 0.0059 < 0.05.
+    c = run_pair(ranks(buried(*range(41, 51))), base_rank=ranks(buried(*range(1, 11))))
+    overall = c.overall.row("hit@5")
+    howto = next(s for s in c.slices if s.name == "howto").row("hit@5")
+    assert overall is not None and howto is not None
+    assert overall.verdict is Verdict.NO_DIFFERENCE
+    assert (howto.baseline, howto.candidate) == (1.0, 20 / 30)
+    assert howto.p_adjusted is not None and howto.p_adjusted <= 3 * 2 / 1024
+    assert howto.verdict is Verdict.REGRESSED
+    assert howto.collapse == "regressed while the overall row did not"
+    news = next(s for s in c.slices if s.name == "news").row("hit@5")
+    assert news is not None and news.verdict is Verdict.IMPROVED and news.collapse is None
 
 
 def test_slice_p_values_are_holm_adjusted_as_statsmodels_does() -> None:
@@ -568,6 +582,12 @@ def test_a_gate_on_an_unknown_metric_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="gate_on") as info:
         CompareSettings(gate_on=("NDCG@10",))
     assert "did you mean ndcg@10?" in str(info.value)
+
+
+@pytest.mark.parametrize("k", [(), (0, 5), (5, 5)])
+def test_settings_refuse_bad_cutoffs(k: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError, match="distinct cutoffs >= 1"):
+        CompareSettings(k=k)
 
 
 def test_settings_from_config_and_the_metric_order() -> None:
