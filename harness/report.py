@@ -30,7 +30,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from harness.compare import Comparison, Flip, MetricRow, Scope
+from harness.compare import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.errors import ResultsError
 from harness.metrics import Evaluation
 from harness.results import read_json, run_to_dict, utc_stamp, write_json_new
@@ -85,9 +85,8 @@ class _Block:
     fold: str | None = None  # a table's title; Markdown folds the table under it (<details>)
 
 
-def _hit_line(row: MetricRow) -> str:
-    assert row.hit is not None
-    t = row.hit.test
+def _hit_line(row: MetricRow, hit: HitDetail) -> str:
+    t = hit.test
     line = (
         f"{row.metric}: {_rate(row.baseline)} -> {_rate(row.candidate)} "
         f"({t.net:+d} queries, b={t.b} c={t.c}, McNemar exact p={_p(t.p)}): {row.verdict.value}"
@@ -190,7 +189,7 @@ def _quality(c: Comparison, mark: str) -> list[_Block]:
         return []
     out = [
         _Block("heading", (f"hit@k over {_queries(c.overall.n)}{mark}",)),
-        _Block("lines", tuple(map(_hit_line, c.hit_rows))),
+        _Block("lines", tuple(_hit_line(r, r.hit) for r in c.hit_rows if r.hit)),
     ]
     if c.collapses:
         lines = tuple(
@@ -386,8 +385,7 @@ def _redacted(c: Comparison) -> Comparison:
 def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:
     """The JSON document: schema, version, the two verdicts, then every field of the Comparison."""
     c = _redacted(comparison) if redact else comparison
-    body = _dump(c)
-    assert isinstance(body, dict)
+    body = {f.name: _dump(getattr(c, f.name)) for f in fields(c)}
     quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
     return {
         "schema": SCHEMA,
