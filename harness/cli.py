@@ -12,10 +12,16 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.errors import HarnessError, ResultsError
 from harness.types import Verdict
+
+if TYPE_CHECKING:
+    from harness.compare import CompareSettings
+    from harness.metrics import MetricSpec
+    from harness.runner import RunPlan
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID = 0, 1, 2, 3
 
@@ -130,7 +136,8 @@ def _compare_demo(args: argparse.Namespace) -> int:
         args.config, args.repo = repo / "harness.toml", repo
         args.baseline = args.baseline or "main"
         args.candidate = args.candidate or "feat/x"
-        args.results, args.demo = results, False
+        # Always measured afresh: a demo that boots nothing the second time shows nothing.
+        args.results, args.demo, args.fresh = results, False, True
         status = cmd_compare(args)
     print(
         "\nThat was the bundled example (`harness demo DIR` writes it out to copy from).\n"
@@ -144,7 +151,7 @@ def _compare_demo(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- shared set-up
 
 
-def _metric_specs(text: str) -> tuple[object, ...]:
+def _metric_specs(text: str) -> tuple[MetricSpec, ...]:
     from harness.metrics import parse_metrics
 
     try:
@@ -153,7 +160,7 @@ def _metric_specs(text: str) -> tuple[object, ...]:
         raise HarnessError(f"--metrics: {exc}") from None
 
 
-def _plan(args: argparse.Namespace) -> tuple[object, object]:
+def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     """Load config and gold (failing fast, before anything is built) into a RunPlan."""
     from dataclasses import replace
 
@@ -164,34 +171,28 @@ def _plan(args: argparse.Namespace) -> tuple[object, object]:
     from harness.runner import RunPlan
 
     config = load_config(args.config, repo=args.repo)
-    overrides = {
+    overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in ("alpha", "latency_tolerance", "max_errors", "seed")
         if getattr(args, name, None) is not None
     }
     if getattr(args, "k", None):
         overrides["k"] = tuple(args.k)
-    config = replace(config, compare=replace(config.compare, **overrides))
+    config = replace(config, compare=replace(config.compare, **overrides))  # type: ignore[arg-type]
     gold = load_gold(config.gold, corpus=config.corpus)
-    corpus_hash = gold.corpus.sha256 if gold.corpus else None
     plan = RunPlan(
         config=config,
         gold=gold,
-        corpus_hash=corpus_hash,
+        corpus_hash=gold.corpus.sha256 if gold.corpus else None,
         results_dir=Path(args.results).resolve(),
         concurrency=args.concurrency,
         keep=args.keep,
         progress=Progress(),
     )
-    c = config.compare
-    settings = CompareSettings(
-        k=c.k,
-        alpha=c.alpha,
-        latency_tolerance=c.latency_tolerance,
-        max_errors=c.max_errors,
-        seed=c.seed,
-        gate_on=tuple(getattr(args, "gate_on", None) or ()),
-        query_differences=tuple(config.differences()),
+    settings = CompareSettings.from_config(
+        config.compare,
+        gate_on=getattr(args, "gate_on", None) or (),
+        query_differences=config.differences(),
     )
     return plan, settings
 
