@@ -262,15 +262,14 @@ def _exact(query: GoldQuery, corpus: Corpus) -> list[Finding]:
                        f"document ({shown or 'it has no content word'}), so it cannot single out "
                        "its answer; query a term of document frequency 1, or move the query to "
                        "another slice", "query")]
-    found = []
-    for term in rare:
-        (holder,) = corpus.holders(term)
-        if holder not in expected:
-            found.append(_error(query, "winnability", f"{term!r} occurs in one document, "
-                                f"{holder!r}, which is not labelled relevant (relevant: "
-                                f"{_listed(expected)}); label {holder!r}, or drop {term!r} from "
-                                "the query", "relevant"))
-    return found
+    elsewhere = [(term, holder) for term in rare for holder in corpus.holders(term)
+                 if holder not in expected]
+    if not elsewhere:
+        return []
+    where = ", ".join(f"{term!r} in {holder!r}" for term, holder in elsewhere)
+    return [_error(query, "winnability", f"rare terms single out a document that is not "
+                   f"labelled relevant ({where}; relevant: {_listed(expected)}); label it, or "
+                   "drop those terms from the query", "relevant")]
 
 
 def _phrase(query: GoldQuery, corpus: Corpus) -> list[Finding]:
