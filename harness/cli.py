@@ -102,7 +102,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             plan, args.baseline, args.candidate, repeats=repeats, fresh=args.fresh
         )
     comparison = compare(plan.gold, baseline, candidate, settings)
-    saved = save_comparison(plan.results_dir, comparison, redact=args.redact)
+    saved = save_comparison(
+        plan.results_dir, comparison, (baseline, candidate), redact=args.redact
+    )
     print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return exit_status([comparison.verdict_quality, comparison.verdict_latency])

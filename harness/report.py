@@ -33,12 +33,13 @@ from tabulate import tabulate
 from harness.compare import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.errors import ResultsError
 from harness.metrics import Evaluation
-from harness.results import read_json, run_to_dict, utc_stamp, write_json_new
+from harness.results import read_json, run_to_dict, utc_stamp, write_json_new, write_text_new
 from harness.types import GoldSet, RefRun
 
 SCHEMA = "harness-comparison"
 SCHEMA_VERSION = 1
 COMPARISON_FILE = "comparison.json"
+REPORT_FILE = "report.md"
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
 
@@ -479,9 +480,17 @@ def comparison_from_dict(document: Mapping[str, Any], source: str = "<memory>") 
     return comparison
 
 
-def save_comparison(results_dir: Path, comparison: Comparison, *, redact: bool = False) -> Path:
-    """Write the comparison as results_dir/<UTC stamp>_<base sha8>_<cand sha8>/comparison.json
-    (a new directory: an existing one gets a -2, -3, ... suffix); return the directory."""
+def save_comparison(
+    results_dir: Path,
+    comparison: Comparison,
+    runs: Sequence[RefRun] = (),
+    *,
+    redact: bool = False,
+) -> Path:
+    """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
+    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
+    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
+    error details, which may quote response bodies."""
     h = comparison.header
     stem = f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
     directory, n = results_dir / stem, 1
@@ -492,7 +501,15 @@ def save_comparison(results_dir: Path, comparison: Comparison, *, redact: bool =
         except FileExistsError:
             n += 1
             directory = results_dir / f"{stem}-{n}"
+    for side, run in zip(("baseline", "candidate"), runs, strict=False):
+        record = run_to_dict(run)
+        if redact:
+            for rep in record["repeats"]:
+                for result in rep["results"]:
+                    result["detail"] = None
+        write_json_new(directory / f"{side}.json", record)
     write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
     return directory
 
 

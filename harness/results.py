@@ -59,16 +59,15 @@ def host_fingerprint() -> dict[str, str]:
     }
 
 
-def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
-    """Write `document` to `path` atomically, refusing to overwrite an existing file.
+def write_text_new(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically, refusing to overwrite an existing file.
 
     The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
     (link fails if the target exists, unlike rename), so a reader never sees half a file and a
     crash never leaves one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -84,6 +83,12 @@ def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
     finally:
         os.unlink(tmp)
     return path
+
+
+def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
+    """`write_text_new` of `document` as JSON with sorted keys."""
+    text = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return write_text_new(path, text)
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class GoldQuery:
 
 @dataclass(frozen=True)
 class GoldSet:
-    """A validated gold set. `hash` is the sha256 of its canonical form (see gold.canonical_hash)."""
+    """A validated gold set. `hash` is the sha256 of its canonical form (gold.canonical_hash)."""
 
     queries: tuple[GoldQuery, ...]
     source: str
@@ -73,7 +73,7 @@ class GoldSet:
 # --------------------------------------------------------------------------- one query's answer
 
 
-class ErrorKind(str, enum.Enum):
+class ErrorKind(enum.StrEnum):
     """Why a query produced no ranking. A failed query is never scored as an empty ranking."""
 
     TIMEOUT = "timeout"
@@ -160,7 +160,7 @@ class RefRun:
 # --------------------------------------------------------------------------- verdicts
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """The fixed vocabulary of every verdict the harness prints or writes."""
 
     IMPROVED = "improved"

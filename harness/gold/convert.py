@@ -64,7 +64,7 @@ def convert(gold: GoldSet, to: str, out: Path | str, *, overwrite: bool = False,
     _refuse_existing(out, overwrite, to)
     if to == "native":
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_native(gold, out)
+        write_native(gold, out, overwrite=overwrite)
         return []
     kept = [q for q in gold.queries if q.relevant]
     warnings = _dropped(gold, kept, to, topics)

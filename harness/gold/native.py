@@ -256,14 +256,19 @@ def _line(value: dict[str, object], sort_keys: bool = True) -> str:
 
 
 def write_native(gold: GoldSet | Iterable[GoldQuery], path: Path | str, *,
-                 corpus: CorpusInfo | None = None, description: str | None = None) -> None:
+                 corpus: CorpusInfo | None = None, description: str | None = None,
+                 overwrite: bool = True) -> None:
     """Write the header ("format" first) and one sorted-key line per query, atomically.
 
     The queries keep their order. `corpus` defaults to a GoldSet's own corpus. The lines are
     checked with the reader's rules first, so this never writes a file `load_gold` would refuse
-    (GoldError instead); the file appears whole or not at all (temp file + os.replace).
+    (GoldError instead); the file appears whole or not at all (temp file + os.replace). With
+    `overwrite=False` an existing `path` is a GoldError and is left alone.
     """
     path = Path(path)
+    if not overwrite and path.exists():
+        raise GoldError(f"{path}: already exists; choose another output, or pass --force to "
+                        "replace it")
     if isinstance(gold, GoldSet):
         corpus = corpus if corpus is not None else gold.corpus
         queries: Iterable[GoldQuery] = gold.queries
