@@ -1,0 +1,71 @@
+"""`compare --demo`, end to end as a newcomer runs it: the installed console script, in an empty
+directory, with its own TMPDIR and cache so that leftovers can be seen. Numbers are not pinned:
+the test checks the report's structure and that the exit status is the verdict's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+from cli_support import run_cli
+
+DEMO_SLICES = ("entity", "exact_token", "freshness", "semantic", "superseded")
+Demo = tuple[Path, subprocess.CompletedProcess[str]]
+VERDICTS = ("improved", "regressed", "no measurable difference", "invalid")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    home = tmp_path_factory.mktemp("demo-user")
+    (home / "tmp").mkdir()
+    env = {"TMPDIR": str(home / "tmp"), "HARNESS_CACHE_DIR": str(home / "cache")}
+    done = run_cli("compare", "--demo", cwd=home, env=env, timeout=240)
+    return home, done
+
+
+def test_exit_status_is_the_verdicts(demo: Demo) -> None:
+    home, done = demo
+    saved = list((home / "results").glob("*_*_*/comparison.json"))
+    assert len(saved) == 1, done.stderr
+    verdict = json.loads(saved[0].read_text())["verdict"]
+    assert verdict["quality"] in VERDICTS and verdict["latency"] in VERDICTS
+    assert "invalid" not in verdict.values(), done.stdout
+    expected = 1 if "regressed" in verdict.values() else 0
+    assert done.returncode == expected, done.stderr
+
+
+def test_report_has_verdicts_slices_and_flips(demo: Demo) -> None:
+    _, done = demo
+    out = done.stdout
+    head = out.splitlines()[:6]
+    assert any(line.startswith("quality: ") for line in head), head
+    assert any(line.startswith("latency: ") for line in head), head
+    assert "main (" in out and "feat/x (" in out
+    for name in DEMO_SLICES:
+        assert f"Slice {name} (n=" in out, name
+    assert "hit@5: " in out and "McNemar exact p=" in out
+    assert "Flips at hit@5" in out
+    assert "noise floor" in out
+
+
+def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
+    home, done = demo
+    err = done.stderr
+    assert "results saved in" in err
+    assert "compare --baseline main --candidate" in err
+    (directory,) = [p.parent for p in (home / "results").glob("*_*_*/comparison.json")]
+    names = {p.name for p in directory.iterdir()}
+    assert {"comparison.json", "report.md", "baseline.json", "candidate.json"} <= names
+
+
+def test_nothing_is_left_behind(demo: Demo) -> None:
+    home, _ = demo
+    assert list((home / "tmp").iterdir()) == []  # the throwaway repository is gone
+    worktrees = home / "cache" / "worktrees"
+    assert not worktrees.exists() or list(worktrees.iterdir()) == []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or ())
+        assert str(home) not in cmdline, cmdline
