@@ -221,6 +221,15 @@ def test_check_files_reports_what_load_gold_would_raise_on_as_findings(
     assert "3 errors" in info.value.message
 
 
+def test_check_files_on_a_malformed_gold_file_lists_the_dangling_ids_too(
+        tmp_path: Path, corpus_file: Path) -> None:
+    gold = write_lines(tmp_path / "g.jsonl", {"id": "q1", "query": "", "relevant": ["d9"]})
+    with pytest.raises(GoldError) as info:
+        check_files(gold, corpus_file)
+    assert [(p.line, p.field) for p in info.value.problems] == [(1, "query"), (1, "relevant")]
+    assert "document 'd9' is not in the corpus" in info.value.problems[1].message
+
+
 def test_staleness_counts_the_labelled_ids_that_still_exist(corpus: Corpus) -> None:
     old = CorpusInfo("corpus.jsonl", "0" * 64)
     gold = gold_of(q("q1", "lag", "x", {"d3": 1, "d4": 0}, outranks=(("d3", "d0"),)), corpus=old)
@@ -293,7 +302,7 @@ def test_nonsense_controls_share_no_word_and_have_no_answer(corpus: Corpus) -> N
                                                                {"d1": 1}))
     found = errors(check_gold(gold, corpus), "controls")
     assert [(f.query_id, f.field) for f in found] == [("n1", "query"), ("n2", "relevant")]
-    assert "'patroni' (in 1, e.g. 'd3') occur in the corpus" in found[0].message
+    assert "the corpus holds 'patroni' (1 documents, e.g. 'd3')" in found[0].message
     assert "a nonsense control is unanswerable, but 'd1' have grade >= 1" in found[1].message
 
 
@@ -485,6 +494,8 @@ def test_build_on_public_corpora_then_check_the_written_file(name: str, tmp_path
     gold, report = check_files(out, folder)
     assert report.ok and not [f for f in report.findings if f.check != "power"]
     assert len(gold) == 25 and gold.corpus is not None
+    with pytest.raises(GoldError, match="already exists"):  # what `gold build` without --force does
+        write_native(gold, out, overwrite=False)
     assert gold.corpus.sha256 == corpus.sha256
     phrases = [x for x in gold.queries if x.slice == "phrase"]
     assert all(1 <= len(x.relevant) <= 25 for x in phrases)
@@ -650,3 +661,51 @@ def test_stats_of_a_gold_set_without_answerable_queries() -> None:
     stats = gold_stats(gold_of(q("a", "x", "nonsense")))
     assert (stats.answerable, stats.relevant_median, stats.unanswerable_share) == (0, None, 1.0)
     assert "relevant per answerable query: no answerable query" in render_stats(stats)
+
+
+# --------------------------------------------------------------------------- the README is true
+
+README = ROOT / "gold" / "README.md"
+
+
+def _block(text: str, fence: str) -> str:
+    """The first block of `text` fenced with `fence` ("```jsonl")."""
+    return text.split(fence + "\n", 1)[1].split("```", 1)[0]
+
+
+def _shown_lines(text: str, command: str) -> list[str]:
+    """The output lines under `command` in a fenced block, without "..." elisions."""
+    lines = text.split(command + "\n", 1)[1].split("```", 1)[0].splitlines()
+    return [line for line in lines if line.strip() != "..."]
+
+
+def test_the_readme_check_example_is_real_output(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    section = README.read_text(encoding="utf-8").split("## Checking a gold set", 1)[1]
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "gold" / "example-corpus.jsonl").write_bytes(
+        (ROOT / "gold" / "example-corpus.jsonl").read_bytes())
+    (tmp_path / "broken.jsonl").write_text(_block(section, "```jsonl"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    _, report = check_files("broken.jsonl", "gold/example-corpus.jsonl")
+    real = render_check(report).splitlines()
+    shown = _shown_lines(section, "$ harness gold check broken.jsonl --corpus "
+                         "gold/example-corpus.jsonl")
+    remaining = iter(real)
+    assert all(line in remaining for line in shown)  # every line shown is real, in order
+    assert len(shown) > 20 and shown[-1] == real[-1]
+
+
+def test_the_readme_build_and_stats_examples_are_real_output(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             ) -> None:
+    text = README.read_text(encoding="utf-8")
+    monkeypatch.chdir(ROOT)
+    corpus = load_corpus("gold/example-corpus.jsonl")
+    write_native(build_gold(corpus, exact_rare=2, phrase=2, nonsense=1, min_words=10),
+                 tmp_path / "built.jsonl", corpus=corpus.info)
+    built = [line for line in (tmp_path / "built.jsonl").read_text().splitlines()
+             if "-002" not in line]
+    assert _shown_lines(text, "$ grep -v -- -002 built.jsonl") == built
+    stats = _shown_lines(text, "$ harness gold stats gold/example.jsonl")
+    assert stats == render_stats(gold_stats(load_gold("gold/example.jsonl"))).splitlines()

@@ -184,14 +184,20 @@ def check_files(gold: Path | str, corpus: Path | str | None = None, *,
     `run` call before anything is built.
 
     A gold file that cannot be read (malformed lines, unknown fields) or a malformed corpus still
-    raises GoldError, since nothing can be checked in it; ids missing from the corpus and a stale
-    corpus sha256 are findings of the report instead. The GoldSet returned records the corpus
+    raises GoldError, since nothing can be checked in it (listing the dangling ids too, as
+    `load_gold(..., corpus=...)` does); otherwise ids missing from the corpus and a stale corpus
+    sha256 are findings of the report. The GoldSet returned records the corpus
     as `load_gold(..., corpus=...)` would: the header's name (else the corpus path) and the
     corpus's sha256. Call `report.raise_if_errors()` to fail fast.
     """
     from harness.gold.check import check_gold
 
-    loaded = load_gold(gold, queries=queries, fmt=fmt, split=split)
+    try:
+        loaded = load_gold(gold, queries=queries, fmt=fmt, split=split)
+    except GoldError:
+        if corpus is not None:  # raise once, with the corpus problems too, as load_gold lists them
+            load_gold(gold, queries=queries, fmt=fmt, split=split, corpus=Path(corpus))
+        raise
     documents = load_corpus(corpus) if corpus is not None else None
     report = check_gold(loaded, documents, alpha=alpha, slices=slices,
                         lines_in=str(queries) if loaded.format == "trec" and queries else None)

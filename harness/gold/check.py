@@ -331,9 +331,10 @@ def _nonsense(query: GoldQuery, corpus: Corpus | None) -> list[Finding]:
         found.append(_error(query, "controls", "a nonsense control needs a word that is not a "
                             "stop word", "query"))
     if corpus is not None and (known := [w for w in words if corpus.df(w)]):
-        seen = [f"{w!r} (in {corpus.df(w)}, e.g. {corpus.holders(w)[0]!r})" for w in known]
-        found.append(_error(query, "controls", f"{', '.join(seen)} occur in the corpus; a "
-                            "nonsense control shares no word with it: replace them", "query"))
+        seen = [f"{w!r} ({corpus.df(w)} documents, e.g. {corpus.holders(w)[0]!r})"
+                for w in known]
+        found.append(_error(query, "controls", f"the corpus holds {', '.join(seen)}; a nonsense "
+                            "control shares no word with it: replace what it holds", "query"))
     return found
 
 
@@ -365,8 +366,9 @@ def _power_findings(power: tuple[SlicePower, ...], overall: SlicePower,
     for row in (*power, overall):
         if row.answerable and row.min_swing is None:
             what = "the gold set" if row.slice == ALL else f"slice {row.slice!r}"
-            found.append(Finding("warning", "power", None, None, f"{what} has {row.answerable} "
-                                 f"answerable queries, fewer than the {swing} a McNemar exact "
+            has = f"{row.answerable} answerable {'query' if row.answerable == 1 else 'queries'}"
+            found.append(Finding("warning", "power", None, None, f"{what} has {has}, "
+                                 f"fewer than the {swing} a McNemar exact "
                                  f"test needs at alpha {alpha:g}: no change in it can ever be "
                                  f"called significant; add at least {swing - row.answerable} "
                                  "answerable queries, or read its numbers as descriptive"))
