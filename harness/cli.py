@@ -53,7 +53,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             ["check that the run and the gold set use the same query ids"],
         )
     evaluation = evaluate(gold, run.rankings, specs, args.rel_level, scores=run.scores)
-    print(render_evaluation(evaluation, args.format, per_query=args.per_query), end="")
+    print(render_evaluation(evaluation, args.format, args.per_query, gold=gold), end="")
     return EXIT_OK
 
 

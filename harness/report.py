@@ -540,16 +540,21 @@ def render(comparison: Comparison, fmt: str, *, redact: bool = False) -> str:
 # --------------------------------------------------------------------------- metrics and runs
 
 
-def render_evaluation(evaluation: Evaluation, fmt: str, per_query: bool = False) -> str:
+def render_evaluation(
+    evaluation: Evaluation, fmt: str, per_query: bool = False, *, gold: GoldSet | None = None
+) -> str:
     """`harness metrics` output: "table" (tabulate: all, then one row per slice with n), "json"
-    ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query"}) or "csv" (scope, metric,
-    value rows; scope "all", "slice:NAME" or "query:ID").  Per-query values only when asked."""
+    ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query", "gold"}) or "csv" (scope,
+    metric, value rows; scope "all", "slice:NAME", "query:ID" or "gold").  Per-query values only
+    when asked; the gold set's source and content hash whenever `gold` is given."""
     names = [str(s) for s in evaluation.specs]
     if fmt == "json":
         doc: dict[str, Any] = {
             "aggregate": dict(evaluation.aggregate),
             "slices": {k: {**v.values, "n": v.n} for k, v in evaluation.slices.items()},
         }
+        if gold is not None:
+            doc["gold"] = {"source": gold.source, "sha256": gold.hash, "queries": len(gold)}
         if per_query:
             doc["per_query"] = {q: dict(v) for q, v in evaluation.per_query.items()}
         return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n"
@@ -557,6 +562,8 @@ def render_evaluation(evaluation: Evaluation, fmt: str, per_query: bool = False)
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(("scope", "metric", "value"))
+        if gold is not None:
+            writer.writerow(("gold", "sha256", gold.hash))
         writer.writerows(("all", m, repr(v)) for m, v in evaluation.aggregate.items())
         for name, sl in evaluation.slices.items():
             writer.writerow((f"slice:{name}", "n", sl.n))
@@ -589,6 +596,8 @@ def render_evaluation(evaluation: Evaluation, fmt: str, per_query: bool = False)
         )
     if evaluation.extra:
         lines.append(f"run queries not in the gold set (ignored): {len(evaluation.extra)}")
+    if gold is not None:
+        lines.append(f"gold set: {gold.source} ({len(gold)} queries, sha256 {gold.hash[:12]})")
     parts += ["\n".join(lines)] if lines else []
     if per_query:
         table = [[q, *cells(v)] for q, v in evaluation.per_query.items()]

@@ -37,6 +37,7 @@ def test_json_output_equals_the_engine_per_query_and_per_slice(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     gold = load_gold(GOLD)
+    assert document["gold"]["sha256"] == gold.hash  # every output names the gold set it used
     expected = evaluate(gold, load_run(RUN).rankings, parse_metrics(METRICS))
     assert document["aggregate"] == pytest.approx(dict(expected.aggregate), abs=1e-12)
     assert set(document["slices"]) == set(expected.slices)
