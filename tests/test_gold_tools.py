@@ -30,7 +30,15 @@ from harness.gold.convert import convert
 from harness.gold.documents import Corpus, Document
 from harness.gold.render import render_check, render_stats
 from harness.gold.summary import gold_stats
-from harness.gold.text import compounds, content_words, normalise, phrase_of, terms, tokens
+from harness.gold.text import (
+    compounds,
+    content_words,
+    normalise,
+    phrase_of,
+    surface_words,
+    terms,
+    tokens,
+)
 from harness.types import CorpusInfo, GoldQuery, GoldSet
 
 # --------------------------------------------------------------------------- a hand-made corpus
@@ -122,7 +130,9 @@ def test_the_phrase_of_a_query_is_its_quoted_part_else_all_of_it() -> None:
 def test_the_tokeniser_is_a_fixed_point_on_its_own_output(text: str) -> None:
     # build writes words and check re-reads them: both must see the same words.
     words = tokens(text)
+    assert words == [normalise(w) for w in surface_words(text)]
     assert tokens(" ".join(words)) == words
+    assert tokens(" ".join(surface_words(text))) == words  # build's queries are surface words
     assert all(normalise(w) == w for w in words)
 
 
@@ -709,3 +719,25 @@ def test_the_readme_build_and_stats_examples_are_real_output(tmp_path: Path,
     assert _shown_lines(text, "$ grep -v -- -002 built.jsonl") == built
     stats = _shown_lines(text, "$ harness gold stats gold/example.jsonl")
     assert stats == render_stats(gold_stats(load_gold("gold/example.jsonl"))).splitlines()
+
+
+# --------------------------------------------------------------------------- pure modules stay pure
+
+PURE = ["text", "documents", "check", "build", "summary", "render"]
+PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "functools",
+                "json", "random", "re", "statistics", "typing", "unicodedata", "harness.errors",
+                "harness.stats", "harness.types", *(f"harness.gold.{m}" for m in PURE)}
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_the_pure_gold_tools_import_no_io_stage_and_open_no_file(module: str) -> None:
+    import ast
+
+    tree = ast.parse((ROOT / "harness" / "gold" / f"{module}.py").read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= PURE_IMPORTS, imported - PURE_IMPORTS
+    calls = {node.func.id for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "open" not in calls and "print" not in calls

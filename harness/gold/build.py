@@ -36,7 +36,7 @@ from typing import TypeVar
 from harness.errors import GoldError, Problem
 from harness.gold.check import check_gold, check_query
 from harness.gold.documents import Corpus, Document
-from harness.gold.text import STOP_WORDS, normalise, tokens
+from harness.gold.text import STOP_WORDS, normalise, surface_words, tokens
 from harness.types import GoldQuery, GoldSet
 
 _WORD = re.compile(r"[^\W_]+")
@@ -134,15 +134,11 @@ def _exact_rare(corpus: Corpus, document: Document, rng: random.Random, sha: str
         return None
     word = rng.choice(rare)
     # The query is the word as written, since a normalised form ("analysi") is not one.
-    written = next(raw for raw in _raw_words(f"{document.title} {document.text}")
-                   if normalise(raw.lower()) == word)
-    derivation = (f"{written.lower()!r} occurs in exactly one document, {document.id} "
+    written = next(raw for raw in surface_words(f"{document.title}\n{document.text}")
+                   if normalise(raw) == word)
+    derivation = (f"{written!r} occurs in exactly one document, {document.id} "
                   f"({corpus.length(document.id)} words), of corpus sha256 {sha}")
-    return written.lower(), {document.id: 1}, derivation
-
-
-def _raw_words(text: str) -> list[str]:
-    return _WORD.findall(unicodedata.normalize("NFKC", text))
+    return written, {document.id: 1}, derivation
 
 
 def _phrase(corpus: Corpus, document: Document, rng: random.Random, sha: str, size: int,
@@ -164,7 +160,7 @@ def _phrase(corpus: Corpus, document: Document, rng: random.Random, sha: str, si
     start = rng.choice(starts)
     phrase = text[spans[start][0]:spans[start + size - 1][1]]
     matches = corpus.phrase_matches(tokens(phrase))
-    if not 1 <= len(matches) <= most:
+    if document.id not in matches or len(matches) > most:
         return None
     derivation = (f"verbatim from {document.id}; the phrase occurs in {len(matches)} "
                   f"document(s) of corpus sha256 {sha}, all labelled relevant")

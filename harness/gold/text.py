@@ -73,6 +73,12 @@ def normalise(word: str) -> str:
     return _memo[word]
 
 
+def surface_words(text: str) -> list[str]:
+    """Every word of `text` as written (NFKC, lower-cased), before light normalisation:
+    `tokens(text)` is `normalise` applied to each."""
+    return _WORD.findall(_fold(text))
+
+
 def tokens(text: str) -> list[str]:
     """Every word of `text`, normalised, in order; stop words included."""
     return list(map(_memo.__getitem__, _WORD.findall(_fold(text))))
