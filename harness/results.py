@@ -157,6 +157,8 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "host": dict(run.host),
         "query_config": dict(run.query_config),
         "build_failure": _failure_to_dict(run.build_failure),
+        "timings_s": dict(run.timings_s),
+        "build_cached": run.build_cached,
         "repeats": [
             {
                 "index": rep.index,
@@ -203,6 +205,8 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             repeats=repeats,
             query_config=dict(data.get("query_config", {})),
             build_failure=_failure_from_dict(data.get("build_failure")),
+            timings_s={str(k): float(v) for k, v in data.get("timings_s", {}).items()},
+            build_cached=data.get("build_cached"),
             record_path=source,
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -63,6 +63,7 @@ class RefSession:
         self.extra_env: dict[str, str] = {}
         self._stack = contextlib.ExitStack()
         self.timings: dict[str, float] = {}
+        self.build_cached: bool | None = None
 
     @property
     def log_dir(self) -> Path:
@@ -80,6 +81,7 @@ class RefSession:
                 log_dir=self.log_dir,
             )
             self.timings["build"] = result.seconds
+            self.build_cached = result.cached if self.side.service.build else None
             if result.venv is not None:
                 # The venv's bin goes first on the caller's PATH, never instead of it.
                 caller_path = {"PATH": os.environ.get("PATH", os.defpath)}
@@ -172,6 +174,8 @@ class RefSession:
             repeats=tuple(self.repeats),
             query_config=_query_config_dict(self.side),
             build_failure=self.build_failure,
+            timings_s=dict(self.timings),
+            build_cached=self.build_cached,
         )
         path = save_run(self.plan.results_dir, run)
         return replace(run, record_path=str(path))

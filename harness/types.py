@@ -147,6 +147,8 @@ class RefRun:
     repeats: tuple[Repeat, ...]
     query_config: Mapping[str, object] = field(default_factory=dict)
     build_failure: RunFailure | None = None
+    timings_s: Mapping[str, float] = field(default_factory=dict)  # "build" (0 when cached)
+    build_cached: bool | None = None  # None: nothing to build
     record_path: str | None = None
     reused: bool = False
 
