@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -74,6 +75,11 @@ class RefSession:
             self.worktree = self._stack.enter_context(
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
+            if self.plan.keep:
+                print(
+                    f"harness: keeping the worktree of {self.ref} at {self.worktree}",
+                    file=sys.stderr,
+                )
             result = build(
                 self.worktree,
                 sha_key=self.sha,
