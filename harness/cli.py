@@ -83,6 +83,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             session.run_repeat(index)
         run = session.finish()
     print(render_run(run, plan.gold, args.format), end="")
+    # The table has room for one line per failure; the log tail that says why goes to stderr.
+    for failure in dict.fromkeys(run.failures):
+        print(f"harness: error: {failure.stage}: {failure.message}", file=sys.stderr)
+        for line in failure.log_tail:
+            print(line, file=sys.stderr)
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
     return EXIT_INVALID if run.failures or any(r.errors for r in run.repeats) else EXIT_OK
 

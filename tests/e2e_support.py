@@ -1,0 +1,358 @@
+"""Throwaway git repositories holding a tiny retrieval service, and the CLI run against them.
+
+    sandbox = build_sandbox(tmp / "x", {"bury12": {"bury": query_ids(1, 12)}})
+    done = sandbox.harness("compare", "--baseline", "main", "--candidate", "bury12")
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+A sandbox is one directory holding everything a test touches, so nothing reaches the real home:
+
+    repo/            the git repository (branch main plus one branch per behaviour)
+      svc.py         tests/fixtures/e2e_service/svc.py, identical on every branch
+      behaviour.json {} on main; each branch changes only this file (see svc.py)
+      harness.toml   the configuration the CLI finds in its cwd
+      data/corpus.jsonl, gold/gold.jsonl
+    cache/           HARNESS_CACHE_DIR: worktrees, builds
+    home/            HOME of the harness process (and of git)
+    tmp/             TMPDIR of the harness process: every boot's throwaway root lands here
+    results/         the default --results
+    boots.log        one line per service boot, whatever data copy it got (E2E_BOOT_COUNTER)
+
+The gold set: queries q01..q80, "tell me about topic qNN", each with the one relevant document
+dNN ("this document covers topic qNN in depth"); 20 filler documents share no word with any query.
+So a healthy service ranks every expected answer first, and `bury` on n query ids moves exactly
+those n answers out of the top 10.
+
+Every commit sleeps BASE_BEHAVIOUR's few milliseconds per search (a branch's behaviour is merged
+over it): latency is then mostly a sleep, not the scheduler of a busy machine, so an unchanged
+service cannot drift 10% slower between interleaved repeats and a latency verdict means what
+the test says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SERVICE = Path(__file__).resolve().parent / "fixtures" / "e2e_service" / "svc.py"
+GOLD_SIZE = 80
+FILLERS = 20
+CLI_TIMEOUT_S = 180.0  # a deadline against a hung harness, not a timing assertion
+GIT_TIMEOUT_S = 60.0
+BASE_BEHAVIOUR: Mapping[str, object] = {"slow_ms": 3}
+
+
+def query_id(n: int) -> str:
+    return f"q{n:02d}"
+
+
+def query_ids(first: int, last: int) -> list[str]:
+    """q{first}..q{last}, both included."""
+    return [query_id(n) for n in range(first, last + 1)]
+
+
+def doc_id(n: int) -> str:
+    return f"d{n:02d}"
+
+
+def gold_lines() -> list[str]:
+    header = {"format": "harness-gold", "version": 1, "description": "e2e fixture"}
+    rows = [
+        {
+            "id": query_id(n),
+            "query": f"tell me about topic {query_id(n)}",
+            "relevant": {doc_id(n): 1},
+        }
+        for n in range(1, GOLD_SIZE + 1)
+    ]
+    return [json.dumps(row, sort_keys=True) for row in (header, *rows)]
+
+
+def corpus_lines() -> list[str]:
+    docs = [
+        {
+            "id": doc_id(n),
+            "title": f"Topic {query_id(n)}",
+            "text": f"this document covers topic {query_id(n)} in depth",
+        }
+        for n in range(1, GOLD_SIZE + 1)
+    ]
+    docs += [
+        {"id": f"f{n:02d}", "title": "Filler", "text": f"unrelated filler page number {n}"}
+        for n in range(1, FILLERS + 1)
+    ]
+    return [json.dumps(doc, sort_keys=True) for doc in docs]
+
+
+def config_text(
+    *,
+    gold: str = "gold/gold.jsonl",
+    boot_counter: Path | None = None,
+    ready_timeout: float = 30.0,
+    build: str | None = None,
+    repeats: int = 2,
+) -> str:
+    """A harness.toml for the fixture service. `stop_timeout` is short so that a service that
+    ignores SIGTERM costs one second, not ten."""
+    lines = [
+        "[service]",
+        'start = "{python} svc.py --port {port} --data {data}"',
+        'ready = "/health"',
+        'data = "data"',
+        "venv = false",
+        f"ready_timeout = {ready_timeout}",
+        "stop_timeout = 1.0",
+    ]
+    if build is not None:
+        lines.append(f"build = {json.dumps(build)}")
+    if boot_counter is not None:
+        lines.append(f"env = {{ E2E_BOOT_COUNTER = {json.dumps(str(boot_counter))} }}")
+    lines += [
+        "",
+        "[query]",
+        'path = "/search"',
+        'params = { q = "{query}", k = "{limit}" }',
+        'ids = "results[].id"',
+        'scores = "results[].score"',
+        "limit = 10",
+        "",
+        "[gold]",
+        f"path = {json.dumps(gold)}",
+        "",
+        "[compare]",
+        f"repeats = {repeats}",
+        "k = [5, 10]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def git(repo: Path, *args: str, home: Path | None = None) -> str:
+    """Run git with no system or global config (the caller's setup never leaks in)."""
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home or repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+        "GIT_AUTHOR_NAME": "e2e",
+        "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+        "GIT_COMMITTER_NAME": "e2e",
+        "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+    }
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=GIT_TIMEOUT_S,
+    )
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """One fixture repository and every directory the harness may write to (see the module)."""
+
+    root: Path
+
+    @property
+    def repo(self) -> Path:
+        return self.root / "repo"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def boot_counter(self) -> Path:
+        return self.root / "boots.log"
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The harness process's whole environment: nothing of the test runner's but PATH."""
+        env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": str(self.home),
+            "TMPDIR": str(self.tmp),
+            "HARNESS_CACHE_DIR": str(self.cache),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        env.update(extra or {})
+        return env
+
+    def command(
+        self, args: Sequence[str], results: Path | None = None, config: Path | None = None
+    ) -> list[str]:
+        """The CLI's argv: `--results` added (except for report), and with a config file,
+        `--config` and `--repo` (a config outside the repository does not name it)."""
+        extra = [] if args and args[0] == "report" else ["--results", str(results or self.results)]
+        if config is not None:
+            extra += ["--config", str(config), "--repo", str(self.repo)]
+        return [sys.executable, "-m", "harness.cli", *args, *extra]
+
+    def harness(
+        self,
+        *args: str,
+        results: Path | None = None,
+        config: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the real CLI to completion with cwd = the repository (see `command`)."""
+        return subprocess.run(
+            self.command(args, results, config),
+            cwd=self.repo,
+            env=self.env(env),
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+
+    def start_harness(self, *args: str, results: Path | None = None) -> subprocess.Popen[str]:
+        """The CLI as a running process (for signals); stdout and stderr are pipes."""
+        return subprocess.Popen(
+            self.command(args, results),
+            cwd=self.repo,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def write_config(
+        self, name: str, *, ready_timeout: float = 30.0, build: str | None = None
+    ) -> Path:
+        """A config file outside the repository (so its tree stays clean), the gold set given by
+        absolute path; pass it as `config=` to `harness`."""
+        path = self.root / name
+        text = config_text(
+            gold=str(self.repo / "gold" / "gold.jsonl"),
+            boot_counter=self.boot_counter,
+            ready_timeout=ready_timeout,
+            build=build,
+        )
+        path.write_text(text)
+        return path
+
+    def boots(self) -> int:
+        """Services booted so far in this sandbox (any data copy, any results directory)."""
+        if not self.boot_counter.exists():
+            return 0
+        return len(self.boot_counter.read_text().splitlines())
+
+    def worktrees(self) -> list[str]:
+        """Linked worktrees git still knows of, plus anything left in the cache's checkouts."""
+        listed = git(self.repo, "worktree", "list", "--porcelain", home=self.home)
+        paths = [
+            line.split(" ", 1)[1] for line in listed.splitlines() if line.startswith("worktree ")
+        ]
+        linked = [p for p in paths if Path(p).resolve() != self.repo.resolve()]
+        for kind in ("worktrees", "snapshots"):
+            folder = self.cache / kind
+            if folder.is_dir():
+                linked += [str(p) for p in folder.iterdir()]
+        return linked
+
+    def run_ids(self, results: Path | None = None) -> set[str]:
+        """The HARNESS_RUN_ID of every boot whose log is under the results directory."""
+        found = set()
+        for log in ((results or self.results) / "logs").glob("*.log"):
+            for line in log.read_text(errors="replace").splitlines():
+                if line.startswith("svc: HARNESS_RUN_ID="):
+                    found.add(line.partition("=")[2])
+        return found
+
+    def leftovers(self, run_ids: Iterable[str] = ()) -> list[str]:
+        """Live processes of ours that this sandbox started: cwd or an argument inside the
+        sandbox, or HARNESS_RUN_ID one of `run_ids`. Other helpers' services are not looked at."""
+        ids, root = set(run_ids), str(self.root)
+        found = []
+        for proc in psutil.process_iter(["pid", "uids", "cmdline", "cwd", "status"]):
+            info = proc.info
+            if proc.pid == os.getpid() or info["uids"] is None:
+                continue
+            if info["uids"].real != os.getuid() or info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = info["cmdline"] or []
+            inside = any(root in arg for arg in cmdline) or (info["cwd"] or "").startswith(root)
+            try:
+                marked = proc.environ().get("HARNESS_RUN_ID") in ids
+            except psutil.Error:
+                marked = False
+            if inside or marked:
+                found.append(f"{proc.pid}: {' '.join(cmdline)}")
+        return found
+
+
+def build_sandbox(
+    root: Path,
+    branches: Mapping[str, Mapping[str, object]],
+    *,
+    ready_timeout: float = 30.0,
+    repeats: int = 2,
+) -> Sandbox:
+    """Create the sandbox directories and its repository: main (BASE_BEHAVIOUR), then one branch
+    per entry of `branches`, each main plus one commit writing BASE_BEHAVIOUR updated with it."""
+    sandbox = Sandbox(root)
+    for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
+        folder.mkdir(parents=True)
+    repo = sandbox.repo
+    shutil.copyfile(SERVICE, repo / "svc.py")
+    (repo / "behaviour.json").write_text(_behaviour({}))
+    (repo / "data").mkdir()
+    (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")
+    (repo / "gold").mkdir()
+    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold_lines()) + "\n")
+    (repo / "harness.toml").write_text(
+        config_text(boot_counter=sandbox.boot_counter, ready_timeout=ready_timeout, repeats=repeats)
+    )
+    (repo / ".gitignore").write_text("results/\n")
+    home = sandbox.home
+    git(repo, "init", "--quiet", "--initial-branch=main", home=home)
+    git(repo, "add", "--all", home=home)
+    git(repo, "commit", "--quiet", "-m", "fixture service, gold set and config", home=home)
+    for name, behaviour in branches.items():
+        git(repo, "checkout", "--quiet", "-b", name, "main", home=home)
+        (repo / "behaviour.json").write_text(_behaviour(behaviour))
+        git(repo, "commit", "--quiet", "-am", f"behaviour: {name}", home=home)
+        git(repo, "checkout", "--quiet", "main", home=home)
+    return sandbox
+
+
+def _behaviour(overrides: Mapping[str, object]) -> str:
+    return json.dumps({**BASE_BEHAVIOUR, **overrides}, sort_keys=True) + "\n"
+
+
+def record_paths(results: Path) -> list[Path]:
+    """Run records under results/runs/, oldest first."""
+    return sorted((results / "runs").glob("*.json"))
+
+
+def load_json(path: Path) -> dict[str, object]:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
