@@ -58,17 +58,67 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_gold_check(args: argparse.Namespace) -> int:
-    from harness.gold import load_gold
+    from harness.gold import check_files
+    from harness.gold.render import render_check
 
-    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, split=args.split)
-    answerable = sum(q.answerable for q in gold.queries)
-    corpus = gold.corpus.sha256 if gold.corpus and gold.corpus.sha256 else "not recorded"
-    print(
-        f"{gold.source}: ok: {len(gold)} queries ({answerable} answerable, "
-        f"{len(gold) - answerable} unanswerable) in {len(gold.slices)} slices "
-        f"({', '.join(gold.slices)}); format {gold.format}; gold sha256 {gold.hash}; "
-        f"corpus sha256 {corpus}"
+    _, report = check_files(
+        args.gold,
+        args.corpus,
+        queries=args.queries,
+        split=args.split,
+        alpha=args.alpha,
+        slices=tuple(args.require_slice or ()),
     )
+    print(render_check(report, args.format), end="")
+    return EXIT_OK if report.ok else EXIT_USAGE
+
+
+def cmd_gold_build(args: argparse.Namespace) -> int:
+    from harness.gold import load_gold, write_native
+    from harness.gold.build import build_gold
+    from harness.gold.corpus import load_corpus
+
+    corpus = load_corpus(args.corpus)
+    rows = build_gold(
+        corpus,
+        exact_rare=args.exact_rare,
+        phrase=args.phrase,
+        nonsense=args.nonsense,
+        seed=args.seed,
+        include=load_gold(args.include) if args.include else None,
+        min_words=args.min_words,
+        max_words=args.max_words,
+        phrase_words=args.phrase_words,
+        max_phrase_docs=args.max_phrase_docs,
+    )
+    write_native(
+        rows, args.out, corpus=corpus.info, description=args.description, overwrite=args.force
+    )
+    print(f"harness: wrote {len(rows)} queries to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_gold_convert(args: argparse.Namespace) -> int:
+    from harness.gold import load_gold
+    from harness.gold.convert import convert
+
+    gold = load_gold(args.gold, queries=args.queries, split=args.split)
+    warnings = convert(
+        gold, args.to, args.out, overwrite=args.force, split=args.out_split, topics=args.topics
+    )
+    for warning in warnings:
+        print(f"harness: warning: {warning}", file=sys.stderr)
+    print(f"harness: wrote {len(gold)} queries as {args.to} to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_gold_stats(args: argparse.Namespace) -> int:
+    from harness.gold import load_gold
+    from harness.gold.render import render_stats
+    from harness.gold.summary import gold_stats
+
+    gold = load_gold(args.gold, queries=args.queries, split=args.split)
+    print(render_stats(gold_stats(gold), args.format), end="")
     return EXIT_OK
 
 
@@ -107,9 +157,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             plan, args.baseline, args.candidate, repeats=repeats, fresh=args.fresh
         )
     comparison = compare(plan.gold, baseline, candidate, settings)
-    saved = save_comparison(
-        plan.results_dir, comparison, (baseline, candidate), redact=args.redact
-    )
+    saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return exit_status([comparison.verdict_quality, comparison.verdict_latency])
@@ -173,7 +221,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 
     from harness.compare import CompareSettings
     from harness.config import load_config
-    from harness.gold import load_gold
+    from harness.gold import check_files
     from harness.progress import Progress
     from harness.runner import RunPlan
 
@@ -186,7 +234,9 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     if getattr(args, "k", None):
         overrides["k"] = tuple(args.k)
     config = replace(config, compare=replace(config.compare, **overrides))  # type: ignore[arg-type]
-    gold = load_gold(config.gold, corpus=config.corpus)
+    # The same checks as `harness gold check`, before anything is built or booted.
+    gold, report = check_files(config.gold, config.corpus, alpha=config.compare.alpha)
+    report.raise_if_errors()
     plan = RunPlan(
         config=config,
         gold=gold,
@@ -302,12 +352,56 @@ def build_parser() -> argparse.ArgumentParser:
     gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
         dest="gold_command", required=True, parser_class=_Parser
     )
-    p = gold.add_parser("check", help="validate a gold set (and its ids against a corpus)")
-    p.add_argument("gold", type=Path)
-    p.add_argument("--corpus", type=Path)
+    p = gold.add_parser("check", help="integrity, staleness, winnability, leaks, controls, power")
+    p.add_argument("gold", type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument("--corpus", type=Path, help="corpus JSONL or BEIR dir")
     p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
     p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.add_argument("--alpha", type=float, default=0.05, help="for the power check (0.05)")
+    p.add_argument(
+        "--require-slice",
+        action="append",
+        metavar="NAME",
+        help="a slice that must have at least one query (repeatable)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_gold_check)
+
+    p = gold.add_parser("build", help="mine queries whose answer is known by construction")
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--exact-rare", type=int, default=0, help="queries on a token in one doc")
+    p.add_argument("--phrase", type=int, default=0, help="queries on a verbatim phrase")
+    p.add_argument("--nonsense", type=int, default=0, help="unanswerable controls")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--include", type=Path, help="hand-written rows to merge (checked too)")
+    p.add_argument("--min-words", type=int, default=20, help="shortest useful document")
+    p.add_argument("--max-words", type=int, default=2000, help="longest useful document")
+    p.add_argument("--phrase-words", type=int, default=3, help="words per phrase")
+    p.add_argument("--max-phrase-docs", type=int, default=25, help="most docs a phrase may match")
+    p.add_argument("--description", help="recorded in the gold header")
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+    p.set_defaults(func=cmd_gold_build)
+
+    p = gold.add_parser("convert", help="native <-> BEIR <-> TREC, saying what was dropped")
+    p.add_argument("gold", type=Path)
+    p.add_argument("--to", choices=("native", "beir", "trec"), required=True)
+    p.add_argument("--out", type=Path, required=True, help="a file (native) or a directory")
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test", help="BEIR split to read (default test)")
+    p.add_argument("--out-split", default="test", help="BEIR split to write (default test)")
+    p.add_argument(
+        "--topics", choices=("jsonl", "tsv"), default="jsonl", help="TREC topics file format"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+    p.set_defaults(func=cmd_gold_convert)
+
+    p = gold.add_parser("stats", help="queries per slice, relevant per query, grades")
+    p.add_argument("gold", type=Path)
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_gold_stats)
 
     p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
     p.add_argument("dir", type=Path)
