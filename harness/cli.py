@@ -123,16 +123,17 @@ def cmd_gold_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.compare import summarise_run
     from harness.processes import signals_unwind
     from harness.report import render_run
     from harness.runner import RefSession
 
-    plan, _ = _plan(args)
+    plan, settings = _plan(args)
     with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
         for index in range(args.repeats or plan.config.compare.repeats):
             session.run_repeat(index)
         run = session.finish()
-    print(render_run(run, plan.gold, args.format), end="")
+    print(render_run(summarise_run(plan.gold, run, settings), args.format), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     for failure in dict.fromkeys(run.failures):
         print(f"harness: error: {failure.stage}: {failure.message}", file=sys.stderr)

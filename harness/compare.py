@@ -835,3 +835,66 @@ def _ref_info(side: str, run: RefRun, usable: int) -> RefInfo:
         config_hash=run.config_hash,
         record_path=run.record_path,
     )
+
+
+# --------------------------------------------------------------------------- one ref on its own
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `harness run` prints of one RefRun: errors, latency, and the metrics per slice.
+
+    `scopes` holds ("all" or a slice name, n answerable, mean over usable repeats of each metric);
+    `drift` the queries whose hit@k differs between usable repeats; `errors` the errored answers
+    by kind over every repeat. Errored answers are left out of the metrics (not scored as misses).
+    """
+
+    run: RefRun
+    usable: int
+    errors: Mapping[str, int]
+    latency: LatencySummary | None
+    scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
+    drift: Mapping[str, int]
+
+
+def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunSummary:
+    usable = _usable(run)
+    errors = Counter(
+        r.error.value for rep in run.repeats for r in rep.results if r.error is not None
+    )
+    ok_ns = [r.latency_ns for rep in usable for r in rep.results if r.ok and r.latency_ns > 0]
+    evaluations = [
+        evaluate(
+            gold,
+            {r.query_id: r.ids for r in rep.results if r.ok},
+            settings.specs,
+            settings.rel_level,
+        )
+        for rep in usable
+    ]
+    scopes: list[tuple[str, int, Mapping[str, float]]] = []
+    drift: dict[str, int] = {}
+    if evaluations:
+        names = [str(s) for s in settings.specs]
+        first = evaluations[0]
+
+        def mean(values: Sequence[Mapping[str, float]]) -> dict[str, float]:
+            return {m: float(np.mean([v[m] for v in values])) for m in names}
+
+        scopes.append(("all", first.n, mean([ev.aggregate for ev in evaluations])))
+        for name, score in first.slices.items():
+            if score.n == 0:  # only unanswerable queries: the no-answer rate scores them
+                continue
+            scopes.append((name, score.n, mean([ev.slices[name].values for ev in evaluations])))
+        for spec in settings.specs:
+            if spec.kind is Kind.BINARY:
+                outcomes = [[bool(x) for x in ev.columns[str(spec)] > 0] for ev in evaluations]
+                drift[str(spec)] = stats.drift(outcomes)
+    return RunSummary(
+        run=run,
+        usable=len(usable),
+        errors=dict(sorted(errors.items())),
+        latency=stats.latency_summary(ok_ns) if ok_ns else None,
+        scopes=tuple(scopes),
+        drift=drift,
+    )

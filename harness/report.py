@@ -30,7 +30,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from harness.compare import Comparison, Flip, HitDetail, MetricRow, Scope
+from harness.compare import Comparison, Flip, HitDetail, MetricRow, RunSummary, Scope
 from harness.errors import ResultsError
 from harness.metrics import Evaluation
 from harness.results import read_json, run_to_dict, utc_stamp, write_json_new, write_text_new
@@ -605,13 +605,29 @@ def render_evaluation(
     return "\n\n".join(parts) + "\n"
 
 
-def render_run(run: RefRun, gold: GoldSet, fmt: str) -> str:
-    """`harness run` output: the run record as JSON, or a table of its repeats."""
+def render_run(summary: RunSummary, fmt: str) -> str:
+    """`harness run` output: "json" (the summary and the record's path) or "table": a line per
+    repeat, latency, the metrics overall and per slice, drift and errors by kind."""
+    run = summary.run
     if fmt == "json":
-        return json.dumps(run_to_dict(run), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        doc = {
+            "ref": run.ref,
+            "sha": run.sha,
+            "record": run.record_path,
+            "repeats": len(run.repeats),
+            "usable_repeats": summary.usable,
+            "errors": dict(summary.errors),
+            "failures": [f"{f.stage}: {f.message}" for f in run.failures],
+            "latency_ms": None if summary.latency is None else _dump(summary.latency),
+            "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
+            "drift": dict(summary.drift),
+        }
+        return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}; known: table, json")
-    head = f"{run.ref} ({run.sha[:8]}): {len(run.repeats)} repeats of {_queries(len(gold))}"
+    n_queries = len(run.repeats[0].results) if run.repeats else 0
+    head = f"{run.ref} ({run.sha[:8]}{'+dirty' if '+dirty' in run.sha else ''}): "
+    head += f"{len(run.repeats)} repeats of {_queries(n_queries)}"
     if run.build_failure is not None:
         head += f"\nbuild failed: {run.build_failure.message}"
     rows = [
@@ -629,5 +645,34 @@ def render_run(run: RefRun, gold: GoldSet, fmt: str) -> str:
         for rep in run.repeats
     ]
     headers = ("repeat", "answers", "errors", "boot s", "queries s", "teardown", "failure")
-    table = tabulate(rows, headers, tablefmt="simple", disable_numparse=True)
-    return f"{head}\n\n{table}\n"
+    parts = [head, tabulate(rows, headers, tablefmt="simple", disable_numparse=True)]
+    if summary.errors:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in summary.errors.items())
+        parts.append(f"errored answers (not scored): {kinds}")
+    if summary.latency is not None:
+        lat = summary.latency
+        parts.append(
+            f"latency ms over {lat.n} answers: p50 {_ms(lat.p50)}, p95 {_ms(lat.p95)}, "
+            f"p99 {_ms(lat.p99)}, max {_ms(lat.max)}, mean {_ms(lat.mean)}"
+        )
+    if summary.scopes:
+        names = list(summary.scopes[0][2])
+        table = [
+            [
+                name if name == "all" else f"slice {name}",
+                str(n),
+                *(f"{values[m]:.3f}" for m in names),
+            ]
+            for name, n, values in summary.scopes
+        ]
+        parts.append(
+            f"metrics (mean over {summary.usable} repeats)\n"
+            + tabulate(table, ["scope", "n", *names], tablefmt="simple", disable_numparse=True)
+        )
+    if summary.drift:
+        parts.append(
+            "drift: "
+            + ", ".join(f"{m} {n} queries" for m, n in summary.drift.items())
+            + " differ between repeats"
+        )
+    return "\n\n".join(parts) + "\n"

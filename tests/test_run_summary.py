@@ -1,0 +1,45 @@
+"""`summarise_run`: what `harness run` prints of one ref, from in-memory runs (no services)."""
+
+from __future__ import annotations
+
+import json
+
+from test_compare import FAST, buried, make_gold, make_run, ranks
+
+from harness.compare import summarise_run
+from harness.report import render_run
+from harness.types import ErrorKind
+
+
+def test_metrics_are_means_over_repeats_and_errors_are_not_scored_as_misses() -> None:
+    gold = make_gold()
+    answerable = sum(q.answerable for q in gold.queries)
+    first = next(q for q in gold.queries if q.answerable)
+    run = make_run(gold, ranks(buried(1, 2, 3, 4)), errors={(0, first.id): ErrorKind.TIMEOUT})
+    summary = summarise_run(gold, run, FAST)
+    name, n, values = summary.scopes[0]
+    assert (name, n) == ("all", answerable)
+    # 4 buried answers miss in every repeat; the timed-out query is left out of repeat 0 (it
+    # scores 0 there as absent from the run, exactly like trec_eval -c): so repeat 0 has 5 misses.
+    misses = {1, 2, 3, 4} | ({int(first.id[1:])} - {1, 2, 3, 4})
+    expected = ((answerable - len(misses)) + 2 * (answerable - 4)) / (3 * answerable)
+    assert abs(values["hit@5"] - expected) < 1e-12
+    assert summary.errors == {"timeout": 1}
+    assert summary.latency is not None and summary.latency.n == 3 * len(gold) - 1
+    assert summary.drift["hit@5"] == (0 if int(first.id[1:]) in {1, 2, 3, 4} else 1)
+    for scope, count, _ in summary.scopes[1:]:
+        assert count > 0, scope  # a slice of unanswerable queries only is not a metrics row
+
+
+def test_table_and_json_say_errors_latency_metrics_and_drift() -> None:
+    gold = make_gold()
+    run = make_run(gold, ranks(), errors={(1, "q05"): ErrorKind.HTTP_STATUS})
+    summary = summarise_run(gold, run, FAST)
+    text = render_run(summary, "table")
+    assert "errored answers (not scored): http_status 1" in text
+    assert "latency ms over" in text and "p95" in text
+    assert "slice " in text and "drift: hit@5" in text
+    doc = json.loads(render_run(summary, "json"))
+    assert doc["errors"] == {"http_status": 1}
+    assert doc["metrics"]["all"]["n"] == sum(q.answerable for q in gold.queries)
+    assert set(doc["latency_ms"]) >= {"p50", "p95", "p99", "max", "mean"}
