@@ -33,7 +33,7 @@ from test_compare import (
 )
 
 from harness import report
-from harness.compare import CompareSettings, Comparison, compare
+from harness.compare import CompareSettings, Comparison, compare, summarise_run
 from harness.errors import ResultsError
 from harness.metrics import Evaluation, evaluate
 from harness.report import (
@@ -391,10 +391,13 @@ def test_render_run_table_and_json() -> None:
     gold = make_gold(n=3, unanswerable=0)
     failures = {1: RunFailure("ready", "no answer")}
     run = make_run(gold, ranks(), errors={(0, "q02"): ErrorKind.NOT_JSON}, failures=failures)
-    text = render_run(run, gold, "table")
+    summary = summarise_run(gold, run, CompareSettings(resamples=100))
+    text = render_run(summary, "table")
     assert text.startswith(f"main ({BASE_SHA[:8]}): 3 repeats of 3 queries\n")
     assert "ready: no answer" in text
-    assert json.loads(render_run(run, gold, "json"))["sha"] == BASE_SHA
+    assert "errored answers (not scored): not_json 1" in text
+    document = json.loads(render_run(summary, "json"))
+    assert document["sha"] == BASE_SHA and document["usable_repeats"] == 2
 
 
 def test_markdown_escapes_user_text_so_tables_hold(comparisons: dict[str, Comparison]) -> None:
