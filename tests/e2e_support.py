@@ -46,7 +46,7 @@ GOLD_SIZE = 80
 FILLERS = 20
 CLI_TIMEOUT_S = 180.0  # a deadline against a hung harness, not a timing assertion
 GIT_TIMEOUT_S = 60.0
-BASE_BEHAVIOUR: Mapping[str, object] = {"slow_ms": 3}
+BASE_BEHAVIOUR: Mapping[str, object] = {"slow_ms": 5}
 
 
 def query_id(n: int) -> str:

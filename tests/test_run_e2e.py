@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 from e2e_support import (
+    BASE_BEHAVIOUR,
     GOLD_SIZE,
     Sandbox,
     build_sandbox,
@@ -162,7 +163,7 @@ def test_a_dirty_tree_is_left_untouched_and_worktree_measures_the_edit(tmp_path:
         f.write("# staged, not committed\n")
     git(repo, "add", "svc.py")
     buried = query_ids(1, 12)  # ... an unstaged edit of a tracked file ...
-    (repo / "behaviour.json").write_text(json.dumps({"slow_ms": 3, "bury": buried}) + "\n")
+    (repo / "behaviour.json").write_text(json.dumps({**BASE_BEHAVIOUR, "bury": buried}) + "\n")
     (repo / "scratch.txt").write_text("an untracked file\n")  # ... and an untracked file
     before = tree_state(repo)
     assert before["status"] == " M behaviour.json\nM  svc.py\n?? scratch.txt\n"

@@ -1,0 +1,298 @@
+"""`harness compare` end to end: the real CLI in a subprocess, comparing branches of a throwaway
+git repository that differ only in the fixture service's behaviour.json (tests/e2e_support.py).
+
+Every expectation is arithmetic on the fixture: 80 queries, each with one relevant document that
+a healthy service ranks first; `bury` on n queries moves exactly those n answers out of the top 10,
+so hit@5 and hit@10 both go from 80/80 to (80 - n)/80 with b = n, c = 0. The McNemar floor with
+no drift is 6 queries (the smallest swing with an exact two-sided p < 0.05: 2 * 0.5**6 = 0.031,
+while 2 * 0.5**5 = 0.0625). Each test writes to its own results directory unless reuse is the
+point; the repository is shared by the module (the harness only reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, git, query_ids
+
+pytestmark = pytest.mark.slow
+
+BURIED = query_ids(1, 12)
+FEW = query_ids(41, 43)
+ERRORING = query_ids(5, 7)
+BRANCHES: dict[str, dict[str, object]] = {
+    "bury12": {"bury": BURIED},
+    "bury3": {"bury": FEW},
+    "random": {"random_miss": 0.2},
+    "slow": {"slow_ms": 25},
+    "errors": {"error_on": ERRORING},
+    "exits": {"exit_at_boot": 3},
+    "crawl": {"slow_ms": 500},
+}
+NO_DIFFERENCE = "no measurable difference"
+INTERRUPT_DEADLINE_S = 60.0  # for the service's first search, then for the harness to exit
+STAMPED = re.compile(r"\d{8}T\d{6}Z_(?P<b>[0-9a-f]{8})_(?P<c>[0-9a-f]{8})(-\d+)?")
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    return build_sandbox(tmp_path_factory.mktemp("compare-e2e") / "s", BRANCHES)
+
+
+def sha(sandbox: Sandbox, ref: str) -> str:
+    return git(sandbox.repo, "rev-parse", ref).strip()
+
+
+def compare(
+    sandbox: Sandbox, baseline: str, candidate: str, results: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return sandbox.harness(
+        "compare", "--baseline", baseline, "--candidate", candidate, *extra, results=results
+    )
+
+
+def saved_dirs(results: Path) -> list[Path]:
+    return sorted(p for p in results.iterdir() if STAMPED.fullmatch(p.name))
+
+
+def saved(results: Path) -> dict[str, Any]:
+    """comparison.json of the only comparison saved under `results`."""
+    (directory,) = saved_dirs(results)
+    document: dict[str, Any] = json.loads((directory / "comparison.json").read_text())
+    return document
+
+
+def flipped(comparison: dict[str, Any]) -> dict[str, list[str]]:
+    return {f["metric"]: [x["query_id"] for x in f["flips"]] for f in comparison["flips"]}
+
+
+def hit_row(comparison: dict[str, Any], metric: str = "hit@5") -> dict[str, Any]:
+    row: dict[str, Any] = next(r for r in comparison["overall"]["rows"] if r["metric"] == metric)
+    return row
+
+
+def assert_nothing_left(sandbox: Sandbox, results: Path) -> None:
+    assert sandbox.leftovers(sandbox.run_ids(results)) == []
+    assert sandbox.worktrees() == []
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def test_burying_12_answers_is_a_regression_naming_the_12(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "main", "bury12", tmp_path)
+
+    assert done.returncode == 1, done.stderr
+    assert "quality: regressed: hit@5, hit@10 regressed" in done.stdout
+    after = f"{(GOLD_SIZE - 12) / GOLD_SIZE:.3f}"  # 68/80 = 0.850
+    assert f"hit@5: 1.000 -> {after} (-12 queries, b=12 c=0, McNemar exact p=0.00049)" in (
+        done.stdout
+    )  # p = 2 * 0.5**12 = 0.000488
+    assert "Flips at hit@5: 12 queries" in done.stdout
+    comparison = saved(tmp_path)
+    assert flipped(comparison) == {"hit@5": BURIED, "hit@10": BURIED}
+    assert comparison["verdict"]["quality"] == "regressed"
+    assert_nothing_left(sandbox, tmp_path)
+
+
+def test_fixing_12_buried_answers_is_an_improvement(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "bury12", "main", tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "quality: improved: hit@5, hit@10 improved, none regressed" in done.stdout
+    assert "hit@5: 0.850 -> 1.000 (+12 queries, b=0 c=12" in done.stdout
+    assert flipped(saved(tmp_path)) == {"hit@5": BURIED, "hit@10": BURIED}
+
+
+def test_three_buried_answers_stay_inside_the_noise_band(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "main", "bury3", tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert f"quality: {NO_DIFFERENCE}" in done.stdout
+    # b=3, c=0: McNemar alone would say p = 2 * 0.5**3 = 0.25; the floor of 6 decides first.
+    assert "hit@5: 1.000 -> 0.963 (-3 queries, b=3 c=0" in done.stdout  # 77/80 = 0.9625
+    assert "inside the noise band of 6 queries" in done.stdout
+    comparison = saved(tmp_path)
+    assert comparison["verdict"]["quality"] == NO_DIFFERENCE
+    assert flipped(comparison) == {"hit@5": FEW, "hit@10": FEW}  # still listed, not called
+
+
+def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "main", "main", tmp_path, "--format", "json")
+
+    assert done.returncode == 0, done.stderr
+    comparison = json.loads(done.stdout)
+    assert comparison["verdict"] == {"quality": NO_DIFFERENCE, "latency": NO_DIFFERENCE}
+    row = hit_row(comparison)
+    assert (row["hit"]["test"]["b"], row["hit"]["test"]["c"]) == (0, 0)
+    assert flipped(comparison) == {"hit@5": [], "hit@10": []}
+    header = comparison["header"]
+    assert header["baseline"]["sha"] == header["candidate"]["sha"] == sha(sandbox, "main")
+
+
+def test_random_misses_show_as_drift_and_raise_the_noise_floor(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "random", tmp_path, "--format", "json")
+
+    assert done.returncode in (0, 1), done.stderr  # the verdict itself is up to chance
+    for metric in ("hit@5", "hit@10"):
+        detail = hit_row(json.loads(done.stdout), metric)["hit"]
+        # With 2 boots each missing a query with p = 0.2, about 80 * 2 * 0.2 * 0.8 = 25.6
+        # queries differ between boots; at most 5 would happen with p < 1e-6.
+        assert detail["drift_baseline"] == 0
+        assert detail["drift_candidate"] > 5
+        assert detail["test"]["floor"] == detail["drift_candidate"] + 1 > 6
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def test_a_slowed_candidate_is_a_latency_regression(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "main", "slow", tmp_path, "--repeats", "1")
+
+    assert done.returncode == 1, done.stderr
+    assert f"quality: {NO_DIFFERENCE}" in done.stdout
+    # A 25 ms sleep against 5 ms: (25 + x) / (5 + x) is still 2x with x = 15 ms of overhead.
+    match = re.search(r"^latency: regressed: (\d+\.\d\d)x slower", done.stdout, re.MULTILINE)
+    assert match is not None, done.stdout
+    assert float(match[1]) > 2
+    assert saved(tmp_path)["verdict"] == {"quality": NO_DIFFERENCE, "latency": "regressed"}
+
+
+# --------------------------------------------------------------------------- invalid runs
+
+
+def test_an_erroring_candidate_makes_the_comparison_invalid(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "errors", tmp_path)
+
+    assert done.returncode == 3, done.stderr
+    assert "quality: invalid" in done.stdout and "latency: invalid" in done.stdout
+    # 3 queries answered 500 in each of 2 repeats.
+    assert "6 errored answers (http_status 6; e.g. q05, q06, q07)" in done.stdout
+    assert saved(tmp_path)["valid"] is False
+    assert_nothing_left(sandbox, tmp_path)
+
+
+def test_a_candidate_exiting_at_boot_makes_it_invalid_and_leaves_nothing(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "exits", tmp_path)
+
+    assert done.returncode == 3, done.stderr
+    assert "quality: invalid" in done.stdout
+    short = sha(sandbox, "exits")[:8]
+    for repeat in (1, 2):
+        assert (
+            f"candidate exits ({short}): repeat {repeat} failed at boot: "
+            "service exited at boot with status 3"
+        ) in done.stdout
+    assert saved(tmp_path)["verdict"] == {"quality": "invalid", "latency": "invalid"}
+    assert_nothing_left(sandbox, tmp_path)
+
+
+# --------------------------------------------------------------------------- results and reuse
+
+
+def test_results_are_saved_rerendered_and_reused_unless_fresh(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    first = compare(sandbox, "main", "bury12", tmp_path)
+    assert first.returncode == 1, first.stderr
+    (directory,) = saved_dirs(tmp_path)
+    match = STAMPED.fullmatch(directory.name)
+    assert match is not None
+    assert (match["b"], match["c"]) == (sha(sandbox, "main")[:8], sha(sandbox, "bury12")[:8])
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "baseline.json",
+        "candidate.json",
+        "comparison.json",
+        "report.md",
+    ]
+    comparison = json.loads((directory / "comparison.json").read_text())
+    assert comparison["schema_version"] == 1
+    assert comparison["verdict"]["quality"] == "regressed"
+    assert set(comparison["verdict"]) == {"quality", "latency"}
+    for side, ref in (("baseline", "main"), ("candidate", "bury12")):
+        record = json.loads((directory / f"{side}.json").read_text())
+        assert (record["ref"], record["sha"]) == (ref, sha(sandbox, ref))
+    assert f"harness: results saved in {directory}" in first.stderr
+
+    rendered = sandbox.harness("report", str(directory), "--format", "markdown")
+    assert rendered.returncode == 1, rendered.stderr  # the same verdicts, the same status
+    assert rendered.stdout == (directory / "report.md").read_text()
+
+    boots = sandbox.boots()
+    reused = compare(sandbox, "main", "bury12", tmp_path)
+    assert reused.returncode == 1, reused.stderr
+    assert sandbox.boots() == boots  # no service was booted
+    assert "baseline reused from" in reused.stdout and "candidate reused from" in reused.stdout
+    assert len(saved_dirs(tmp_path)) == 2  # a new comparison, never an overwrite
+
+    fresh = compare(sandbox, "main", "bury12", tmp_path, "--fresh")
+    assert fresh.returncode == 1, fresh.stderr
+    assert sandbox.boots() == boots + 4  # 2 refs x 2 repeats
+    assert "reused from" not in fresh.stdout
+    assert_nothing_left(sandbox, tmp_path)
+
+
+def test_json_output_parses_and_markdown_has_a_table(sandbox: Sandbox, tmp_path: Path) -> None:
+    as_json = compare(sandbox, "main", "bury3", tmp_path, "--format", "json")
+    as_markdown = compare(sandbox, "main", "bury3", tmp_path, "--format", "markdown")
+
+    assert (as_json.returncode, as_markdown.returncode) == (0, 0), as_markdown.stderr
+    document = json.loads(as_json.stdout)
+    assert document["schema_version"] == 1 and document["valid"] is True
+    assert document["header"]["gold"]["n"] == GOLD_SIZE
+    lines = as_markdown.stdout.splitlines()
+    assert lines[0].startswith("## harness: main (")
+    assert "| metric" in as_markdown.stdout
+    assert any(re.fullmatch(r"\|[-:| ]+\|", line) for line in lines)  # a table's rule row
+    assert "|" not in as_json.stdout.splitlines()[0]
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def wait_for_first_search(results: Path, proc: subprocess.Popen[str]) -> None:
+    """Until a service log under `results` says it answered its first search."""
+    deadline = time.monotonic() + INTERRUPT_DEADLINE_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the harness ended before it was interrupted"
+        for log in (results / "logs").glob("*.log"):
+            if "svc: first search" in log.read_text(errors="replace"):
+                return
+        time.sleep(0.05)
+    raise AssertionError("no service answered a search in time")
+
+
+def test_ctrl_c_exits_130_and_leaves_nothing_running(sandbox: Sandbox, tmp_path: Path) -> None:
+    # The baseline boots first and takes 500 ms a query (40 s a repeat): the interrupt lands
+    # while it is being queried.
+    proc = sandbox.start_harness(
+        "compare", "--baseline", "crawl", "--candidate", "main", results=tmp_path
+    )
+    try:
+        wait_for_first_search(tmp_path, proc)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=INTERRUPT_DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 130, stderr
+    assert "harness: interrupted; every service and worktree was torn down" in stderr
+    assert stdout == ""
+    assert saved_dirs(tmp_path) == []  # no comparison of a run cut short
+    assert sandbox.run_ids(tmp_path)  # a service had booted ...
+    assert_nothing_left(sandbox, tmp_path)  # ... and is gone, with its worktrees
