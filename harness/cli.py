@@ -172,6 +172,118 @@ def cmd_report(args: argparse.Namespace) -> int:
     return exit_status([comparison.verdict_quality, comparison.verdict_latency])
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from harness.processes import signals_unwind
+    from harness.sweep import (
+        find_reference,
+        grid,
+        overridden_pins,
+        parse_param,
+        render_sweep,
+        run_sweep,
+        save_sweep,
+        summarise,
+    )
+
+    try:
+        params = [parse_param(text) for text in args.param]
+        points = grid(params)
+        reference = find_reference(points, args.reference)
+    except ValueError as exc:
+        raise HarnessError(f"sweep: {exc}") from None
+    metrics = [str(spec) for spec in _metric_specs(args.metrics)]
+    plan, settings = _plan(args)
+    # compare computes the swept metrics at any cutoff only when they are among its gates.
+    settings = replace(settings, gate_on=tuple(dict.fromkeys([*settings.gate_on, *metrics])))
+    repeats = args.repeats or plan.config.compare.repeats
+    with signals_unwind():
+        runs = run_sweep(plan, args.side, args.ref, points, repeats=repeats, fresh=args.fresh)
+    sweep, comparisons = summarise(
+        plan.gold,
+        points,
+        runs,
+        reference,
+        metrics,
+        settings,
+        side=args.side,
+        overridden=overridden_pins(plan.config, args.side, params),
+    )
+    saved = save_sweep(plan.results_dir, sweep, comparisons)
+    print(render_sweep(sweep, args.format), end="")
+    print(f"harness: results saved in {saved}", file=sys.stderr)
+    return EXIT_OK if sweep.valid else EXIT_INVALID
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from harness.gate import (
+        DEFAULT_METRICS,
+        Outcome,
+        check,
+        measure,
+        read_baseline,
+        render_gate,
+        update,
+        write_baseline,
+    )
+    from harness.processes import signals_unwind
+    from harness.runner import RefSession
+
+    path: Path = args.baseline_file
+    recorded = None
+    try:
+        recorded = read_baseline(path)
+    except ResultsError:
+        if not (args.update_baseline and not path.exists()):
+            raise  # a missing file is only fine when we are about to write it
+    chosen = [str(spec) for spec in _metric_specs(args.metrics)] if args.metrics else None
+    metrics = chosen or (recorded.metrics if recorded else DEFAULT_METRICS)
+    plan, _ = _plan(args)
+    with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
+        for index in range(args.repeats or plan.config.compare.repeats):
+            session.run_repeat(index)
+        run = session.finish()
+    measured = measure(plan.gold, run, metrics, max_errors=plan.config.compare.max_errors)
+    if args.update_baseline or recorded is None:
+        result = update(recorded, measured)
+        if result.outcome is Outcome.UPDATED and measured.baseline is not None:
+            written = write_baseline(path, measured.baseline)
+            what = "rewritten" if written else "unchanged (the same bytes)"
+            print(f"harness: baseline {path} {what}", file=sys.stderr)
+    else:
+        result = check(recorded, measured, strict=args.strict, metrics=chosen)
+    print(render_gate(result, args.format, baseline_file=str(path)), end="")
+    print(f"harness: run record: {run.record_path}", file=sys.stderr)
+    return _GATE_EXIT[result.outcome]
+
+
+_GATE_EXIT = {
+    "pass": EXIT_OK,
+    "updated": EXIT_OK,
+    "fail": EXIT_REGRESSED,
+    "not comparable": EXIT_INVALID,  # never a pass
+    "invalid": EXIT_INVALID,
+}
+
+
+def cmd_threshold(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+    from harness.gold import load_gold
+    from harness.threshold import analyse, load_source, render_threshold
+
+    if args.bins < 1:
+        raise HarnessError(f"--bins must be 1 or more, not {args.bins}")
+    run = load_source(args.source, args.side)
+    if args.gold is not None:
+        gold = load_gold(args.gold)
+    else:
+        config = load_config(args.config, repo=args.repo)
+        gold = load_gold(config.gold, corpus=config.corpus)
+    print(render_threshold(analyse(gold, run, bins=args.bins), args.format), end="")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from harness.demo import materialise
 
@@ -403,6 +515,80 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_gold_stats)
+
+    p = sub.add_parser("sweep", help="set a knob from measurement: one isolated run per value")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument(
+        "--param",
+        required=True,
+        action="append",
+        metavar="NAME=V1,V2,...",
+        help="an environment variable pinned on the service, and its values (repeat for a grid)",
+    )
+    p.add_argument(
+        "--reference", help="the value the others are compared with (default: the first)"
+    )
+    p.add_argument(
+        "--metrics", default="mrr@10,recall@10", help="columns (default: mrr@10,recall@10)"
+    )
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="baseline",
+        help="which side's per-side overrides apply (default baseline)",
+    )
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("gate", help="fail when a ref drops below a committed baseline")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument(
+        "--baseline-file", required=True, type=Path, help="the committed baseline (JSON)"
+    )
+    p.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="measure the ref and rewrite the baseline file (its diff is the before/after table)",
+    )
+    p.add_argument(
+        "--metrics",
+        help="gated metrics (default: the baseline file's; mrr@10,recall@10 for a new file)",
+    )
+    p.add_argument("--strict", action="store_true", help="zero tolerance: any drop fails")
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="baseline",
+        help="which side's per-side overrides apply (default baseline)",
+    )
+    _add_run_options(p)
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser(
+        "threshold", help="top-result scores of answerable vs unanswerable queries, best cutoff"
+    )
+    p.add_argument(
+        "source", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
+    )
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_threshold)
 
     p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
     p.add_argument("dir", type=Path)

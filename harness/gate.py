@@ -207,10 +207,13 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
 
 
 class Outcome(enum.StrEnum):
+    """What the gate concluded; the CLI maps each to its exit status."""
+
     PASS = "pass"
     FAIL = "fail"
     NOT_COMPARABLE = "not comparable"
     INVALID = "invalid"
+    UPDATED = "updated"  # --update-baseline: the rows are the before -> after table
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,7 @@ class GateRow:
     before: float | None
     after: float | None
     tolerance: float
-    status: str  # "ok" | "improved" | "dropped" | "fell to zero" | "vanished" | "new slice"
+    status: str  # "ok" | "improved" | "dropped" | "fell to zero" | "vanished" | "new"
 
     @property
     def failed(self) -> bool:
@@ -271,19 +274,24 @@ def _row(
     return GateRow(scope, metric, b, a, tolerance, status)
 
 
-def rows(before: Baseline, after: Baseline, metrics: Sequence[str], strict: bool) -> list[GateRow]:
-    """Every gate row, overall first then slices by name; new slices are listed, never fail."""
-    out = [
-        _row(scope, m, values, after.scope(scope), strict)
-        for scope in before.scopes
-        if (values := before.scope(scope)) is not None
-        for m in metrics
-    ]
-    for scope in sorted(set(after.slices) - set(before.slices)):
+def rows(
+    before: Baseline | None, after: Baseline, metrics: Sequence[str], strict: bool
+) -> list[GateRow]:
+    """Every gate row, the baseline's scopes first (overall, then slices by name), then scopes
+    only `after` has ("new", never a failure); with no baseline at all, every row is new."""
+    out = []
+    if before is not None:
         out += [
-            GateRow(scope, m, None, after.slices[scope].values[m], 0.0, "new slice")
+            _row(scope, m, values, after.scope(scope), strict)
+            for scope in before.scopes
+            if (values := before.scope(scope)) is not None
             for m in metrics
         ]
+    known = set(before.scopes) if before is not None else set()
+    for scope in after.scopes:
+        values = after.scope(scope)
+        if scope not in known and values is not None:
+            out += [GateRow(scope, m, None, _round(values.values[m]), 0.0, "new") for m in metrics]
     return out
 
 
@@ -342,6 +350,40 @@ def check(
     if any(r.status == "improved" for r in found):
         reason += "; some improved: --update-baseline records them"
     return result(Outcome.PASS, reason, found, now.warnings)
+
+
+def update(recorded: Baseline | None, now: Measured) -> GateResult:
+    """What --update-baseline shows: the new values against the old file's, rule applied for
+    information only (outcome UPDATED), or INVALID when the run cannot become a baseline."""
+    current = now.baseline
+    if current is None:
+        reason = "the run is invalid: the baseline file was left as it was"
+        return GateResult(Outcome.INVALID, reason, (), False, now.invalid, None, now.ref)
+    comparable = recorded is not None and recorded.gold_hash == current.gold_hash
+    before = recorded if comparable else None
+    metrics = [m for m in current.metrics if before is None or m in before.metrics]
+    found = rows(before, current, metrics, strict=False)
+    details = list(now.warnings)
+    if recorded is not None and not comparable:
+        details.append(
+            f"the gold set changed (sha256 {recorded.gold_hash[:12]} -> {current.gold_hash[:12]}): "
+            "the old numbers are not comparable and are not shown"
+        )
+    moved = sum(r.status != "ok" for r in found)
+    reason = (
+        f"the baseline now records {current.sha[:8]}; {moved} of {len(found)} rows moved "
+        "beyond the noise or are new"
+    )
+    return GateResult(
+        Outcome.UPDATED,
+        reason,
+        tuple(found),
+        False,
+        tuple(details),
+        None if recorded is None else recorded.sha,
+        now.ref,
+        current.sha,
+    )
 
 
 # --------------------------------------------------------------------------- the file

@@ -22,13 +22,14 @@ floor and Holm correction across slices as `harness compare`. The reference row'
 the baseline side of the first valid comparison.
 
 The table, one per metric: one row per value, one column per scope (overall, then each slice
-in gold order). A cell holds the value's mean (compare's numbers: hit@k from modal outcomes,
-other metrics as the mean over queries of the per-query mean over repeats), then
-`+` / `-` when the paired test calls it improved / regressed against the reference, `*` when it
-is the highest in its column among the valid rows (every value tied at the top is marked, after
-rounding to 6 decimals), and `!` when compare flags that slice as collapsed (fell to zero from
-non-zero, or regressed while the overall row did not). An invalid value (a boot failure, too
-many errored queries) shows "invalid" in every cell and is never best.
+with an answerable query, in gold order). A cell holds the value's mean (compare's numbers:
+hit@k from modal outcomes, other metrics as the mean over queries of the per-query mean over
+repeats), then `+` / `-` when the paired test calls it improved / regressed against the
+reference, `*` when it is the highest in its column among the valid rows (every value tied at
+the top is marked, after rounding to 6 decimals), and `!` when compare flags that slice as
+collapsed (fell to zero from non-zero, or regressed while the overall row did not). An invalid
+value (a boot failure, too many errored queries) shows "invalid" in every cell, is never best,
+and makes `harness sweep` exit 3.
 """
 
 from __future__ import annotations
@@ -223,8 +224,9 @@ class SweepRow:
     reference: bool
     valid: bool
     reasons: tuple[str, ...]  # why the comparison is invalid
-    quality: str  # "reference", or the comparison's quality verdict and reason
-    latency: str
+    quality: str  # "reference", or the comparison's quality verdict
+    quality_reason: str  # why (empty for the reference)
+    latency: str  # "reference", or the latency verdict and the paired ratio in words
     collapses: tuple[str, ...]  # "slice (metric)" for each collapsed slice row
     record_path: str | None
     cells: Mapping[str, Mapping[str, Cell]]
@@ -280,7 +282,8 @@ def summarise(
         for i, run in enumerate(runs)
         if i != reference
     }
-    scopes = ("overall", *gold.slices)
+    answerable = {q.slice for q in gold.queries if q.answerable}
+    scopes = ("overall", *(name for name in gold.slices if name in answerable))
     first_valid = next((c for c in comparisons.values() if c.valid), None)
     rows = []
     for i, point in enumerate(points):
@@ -344,6 +347,7 @@ def _reference_row(
         valid=first_valid is not None,
         reasons=reasons,
         quality="reference",
+        quality_reason="",
         latency="reference",
         collapses=(),
         record_path=run.record_path,
@@ -383,8 +387,9 @@ def _value_row(
         reference=False,
         valid=c.valid,
         reasons=c.invalid_reasons,
-        quality=f"{c.verdict_quality.value}: {c.quality_reason}",
-        latency=f"{c.verdict_latency.value}: {c.latency_reason}",
+        quality=c.verdict_quality.value,
+        quality_reason=c.quality_reason,
+        latency=f"{c.verdict_latency.value}: {c.latency.words}",
         collapses=collapses,
         record_path=run.record_path,
         cells=cells,
@@ -483,7 +488,8 @@ def _layout(s: Sweep) -> list[_Block]:
     title = f"harness sweep: {s.ref} ({s.sha[:8]}), {values}; reference {s.reference}"
     about = [
         f"gold set: {s.gold_source} (sha256 {s.gold_hash[:12]}), {s.n_answerable} answerable "
-        f"queries; {s.repeats} repeats per value; alpha {s.alpha:g}; seed {s.seed}",
+        f"queries; {s.repeats} repeat{'s' * (s.repeats != 1)} per value; alpha {s.alpha:g}; "
+        f"seed {s.seed}",
         f"each value is set as an environment pin on the {s.side} side's service",
     ]
     about += [
@@ -498,6 +504,9 @@ def _layout(s: Sweep) -> list[_Block]:
         _Block("lines", tuple(about)),
         _Block("heading", ("Against the reference",)),
         _Block("table", headers=("value", "quality", "latency", "slice collapses"), rows=verdicts),
+        _Block(
+            "lines", tuple(f"{r.label}: {r.quality_reason}" for r in s.rows if r.quality_reason)
+        ),
     ]
     for m in s.metrics:
         rows = tuple(
@@ -582,6 +591,7 @@ def sweep_to_dict(s: Sweep) -> dict[str, Any]:
                 "valid": r.valid,
                 "invalid_reasons": list(r.reasons),
                 "quality": r.quality,
+                "quality_reason": r.quality_reason,
                 "latency": r.latency,
                 "collapses": list(r.collapses),
                 "record_path": r.record_path,

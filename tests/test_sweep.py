@@ -1,0 +1,492 @@
+"""harness sweep: parameters and grid, the pure summary on hand-built runs, and the real CLI on a
+tiny fixture service whose ranking knob is an environment variable.
+
+The knob service (KNOB_SERVICE, also used by test_gate and test_threshold) ranks documents by
+the share of query words they contain, and reads two knobs from its environment, falling back
+to knob.json next to it (so a branch can change a default, as a code change would):
+
+    SINK=n     a query containing the word "rare" has its best document moved down n places
+               (0: untouched; 1: the answer at rank 2; 20: out of the top 10)
+    FLAT=1     every score is 1.0: the service cannot tell a good answer from a bad one
+
+Gold set: slice "common" (q01..q12, "tell me about topic qNN" -> dNN), slice "rare"
+(q13..q24, "rare topic qNN" -> dNN) and four unanswerable queries ("tell me about topic zzNN",
+slice "none"). Numbers are never pinned: tests assert structure and direction.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from e2e_support import Sandbox, config_text, git
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.compare import CompareSettings, Comparison
+from harness.config import QueryConfig, ServiceConfig, SideConfig
+from harness.config.values import HarnessConfig
+from harness.sweep import (
+    Param,
+    Sweep,
+    find_reference,
+    grid,
+    label,
+    overridden_pins,
+    parse_param,
+    render_sweep,
+    summarise,
+    sweep_to_dict,
+    with_point,
+)
+from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure, Verdict
+
+# --------------------------------------------------------------------------- the knob service
+
+KNOB_SERVICE = '''\
+"""Fixture service for harness's sweep, gate and threshold tests (see tests/test_sweep.py)."""
+import argparse, json, os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data", required=True)
+    args = parser.parse_args()
+    with open(os.path.join(HERE, "knob.json"), encoding="utf-8") as f:
+        defaults = json.load(f)
+    sink = int(os.environ.get("SINK", defaults.get("SINK", 0)))
+    flat = os.environ.get("FLAT", str(defaults.get("FLAT", 0))) == "1"
+    counter = os.environ.get("E2E_BOOT_COUNTER")
+    if counter:
+        with open(counter, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\\n")
+    print(f"svc: HARNESS_RUN_ID={os.environ.get('HARNESS_RUN_ID', '')}", flush=True)
+    print(f"svc: SINK={sink} FLAT={flat}", flush=True)
+    docs = []
+    with open(os.path.join(args.data, "corpus.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                doc = json.loads(line)
+                docs.append((doc["id"], set((doc["title"] + " " + doc["text"]).lower().split())))
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        disable_nagle_algorithm = True
+
+        def log_message(self, format, *args):
+            pass
+
+        def send(self, body):
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            url = urlsplit(self.path)
+            if url.path == "/health":
+                return self.send({"status": "ok"})
+            params = parse_qs(url.query)
+            query = set(params["q"][0].lower().split())
+            k = int(params.get("k", ["10"])[0])
+            ranked = sorted(
+                ((len(query & words) / len(query), doc) for doc, words in docs),
+                key=lambda s: (-s[0], s[1]),
+            )
+            ranked = [s for s in ranked if s[0] > 0]
+            if sink and "rare" in query and ranked:
+                best = ranked.pop(0)
+                ranked.insert(min(sink, len(ranked)), best)
+            results = [{"id": d, "score": 1.0 if flat else round(s, 6)} for s, d in ranked[:k]]
+            self.send({"results": results})
+
+    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+
+
+main()
+'''
+
+COMMON, RARE, NONE = range(1, 13), range(13, 25), range(1, 5)
+
+
+def knob_gold_lines(*, extra_unanswerable: int = 0) -> list[str]:
+    """The gold set; `extra_unanswerable` adds queries, so that its sha256 changes."""
+    rows: list[dict[str, object]] = [{"format": "harness-gold", "version": 1}]
+    rows += [
+        {
+            "id": f"q{n:02d}",
+            "query": f"tell me about topic q{n:02d}",
+            "slice": "common",
+            "relevant": {f"d{n:02d}": 1},
+        }
+        for n in COMMON
+    ]
+    rows += [
+        {
+            "id": f"q{n:02d}",
+            "query": f"rare topic q{n:02d}",
+            "slice": "rare",
+            "relevant": {f"d{n:02d}": 1},
+        }
+        for n in RARE
+    ]
+    rows += [
+        {
+            "id": f"u{n:02d}",
+            "query": f"tell me about topic zz{n:02d}",
+            "slice": "none",
+            "relevant": {},
+        }
+        for n in range(1, len(NONE) + 1 + extra_unanswerable)
+    ]
+    return [json.dumps(row, sort_keys=True) for row in rows]
+
+
+def knob_corpus_lines() -> list[str]:
+    docs = [
+        {"id": f"d{n:02d}", "title": f"Topic q{n:02d}", "text": f"this document covers q{n:02d}"}
+        for n in range(1, 31)
+    ]
+    return [json.dumps(doc, sort_keys=True) for doc in docs]
+
+
+def knob_sandbox(root: Path, branches: Mapping[str, Mapping[str, object]] | None = None) -> Sandbox:
+    """A Sandbox (tests/e2e_support.py layout) holding the knob service: main with knob.json
+    {}, plus one branch per entry, each changing only knob.json."""
+    sandbox = Sandbox(root)
+    for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
+        folder.mkdir(parents=True)
+    repo = sandbox.repo
+    (repo / "svc.py").write_text(KNOB_SERVICE)
+    (repo / "knob.json").write_text("{}\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "corpus.jsonl").write_text("\n".join(knob_corpus_lines()) + "\n")
+    (repo / "gold").mkdir()
+    (repo / "gold" / "gold.jsonl").write_text("\n".join(knob_gold_lines()) + "\n")
+    (repo / "harness.toml").write_text(config_text(boot_counter=sandbox.boot_counter, repeats=1))
+    (repo / ".gitignore").write_text("results/\n")
+    home = sandbox.home
+    git(repo, "init", "--quiet", "--initial-branch=main", home=home)
+    git(repo, "add", "--all", home=home)
+    git(repo, "commit", "--quiet", "-m", "knob service, gold set and config", home=home)
+    for name, knobs in (branches or {}).items():
+        git(repo, "checkout", "--quiet", "-b", name, "main", home=home)
+        (repo / "knob.json").write_text(json.dumps(knobs, sort_keys=True) + "\n")
+        git(repo, "commit", "--quiet", "-am", f"knob: {name}", home=home)
+        git(repo, "checkout", "--quiet", "main", home=home)
+    return sandbox
+
+
+def assert_clean(sandbox: Sandbox) -> None:
+    assert sandbox.leftovers(sandbox.run_ids()) == []
+    assert sandbox.worktrees() == []
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def test_parse_param_reads_name_and_values_in_order() -> None:
+    assert parse_param("RRF_K=20, 60,100") == Param("RRF_K", ("20", "60", "100"))
+    assert parse_param("FLAG=on") == Param("FLAG", ("on",))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("RRF_K", "expected NAME=V1,V2"),
+        ("1K=2,3", "not an environment variable name"),
+        ("K=2,,3", "an empty value"),
+        ("K=", "an empty value"),
+        ("K=2,3,2", "listed twice"),
+    ],
+)
+def test_parse_param_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_param(text)
+
+
+def test_grid_is_every_combination_first_parameter_slowest() -> None:
+    points = grid([Param("A", ("1", "2")), Param("B", ("x", "y", "z"))])
+    assert [label(p) for p in points] == [
+        "A=1,B=x",
+        "A=1,B=y",
+        "A=1,B=z",
+        "A=2,B=x",
+        "A=2,B=y",
+        "A=2,B=z",
+    ]
+
+
+def test_grid_refuses_one_point_and_a_name_twice() -> None:
+    with pytest.raises(ValueError, match="at least two values"):
+        grid([Param("A", ("1",))])
+    with pytest.raises(ValueError, match="given twice"):
+        grid([Param("A", ("1",)), Param("A", ("2",))])
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.from_regex(r"[a-z0-9.]{1,4}", fullmatch=True), min_size=1, max_size=3, unique=True
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_grid_size_and_reference_round_trip(value_lists: list[list[str]]) -> None:
+    params = [Param(f"P{i}", tuple(v)) for i, v in enumerate(value_lists)]
+    size = 1
+    for v in value_lists:
+        size *= len(v)
+    if size < 2:
+        with pytest.raises(ValueError):
+            grid(params)
+        return
+    points = grid(params)
+    assert len(points) == size == len(set(points))
+    for i, point in enumerate(points):
+        assert find_reference(points, label(point)) == i
+
+
+def test_reference_is_the_first_or_a_bare_value_or_a_label() -> None:
+    points = grid([Param("SINK", ("0", "1", "20"))])
+    assert find_reference(points, None) == 0
+    assert find_reference(points, "20") == 2
+    assert find_reference(points, "SINK=1") == 1
+    with pytest.raises(ValueError, match="not one of the swept values: SINK=0, SINK=1, SINK=20"):
+        find_reference(points, "5")
+
+
+def _config(env: Mapping[str, str]) -> HarnessConfig:
+    side = SideConfig(
+        ServiceConfig(start="true", ready="/health", env=dict(env)),
+        QueryConfig(path="/search", ids="results[].id"),
+    )
+    return HarnessConfig(
+        path=Path("harness.toml"),
+        repo=Path("."),
+        gold=Path("g"),
+        corpus=None,
+        baseline=side,
+        candidate=side,
+    )
+
+
+def test_with_point_pins_the_value_on_one_side_only_and_overrides_the_config() -> None:
+    config = _config({"SINK": "3", "KEEP": "yes"})
+    changed = with_point(config, "candidate", (("SINK", "20"),))
+    assert changed.candidate.service.env == {"SINK": "20", "KEEP": "yes"}
+    assert changed.baseline == config.baseline
+    assert overridden_pins(config, "candidate", [Param("SINK", ("1", "2"))]) == ("SINK",)
+    assert overridden_pins(config, "candidate", [Param("OTHER", ("1", "2"))]) == ()
+
+
+# --------------------------------------------------------------------------- summary (pure)
+
+SLICE_OF = {**{f"c{i}": "common" for i in range(8)}, **{f"r{i}": "rare" for i in range(8)}}
+GOLD = GoldSet(
+    queries=tuple(
+        GoldQuery(qid, f"query {qid}", slice=name, relevant={f"doc-{qid}": 1})
+        for qid, name in SLICE_OF.items()
+    ),
+    source="gold.jsonl",
+    format="native",
+    hash="g" * 64,
+)
+
+
+def _run(name: str, sink: int, *, broken: bool = False) -> RefRun:
+    """Every query answered; a "rare" query has its answer `sink` places down (0: rank 1;
+    >= 10: not returned in the top 10, as the knob service does)."""
+    results = []
+    for qid, name_of in SLICE_OF.items():
+        fillers = [f"x{j}" for j in range(10)]
+        ids = list(fillers)
+        place = sink if name_of == "rare" else 0
+        if place < 10:
+            ids.insert(place, f"doc-{qid}")
+        results.append(QueryResult(qid, ids=tuple(ids[:10]), status=200, latency_ns=1_000_000))
+    failure = RunFailure("boot", "exited at boot with status 3") if broken else None
+    repeat = Repeat(0, () if broken else tuple(results), failure=failure)
+    return RefRun(
+        ref=f"main [{name}]",
+        sha="a" * 40,
+        config_hash=name,
+        gold_hash=GOLD.hash,
+        corpus_hash=None,
+        tool_version="0",
+        host={},
+        repeats=(repeat,),
+        record_path=f"runs/{name}.json",
+    )
+
+
+SETTINGS = CompareSettings(k=(10,), gate_on=("mrr@10", "recall@10"), resamples=200)
+
+
+def _sweep(
+    sinks: tuple[int, ...], reference: int = 0, broken: frozenset[int] = frozenset()
+) -> tuple[Sweep, dict[str, Comparison]]:
+    points = grid([Param("SINK", tuple(map(str, sinks)))])
+    runs = [
+        _run(label(p), s, broken=i in broken)
+        for i, (p, s) in enumerate(zip(points, sinks, strict=True))
+    ]
+    return summarise(GOLD, points, runs, reference, ("mrr@10", "recall@10"), SETTINGS)
+
+
+def test_summary_marks_best_and_flags_a_collapsed_slice() -> None:
+    sweep, comparisons = _sweep((0, 1, 20))
+    assert [r.label for r in sweep.rows] == ["SINK=0", "SINK=1", "SINK=20"]
+    assert sweep.scopes == ("overall", "common", "rare")
+    assert set(comparisons) == {"SINK=1", "SINK=20"}
+    ref, one, twenty = sweep.rows
+    assert ref.reference and ref.quality == "reference"
+    # rare mrr@10: 1 at SINK=0, 1/2 at SINK=1, 0 at SINK=20.
+    assert ref.cells["rare"]["mrr@10"].value == 1.0
+    assert one.cells["rare"]["mrr@10"].value == 1 / 2
+    assert twenty.cells["rare"]["mrr@10"].value == 0.0
+    assert sweep.best("rare", "mrr@10") == ("SINK=0",)
+    assert sweep.best("overall", "mrr@10") == ("SINK=0",)
+    # Every value ties on the untouched slice, and a tie marks them all.
+    assert sweep.best("common", "mrr@10") == ("SINK=0", "SINK=1", "SINK=20")
+    # recall@10 does not see a one-place sink.
+    assert sweep.best("rare", "recall@10") == ("SINK=0", "SINK=1")
+    assert one.cells["rare"]["mrr@10"].verdict is Verdict.REGRESSED
+    assert one.cells["rare"]["mrr@10"].collapse is None
+    assert twenty.cells["rare"]["mrr@10"].collapse == "fell to zero"
+    assert "rare (mrr@10)" in twenty.collapses and "rare (recall@10)" in twenty.collapses
+    assert twenty.quality == "regressed" and "slice collapse: rare" in twenty.quality_reason
+    assert sweep.valid
+
+
+def test_the_reference_can_be_any_value() -> None:
+    sweep, comparisons = _sweep((20, 0), reference=1)
+    worse, ref = sweep.rows
+    assert ref.reference and set(comparisons) == {"SINK=20"}
+    assert worse.cells["rare"]["mrr@10"].verdict is Verdict.REGRESSED
+    assert sweep.reference == "SINK=0"
+
+
+def test_an_invalid_value_is_shown_invalid_and_never_best() -> None:
+    sweep, _ = _sweep((1, 0), broken=frozenset({1}))
+    _, broken = sweep.rows
+    assert not sweep.valid and not broken.valid
+    assert any("exited at boot" in reason for reason in broken.reasons)
+    assert all(not c.best for scope in broken.cells.values() for c in scope.values())
+    text = render_sweep(sweep, "text")
+    assert "SINK=0 is invalid" in text
+    assert "invalid" in text.split("mrr@10 by slice")[1]
+
+
+def test_renderers_show_one_table_per_metric_with_marks_and_legend() -> None:
+    sweep, _ = _sweep((0, 1, 20))
+    text = render_sweep(sweep, "text")
+    assert text.startswith("harness sweep: main (aaaaaaaa), SINK = 0, 1, 20; reference SINK=0")
+    mrr = text.split("mrr@10 by slice")[1].split("recall@10 by slice")[0]
+    lines = {line.split()[0]: line for line in mrr.splitlines() if line.startswith("SINK=")}
+    assert "1.000 *" in lines["SINK=0"]  # best, and the reference has no verdict mark
+    assert "0.500 -" in lines["SINK=1"]
+    assert "0.000 - !" in lines["SINK=20"]
+    assert "* best in its column" in text
+    markdown = render_sweep(sweep, "markdown")
+    assert markdown.startswith("## harness sweep")
+    assert "### mrr@10 by slice" in markdown and "| SINK=20" in markdown
+    document = json.loads(render_sweep(sweep, "json"))
+    assert document == sweep_to_dict(sweep)
+    assert document["schema"] == "harness-sweep" and document["schema_version"] == 1
+    assert document["best"]["rare"]["mrr@10"] == ["SINK=0"]
+    with pytest.raises(ValueError, match="unknown format"):
+        render_sweep(sweep, "csv")
+
+
+# --------------------------------------------------------------------------- the real CLI
+
+
+@pytest.fixture(scope="module")
+def swept(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Sandbox, subprocess.CompletedProcess[str]]]:
+    sandbox = knob_sandbox(tmp_path_factory.mktemp("sweep"))
+    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,1,20", "--format", "json")
+    yield sandbox, done
+    assert_clean(sandbox)
+
+
+@pytest.mark.slow
+def test_sweep_cli_measures_each_value_in_its_own_run(
+    swept: tuple[Sandbox, subprocess.CompletedProcess[str]],
+) -> None:
+    sandbox, done = swept
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [r["label"] for r in document["rows"]] == ["SINK=0", "SINK=1", "SINK=20"]
+    assert document["reference"] == "SINK=0"
+    assert document["scopes"] == ["overall", "common", "rare"]  # "none" has no answerable query
+    assert sandbox.boots() == 3  # one boot per value (repeats = 1 in the fixture's config)
+    records = {r["label"]: r["record_path"] for r in document["rows"]}
+    assert len(set(records.values())) == 3
+    for name, path in records.items():
+        record = json.loads(Path(path).read_text())
+        assert record["ref"] == f"main [{name}]"
+    # The value reached the service: direction only, never a pinned number.
+    rare = {r["label"]: r["cells"]["rare"]["mrr@10"] for r in document["rows"]}
+    assert rare["SINK=0"]["value"] > rare["SINK=1"]["value"] > rare["SINK=20"]["value"] == 0
+    assert rare["SINK=20"]["collapse"] and rare["SINK=20"]["verdict"] == "regressed"
+    assert document["best"]["rare"]["mrr@10"] == ["SINK=0"]
+    common = {r["label"]: r["cells"]["common"]["mrr@10"]["value"] for r in document["rows"]}
+    assert len(set(common.values())) == 1
+
+
+@pytest.mark.slow
+def test_sweep_saves_its_tables_and_each_comparison(
+    swept: tuple[Sandbox, subprocess.CompletedProcess[str]],
+) -> None:
+    sandbox, done = swept
+    (directory,) = sandbox.results.glob("sweep_*")
+    assert f"results saved in {directory}" in done.stderr
+    names = {p.name for p in directory.iterdir()}
+    assert names == {"sweep.json", "report.md", "vs_SINK=1.json", "vs_SINK=20.json"}
+    assert json.loads((directory / "sweep.json").read_text()) == json.loads(done.stdout)
+    assert "### mrr@10 by slice" in (directory / "report.md").read_text()
+    report = sandbox.harness("report", str(directory / "vs_SINK=20.json"))
+    assert report.returncode == 1, report.stderr  # the full compare report: regressed
+    assert "main [SINK=0]" in report.stdout and "main [SINK=20]" in report.stdout
+
+
+@pytest.mark.slow
+def test_a_second_sweep_reuses_the_records_and_renders_text(
+    swept: tuple[Sandbox, subprocess.CompletedProcess[str]],
+) -> None:
+    sandbox, _ = swept
+    boots = sandbox.boots()
+    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,20", "--reference", "20")
+    assert done.returncode == 0, done.stderr
+    assert sandbox.boots() == boots  # the same values, measured before: nothing booted
+    assert "SINK=20 (reference)" in done.stdout
+    assert "mrr@10 by slice" in done.stdout and "recall@10 by slice" in done.stdout
+
+
+@pytest.mark.slow
+def test_bad_parameters_fail_before_anything_is_built(
+    swept: tuple[Sandbox, subprocess.CompletedProcess[str]],
+) -> None:
+    sandbox, _ = swept
+    boots = sandbox.boots()
+    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=1")
+    assert done.returncode == 2
+    assert "harness: error: sweep: a sweep needs at least two values" in done.stderr
+    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,1", "--metrics", "P@10")
+    assert done.returncode == 2 and "did you mean p@10?" in done.stderr
+    assert sandbox.boots() == boots
