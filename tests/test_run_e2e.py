@@ -79,6 +79,7 @@ def test_a_good_ref_is_measured_recorded_and_torn_down(sandbox: Sandbox, tmp_pat
     sha = git(sandbox.repo, "rev-parse", "main").strip()
     assert f"main ({sha[:8]}): 2 repeats of {GOLD_SIZE} queries" in done.stdout
     assert done.stdout.count("confirmed") == 2
+    assert f"latency ms over {2 * GOLD_SIZE} answers" in done.stdout  # 2 repeats, no error
     record = only_record(results)
     assert f"run record: {record_paths(results)[0]}" in done.stderr
     assert (record["schema"], record["schema_version"]) == ("harness-run", 1)
