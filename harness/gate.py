@@ -14,10 +14,11 @@ its noise is the range of those repeat means (max - min: 0 with one repeat, or w
 that answers identically every time). Scopes are "overall" and every slice with at least one
 answerable query.
 
-The baseline file is JSON with sorted keys, two-space indent, every number rounded to 6
-decimals, and no clock, host or path in it, so the same measurement always gives the same
-bytes and its diff in a pull request is the before/after table. It holds the gold set's sha256,
-the gated metrics, the commit it was measured on, and per scope n, values and noise.
+The baseline file is JSON with sorted keys, every number rounded to 6 decimals, and no clock,
+host or path in it, so the same measurement always gives the same bytes. It holds the gold
+set's sha256, the gated metrics, the commit it was measured on and its repeats, and one line per
+scope and metric ("overall mrr@10", "slice rare mrr@10": n, value, noise), so that its diff in a
+pull request is the before/after table, one line per number that moved.
 
 The rule (`check`), for every scope of the baseline and every gated metric, with before and
 after rounded to 6 decimals and tolerance = max(noise recorded, noise now), or 0 with
@@ -224,7 +225,7 @@ class GateRow:
     metric: str
     before: float | None
     after: float | None
-    tolerance: float
+    tolerance: float | None  # None where no comparison is made ("new", "vanished")
     status: str  # "ok" | "improved" | "dropped" | "fell to zero" | "vanished" | "new"
 
     @property
@@ -259,7 +260,7 @@ def _row(
 ) -> GateRow:
     b = _round(before.values[metric])
     if after is None or after.n == 0:
-        return GateRow(scope, metric, b, None, 0.0, "vanished")
+        return GateRow(scope, metric, b, None, None, "vanished")
     a = _round(after.values[metric])
     tolerance = 0.0 if strict else _round(max(before.noise[metric], after.noise[metric]))
     change = _round(a - b)
@@ -291,7 +292,7 @@ def rows(
     for scope in after.scopes:
         values = after.scope(scope)
         if scope not in known and values is not None:
-            out += [GateRow(scope, m, None, _round(values.values[m]), 0.0, "new") for m in metrics]
+            out += [GateRow(scope, m, None, _round(values.values[m]), None, "new") for m in metrics]
     return out
 
 
@@ -361,8 +362,9 @@ def update(recorded: Baseline | None, now: Measured) -> GateResult:
         return GateResult(Outcome.INVALID, reason, (), False, now.invalid, None, now.ref)
     comparable = recorded is not None and recorded.gold_hash == current.gold_hash
     before = recorded if comparable else None
-    metrics = [m for m in current.metrics if before is None or m in before.metrics]
-    found = rows(before, current, metrics, strict=False)
+    common = [m for m in current.metrics if before is not None and m in before.metrics]
+    found = rows(before, current, common, strict=False) if common else []
+    found += rows(None, current, [m for m in current.metrics if m not in common], strict=False)
     details = list(now.warnings)
     if recorded is not None and not comparable:
         details.append(
@@ -370,9 +372,10 @@ def update(recorded: Baseline | None, now: Measured) -> GateResult:
             "the old numbers are not comparable and are not shown"
         )
     moved = sum(r.status != "ok" for r in found)
-    reason = (
-        f"the baseline now records {current.sha[:8]}; {moved} of {len(found)} rows moved "
-        "beyond the noise or are new"
+    reason = f"the baseline now records {current.sha[:8]}: " + (
+        f"{moved} of {len(found)} rows moved beyond the noise or are new"
+        if recorded is not None
+        else f"a new baseline of {len(found)} rows"
     )
     return GateResult(
         Outcome.UPDATED,
@@ -389,28 +392,54 @@ def update(recorded: Baseline | None, now: Measured) -> GateResult:
 # --------------------------------------------------------------------------- the file
 
 
-def _scope_dict(s: ScopeValues) -> dict[str, Any]:
+def _row_key(scope: str, metric: str) -> str:
+    return f"{scope} {metric}" if scope == OVERALL else f"slice {scope} {metric}"
+
+
+def baseline_to_dict(b: Baseline) -> dict[str, Any]:
+    """The document: one entry per scope and metric under "rows", every number rounded."""
+    table: dict[str, dict[str, Any]] = {}
+    for name in b.scopes:
+        scope = b.scope(name)
+        if scope is None:
+            continue
+        for m in b.metrics:
+            table[_row_key(name, m)] = {
+                "n": scope.n,
+                "value": _round(scope.values[m]),
+                "noise": _round(scope.noise[m]),
+            }
     return {
-        "n": s.n,
-        "values": {m: _round(v) for m, v in s.values.items()},
-        "noise": {m: _round(v) for m, v in s.noise.items()},
-    }
-
-
-def baseline_to_text(b: Baseline) -> str:
-    """The file's bytes (as text): the same Baseline always gives the same text."""
-    document = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "gold": {"sha256": b.gold_hash, "queries": b.gold_queries},
         "metrics": list(b.metrics),
         "measured": {"sha": b.sha, "repeats": b.repeats},
-        "overall": _scope_dict(b.overall),
-        "slices": {name: _scope_dict(s) for name, s in sorted(b.slices.items())},
+        "rows": table,
     }
-    return (
-        json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    )
+
+
+def _line(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def baseline_to_text(b: Baseline) -> str:
+    """The file's text: sorted keys at every level, one line per top-level entry and one line
+    per row, so that the same Baseline always gives the same bytes and a change of one number
+    is a one-line diff naming its scope and metric:
+
+        -    "slice rare mrr@10": {"n": 12, "noise": 0.0, "value": 1.0},
+        +    "slice rare mrr@10": {"n": 12, "noise": 0.0, "value": 0.0},
+    """
+    document = baseline_to_dict(b)
+    entries = []
+    for key in sorted(document):
+        if key == "rows":
+            rows = [f"    {_line(k)}: {_line(v)}" for k, v in sorted(document[key].items())]
+            entries.append('  "rows": {\n' + ",\n".join(rows) + "\n  }")
+        else:
+            entries.append(f"  {_line(key)}: {_line(document[key])}")
+    return "{\n" + ",\n".join(entries) + "\n}\n"
 
 
 def _number(value: object, where: str) -> float:
@@ -419,20 +448,42 @@ def _number(value: object, where: str) -> float:
     return float(value)
 
 
-def _scope_from(doc: object, metrics: Sequence[str], where: str) -> ScopeValues:
-    if not isinstance(doc, dict):
-        raise ValueError(f"{where}: expected an object")
-    values, noise = doc.get("values"), doc.get("noise")
-    if not isinstance(values, dict) or not isinstance(noise, dict):
-        raise ValueError(f"{where}: expected 'values' and 'noise' objects")
-    n = doc.get("n")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"{where}.n: expected a count, got {n!r}")
-    return ScopeValues(
-        n,
-        {m: _number(values.get(m), f"{where}.values.{m}") for m in metrics},
-        {m: _number(noise.get(m), f"{where}.noise.{m}") for m in metrics},
-    )
+def _scopes_from(table: object, metrics: Sequence[str]) -> dict[str, ScopeValues]:
+    if not isinstance(table, dict):
+        raise ValueError("rows: expected an object")
+    grouped: dict[str, dict[str, tuple[int, float, float]]] = {}
+    for key, row in table.items():
+        where = f"rows.{key}"
+        scope, _, metric = str(key).rpartition(" ")
+        if scope != OVERALL and not scope.startswith("slice "):
+            raise ValueError(f'{where}: expected "overall METRIC" or "slice NAME METRIC"')
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected an object")
+        n = row.get("n")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"{where}.n: expected a count, got {n!r}")
+        name = scope if scope == OVERALL else scope.removeprefix("slice ")
+        grouped.setdefault(name, {})[metric] = (
+            n,
+            _number(row.get("value"), f"{where}.value"),
+            _number(row.get("noise"), f"{where}.noise"),
+        )
+    if OVERALL not in grouped:
+        raise ValueError('rows: no "overall" rows')
+    out = {}
+    for name, by_metric in grouped.items():
+        missing = [m for m in metrics if m not in by_metric]
+        if missing:
+            raise ValueError(f"rows: no row {_row_key(name, missing[0])!r}")
+        counts = {n for n, _, _ in by_metric.values()}
+        if len(counts) != 1:
+            raise ValueError(f"rows: the rows of {name!r} disagree on n ({sorted(counts)})")
+        out[name] = ScopeValues(
+            counts.pop(),
+            {m: by_metric[m][1] for m in metrics},
+            {m: by_metric[m][2] for m in metrics},
+        )
+    return out
 
 
 def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
@@ -454,17 +505,15 @@ def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
             raise ValueError("metrics: expected a list of metric names")
         for m in metrics:
             parse_metric(m)
-        slices = doc.get("slices")
-        if not isinstance(slices, dict):
-            raise ValueError("slices: expected an object")
+        scopes = _scopes_from(doc.get("rows"), metrics)
         return Baseline(
             gold_hash=str(gold["sha256"]),
             gold_queries=int(gold["queries"]),
             metrics=tuple(metrics),
             sha=str(measured["sha"]),
             repeats=int(measured["repeats"]),
-            overall=_scope_from(doc.get("overall"), metrics, "overall"),
-            slices={str(k): _scope_from(v, metrics, f"slices.{k}") for k, v in slices.items()},
+            overall=scopes.pop(OVERALL),
+            slices=scopes,
         )
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -555,9 +604,10 @@ class _Block:
 
 
 def _blocks(result: GateResult, baseline_file: str) -> list[_Block]:
+    then = f"measured on {result.baseline_sha[:8]}" if result.baseline_sha else "new"
+    now = f"{result.ref} ({result.sha[:8]})" if result.sha else result.ref
     about = (
-        f"baseline: {baseline_file or 'the baseline file'} (measured on "
-        f"{(result.baseline_sha or '?')[:8]}); now: {result.ref} ({(result.sha or '?')[:8]})",
+        f"baseline: {baseline_file or 'the baseline file'} ({then}); now: {now}",
         "rule: a row fails when it drops by more than its tolerance, max(noise recorded, noise "
         "now) (0 with --strict), falls to zero, or its slice vanishes",
         *result.details,
