@@ -846,7 +846,8 @@ class RunSummary:
 
     `scopes` holds ("all" or a slice name, n answerable, mean over usable repeats of each metric);
     `drift` the queries whose hit@k differs between usable repeats; `errors` the errored answers
-    by kind over every repeat. Errored answers are left out of the metrics (not scored as misses).
+    by kind over every repeat. A query that errored in any usable repeat is left out of the
+    metrics (never scored as a miss), as `compare` leaves it out of the analysis.
     """
 
     run: RefRun
@@ -863,14 +864,16 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
         r.error.value for rep in run.repeats for r in rep.results if r.error is not None
     )
     ok_ns = [r.latency_ns for rep in usable for r in rep.results if r.ok and r.latency_ns > 0]
+    # Only queries answered in every usable repeat are scored: an errored answer is no ranking,
+    # and scoring it 0 (as an absent query is in trec_eval -c) would call an outage a miss.
+    answers = [_answers(rep) for rep in usable]
+    scored = replace(
+        gold,
+        queries=tuple(q for q in gold.queries if all(q.id in a and a[q.id].ok for a in answers)),
+    )
     evaluations = [
-        evaluate(
-            gold,
-            {r.query_id: r.ids for r in rep.results if r.ok},
-            settings.specs,
-            settings.rel_level,
-        )
-        for rep in usable
+        evaluate(scored, {qid: r.ids for qid, r in a.items()}, settings.specs, settings.rel_level)
+        for a in answers
     ]
     scopes: list[tuple[str, int, Mapping[str, float]]] = []
     drift: dict[str, int] = {}

@@ -83,7 +83,14 @@ class BuildError(HarnessError):
 
 
 class ServiceError(HarnessError):
-    """The service exited at boot, never got ready, or could not be torn down."""
+    """The service exited at boot, never got ready, failed to prepare, or would not die.
+
+    `stage` says which ("boot", "ready", "prepare", "teardown") for the run record.
+    """
+
+    def __init__(self, message: str, details: Sequence[str] = (), stage: str = "boot") -> None:
+        super().__init__(message, details)
+        self.stage = stage
 
 
 class ResultsError(HarnessError):

@@ -146,9 +146,7 @@ class RefSession:
                 )
                 timings["queries"] = time.perf_counter() - t0
         except ServiceError as exc:
-            teardown_failed = svc_cm.teardown is not None and not svc_cm.teardown.confirmed
-            stage = "teardown" if teardown_failed else "boot"
-            failure = RunFailure(stage, exc.message, exc.details)
+            failure = RunFailure(exc.stage, exc.message, exc.details)
         teardown = svc_cm.teardown
         confirmed = teardown is not None and teardown.confirmed
         if teardown is not None:

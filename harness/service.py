@@ -252,6 +252,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     raise _PortTaken()
                 why = f"; its port was taken on each of {attempt} attempts" if taken else ""
                 raise self._failure(
+                    "boot",
                     f"service exited at boot with status {status}{why} (start: {command!r})",
                     log_start,
                     "fix the start command, or run it by hand in the worktree to see why",
@@ -297,6 +298,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                         f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
                     )
                     raise self._failure(
+                        "ready",
                         f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
                         f" gave {last} (raise service.ready_timeout if it is just slow)",
                         log_start,
@@ -329,20 +331,23 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             if not isinstance(exc, subprocess.TimeoutExpired):
                 raise
             raise self._failure(
+                "prepare",
                 f"prepare command {command!r} did not finish within {timeout:g} s "
                 "(raise service.prepare_timeout)",
                 log_start,
             ) from None
         if status != 0:
             raise self._failure(
+                "prepare",
                 f"prepare command {command!r} failed with exit status {status}",
                 log_start,
                 "run it by hand in the worktree against a booted service to see why",
             )
 
-    def _failure(self, message: str, log_start: int, *hints: str) -> ServiceError:
+    def _failure(self, stage: str, message: str, log_start: int, *hints: str) -> ServiceError:
         tail = log_tail(self.log_path, log_start)
-        return ServiceError(message, [f"last lines of {self.log_path}:", *tail, *hints])
+        details = [f"last lines of {self.log_path}:", *tail, *hints]
+        return ServiceError(message, details, stage=stage)
 
     def _new_tree(self) -> ProcessTree:
         limits = self.limits
@@ -407,4 +412,5 @@ def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
             f"they carry {MARKER_ENV}={run_id} in their environment; end them by hand "
             f"(kill -9 {pids}) and check for processes stuck in uninterruptible sleep (ps -o stat)"
         ],
+        stage="teardown",
     )

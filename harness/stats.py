@@ -421,9 +421,10 @@ def paired_latency_ratio(
 
 def ratio_words(ratio: float) -> str:
     """ "1.52x slower" for ratio 1.52, "1.10x faster" for ratio 1/1.10, "1.00x, the same" at 1."""
-    if ratio > 1:
+    # Decided on the printed value, so 0.998 never reads "1.00x faster".
+    if round(ratio, 2) > 1:
         return f"{ratio:.2f}x slower"
-    if ratio < 1:
+    if round(1 / ratio, 2) > 1:
         return f"{1 / ratio:.2f}x faster"
     return "1.00x, the same"
 

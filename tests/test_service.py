@@ -273,6 +273,7 @@ def test_exit_at_boot_is_a_service_error_with_the_log_tail(boot: Boot) -> None:
     with pytest.raises(ServiceError) as caught, ctx:
         pytest.fail("the body must not run")
     assert "exited at boot with status 3" in caught.value.message
+    assert caught.value.stage == "boot"  # the run record names the stage that failed
     assert any("boom: cannot open index" in line for line in caught.value.details)
     assert ctx.teardown is not None and ctx.teardown.died_before_teardown
 
@@ -284,6 +285,7 @@ def test_a_service_that_never_gets_ready_times_out(boot: Boot, mode: str) -> Non
         pytest.fail("the body must not run")
     message = caught.value.message
     assert "not ready after 1 s" in message and "raise service.ready_timeout" in message
+    assert caught.value.stage == "ready"
     assert ("HTTP 503" if mode == "never-ready" else "ConnectError") in message
     assert ctx.teardown is not None and not ctx.teardown.died_before_teardown
 
@@ -307,6 +309,7 @@ def test_prepare_failure_names_the_command_and_status(boot: Boot) -> None:
     with pytest.raises(ServiceError) as caught, ctx:
         pytest.fail("the body must not run")
     assert "prepare command" in caught.value.message
+    assert caught.value.stage == "prepare"
     assert "prep broke" in caught.value.message and "exit status 4" in caught.value.message
     assert any("prep broke" in line for line in caught.value.details)
 
