@@ -28,7 +28,7 @@ class Progress:
             self._finish_line()
             self._label, self._started = label, now
             if not self.live:
-                print(f"harness: {label}: querying {total} queries", file=self.stream)
+                print(f"harness: {label}: booting, then {total} queries", file=self.stream)
         if self.live and (now - self._last_draw > 0.1 or done == total):
             self._last_draw = now
             rate = done / max(now - self._started, 1e-9)
