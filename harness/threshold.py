@@ -16,10 +16,11 @@ cutoff. For a cutoff t, over the analysed queries:
     abstention rate   = answerable queries abstained on (top < t, or empty) / answerable
     false-answer rate = unanswerable queries answered (top >= t)          / unanswerable
 
-Candidates are the lowest top score (answer everything that returned something) and every
-midpoint between two consecutive distinct top scores; the best minimises abstention rate +
-false-answer rate (Youden's J), ties going to the candidate with fewer false answers. Answering
-nothing is never better than answering everything under this sum, so it is not a candidate.
+Candidates are the lowest top score (answer everything that returned something), every
+midpoint between two consecutive distinct top scores, and the next float above the highest
+(answer nothing: better than answering everything when many answerable queries already came
+back empty); the best minimises abstention rate + false-answer rate (Youden's J), ties going to
+the candidate with fewer false answers.
 
 Separable means every answerable top score is above every unanswerable one (both sides having
 some): the gap is min(answerable) - max(unanswerable) > 0, and the best cutoff is its midpoint.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,7 +161,11 @@ def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
     distinct = sorted({s.score for s in scores if s.score is not None})
     if not distinct:
         return None
-    candidates = [distinct[0]] + [(a + b) / 2 for a, b in itertools.pairwise(distinct)]
+    candidates = [
+        distinct[0],
+        *((a + b) / 2 for a, b in itertools.pairwise(distinct)),
+        math.nextafter(distinct[-1], math.inf),
+    ]
     evaluated = [evaluate_cutoff(scores, t) for t in candidates]
     return min(evaluated, key=lambda c: (c.abstention_rate + c.false_answer_rate, c.false_answers))
 
@@ -190,28 +196,38 @@ def _pct(x: float) -> str:
 def _words(
     answerable: Sequence[float], unanswerable: Sequence[float], gap: float | None, c: Cutoff | None
 ) -> str:
-    if c is None or not c.n_answerable:
-        return "no answerable query returned a scored result: there is nothing to separate"
+    """The conclusion in plain words; `answerable` / `unanswerable` are the finite top scores."""
+    if c is None:
+        return "no query returned a scored result: there is nothing to separate"
     if not c.n_unanswerable:
         return (
             "the gold set has no unanswerable query, so no cutoff can be chosen; add some "
             "(queries with no relevant document) and run again"
         )
-    rates = (
-        f"a cutoff at {c.value:.6g} abstains on {_pct(c.abstention_rate)} of answerable "
-        f"queries and answers {_pct(c.false_answer_rate)} of unanswerable ones"
-    )
+    if not answerable:
+        return "no answerable query returned a scored result: there is nothing to separate"
+    highest = max([*answerable, *unanswerable])
+    if c.value > highest:
+        best = (
+            f"answering nothing (any cutoff above {highest:.6g}), which abstains on every "
+            "answerable query"
+        )
+    else:
+        best = (
+            f"a cutoff at {c.value:.6g}, which abstains on {_pct(c.abstention_rate)} of "
+            f"answerable queries and answers {_pct(c.false_answer_rate)} of unanswerable ones"
+        )
     if not unanswerable:
-        return f"every unanswerable query already returned nothing; {rates}"
+        return f"every unanswerable query already returned nothing; the best is {best}"
     if gap is not None:
         return (
             f"a gap of {gap:.6g} separates them (answerable top scores >= {min(answerable):.6g}, "
-            f"unanswerable <= {max(unanswerable):.6g}): {rates}"
+            f"unanswerable <= {max(unanswerable):.6g}): {best}"
         )
     return (
         f"the two distributions overlap (answerable top scores go down to "
         f"{min(answerable):.6g}, unanswerable up to {max(unanswerable):.6g}): this system cannot "
-        f"tell when it has nothing. The best {rates}"
+        f"tell when it has nothing. The best it can do is {best}"
     )
 
 
@@ -262,7 +278,8 @@ def _render_text(t: Threshold) -> str:
             lo, hi = h.edges[i], h.edges[i + 1]
             last = i == len(h.answerable) - 1
             span = f"[{lo:.4g}, {hi:.4g}{']' if last else ')'}"
-            mark = "  <- cutoff" if cut is not None and lo <= cut and (cut < hi or last) else ""
+            inside = cut is not None and lo <= cut and (cut < hi or (last and cut <= hi))
+            mark = "  <- cutoff" if inside else ""
             rows.append(
                 (
                     span,
@@ -270,7 +287,7 @@ def _render_text(t: Threshold) -> str:
                     f"{_bar(u, most):<{BAR_WIDTH}} {u:>3}{mark}",
                 )
             )
-        width = max(len(r[0]) for r in rows)
+        width = max(len("top score"), *(len(r[0]) for r in rows))
         head = (
             f"{'top score':<{width}}",
             f"{f'answerable (n={n_ans})':<{BAR_WIDTH + 4}}",
@@ -278,6 +295,8 @@ def _render_text(t: Threshold) -> str:
         )
         lines.append("  ".join(head))
         lines += ["  ".join((r[0].ljust(width), r[1], r[2])).rstrip() for r in rows]
+        if cut is not None and cut > h.edges[-1]:
+            lines.append(f"{'':<{width}}  (the cutoff lies above every top score)")
     empty_a = sum(s.score is None for s in t.side(True))
     empty_u = sum(s.score is None for s in t.side(False))
     lines.append(f"returned nothing: {empty_a} answerable, {empty_u} unanswerable")
