@@ -572,6 +572,14 @@ def write_baseline(path: Path, baseline: Baseline) -> bool:
 
 # --------------------------------------------------------------------------- rendering (pure)
 
+# Backslash-escaped so that slice names, refs and paths render literally in a PR comment.
+_MD_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<|"})
+
+
+def _md(text: str) -> str:
+    return text.translate(_MD_ESCAPES)
+
+
 _HEADERS = ("scope", "metric", "baseline", "now", "change", "tolerance", "status")
 
 
@@ -636,17 +644,19 @@ def render_gate(result: GateResult, fmt: str, *, baseline_file: str = "") -> str
     if fmt not in ("text", "markdown"):
         raise ValueError(f"unknown format {fmt!r}; known: text, markdown, json")
     md = fmt == "markdown"
+    esc = _md if md else str
     parts = []
     for b in _blocks(result, baseline_file):
         if b.kind == "table":
             style = "github" if md else "simple"
-            parts.append(tabulate(b.rows, _HEADERS, tablefmt=style, disable_numparse=True))
+            rows = [tuple(map(esc, r)) for r in b.rows]
+            parts.append(tabulate(rows, _HEADERS, tablefmt=style, disable_numparse=True))
         elif b.kind == "title":
-            parts.append(f"## {b.lines[0]}" if md else b.lines[0])
+            parts.append(f"## {esc(b.lines[0])}" if md else b.lines[0])
         elif b.kind == "heading":
             parts.append(f"### {b.lines[0]}" if md else f"{b.lines[0]}\n{'-' * len(b.lines[0])}")
         else:
-            parts.append("\n".join(f"- {x}" if md else x for x in b.lines))
+            parts.append("\n".join(f"- {esc(x)}" if md else x for x in b.lines))
     return "\n\n".join(parts) + "\n"
 
 

@@ -204,7 +204,8 @@ class Cell:
     """One value's number for one metric in one scope, and how it stands against the reference.
 
     `value` is None when the row is invalid or the scope has no analysed query; `verdict` is
-    None on the reference row; `collapse` is compare's reason for a slice collapse.
+    None on the reference row; `p` is compare's p-value (Holm-adjusted across slices in a
+    slice); `collapse` is compare's reason for a slice collapse.
     """
 
     value: float | None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -247,6 +248,22 @@ def test_the_same_numbers_always_pass_and_any_drop_beyond_noise_fails(
     # Every non-zero row either drops by more than the noise or falls to zero; a zero row stays.
     anything = any(v["mrr@10"] > 0 for v in table.values())
     assert outcome is (Outcome.FAIL if anything else Outcome.PASS)
+
+
+def test_markdown_escapes_what_a_user_named() -> None:
+    recorded = _baseline({"overall": {"mrr@10": 0.8}, "a|b_c": {"mrr@10": 0.5}})
+    now = _now({"overall": {"mrr@10": 0.8}, "a|b_c": {"mrr@10": 0.1}})
+    markdown = render_gate(check(recorded, now), "markdown")
+    assert markdown.startswith("## gate: FAIL: 1 row fell below the baseline")
+    assert "| a\\|b\\_c " in markdown
+
+
+def test_the_rule_imports_no_stage_that_runs_anything() -> None:
+    code = "import sys, harness.gate; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    for stage in ("runner", "service", "worktree", "client", "build", "processes", "results"):
+        assert f"harness.{stage}" not in loaded
 
 
 # --------------------------------------------------------------------------- the file
