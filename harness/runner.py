@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -50,11 +50,12 @@ class RunPlan:
 class RefSession:
     """One ref checked out and built; boots its service once per repeat."""
 
-    def __init__(self, plan: RunPlan, side: str, ref: str) -> None:
+    def __init__(self, plan: RunPlan, side: str, ref: str, *, label: str | None = None) -> None:
         self.plan = plan
         self.side: SideConfig = plan.config.side(side)
         self.side_name = side
-        self.ref = ref
+        # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
+        self.ref = label or ref
         self.resolved = resolve_ref(plan.config.repo, ref)
         self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
         self.config_hash = side_hash(self.side)
@@ -199,17 +200,18 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
     }
 
 
-def run_pair(
-    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
-) -> tuple[RefRun, RefRun]:
-    """Both refs, `repeats` boots each, interleaved (b, c, b, c, ...) so machine drift hits both
-    sides alike. A side whose record already exists for exactly these inputs is reused unless
-    `fresh`; the returned RefRun then has `reused=True`."""
+def run_interleaved(
+    sessions: Sequence[RefSession], *, repeats: int, fresh: bool = False
+) -> tuple[RefRun, ...]:
+    """Every session `repeats` times, interleaved (a, b, c, a, b, c, ...) so machine drift hits
+    all alike; returns one RefRun per session, in order. A session whose record already exists
+    for exactly these inputs is reused unless `fresh` (its RefRun has `reused=True`) and boots
+    nothing: its ref is resolved, but no worktree is made."""
+    runs: dict[int, RefRun] = {}
     with contextlib.ExitStack() as stack:
-        sessions: dict[str, RefSession] = {}
-        reused: dict[str, RefRun] = {}
-        for side, ref in (("baseline", baseline_ref), ("candidate", candidate_ref)):
-            session = RefSession(plan, side, ref)
+        live: dict[int, RefSession] = {}
+        for i, session in enumerate(sessions):
+            plan = session.plan
             found = None
             if not fresh:
                 found = find_reusable(
@@ -221,12 +223,23 @@ def run_pair(
                     repeats=repeats,
                 )
             if found is not None:
-                reused[side] = replace(found, repeats=found.repeats[:repeats], reused=True)
+                runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
             else:
-                sessions[side] = stack.enter_context(session)
+                live[i] = stack.enter_context(session)
         for index in range(repeats):
-            for session in sessions.values():
+            for session in live.values():
                 session.run_repeat(index)
-        runs = {side: session.finish() for side, session in sessions.items()}
-    runs.update(reused)
-    return runs["baseline"], runs["candidate"]
+        runs.update({i: session.finish() for i, session in live.items()})
+    return tuple(runs[i] for i in range(len(sessions)))
+
+
+def run_pair(
+    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
+) -> tuple[RefRun, RefRun]:
+    """Both refs through `run_interleaved`: baseline, candidate, baseline, candidate, ..."""
+    baseline, candidate = run_interleaved(
+        [RefSession(plan, "baseline", baseline_ref), RefSession(plan, "candidate", candidate_ref)],
+        repeats=repeats,
+        fresh=fresh,
+    )
+    return baseline, candidate

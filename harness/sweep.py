@@ -34,7 +34,6 @@ and makes `harness sweep` exit 3.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import re
@@ -48,8 +47,8 @@ from tabulate import tabulate
 from harness.compare import CompareSettings, Comparison, MetricRow, compare
 from harness.config import HarnessConfig
 from harness.report import comparison_to_dict
-from harness.results import find_reusable, utc_stamp, write_json_new, write_text_new
-from harness.runner import RefSession, RunPlan
+from harness.results import utc_stamp, write_json_new, write_text_new
+from harness.runner import RefSession, RunPlan, run_interleaved
 from harness.types import GoldSet, RefRun, Verdict
 
 SCHEMA = "harness-sweep"
@@ -167,33 +166,16 @@ def run_sweep(
     A point whose record already exists for exactly these inputs (its env pin is part of the
     config hash) is reused unless `fresh`. Each record's `ref` is "REF [NAME=value]".
     """
-    runs: dict[int, RefRun] = {}
-    with contextlib.ExitStack() as stack:
-        sessions: dict[int, RefSession] = {}
-        for i, point in enumerate(points):
-            session = RefSession(
-                replace(plan, config=with_point(plan.config, side, point)), side, ref
-            )
-            session.ref = f"{ref} [{label(point)}]"  # names the value in progress and records
-            found = None
-            if not fresh:
-                found = find_reusable(
-                    plan.results_dir,
-                    sha=session.sha,
-                    config_hash=session.config_hash,
-                    gold_hash=plan.gold.hash,
-                    corpus_hash=plan.corpus_hash,
-                    repeats=repeats,
-                )
-            if found is not None:
-                runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
-            else:
-                sessions[i] = stack.enter_context(session)
-        for index in range(repeats):
-            for session in sessions.values():
-                session.run_repeat(index)
-        runs.update({i: session.finish() for i, session in sessions.items()})
-    return tuple(runs[i] for i in range(len(points)))
+    sessions = [
+        RefSession(
+            replace(plan, config=with_point(plan.config, side, point)),
+            side,
+            ref,
+            label=f"{ref} [{label(point)}]",  # names the value in progress lines and records
+        )
+        for point in points
+    ]
+    return run_interleaved(sessions, repeats=repeats, fresh=fresh)
 
 
 # --------------------------------------------------------------------------- the summary (pure)
