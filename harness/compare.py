@@ -54,7 +54,8 @@ import numpy.typing as npt
 
 from harness import stats
 from harness.errors import ConfigError
-from harness.metrics import Evaluation, Kind, MetricSpec, dedupe, evaluate, parse_metric
+from harness.evaluation import Evaluation, evaluate
+from harness.metrics import Kind, MetricSpec, dedupe, parse_metric
 from harness.stats import BinaryTest, LatencySummary, LatencyTest
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 

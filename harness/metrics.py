@@ -18,28 +18,28 @@ pytrec_eval's, to the last bit, on BM25 runs over SciFact and Cranfield.
 Ranks are positions in the deduplicated list, in the order the service returned: nothing here
 breaks ties (a TREC run file is put in trec_eval's order by `harness.runfile`).
 
-Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1), in
-gold order; a query the run does not contain scores 0 on every metric, as `trec_eval -c` does.
-Unanswerable queries never enter a quality mean (no vacuous 1.0, no 0): `no_answer_false_positive`
-scores them.  Queries with `outranks` pairs are scored by `outranks_holds`.
+Unanswerable queries (no grade >= 1) have no quality score (`score_query` refuses them):
+`no_answer_false_positive` scores them; `outranks_holds` checks an `outranks` pair.  Scoring a
+whole run against a gold set (which queries are averaged, missing queries, slices) is
+`harness.evaluation`'s.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from itertools import chain, compress, islice, repeat
-from operator import attrgetter, methodcaller
+from itertools import chain, islice, repeat
+from operator import methodcaller
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from harness.errors import NotComparableError
-from harness.types import GoldSet
+if TYPE_CHECKING:  # the real import is in __getattr__ at the end of this module
+    from harness.evaluation import evaluate as evaluate
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -335,7 +335,8 @@ def parse_metrics(text: str) -> tuple[MetricSpec, ...]:
     return tuple(dict.fromkeys(parse_metric(p) for p in parts))
 
 
-def _as_specs(specs: Iterable[MetricSpec | str]) -> tuple[MetricSpec, ...]:
+def as_specs(specs: Iterable[MetricSpec | str]) -> tuple[MetricSpec, ...]:
+    """Specs given as MetricSpecs or canonical names, in order, each once."""
     return tuple(dict.fromkeys(s if isinstance(s, MetricSpec) else parse_metric(s) for s in specs))
 
 
@@ -358,7 +359,7 @@ def score_query(
     """
     if not any(grade >= 1 for grade in relevant.values()):
         raise ValueError("query has no grade >= 1: score it with no_answer_false_positive")
-    chosen = _as_specs(specs)
+    chosen = as_specs(specs)
     ranks = judge([ranking], [relevant], max((s.k for s in chosen), default=1), rel_level)
     return {str(s): float(s.compute(ranks)[0]) for s in chosen}
 
@@ -402,232 +403,15 @@ def outranks_holds(ranking: Sequence[str], correct: str, stale: str) -> bool:
     return stale not in ids or ids.index(correct) < ids.index(stale)
 
 
-@dataclass(frozen=True)
-class NoAnswerSummary:
-    """The unanswerable queries of a gold set, in gold order, and what the run did with them."""
-
-    query_ids: tuple[str, ...] = ()
-    returned_any: tuple[bool, ...] = ()
-    above_threshold: tuple[bool | None, ...] = ()
-    threshold: float | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.query_ids)
-
-    @property
-    def false_positives(self) -> int:
-        return sum(self.returned_any)
-
-    @property
-    def rate(self) -> float | None:
-        """Share of unanswerable queries that returned anything; None without any."""
-        return self.false_positives / self.n if self.n else None
-
-    @property
-    def n_scored(self) -> int:
-        return sum(a is not None for a in self.above_threshold)
-
-    @property
-    def above(self) -> int:
-        return sum(a is True for a in self.above_threshold)
-
-    @property
-    def above_rate(self) -> float | None:
-        """Share, of the queries that had scores, with a score above the threshold."""
-        return self.above / self.n_scored if self.n_scored else None
+# --------------------------------------------------------------------------- moved
 
 
-@dataclass(frozen=True)
-class OutranksSummary:
-    """Every (query_id, correct, stale) pair in gold order, and whether it held."""
+def __getattr__(name: str) -> object:
+    """`evaluate` moved to harness.evaluation; harness.cli, harness.gate and
+    scripts/bench_metrics.py still import it from here.  It is looked up on first use, because
+    harness.evaluation imports this module: importing it at the top would be circular."""
+    if name == "evaluate":
+        from harness.evaluation import evaluate
 
-    pairs: tuple[tuple[str, str, str], ...] = ()
-    held: tuple[bool, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def n_held(self) -> int:
-        return sum(self.held)
-
-    @property
-    def rate(self) -> float | None:
-        return self.n_held / self.n if self.n else None
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-@dataclass(frozen=True)
-class SliceScore:
-    """The means over the answerable queries of one slice; `values` is empty when n is 0."""
-
-    n: int
-    values: Mapping[str, float]
-
-
-class _Rows(Mapping[str, Mapping[str, float]]):
-    """per_query as a read-only view over the metric columns: no dict per query is built."""
-
-    def __init__(self, ids: tuple[str, ...], columns: Mapping[str, FloatArray]) -> None:
-        self._index = {qid: i for i, qid in enumerate(ids)}
-        self._columns = columns
-
-    def __getitem__(self, qid: str) -> Mapping[str, float]:
-        i = self._index[qid]
-        return {name: float(col[i]) for name, col in self._columns.items()}
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-@dataclass(frozen=True, eq=False)
-class Evaluation:
-    """A run scored against a gold set.
-
-    `query_ids` are the answerable queries in gold order: the row order of every `columns`
-    array (read-only float64).  `missing` are answerable queries the run lacks (scored 0), `extra`
-    run queries the gold set lacks (ignored, sorted).
-    """
-
-    specs: tuple[MetricSpec, ...]
-    rel_level: int
-    query_ids: tuple[str, ...]
-    columns: Mapping[str, FloatArray]
-    aggregate: Mapping[str, float]
-    slices: Mapping[str, SliceScore]
-    no_answer: NoAnswerSummary
-    outranks: OutranksSummary
-    missing: tuple[str, ...] = ()
-    extra: tuple[str, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.query_ids)
-
-    @cached_property
-    def per_query(self) -> Mapping[str, Mapping[str, float]]:
-        return _Rows(self.query_ids, self.columns)
-
-
-def evaluate(
-    gold: GoldSet,
-    rankings: Mapping[str, Sequence[str]],
-    specs: Iterable[MetricSpec | str],
-    rel_level: int = 1,
-    *,
-    scores: Mapping[str, Sequence[float]] | None = None,
-    threshold: float | None = None,
-) -> Evaluation:
-    """Score a run: every metric per answerable query, their means overall and per slice.
-
-    A query missing from `rankings` scores 0 (trec_eval -c); unanswerable queries go to
-    `no_answer`, pairs to `outranks`.  `scores` (aligned with each ranking) feed only the
-    no-answer threshold check.  Aggregates are empty when the gold set has no answerable query.
-    """
-    chosen = _as_specs(specs)
-    queries = gold.queries
-    all_ids = list(map(attrgetter("id"), queries))
-    ranks = judge(
-        [rankings.get(qid, ()) for qid in all_ids],
-        list(map(attrgetter("relevant"), queries)),
-        max((s.k for s in chosen), default=1),
-        rel_level,
-    )
-    answerable = ranks.answerable
-    ids = tuple(compress(all_ids, answerable.tolist()))
-    columns: dict[str, FloatArray] = {}
-    for spec in chosen:
-        column = spec.compute(ranks)[answerable]
-        column.flags.writeable = False
-        columns[str(spec)] = column
-    aggregate = {name: float(col.mean()) for name, col in columns.items()} if ids else {}
-
-    slice_of = {name: i for i, name in enumerate(gold.slices)}
-    owner = np.fromiter(
-        map(slice_of.__getitem__, map(attrgetter("slice"), queries)), dtype=np.intp
-    )[answerable]
-    sizes = np.bincount(owner, minlength=len(slice_of))
-    sums = {
-        m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
-    }
-    slices = {
-        name: SliceScore(
-            n=int(sizes[i]),
-            values={m: float(s[i] / sizes[i]) for m, s in sums.items()} if sizes[i] else {},
-        )
-        for name, i in slice_of.items()
-    }
-
-    no_ids, no_any, no_above = [], [], []
-    for q in compress(queries, (~answerable).tolist()):
-        got = no_answer_false_positive(
-            rankings.get(q.id, ()), None if scores is None else scores.get(q.id), threshold
-        )
-        no_ids.append(q.id)
-        no_any.append(got.returned_any)
-        no_above.append(got.above_threshold)
-    pairs = tuple((q.id, c, s) for q in gold.queries for c, s in q.outranks)
-    held = tuple(outranks_holds(rankings.get(qid, ()), c, s) for qid, c, s in pairs)
-    return Evaluation(
-        specs=chosen,
-        rel_level=rel_level,
-        query_ids=ids,
-        columns=MappingProxyType(columns),
-        aggregate=MappingProxyType(aggregate),
-        slices=MappingProxyType(slices),
-        no_answer=NoAnswerSummary(tuple(no_ids), tuple(no_any), tuple(no_above), threshold),
-        outranks=OutranksSummary(pairs, held),
-        missing=tuple(qid for qid in ids if qid not in rankings),
-        extra=tuple(sorted(set(rankings).difference(all_ids))),
-    )
-
-
-def per_query_matrix(
-    evaluation: Evaluation, specs: Iterable[MetricSpec | str] | None = None
-) -> FloatArray:
-    """An (n queries x m metrics) array, rows in `evaluation.query_ids` order, columns in the
-    order of `specs` (default: the evaluation's own)."""
-    names = [str(s) for s in (evaluation.specs if specs is None else _as_specs(specs))]
-    absent = [n for n in names if n not in evaluation.columns]
-    if absent:
-        raise KeyError(f"not evaluated: {', '.join(absent)}; evaluated: {list(evaluation.columns)}")
-    if not names:
-        return np.zeros((evaluation.n, 0))
-    return np.column_stack([evaluation.columns[n] for n in names])
-
-
-def paired(
-    baseline: Evaluation, candidate: Evaluation, metric: MetricSpec | str
-) -> tuple[FloatArray, FloatArray]:
-    """The two per-query arrays of one metric, aligned query by query, for a paired test.
-
-    Raises NotComparableError naming what differs (query order, rel_level, a metric missing).
-    """
-    name = str(metric)
-    for side, ev in (("baseline", baseline), ("candidate", candidate)):
-        if name not in ev.columns:
-            raise NotComparableError(
-                f"{side} was not evaluated on {name}",
-                [f"  evaluated: {', '.join(ev.columns) or 'nothing'}", "evaluate both on it"],
-            )
-    if baseline.query_ids != candidate.query_ids:
-        only = sorted(set(baseline.query_ids) ^ set(candidate.query_ids))[:5]
-        raise NotComparableError(
-            "baseline and candidate were scored on different answerable queries",
-            [
-                f"  query_ids differ (e.g. {', '.join(only) or 'same ids, other order'})",
-                "score both against the same gold set",
-            ],
-        )
-    if baseline.rel_level != candidate.rel_level:
-        raise NotComparableError(
-            f"rel_level differs: baseline {baseline.rel_level}, candidate {candidate.rel_level}"
-        )
-    return baseline.columns[name], candidate.columns[name]
+        return evaluate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

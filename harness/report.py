@@ -32,7 +32,7 @@ from tabulate import tabulate
 
 from harness.compare import Comparison, Flip, HitDetail, MetricRow, RunSummary, Scope
 from harness.errors import ResultsError
-from harness.metrics import Evaluation
+from harness.evaluation import Evaluation
 from harness.results import read_json, run_to_dict, utc_stamp, write_json_new, write_text_new
 from harness.types import GoldSet, RefRun
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
+from harness.evaluation import evaluate
 from harness.gold import load_gold
-from harness.metrics import evaluate, parse_metrics
+from harness.metrics import parse_metrics
 from harness.runfile import load_run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,8 @@ import pytest
 import pytrec_eval
 from conftest import shared_collection
 
-from harness.metrics import evaluate, parse_metrics
+from harness.evaluation import evaluate
+from harness.metrics import parse_metrics
 from harness.runfile import load_run, trec_order
 from harness.types import GoldQuery, GoldSet
 

@@ -35,7 +35,7 @@ from test_compare import (
 from harness import report
 from harness.compare import CompareSettings, Comparison, compare, summarise_run
 from harness.errors import ResultsError
-from harness.metrics import Evaluation, evaluate
+from harness.evaluation import Evaluation, evaluate
 from harness.report import (
     RENDERERS,
     comparison_from_dict,
