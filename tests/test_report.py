@@ -33,7 +33,8 @@ from test_compare import (
 )
 
 from harness import report
-from harness.compare import CompareSettings, Comparison, compare, summarise_run
+from harness.compare import compare, summarise_run
+from harness.comparison import CompareSettings, Comparison
 from harness.errors import ResultsError
 from harness.evaluation import Evaluation, evaluate
 from harness.report import (

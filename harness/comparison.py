@@ -1,0 +1,316 @@
+"""The values of the compare stage: the settings a comparison is made under, the `Comparison`
+tree it produces (everything a report shows, nothing it must compute), and the `RunSummary` of
+one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill them are in
+`harness.compare`, the JSON form in `harness.document`.
+
+    Comparison
+    ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)
+    ├── settings: CompareSettings
+    ├── overall: Scope, slices: Scope...      MetricRows; a hit@k row carries its HitDetail
+    ├── detectability: Detectability          with a SliceDetectability per slice
+    ├── no_answer: NoAnswer, outranks: Outranks
+    ├── latency: Latency                      stats.LatencySummary per side, stats.LatencyTest
+    └── flips: Flips...                       a Flip per query whose hit@k changed
+
+They live here, not in `harness.types`: they hold `harness.stats` results (BinaryTest,
+LatencySummary, LatencyTest) and CompareSettings checks metric names with
+`harness.metrics.parse_metric`, while stats and metrics import `harness.types`; and
+`harness.document` reads these annotations back at run time, so importing the types only for
+the type checker would not do.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.errors import ConfigError
+from harness.metrics import MetricSpec, parse_metric
+from harness.stats import BinaryTest, LatencySummary, LatencyTest
+from harness.types import RefRun, Verdict
+
+if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
+    from harness.config import CompareConfig
+
+_DEFAULT_METRICS = ("hit", "recall", "p", "mrr", "ndcg")
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """How to compare: cutoffs, significance, tolerances, gates, and the seed of every resample.
+
+    `gate_on` names extra metrics whose regression fails the quality verdict (e.g. "ndcg@10");
+    `query_differences` are the config keys that differ between the sides
+    (`HarnessConfig.differences()`), shown in the header.
+    """
+
+    k: tuple[int, ...] = (5, 10)
+    alpha: float = 0.05
+    latency_tolerance: float = 0.10
+    max_errors: int = 0
+    seed: int = 0
+    rel_level: int = 1
+    gate_on: tuple[str, ...] = ()
+    query_differences: tuple[str, ...] = ()
+    resamples: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not self.k or any(k < 1 for k in self.k) or len(set(self.k)) != len(self.k):
+            raise ValueError(f"k must list distinct cutoffs >= 1, not {self.k}")
+        problems = []
+        for name in self.gate_on:
+            try:
+                parse_metric(name)
+            except ValueError as error:
+                problems.append(f"  gate_on: {error}")
+        if problems:
+            raise ConfigError(
+                "gate_on names a metric harness does not know",
+                hint="\n".join([*problems, "use canonical names such as ndcg@10 or mrr@10"]),
+            )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: CompareConfig,
+        *,
+        gate_on: Sequence[str] = (),
+        query_differences: Sequence[str] = (),
+        rel_level: int = 1,
+    ) -> CompareSettings:
+        return cls(
+            k=config.k,
+            alpha=config.alpha,
+            latency_tolerance=config.latency_tolerance,
+            max_errors=config.max_errors,
+            seed=config.seed,
+            rel_level=rel_level,
+            gate_on=tuple(gate_on),
+            query_differences=tuple(query_differences),
+        )
+
+    @property
+    def specs(self) -> tuple[MetricSpec, ...]:
+        """Every metric compared: the defaults at each k, then the gates, grouped by name."""
+        chosen = {MetricSpec(name, k) for name in _DEFAULT_METRICS for k in self.k}
+        chosen |= {parse_metric(name) for name in self.gate_on}
+        order = {name: i for i, name in enumerate(_DEFAULT_METRICS)}
+        return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), s.name, s.k)))
+
+
+# --------------------------------------------------------------------------- the Comparison tree
+
+
+@dataclass(frozen=True)
+class RefInfo:
+    side: str  # "baseline" | "candidate"
+    ref: str
+    sha: str
+    short_sha: str
+    repeats: int  # every repeat recorded
+    usable_repeats: int  # the repeats whose answers are used
+    reused: bool
+    config_hash: str
+    record_path: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldInfo:
+    source: str
+    hash: str
+    n: int
+    n_answerable: int
+    n_unanswerable: int
+
+
+@dataclass(frozen=True)
+class Header:
+    baseline: RefInfo
+    candidate: RefInfo
+    gold: GoldInfo
+    query_differences: tuple[str, ...]
+    excluded: tuple[str, ...]  # gold queries left out: errored or missing on some repeat
+
+
+@dataclass(frozen=True)
+class HitDetail:
+    """The McNemar side of a hit@k row: counts, drift, floor, and whether it could ever be called.
+
+    `topk_drift_*` counts queries whose deduplicated top-k list is not identical in every repeat
+    (a superset of the hit drift); `min_swing` is `stats.detectable_swing(n, alpha)`.
+    """
+
+    test: BinaryTest
+    min_swing: int | None
+    drift_baseline: int
+    drift_candidate: int
+    topk_drift_baseline: int
+    topk_drift_candidate: int
+    too_small: bool
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric in one scope: means, delta, test, verdict, and words for what decided it.
+
+    `note` is shown after the verdict when it needs one (inside the noise band, gold set too
+    small, CI includes 0, not significant after Holm); `reason` is the statistics' own account.
+    """
+
+    metric: str
+    n: int
+    baseline: float
+    candidate: float
+    delta: float
+    p: float
+    verdict: Verdict
+    reason: str
+    note: str | None = None
+    ci_low: float | None = None  # continuous metrics only
+    ci_high: float | None = None
+    p_adjusted: float | None = None  # slices only: Holm across slices
+    collapse: str | None = None  # slices only: why this row is a slice collapse
+    hit: HitDetail | None = None  # hit@k only
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The overall rows, or one slice's (n = its analysed answerable queries)."""
+
+    name: str
+    n: int
+    rows: tuple[MetricRow, ...]
+
+    def row(self, metric: str) -> MetricRow | None:
+        return next((r for r in self.rows if r.metric == metric), None)
+
+
+@dataclass(frozen=True)
+class SliceDetectability:
+    """Within a slice of n queries, the smallest swing that could ever be called after Holm
+    (noise_floor at alpha / number of slices, with the slice's drift) and whether n reaches it."""
+
+    name: str
+    n: int
+    smallest_swing: int
+    callable: bool
+
+
+@dataclass(frozen=True)
+class Detectability:
+    metric: str  # hit@k at the first configured cutoff
+    n: int
+    floor: int  # no net swing smaller than this many queries can be called
+    too_small: bool
+    slices: tuple[SliceDetectability, ...]
+
+
+@dataclass(frozen=True)
+class NoAnswer:
+    """Analysed unanswerable queries that returned anything (modal over repeats), per side."""
+
+    n: int
+    baseline: int
+    candidate: int
+    baseline_rate: float | None
+    candidate_rate: float | None
+
+
+@dataclass(frozen=True)
+class Outranks:
+    """`outranks` pairs of analysed queries that hold (modal over repeats), per side."""
+
+    n: int
+    baseline: int
+    candidate: int
+
+
+@dataclass(frozen=True)
+class Latency:
+    baseline: LatencySummary | None
+    candidate: LatencySummary | None
+    n_paired: int
+    test: LatencyTest | None
+    words: str  # "1.52x slower (95% CI 1.40-1.65)"
+
+
+class Direction(enum.StrEnum):
+    NEWLY_HIT = "newly hit"
+    NEWLY_MISSED = "newly missed"
+
+
+@dataclass(frozen=True)
+class Flip:
+    query_id: str
+    slice: str
+    text: str | None  # None once redacted
+    rank_before: int | None
+    rank_after: int | None
+    direction: Direction
+    impact: float  # |1/after - 1/before|, None ranks counting 0
+
+
+@dataclass(frozen=True)
+class Flips:
+    metric: str
+    k: int
+    flips: tuple[Flip, ...]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
+
+    header: Header
+    settings: CompareSettings
+    invalid_reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    verdict_quality: Verdict
+    quality_reason: str
+    verdict_latency: Verdict
+    latency_reason: str
+    overall: Scope
+    slices: tuple[Scope, ...]
+    detectability: Detectability | None
+    no_answer: NoAnswer
+    outranks: Outranks
+    latency: Latency
+    flips: tuple[Flips, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not self.invalid_reasons
+
+    @property
+    def hit_rows(self) -> tuple[MetricRow, ...]:
+        return tuple(r for r in self.overall.rows if r.hit is not None)
+
+    @property
+    def collapses(self) -> tuple[tuple[Scope, MetricRow], ...]:
+        return tuple((s, r) for s in self.slices for r in s.rows if r.collapse)
+
+
+# --------------------------------------------------------------------------- one ref on its own
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `harness run` prints of one RefRun: errors, latency, and the metrics per slice.
+
+    `scopes` holds ("all" or a slice name, n answerable, mean over usable repeats of each metric);
+    `drift` the queries whose hit@k differs between usable repeats; `errors` the errored answers
+    by kind over every repeat. A query that errored in any usable repeat is left out of the
+    metrics (never scored as a miss), as `compare` leaves it out of the analysis.
+    """
+
+    run: RefRun
+    usable: int
+    errors: Mapping[str, int]
+    latency: LatencySummary | None
+    scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
+    drift: Mapping[str, int]
