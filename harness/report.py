@@ -1,45 +1,50 @@
 """The report stage: a Comparison in, text out.  It formats; it computes nothing.
 
     render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json
-    comparison_to_dict(comparison, *, redact=False) / comparison_from_dict(document) -> Comparison
-    save_comparison(results_dir, comparison, *, redact=False) -> Path    results/<stamp>_<b8>_<c8>/
-    load_comparison(directory) -> Comparison                             for `harness report DIR`
     render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
-    render_run(run, gold, fmt) -> str                                    `harness run`
+    render_run(summary, fmt) -> str                                      `harness run`
 
 Text (a terminal) and Markdown (a PR comment) share one layout, built once as blocks: the
 verdicts in words first, any reason the run is invalid above everything, then the numbers.
 Numbers: rates and metric values with 3 decimals, p with 2 significant digits or "<0.0001",
-latencies in ms with 1 decimal.  JSON is the Comparison itself, schema-versioned, sorted keys, and
-reads back into an equal Comparison.  `redact=True` leaves every query text out of every format
-(a Comparison holds no document text: ids, hashes and numbers only).
+latencies in ms with 1 decimal.  JSON is the Comparison itself (`harness.document`: schema-
+versioned, reads back into an equal Comparison), with sorted keys.  `redact=True` leaves every
+query text out of every format (a Comparison holds no document text: ids, hashes and numbers
+only).  Saving a comparison to a results directory, and loading it back, is `harness.results`'s.
 """
 
 from __future__ import annotations
 
 import csv
-import enum
 import io
 import json
-import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
-from harness.compare import Comparison, Flip, HitDetail, MetricRow, RunSummary, Scope
-from harness.errors import ResultsError
+from harness.comparison import Comparison, Flip, HitDetail, MetricRow, RunSummary, Scope
+from harness.document import comparison_to_dict, jsonable
 from harness.evaluation import Evaluation
-from harness.results import read_json, run_to_dict, utc_stamp, write_json_new, write_text_new
-from harness.types import GoldSet, RefRun
+from harness.types import GoldSet
 
-SCHEMA = "harness-comparison"
-SCHEMA_VERSION = 1
-COMPARISON_FILE = "comparison.json"
-REPORT_FILE = "report.md"
+if TYPE_CHECKING:  # the real import is in __getattr__ at the end of this module
+    from harness.results import load_comparison, save_comparison
+
+# comparison_to_dict, save_comparison and load_comparison moved (to harness.document and
+# harness.results); harness.sweep and harness.cli still import them from here.
+__all__ = [
+    "RENDERERS",
+    "SHOWN_FLIPS",
+    "comparison_to_dict",
+    "load_comparison",
+    "render",
+    "render_evaluation",
+    "render_run",
+    "save_comparison",
+]
+
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
 
@@ -368,155 +373,11 @@ def _render_markdown(c: Comparison, redact: bool) -> str:
 # --------------------------------------------------------------------------- JSON
 
 
-def _dump(value: object) -> object:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _dump(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, tuple | list):
-        return [_dump(v) for v in value]
-    return value
-
-
-def _redacted(c: Comparison) -> Comparison:
-    flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
-    return replace(c, flips=flips)
-
-
-def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:
-    """The JSON document: schema, version, the two verdicts, then every field of the Comparison."""
-    c = _redacted(comparison) if redact else comparison
-    body = {f.name: _dump(getattr(c, f.name)) for f in fields(c)}
-    quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "verdict": {"quality": quality, "latency": latency},
-        "valid": c.valid,
-        **body,
-    }
-
-
 def _render_json(c: Comparison, redact: bool) -> str:
     document = comparison_to_dict(c, redact=redact)
     return (
         json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     )
-
-
-class _Malformed(Exception):
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(f"{where}: {message}")
-
-
-def _load(tp: Any, value: object, where: str) -> Any:
-    """Rebuild a value of type `tp` (a dataclass, enum, tuple, union or scalar) from JSON."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (types.UnionType, typing.Union):
-        if value is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _load(inner, value, where)
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise _Malformed(where, f"expected a list, got {type(value).__name__}")
-        kinds = [args[0]] * len(value) if args[1:] == (...,) else list(args)
-        if len(kinds) != len(value):
-            raise _Malformed(where, f"expected {len(kinds)} items, got {len(value)}")
-        return tuple(
-            _load(t, v, f"{where}[{i}]") for i, (t, v) in enumerate(zip(kinds, value, strict=True))
-        )
-    if isinstance(tp, type) and is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise _Malformed(where, f"expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
-        known = {f.name for f in fields(tp)}
-        if unknown := sorted(set(value) - known):
-            raise _Malformed(where, f"unknown field {unknown[0]!r}")
-        loaded = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
-        try:
-            return tp(**loaded)
-        except TypeError as error:  # a required field is absent
-            raise _Malformed(where, str(error).partition(".__init__() ")[2] or str(error)) from None
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(value)
-        except ValueError:
-            choices = ", ".join(repr(m.value) for m in tp)
-            raise _Malformed(where, f"{value!r} is not one of {choices}") from None
-    if tp is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if tp in (int, str, bool) and type(value) is tp:
-        return value
-    raise _Malformed(where, f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
-
-
-def comparison_from_dict(document: Mapping[str, Any], source: str = "<memory>") -> Comparison:
-    """Read back what `comparison_to_dict` wrote; ResultsError names the field that is wrong."""
-    if document.get("schema") != SCHEMA:
-        raise ResultsError(
-            f"{source}: not a harness comparison (schema {document.get('schema')!r})"
-        )
-    if document.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(
-            f"{source}: comparison schema_version {document.get('schema_version')!r}, "
-            f"this harness reads {SCHEMA_VERSION}",
-            ["re-run harness compare to measure it again"],
-        )
-    body = {k: v for k, v in document.items() if k not in ("schema", "schema_version", "valid")}
-    verdict = body.pop("verdict", None)
-    if not isinstance(verdict, dict):
-        raise ResultsError(f"{source}: verdict: expected an object with quality and latency")
-    body["verdict_quality"], body["verdict_latency"] = (
-        verdict.get("quality"),
-        verdict.get("latency"),
-    )
-    try:
-        comparison: Comparison = _load(Comparison, body, "comparison")
-    except _Malformed as error:
-        raise ResultsError(
-            f"{source}: malformed comparison: {error}", ["re-run harness compare to write it again"]
-        ) from None
-    return comparison
-
-
-def save_comparison(
-    results_dir: Path,
-    comparison: Comparison,
-    runs: Sequence[RefRun] = (),
-    *,
-    redact: bool = False,
-) -> Path:
-    """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
-    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
-    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
-    error details, which may quote response bodies."""
-    h = comparison.header
-    stem = f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
-    directory, n = results_dir / stem, 1
-    while True:
-        try:
-            directory.mkdir(parents=True)
-            break
-        except FileExistsError:
-            n += 1
-            directory = results_dir / f"{stem}-{n}"
-    for side, run in zip(("baseline", "candidate"), runs, strict=False):
-        record = run_to_dict(run)
-        if redact:
-            for rep in record["repeats"]:
-                for result in rep["results"]:
-                    result["detail"] = None
-        write_json_new(directory / f"{side}.json", record)
-    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
-    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
-    return directory
-
-
-def load_comparison(directory: Path) -> Comparison:
-    """The comparison saved in `directory` (or a comparison.json given directly)."""
-    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
-    return comparison_from_dict(read_json(path), str(path))
 
 
 # --------------------------------------------------------------------------- the registry
@@ -618,7 +479,7 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             "usable_repeats": summary.usable,
             "errors": dict(summary.errors),
             "failures": [f"{f.stage}: {f.message}" for f in run.failures],
-            "latency_ms": None if summary.latency is None else _dump(summary.latency),
+            "latency_ms": None if summary.latency is None else jsonable(summary.latency),
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
             "drift": dict(summary.drift),
         }
@@ -676,3 +537,17 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             + " differ between repeats"
         )
     return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- moved
+
+
+def __getattr__(name: str) -> object:
+    """save_comparison and load_comparison moved to harness.results, which imports this module
+    (to write report.md): they are looked up on first use, as an import at the top would be
+    circular."""
+    if name in ("save_comparison", "load_comparison"):
+        from harness import results
+
+        return getattr(results, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,13 @@
-"""Run records on disk: versioned JSON, sorted keys, written atomically and never overwritten.
+"""Run records and saved comparisons on disk: versioned JSON, sorted keys, written atomically and
+never overwritten.
 
 Layout under the results directory (see results/README.md):
 
     runs/<UTC stamp>_<ref slug>_<sha8>_<rand>.json   one RefRun (every repeat of one ref)
     logs/<...>.log                                   service and build logs named by the records
-    <UTC stamp>_<base sha8>_<cand sha8>/              one comparison (written by the compare stage)
+    <UTC stamp>_<base sha8>_<cand sha8>/              one comparison (save_comparison):
+                                                     comparison.json, report.md and a copy of
+                                                     each run record
 
 A record holds what makes two runs comparable (full SHA, config, gold and corpus hashes, tool
 version, host) so `compare` can reuse a matching record and refuse to compare mismatched ones.
@@ -19,17 +22,22 @@ import re
 import secrets
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.comparison import Comparison
+from harness.document import comparison_from_dict, comparison_to_dict
 from harness.errors import ResultsError
+from harness.report import render
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 1
+COMPARISON_FILE = "comparison.json"
+REPORT_FILE = "report.md"
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -266,3 +274,45 @@ def find_reusable(
         ):
             return run
     return None
+
+
+# --------------------------------------------------------------------------- saved comparisons
+
+
+def save_comparison(
+    results_dir: Path,
+    comparison: Comparison,
+    runs: Sequence[RefRun] = (),
+    *,
+    redact: bool = False,
+) -> Path:
+    """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
+    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
+    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
+    error details, which may quote response bodies."""
+    h = comparison.header
+    stem = f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
+    directory, n = results_dir / stem, 1
+    while True:
+        try:
+            directory.mkdir(parents=True)
+            break
+        except FileExistsError:
+            n += 1
+            directory = results_dir / f"{stem}-{n}"
+    for side, run in zip(("baseline", "candidate"), runs, strict=False):
+        record = run_to_dict(run)
+        if redact:
+            for rep in record["repeats"]:
+                for result in rep["results"]:
+                    result["detail"] = None
+        write_json_new(directory / f"{side}.json", record)
+    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
+    return directory
+
+
+def load_comparison(directory: Path) -> Comparison:
+    """The comparison saved in `directory` (or a comparison.json given directly)."""
+    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
+    return comparison_from_dict(read_json(path), str(path))

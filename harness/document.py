@@ -1,0 +1,137 @@
+"""A Comparison as a JSON document, and back: schema-versioned, every field, nothing computed.
+
+    comparison_to_dict(comparison, *, redact=False) -> dict    {"schema", "schema_version",
+                                                                "verdict", "valid", ...fields}
+    comparison_from_dict(document, source) -> Comparison       ResultsError names the bad field
+
+Pure: no I/O (`harness.results` saves and loads the files; `harness.report` renders the JSON
+text).  The document is the Comparison's dataclass tree as nested objects: enums by value,
+tuples as lists, None as null; the two verdicts are lifted into {"verdict": {"quality",
+"latency"}} and `valid` is added.  Reading it back rebuilds an equal Comparison from the field
+annotations, refusing unknown fields, absent required ones, wrong types and enum values outside
+the vocabulary.  `redact=True` leaves every query text out (a Comparison holds no document text:
+ids, hashes and numbers only).
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass, replace
+from typing import Any
+
+from harness.comparison import Comparison
+from harness.errors import ResultsError
+
+SCHEMA = "harness-comparison"
+SCHEMA_VERSION = 1
+
+
+def jsonable(value: object) -> object:
+    """`value` with every dataclass turned into a dict of its fields, enums into their values and
+    tuples into lists, recursively; anything else as it is."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def redacted(c: Comparison) -> Comparison:
+    """The comparison without any query text (each flip's `text` is None)."""
+    flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
+    return replace(c, flips=flips)
+
+
+def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:
+    """The JSON document: schema, version, the two verdicts, then every field of the Comparison."""
+    c = redacted(comparison) if redact else comparison
+    body = {f.name: jsonable(getattr(c, f.name)) for f in fields(c)}
+    quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "verdict": {"quality": quality, "latency": latency},
+        "valid": c.valid,
+        **body,
+    }
+
+
+class _Malformed(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+
+
+def _load(tp: Any, value: object, where: str) -> Any:
+    """Rebuild a value of type `tp` (a dataclass, enum, tuple, union or scalar) from JSON."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _load(inner, value, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise _Malformed(where, f"expected a list, got {type(value).__name__}")
+        kinds = [args[0]] * len(value) if args[1:] == (...,) else list(args)
+        if len(kinds) != len(value):
+            raise _Malformed(where, f"expected {len(kinds)} items, got {len(value)}")
+        return tuple(
+            _load(t, v, f"{where}[{i}]") for i, (t, v) in enumerate(zip(kinds, value, strict=True))
+        )
+    if isinstance(tp, type) and is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise _Malformed(where, f"expected an object, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in fields(tp)}
+        if unknown := sorted(set(value) - known):
+            raise _Malformed(where, f"unknown field {unknown[0]!r}")
+        loaded = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
+        try:
+            return tp(**loaded)
+        except TypeError as error:  # a required field is absent
+            raise _Malformed(where, str(error).partition(".__init__() ")[2] or str(error)) from None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in tp)
+            raise _Malformed(where, f"{value!r} is not one of {choices}") from None
+    if tp is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, str, bool) and type(value) is tp:
+        return value
+    raise _Malformed(where, f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
+def comparison_from_dict(document: Mapping[str, Any], source: str = "<memory>") -> Comparison:
+    """Read back what `comparison_to_dict` wrote; ResultsError names the field that is wrong."""
+    if document.get("schema") != SCHEMA:
+        raise ResultsError(
+            f"{source}: not a harness comparison (schema {document.get('schema')!r})"
+        )
+    if document.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(
+            f"{source}: comparison schema_version {document.get('schema_version')!r}, "
+            f"this harness reads {SCHEMA_VERSION}",
+            ["re-run harness compare to measure it again"],
+        )
+    body = {k: v for k, v in document.items() if k not in ("schema", "schema_version", "valid")}
+    verdict = body.pop("verdict", None)
+    if not isinstance(verdict, dict):
+        raise ResultsError(f"{source}: verdict: expected an object with quality and latency")
+    body["verdict_quality"], body["verdict_latency"] = (
+        verdict.get("quality"),
+        verdict.get("latency"),
+    )
+    try:
+        comparison: Comparison = _load(Comparison, body, "comparison")
+    except _Malformed as error:
+        raise ResultsError(
+            f"{source}: malformed comparison: {error}", ["re-run harness compare to write it again"]
+        ) from None
+    return comparison
