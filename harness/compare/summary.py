@@ -22,7 +22,8 @@ from harness.types import GoldSet, RefRun
 
 def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunSummary:
     """Errors by kind, latency over the usable repeats, metric means (over those repeats) overall
-    and per slice with answerable queries, and hit@k drift (see RunSummary)."""
+    and per slice with answerable queries, and hit@k drift (see RunSummary); no scopes and no
+    drift when no answerable query was answered in every usable repeat."""
     usable = validity.usable(run)
     errors = Counter(
         r.error.value for rep in run.repeats for r in rep.results if r.error is not None
@@ -41,7 +42,9 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
     ]
     scopes: list[tuple[str, int, Mapping[str, float]]] = []
     drift: dict[str, int] = {}
-    if evaluations:
+    # No answerable query answered in every usable repeat (every answer errored, say): nothing
+    # was scored, so there is no mean to show, rather than a crash or a row of zeros.
+    if evaluations and evaluations[0].n:
         names = [str(s) for s in settings.specs]
         first = evaluations[0]
 
