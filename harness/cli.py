@@ -19,7 +19,7 @@ from harness.errors import HarnessError, ResultsError
 from harness.types import Verdict
 
 if TYPE_CHECKING:
-    from harness.compare import CompareSettings
+    from harness.comparison import CompareSettings
     from harness.metrics import MetricSpec
     from harness.runner import RunPlan
 
@@ -39,8 +39,8 @@ def exit_status(verdicts: Sequence[Verdict]) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
+    from harness.evaluation import evaluate
     from harness.gold import load_gold
-    from harness.metrics import evaluate
     from harness.report import render_evaluation
     from harness.runfile import load_run
 
@@ -148,7 +148,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_demo(args)
     from harness.compare import compare
     from harness.processes import signals_unwind
-    from harness.report import render, save_comparison
+    from harness.report import render
+    from harness.results import save_comparison
     from harness.runner import run_pair
 
     plan, settings = _plan(args)
@@ -165,7 +166,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import load_comparison, render
+    from harness.report import render
+    from harness.results import load_comparison
 
     comparison = load_comparison(args.dir)
     print(render(comparison, args.format, redact=args.redact), end="")
@@ -332,7 +334,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     """Load config and gold (failing fast, before anything is built) into a RunPlan."""
     from dataclasses import replace
 
-    from harness.compare import CompareSettings
+    from harness.comparison import CompareSettings
     from harness.config import load_config
     from harness.gold import check_files
     from harness.progress import Progress

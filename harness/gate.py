@@ -8,7 +8,7 @@
 What is measured (`measure`): the gold queries answered without error in every usable repeat
 (a repeat whose only failure is an unconfirmed teardown is usable; any other failed repeat, a
 build failure, or more errored answers than `max_errors` make the run invalid, as in compare).
-Each repeat is scored with `harness.metrics.evaluate` on those queries; a scope's value for a
+Each repeat is scored with `harness.evaluation.evaluate` on those queries; a scope's value for a
 metric is the mean over repeats of that repeat's mean over the scope's answerable queries, and
 its noise is the range of those repeat means (max - min: 0 with one repeat, or with a service
 that answers identically every time). Scopes are "overall" and every slice with at least one
@@ -49,7 +49,8 @@ from typing import Any
 from tabulate import tabulate
 
 from harness.errors import ResultsError
-from harness.metrics import evaluate, parse_metric
+from harness.evaluation import evaluate
+from harness.metrics import parse_metric
 from harness.types import GoldSet, QueryResult, RefRun
 
 SCHEMA = "harness-baseline"

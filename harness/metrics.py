@@ -33,13 +33,9 @@ from dataclasses import dataclass
 from itertools import chain, islice, repeat
 from operator import methodcaller
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:  # the real import is in __getattr__ at the end of this module
-    from harness.evaluation import evaluate as evaluate
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -401,17 +397,3 @@ def outranks_holds(ranking: Sequence[str], correct: str, stale: str) -> bool:
     if correct not in ids:
         return False
     return stale not in ids or ids.index(correct) < ids.index(stale)
-
-
-# --------------------------------------------------------------------------- moved
-
-
-def __getattr__(name: str) -> object:
-    """`evaluate` moved to harness.evaluation; harness.cli, harness.gate and
-    scripts/bench_metrics.py still import it from here.  It is looked up on first use, because
-    harness.evaluation imports this module: importing it at the top would be circular."""
-    if name == "evaluate":
-        from harness.evaluation import evaluate
-
-        return evaluate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tabulate import tabulate
 
@@ -28,22 +28,6 @@ from harness.comparison import Comparison, Flip, HitDetail, MetricRow, RunSummar
 from harness.document import comparison_to_dict, jsonable
 from harness.evaluation import Evaluation
 from harness.types import GoldSet
-
-if TYPE_CHECKING:  # the real import is in __getattr__ at the end of this module
-    from harness.results import load_comparison, save_comparison
-
-# comparison_to_dict, save_comparison and load_comparison moved (to harness.document and
-# harness.results); harness.sweep and harness.cli still import them from here.
-__all__ = [
-    "RENDERERS",
-    "SHOWN_FLIPS",
-    "comparison_to_dict",
-    "load_comparison",
-    "render",
-    "render_evaluation",
-    "render_run",
-    "save_comparison",
-]
 
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
@@ -537,17 +521,3 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             + " differ between repeats"
         )
     return "\n\n".join(parts) + "\n"
-
-
-# --------------------------------------------------------------------------- moved
-
-
-def __getattr__(name: str) -> object:
-    """save_comparison and load_comparison moved to harness.results, which imports this module
-    (to write report.md): they are looked up on first use, as an import at the top would be
-    circular."""
-    if name in ("save_comparison", "load_comparison"):
-        from harness import results
-
-        return getattr(results, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

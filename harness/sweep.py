@@ -44,9 +44,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from harness.compare import CompareSettings, Comparison, MetricRow, compare
+from harness.compare import compare
+from harness.comparison import CompareSettings, Comparison, MetricRow
 from harness.config import HarnessConfig
-from harness.report import comparison_to_dict
+from harness.document import comparison_to_dict
 from harness.results import utc_stamp, write_json_new, write_text_new
 from harness.runner import RefSession, RunPlan, run_interleaved
 from harness.types import GoldSet, RefRun, Verdict

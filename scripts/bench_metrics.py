@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from harness.metrics import evaluate, parse_metrics
+from harness.evaluation import evaluate
+from harness.metrics import parse_metrics
 from harness.types import GoldQuery, GoldSet
 
 SUITE = parse_metrics("hit@5,hit@10,recall@5,recall@10,p@5,p@10,mrr@5,mrr@10,ndcg@5,ndcg@10")

@@ -26,7 +26,7 @@ from e2e_support import Sandbox, config_text, git
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.compare import CompareSettings, Comparison
+from harness.comparison import CompareSettings, Comparison
 from harness.config import QueryConfig, ServiceConfig, SideConfig
 from harness.config.values import HarnessConfig
 from harness.sweep import (

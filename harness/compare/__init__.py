@@ -56,47 +56,16 @@ from harness.compare.summary import summarise_run
 from harness.comparison import (
     CompareSettings,
     Comparison,
-    Detectability,
-    Direction,
-    Flip,
     Flips,
     GoldInfo,
     Header,
-    HitDetail,
-    Latency,
-    MetricRow,
-    NoAnswer,
-    Outranks,
     RefInfo,
-    RunSummary,
     Scope,
-    SliceDetectability,
 )
 from harness.metrics import Kind, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 
-# The values compare builds are importable from here too, as they were before they moved.
-__all__ = [
-    "CompareSettings",
-    "Comparison",
-    "Detectability",
-    "Direction",
-    "Flip",
-    "Flips",
-    "GoldInfo",
-    "Header",
-    "HitDetail",
-    "Latency",
-    "MetricRow",
-    "NoAnswer",
-    "Outranks",
-    "RefInfo",
-    "RunSummary",
-    "Scope",
-    "SliceDetectability",
-    "compare",
-    "summarise_run",
-]
+__all__ = ["compare", "summarise_run"]
 
 
 def _headline(
