@@ -14,5 +14,7 @@ def shared_collection(name: str) -> Path:
     """Path of a public collection in ../shared/data, or skip the test saying why."""
     path = SHARED_DATA / name
     if not (path / "corpus.jsonl").is_file():
-        pytest.skip(f"public collection {name!r} not found at {path} (a fresh clone has no ../shared)")
+        pytest.skip(
+            f"public collection {name!r} not found at {path} (a fresh clone has no ../shared)"
+        )
     return path
