@@ -4,8 +4,9 @@
     render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
     render_run(summary, fmt) -> str                                      `harness run`
 
-Text (a terminal) and Markdown (a PR comment) share one layout, built once as blocks: the
-verdicts in words first, any reason the run is invalid above everything, then the numbers.
+Text (a terminal) and Markdown (a PR comment) share one page, built once as `harness.layout`
+blocks: the verdicts in words first, any reason the run is invalid above everything, then the
+numbers.
 Numbers: rates and metric values with 3 decimals, p with 2 significant digits or "<0.0001",
 latencies in ms with 1 decimal.  JSON is the Comparison itself (`harness.document`: schema-
 versioned, reads back into an equal Comparison), with sorted keys.  `redact=True` leaves every
@@ -19,14 +20,15 @@ import csv
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tabulate import tabulate
 
+from harness import layout
 from harness.comparison import Comparison, Flip, HitDetail, MetricRow, RunSummary, Scope
 from harness.document import comparison_to_dict, jsonable
 from harness.evaluation import Evaluation
+from harness.layout import Block
 from harness.types import GoldSet
 
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
@@ -62,17 +64,7 @@ def _queries(n: int) -> str:
     return f"{n} quer{'y' if n == 1 else 'ies'}"
 
 
-# --------------------------------------------------------------------------- the shared layout
-
-
-@dataclass(frozen=True)
-class _Block:
-    kind: str  # "title" | "heading" | "alert" | "verdicts" | "lines" | "table"
-    lines: tuple[str, ...] = ()
-    headers: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
-    align: tuple[str, ...] | None = None  # per column, for tabulate's colalign
-    fold: str | None = None  # a table's title; Markdown folds the table under it (<details>)
+# --------------------------------------------------------------------------- the page
 
 
 def _hit_line(row: MetricRow, hit: HitDetail) -> str:
@@ -84,7 +76,7 @@ def _hit_line(row: MetricRow, hit: HitDetail) -> str:
     return f"{line}; {row.note}" if row.note else line
 
 
-def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[_Block, list[str]]:
+def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[Block, list[str]]:
     headers = ["metric", "baseline", "candidate", "delta", ci, "p"]
     headers += ["Holm p"] if slices else []
     rows, notes = [], []
@@ -106,7 +98,7 @@ def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[_Block, list[str
         if r.note and (slices or r.hit is None):  # the hit@k lines above already say it
             notes.append(f"* {r.metric}: {r.note}")
     align = ("left", *["right"] * (len(headers) - 1), "left")
-    return _Block("table", headers=(*headers, "verdict"), rows=tuple(rows), align=align), notes
+    return Block("table", headers=(*headers, "verdict"), rows=tuple(rows), align=align), notes
 
 
 def _flip_rows(flips: Sequence[Flip], redact: bool) -> tuple[tuple[str, ...], ...]:
@@ -122,23 +114,23 @@ def _flip_rows(flips: Sequence[Flip], redact: bool) -> tuple[tuple[str, ...], ..
     return tuple(rows)
 
 
-def _blocks(c: Comparison, redact: bool) -> list[_Block]:
+def _blocks(c: Comparison, redact: bool) -> list[Block]:
     """The report, top to bottom: why it is invalid, the verdicts, what was compared, numbers."""
     h = c.header
     title = (
         f"harness: {h.baseline.ref} ({h.baseline.short_sha}) -> "
         f"{h.candidate.ref} ({h.candidate.short_sha})"
     )
-    out = [_Block("title", (title,))]
+    out = [Block("title", (title,))]
     if not c.valid:
         why = ("INVALID: no verdict can be given, because:", *(f"- {r}" for r in c.invalid_reasons))
-        out.append(_Block("alert", why))
+        out.append(Block("alert", why))
     verdicts = (
         (f"quality: {c.verdict_quality.value}", c.quality_reason),
         (f"latency: {c.verdict_latency.value}", c.latency_reason),
     )
-    out.append(_Block("verdicts", rows=verdicts))
-    out.append(_Block("lines", _about(c)))
+    out.append(Block("verdicts", rows=verdicts))
+    out.append(Block("lines", _about(c)))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
     for section in (_quality, _answers, _latency, _noise):
         out += section(c, mark)
@@ -174,12 +166,12 @@ def _about(c: Comparison) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _quality(c: Comparison, mark: str) -> list[_Block]:
+def _quality(c: Comparison, mark: str) -> list[Block]:
     if not c.hit_rows:
         return []
     out = [
-        _Block("heading", (f"hit@k over {_queries(c.overall.n)}{mark}",)),
-        _Block("lines", tuple(_hit_line(r, r.hit) for r in c.hit_rows if r.hit)),
+        Block("heading", (f"hit@k over {_queries(c.overall.n)}{mark}",)),
+        Block("lines", tuple(_hit_line(r, r.hit) for r in c.hit_rows if r.hit)),
     ]
     if c.collapses:
         lines = tuple(
@@ -187,7 +179,7 @@ def _quality(c: Comparison, mark: str) -> list[_Block]:
             f"{_rate(r.candidate)} ({r.collapse})"
             for scope, r in c.collapses
         )
-        out += [_Block("heading", (f"Slice collapses{mark}",)), _Block("lines", lines)]
+        out += [Block("heading", (f"Slice collapses{mark}",)), Block("lines", lines)]
     ci = f"{100 * (1 - c.settings.alpha):g}% CI"
     for scope in (c.overall, *c.slices):
         is_slice = scope is not c.overall
@@ -195,12 +187,12 @@ def _quality(c: Comparison, mark: str) -> list[_Block]:
             f"Slice {scope.name} (n={scope.n})" if is_slice else f"Metrics, all {_queries(scope.n)}"
         )
         table, notes = _metric_table(scope, ci, slices=is_slice)
-        out += [_Block("heading", (f"{name}{mark}",)), table]
-        out += [_Block("lines", tuple(notes))] if notes else []
+        out += [Block("heading", (f"{name}{mark}",)), table]
+        out += [Block("lines", tuple(notes))] if notes else []
     return out
 
 
-def _answers(c: Comparison, mark: str) -> list[_Block]:
+def _answers(c: Comparison, mark: str) -> list[Block]:
     na, o = c.no_answer, c.outranks
     lines = []
     if na.n:
@@ -217,14 +209,14 @@ def _answers(c: Comparison, mark: str) -> list[_Block]:
     if not lines:
         return []
     return [
-        _Block("heading", (f"Unanswerable queries and outranks pairs{mark}",)),
-        _Block("lines", tuple(lines)),
+        Block("heading", (f"Unanswerable queries and outranks pairs{mark}",)),
+        Block("lines", tuple(lines)),
     ]
 
 
-def _latency(c: Comparison, mark: str) -> list[_Block]:
+def _latency(c: Comparison, mark: str) -> list[Block]:
     lat = c.latency
-    out = [_Block("heading", (f"Latency, ms (errored answers excluded){mark}",))]
+    out = [Block("heading", (f"Latency, ms (errored answers excluded){mark}",))]
     rows = tuple(
         (side, str(x.n), _ms(x.p50), _ms(x.p95), _ms(x.p99), _ms(x.max), _ms(x.mean))
         for side, x in (("baseline", lat.baseline), ("candidate", lat.candidate))
@@ -232,14 +224,14 @@ def _latency(c: Comparison, mark: str) -> list[_Block]:
     )
     if rows:
         headers = ("ref", "n", "p50", "p95", "p99", "max", "mean")
-        out.append(_Block("table", headers=headers, rows=rows, align=("left", *["right"] * 6)))
+        out.append(Block("table", headers=headers, rows=rows, align=("left", *["right"] * 6)))
     verdict = f": {lat.test.verdict.value}" if lat.test else ""
     paired = f"candidate/baseline, paired median over {_queries(lat.n_paired)}"
-    out.append(_Block("lines", (f"{paired}: {lat.words}{verdict}",)))
+    out.append(Block("lines", (f"{paired}: {lat.words}{verdict}",)))
     return out
 
 
-def _noise(c: Comparison, mark: str) -> list[_Block]:
+def _noise(c: Comparison, mark: str) -> list[Block]:
     lines = [
         f"{r.metric}: drift baseline {r.hit.drift_baseline}, candidate {r.hit.drift_candidate} "
         f"(top-{r.metric.partition('@')[2]} lists changed: {r.hit.topk_drift_baseline}, "
@@ -270,19 +262,19 @@ def _noise(c: Comparison, mark: str) -> list[_Block]:
     if not lines:
         return []
     return [
-        _Block("heading", (f"Drift, noise floor, detectability{mark}",)),
-        _Block("lines", tuple(lines)),
+        Block("heading", (f"Drift, noise floor, detectability{mark}",)),
+        Block("lines", tuple(lines)),
     ]
 
 
-def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[_Block]:
+def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
     out = []
     headers = ("query", "slice", "rank before -> after", "change")
     for flips in c.flips:
         if not flips.flips:
             continue
         out.append(
-            _Block(
+            Block(
                 "table",
                 headers=headers if redact else (*headers, "query text"),
                 rows=_flip_rows(flips.flips, redact),
@@ -291,67 +283,16 @@ def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[_Block]:
         )
         more = len(flips.flips) - SHOWN_FLIPS
         if more > 0:
-            out.append(_Block("lines", (f"... and {more} more (all of them in --format json)",)))
+            out.append(Block("lines", (f"... and {more} more (all of them in --format json)",)))
     return out
 
 
 def _render_text(c: Comparison, redact: bool) -> str:
-    parts = []
-    for b in _blocks(c, redact):
-        if b.kind == "table":
-            table = tabulate(
-                b.rows, b.headers, tablefmt="simple", disable_numparse=True, colalign=b.align
-            )
-            parts.append(f"{_underlined(b.fold)}\n\n{table}" if b.fold else table)
-        elif b.kind == "heading":
-            parts.append(_underlined(b.lines[0]))
-        elif b.kind == "verdicts":
-            parts.append("\n".join(f"{label}: {reason}" for label, reason in b.rows))
-        else:
-            parts.append("\n".join(b.lines))
-    return "\n\n".join(parts) + "\n"
-
-
-def _underlined(title: str) -> str:
-    return f"{title}\n{'-' * len(title)}"
-
-
-# Backslash-escaped so that user text (query text, refs, paths) renders literally, in tables
-# too; every line of our layout starts with our own markup, so ">" and "#" need no escape.
-_MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<|"})
-
-
-def _md(text: str) -> str:
-    return text.translate(_MARKDOWN_ESCAPES)
+    return layout.text(_blocks(c, redact))
 
 
 def _render_markdown(c: Comparison, redact: bool) -> str:
-    parts = []
-    for b in _blocks(c, redact):
-        if b.kind == "title":
-            parts.append(f"## {_md(b.lines[0])}")
-        elif b.kind == "heading":
-            parts.append(f"### {_md(b.lines[0])}")
-        elif b.kind == "alert":
-            parts.append(
-                "\n".join([f"> **{_md(b.lines[0])}**", *(f"> {_md(x)}" for x in b.lines[1:])])
-            )
-        elif b.kind == "verdicts":
-            parts.append("  \n".join(f"**{_md(label)}**: {_md(why)}" for label, why in b.rows))
-        elif b.kind == "lines":
-            parts.append("\n".join(f"- {_md(x)}" for x in b.lines))
-        else:
-            table = tabulate(
-                [tuple(map(_md, r)) for r in b.rows],
-                b.headers,
-                tablefmt="github",
-                disable_numparse=True,
-                colalign=b.align,
-            )
-            if b.fold:
-                table = f"<details><summary>{_md(b.fold)}</summary>\n\n{table}\n\n</details>"
-            parts.append(table)
-    return "\n\n".join(parts) + "\n"
+    return layout.markdown(_blocks(c, redact))
 
 
 # --------------------------------------------------------------------------- JSON

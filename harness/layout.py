@@ -1,0 +1,100 @@
+"""The page layout the reports share: a list of blocks, rendered as plain text or Markdown.
+
+A renderer (`harness.report`, `harness.sweep.render`, `harness.gate.render`) lays its page out
+once as blocks, and `text` or `markdown` turns them into a terminal page or a PR comment, so
+the two always say the same things in the same order.  Pure: strings in, a string out.
+
+    kind        text                                   Markdown
+    title       as it is (underlined on request)       ## title
+    heading     underlined with dashes                 ### heading
+    alert       its lines                              > **first line**, then > each line
+    verdicts    "label: reason" per row                **label**: reason, one per line
+    lines       its lines                              - each line
+    table       tabulate "simple"; under its fold      tabulate "github"; folded under
+                title when it has one                  <details> when it has a fold title
+
+Every piece of Markdown text is backslash-escaped (`escape_markdown`), so that what a user
+named (query text, refs, slice names, paths) renders literally, in tables too; table headers
+are ours and are not.  Blocks are separated by a blank line; the page ends with a newline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tabulate import tabulate
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of a page; `rows` are a table's cells, or (label, reason) pairs for verdicts."""
+
+    kind: str  # "title" | "heading" | "alert" | "verdicts" | "lines" | "table"
+    lines: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    align: tuple[str, ...] | None = None  # per column, for tabulate's colalign
+    fold: str | None = None  # a table's title; Markdown folds the table under it (<details>)
+
+
+# Every line of the layout starts with its own markup, so ">" and "#" need no escape.
+_MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<|"})
+
+
+def escape_markdown(text: str) -> str:
+    """`text` with every Markdown-active character (\\ ` * _ [ ] < |) backslash-escaped."""
+    return text.translate(_MARKDOWN_ESCAPES)
+
+
+def underlined(title: str) -> str:
+    return f"{title}\n{'-' * len(title)}"
+
+
+def text(blocks: Iterable[Block], *, underline_title: bool = False) -> str:
+    """The page for a terminal."""
+    parts = []
+    for b in blocks:
+        if b.kind == "table":
+            table = tabulate(
+                b.rows, b.headers, tablefmt="simple", disable_numparse=True, colalign=b.align
+            )
+            parts.append(f"{underlined(b.fold)}\n\n{table}" if b.fold else table)
+        elif b.kind == "heading" or (b.kind == "title" and underline_title):
+            parts.append(underlined(b.lines[0]))
+        elif b.kind == "verdicts":
+            parts.append("\n".join(f"{label}: {reason}" for label, reason in b.rows))
+        else:
+            parts.append("\n".join(b.lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def markdown(blocks: Iterable[Block]) -> str:
+    """The page for a pull-request comment (GitHub-flavoured Markdown)."""
+    md = escape_markdown
+    parts = []
+    for b in blocks:
+        if b.kind == "title":
+            parts.append(f"## {md(b.lines[0])}")
+        elif b.kind == "heading":
+            parts.append(f"### {md(b.lines[0])}")
+        elif b.kind == "alert":
+            parts.append(
+                "\n".join([f"> **{md(b.lines[0])}**", *(f"> {md(x)}" for x in b.lines[1:])])
+            )
+        elif b.kind == "verdicts":
+            parts.append("  \n".join(f"**{md(label)}**: {md(why)}" for label, why in b.rows))
+        elif b.kind == "lines":
+            parts.append("\n".join(f"- {md(x)}" for x in b.lines))
+        else:
+            table = tabulate(
+                [tuple(map(md, r)) for r in b.rows],
+                b.headers,
+                tablefmt="github",
+                disable_numparse=True,
+                colalign=b.align,
+            )
+            if b.fold:
+                table = f"<details><summary>{md(b.fold)}</summary>\n\n{table}\n\n</details>"
+            parts.append(table)
+    return "\n\n".join(parts) + "\n"
