@@ -23,6 +23,7 @@ from harness.comparison import (
     NoAnswer,
     Outranks,
 )
+from harness.evaluation import Evaluation
 from harness.types import GoldSet, Repeat
 
 
@@ -68,38 +69,36 @@ def _rr(rank: int | None) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def _modal_count(flags: Sequence[Sequence[bool]], width: int) -> int:
-    return int(stats.modal(list(flags)).sum()) if flags and width else 0
+def _modal_counts(flags: Sequence[Sequence[Sequence[bool]]]) -> tuple[int, list[int]]:
+    """The number of items (as the last side with a repeat has them) and, per side (its flags
+    per repeat, one per item), how many items are True in the modal outcome over repeats."""
+    widths = [len(per_rep[0]) for per_rep in flags if per_rep]
+    counts = [
+        int(stats.modal(list(per_rep)).sum()) if per_rep and per_rep[0] else 0 for per_rep in flags
+    ]
+    return (widths[-1] if widths else 0), counts
+
+
+def _returned_any(ev: Evaluation, ids: set[str]) -> list[bool]:
+    na = ev.no_answer
+    return [a for q, a in zip(na.query_ids, na.returned_any, strict=True) if q in ids]
+
+
+def _held(ev: Evaluation, ids: set[str]) -> list[bool]:
+    o = ev.outranks
+    return [h for p, h in zip(o.pairs, o.held, strict=True) if p[0] in ids]
 
 
 def no_answer(ids: set[str], sides: Sequence[Side]) -> NoAnswer:
     """Unanswerable queries among `ids` that returned anything, modal over repeats, per side."""
-    counts = []
-    n = 0
-    for side in sides:
-        per_rep = []
-        for ev in side.evaluations:
-            na = ev.no_answer
-            per_rep.append(
-                [a for q, a in zip(na.query_ids, na.returned_any, strict=True) if q in ids]
-            )
-        n = len(per_rep[0]) if per_rep else n
-        counts.append(_modal_count(per_rep, n))
+    n, counts = _modal_counts([[_returned_any(ev, ids) for ev in s.evaluations] for s in sides])
     rates = [c / n if n else None for c in counts]
     return NoAnswer(n, counts[0], counts[1], rates[0], rates[1])
 
 
 def outranks(ids: set[str], sides: Sequence[Side]) -> Outranks:
     """`outranks` pairs of queries among `ids` that hold, modal over repeats, per side."""
-    counts = []
-    n = 0
-    for side in sides:
-        per_rep = []
-        for ev in side.evaluations:
-            o = ev.outranks
-            per_rep.append([h for p, h in zip(o.pairs, o.held, strict=True) if p[0] in ids])
-        n = len(per_rep[0]) if per_rep else n
-        counts.append(_modal_count(per_rep, n))
+    n, counts = _modal_counts([[_held(ev, ids) for ev in s.evaluations] for s in sides])
     return Outranks(n, counts[0], counts[1])
 
 

@@ -1,6 +1,7 @@
 """Which repeats of a run are used, and every reason a comparison of two runs is invalid.
 
-Part of `harness.compare` (its docstring states every rule); pure.
+Part of `harness.compare` (its docstring states every rule); pure.  `harness gate` and
+`harness threshold` use the same usable repeats and the same count of errored answers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,40 @@ def _label(side: str, run: RefRun) -> str:
     return f"{side} {run.ref} ({run.sha[:8]})"
 
 
+def run_failures(label: str, run: RefRun) -> list[str]:
+    """Why `run` cannot be used, each line starting with `label`: a failed build, no repeats,
+    and every repeat that failed at any stage but teardown (with its log, when there is one)."""
+    reasons = []
+    if run.build_failure is not None:
+        reasons.append(f"{label}: build failed: {run.build_failure.message}")
+    elif not run.repeats:
+        reasons.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
+    for rep in run.repeats:
+        if rep.failure is not None and rep.failure.stage not in _WARNING_STAGES:
+            log = f"; see {rep.log_path}" if rep.log_path else ""
+            reasons.append(
+                f"{label}: repeat {rep.index + 1} failed at {rep.failure.stage}: "
+                f"{rep.failure.message}{log}"
+            )
+    return reasons
+
+
+def errored_answers(gold: GoldSet, run: RefRun) -> tuple[Counter[str], tuple[str, ...]]:
+    """Over the usable repeats, the gold queries' errored answers counted by kind (an
+    ErrorKind value, or "missing" for a gold query with no recorded answer), and the ids of the
+    queries concerned, in gold order."""
+    kinds: Counter[str] = Counter()
+    ids: dict[str, None] = {}
+    for answers in map(by_query, usable(run)):
+        for q in gold.queries:
+            result = answers.get(q.id)
+            kind = "missing" if result is None else result.error and result.error.value
+            if kind:
+                kinds[kind] += 1
+                ids[q.id] = None
+    return kinds, tuple(ids)
+
+
 def check(
     gold: GoldSet, runs: Sequence[RefRun], settings: CompareSettings
 ) -> tuple[list[str], list[str]]:
@@ -40,30 +75,18 @@ def check(
     warnings: list[str] = []
     for side, run in zip(_SIDES, runs, strict=True):
         label = _label(side, run)
-        if run.build_failure is not None:
-            invalid.append(f"{label}: build failed: {run.build_failure.message}")
-        elif not run.repeats:
-            invalid.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
+        invalid += run_failures(label, run)
         for rep in run.repeats:
-            where = f"{label}: repeat {rep.index + 1}"
-            if rep.failure is not None and rep.failure.stage not in _WARNING_STAGES:
-                log = f"; see {rep.log_path}" if rep.log_path else ""
-                invalid.append(f"{where} failed at {rep.failure.stage}: {rep.failure.message}{log}")
             if not rep.teardown_confirmed or (rep.failure and rep.failure.stage == "teardown"):
-                warnings.append(f"{where}: teardown was not confirmed; a process may be left over")
-        kinds: Counter[str] = Counter()
-        ids: dict[str, None] = {}
-        for answers in map(by_query, usable(run)):
-            for q in gold.queries:
-                result = answers.get(q.id)
-                kind = "missing" if result is None else result.error and result.error.value
-                if kind:
-                    kinds[kind] += 1
-                    ids[q.id] = None
+                warnings.append(
+                    f"{label}: repeat {rep.index + 1}: teardown was not confirmed; "
+                    "a process may be left over"
+                )
+        kinds, ids = errored_answers(gold, run)
         errored = sum(kinds.values())
         if errored:
             counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
-            some = ", ".join(list(ids)[:_SHOWN_IDS]) + (", ..." if len(ids) > _SHOWN_IDS else "")
+            some = ", ".join(ids[:_SHOWN_IDS]) + (", ..." if len(ids) > _SHOWN_IDS else "")
             what = (
                 f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts}; e.g. {some})"
             )
