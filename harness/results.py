@@ -279,6 +279,22 @@ def find_reusable(
 # --------------------------------------------------------------------------- saved comparisons
 
 
+def new_directory(parent: Path, stem: str) -> Path:
+    """Create and return parent/stem, or the first of parent/stem-2, stem-3, ... not yet taken.
+
+    mkdir itself decides (it fails on an existing directory), so two runs started in the same
+    second never share a directory, and nothing already saved is ever written into.
+    """
+    directory, n = parent / stem, 1
+    while True:
+        try:
+            directory.mkdir(parents=True)
+            return directory
+        except FileExistsError:
+            n += 1
+            directory = parent / f"{stem}-{n}"
+
+
 def save_comparison(
     results_dir: Path,
     comparison: Comparison,
@@ -291,15 +307,9 @@ def save_comparison(
     (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
     error details, which may quote response bodies."""
     h = comparison.header
-    stem = f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
-    directory, n = results_dir / stem, 1
-    while True:
-        try:
-            directory.mkdir(parents=True)
-            break
-        except FileExistsError:
-            n += 1
-            directory = results_dir / f"{stem}-{n}"
+    directory = new_directory(
+        results_dir, f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
+    )
     for side, run in zip(("baseline", "candidate"), runs, strict=False):
         record = run_to_dict(run)
         if redact:

@@ -1,0 +1,25 @@
+"""harness.results.new_directory: the one place a results directory is claimed (save_comparison
+and save_sweep both use it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.results import new_directory
+
+
+def test_a_taken_name_gets_the_next_free_suffix(tmp_path: Path) -> None:
+    parent = tmp_path / "results"  # created on the way
+    made = [new_directory(parent, "stamp_a_b") for _ in range(3)]
+    assert [p.name for p in made] == ["stamp_a_b", "stamp_a_b-2", "stamp_a_b-3"]
+    assert all(p.is_dir() and p.parent == parent for p in made)
+
+
+def test_an_existing_directory_is_never_written_into(tmp_path: Path) -> None:
+    (tmp_path / "stamp").mkdir()
+    (tmp_path / "stamp" / "report.md").write_text("kept\n")
+    (tmp_path / "stamp-2").mkdir()
+    made = new_directory(tmp_path, "stamp")
+    assert made == tmp_path / "stamp-3"
+    assert list(made.iterdir()) == []
+    assert (tmp_path / "stamp" / "report.md").read_text() == "kept\n"
