@@ -175,42 +175,27 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from harness.processes import signals_unwind
-    from harness.sweep import (
-        find_reference,
-        grid,
-        overridden_pins,
-        parse_param,
-        render_sweep,
-        run_sweep,
-        save_sweep,
-        summarise,
-    )
+    from harness.sweep.params import read_grid
+    from harness.sweep.render import render_sweep
+    from harness.sweep.run import overridden_pins, run_sweep, save_sweep
+    from harness.sweep.summary import summarise
 
-    try:
-        params = [parse_param(text) for text in args.param]
-        points = grid(params)
-        reference = find_reference(points, args.reference)
-    except ValueError as exc:
-        raise HarnessError(f"sweep: {exc}") from None
+    grid = read_grid(args.param, args.reference)
     metrics = [str(spec) for spec in _metric_specs(args.metrics)]
     plan, settings = _plan(args)
-    # compare computes the swept metrics at any cutoff only when they are among its gates.
-    settings = replace(settings, gate_on=tuple(dict.fromkeys([*settings.gate_on, *metrics])))
     repeats = args.repeats or plan.config.compare.repeats
     with signals_unwind():
-        runs = run_sweep(plan, args.side, args.ref, points, repeats=repeats, fresh=args.fresh)
+        runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=repeats, fresh=args.fresh)
     sweep, comparisons = summarise(
         plan.gold,
-        points,
+        grid.points,
         runs,
-        reference,
+        grid.reference,
         metrics,
         settings,
         side=args.side,
-        overridden=overridden_pins(plan.config, args.side, params),
+        overridden=overridden_pins(plan.config, args.side, grid.params),
     )
     saved = save_sweep(plan.results_dir, sweep, comparisons)
     print(render_sweep(sweep, args.format), end="")

@@ -22,9 +22,7 @@ SOURCES = sorted(
     if "fixtures" not in path.parts
 )
 # Every harness module, by its dotted name, sorted.
-MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(harness.__path__, prefix="harness.")
-)
+MODULES = sorted(info.name for info in pkgutil.walk_packages(harness.__path__, prefix="harness."))
 
 
 def imported_names() -> set[tuple[str, str]]:

@@ -29,19 +29,10 @@ from hypothesis import strategies as st
 from harness.comparison import CompareSettings, Comparison
 from harness.config import QueryConfig, ServiceConfig, SideConfig
 from harness.config.values import HarnessConfig
-from harness.sweep import (
-    Param,
-    Sweep,
-    find_reference,
-    grid,
-    label,
-    overridden_pins,
-    parse_param,
-    render_sweep,
-    summarise,
-    sweep_to_dict,
-    with_point,
-)
+from harness.sweep.params import Param, find_reference, grid, label, parse_param
+from harness.sweep.render import render_sweep, sweep_to_dict
+from harness.sweep.run import overridden_pins, with_point
+from harness.sweep.summary import Sweep, summarise
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure, Verdict
 
 # --------------------------------------------------------------------------- the knob service
