@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.errors import HarnessError, ResultsError
-from harness.types import Verdict
+from harness.types import RefRun, Verdict
 
 if TYPE_CHECKING:
     from harness.comparison import CompareSettings
@@ -124,23 +124,16 @@ def cmd_gold_stats(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.compare import summarise_run
-    from harness.processes import signals_unwind
-    from harness.report import render_run
-    from harness.runner import RefSession
+    from harness.report import render_failures, render_run
 
     plan, settings = _plan(args)
-    with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
-        for index in range(args.repeats or plan.config.compare.repeats):
-            session.run_repeat(index)
-        run = session.finish()
-    print(render_run(summarise_run(plan.gold, run, settings), args.format), end="")
+    run = _run_ref(plan, args)
+    summary = summarise_run(plan.gold, run, settings)
+    print(render_run(summary, args.format), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
-    for failure in dict.fromkeys(run.failures):
-        print(f"harness: error: {failure.stage}: {failure.message}", file=sys.stderr)
-        for line in failure.log_tail:
-            print(line, file=sys.stderr)
+    print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
-    return EXIT_INVALID if run.failures or any(r.errors for r in run.repeats) else EXIT_OK
+    return EXIT_OK if summary.complete else EXIT_INVALID
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -204,42 +197,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from harness.gate import (
-        DEFAULT_METRICS,
-        Outcome,
-        check,
-        measure,
-        read_baseline,
-        render_gate,
-        update,
-        write_baseline,
-    )
-    from harness.processes import signals_unwind
-    from harness.runner import RefSession
+    from harness.gate.baseline_file import read_baseline, read_baseline_or_none, write_baseline
+    from harness.gate.measure import measure
+    from harness.gate.render import render_gate
+    from harness.gate.rule import Outcome, conclude, gated_metrics
 
     path: Path = args.baseline_file
-    recorded = None
-    try:
-        recorded = read_baseline(path)
-    except ResultsError:
-        if not (args.update_baseline and not path.exists()):
-            raise  # a missing file is only fine when we are about to write it
+    # A missing file is only fine when we are about to write it.
+    recorded = read_baseline_or_none(path) if args.update_baseline else read_baseline(path)
     chosen = [str(spec) for spec in _metric_specs(args.metrics)] if args.metrics else None
-    metrics = chosen or (recorded.metrics if recorded else DEFAULT_METRICS)
     plan, _ = _plan(args)
-    with signals_unwind(), RefSession(plan, args.side, args.ref) as session:
-        for index in range(args.repeats or plan.config.compare.repeats):
-            session.run_repeat(index)
-        run = session.finish()
-    measured = measure(plan.gold, run, metrics, max_errors=plan.config.compare.max_errors)
-    if args.update_baseline or recorded is None:
-        result = update(recorded, measured)
-        if result.outcome is Outcome.UPDATED and measured.baseline is not None:
-            written = write_baseline(path, measured.baseline)
-            what = "rewritten" if written else "unchanged (the same bytes)"
-            print(f"harness: baseline {path} {what}", file=sys.stderr)
-    else:
-        result = check(recorded, measured, strict=args.strict, metrics=chosen)
+    run = _run_ref(plan, args)
+    measured = measure(
+        plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
+    )
+    result = conclude(
+        recorded,
+        measured,
+        update_baseline=args.update_baseline,
+        strict=args.strict,
+        metrics=chosen,
+    )
+    if result.outcome is Outcome.UPDATED and measured.baseline is not None:
+        written = write_baseline(path, measured.baseline)
+        what = "rewritten" if written else "unchanged (the same bytes)"
+        print(f"harness: baseline {path} {what}", file=sys.stderr)
     print(render_gate(result, args.format, baseline_file=str(path)), end="")
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
     return _GATE_EXIT[result.outcome]
@@ -304,6 +286,16 @@ def _compare_demo(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- shared set-up
+
+
+def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
+    """`args.ref` run on its own, `args.repeats` times (default compare.repeats)."""
+    from harness.processes import signals_unwind
+    from harness.runner import run_ref
+
+    repeats = args.repeats or plan.config.compare.repeats
+    with signals_unwind():
+        return run_ref(plan, args.side, args.ref, repeats=repeats)
 
 
 def _metric_specs(text: str) -> tuple[MetricSpec, ...]:

@@ -314,3 +314,8 @@ class RunSummary:
     latency: LatencySummary | None
     scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
     drift: Mapping[str, int]
+
+    @property
+    def complete(self) -> bool:
+        """Every repeat ran to the end and every query was answered: `harness run` exits 0."""
+        return not self.run.failures and not any(self.errors.values())

@@ -3,6 +3,7 @@
     render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json
     render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
     render_run(summary, fmt) -> str                                      `harness run`
+    render_failures(run) -> str                                          `harness run`, on stderr
 
 Text (a terminal) and Markdown (a PR comment) share one page, built once as `harness.layout`
 blocks: the verdicts in words first, any reason the run is invalid above everything, then the
@@ -29,7 +30,7 @@ from harness.comparison import Comparison, Flip, HitDetail, MetricRow, RunSummar
 from harness.document import comparison_to_dict, jsonable
 from harness.evaluation import Evaluation
 from harness.layout import Block
-from harness.types import GoldSet
+from harness.types import GoldSet, RefRun
 
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
@@ -462,3 +463,13 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             + " differ between repeats"
         )
     return "\n\n".join(parts) + "\n"
+
+
+def render_failures(run: RefRun) -> str:
+    """For stderr under `harness run`: each distinct failure of the run as an error line
+    ("harness: error: STAGE: message"), then the service log lines that say why."""
+    lines = []
+    for failure in dict.fromkeys(run.failures):
+        lines.append(f"harness: error: {failure.stage}: {failure.message}")
+        lines += failure.log_tail
+    return "".join(f"{line}\n" for line in lines)

@@ -5,8 +5,9 @@
             session.run_repeat(i)                               # boot, replay, tear down
         run = session.finish()                                  # a RefRun, saved under results/
 
-`compare` opens two sessions and interleaves their repeats. Nothing here turns a failure into a
-score: a build or boot failure is recorded as a RunFailure and the run is invalid.
+`run_ref` runs one ref; `run_pair` (compare) and `harness.sweep.run` open several sessions and
+interleave their repeats (`run_interleaved`). Nothing here turns a failure into a score: a
+build or boot failure is recorded as a RunFailure and the run is invalid.
 """
 
 from __future__ import annotations
@@ -231,6 +232,13 @@ def run_interleaved(
                 session.run_repeat(index)
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
+
+
+def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
+    """One ref on its own, `repeats` times, always measured afresh (`harness run` and
+    `harness gate` measure the ref as it is now; no earlier record is reused)."""
+    (run,) = run_interleaved([RefSession(plan, side, ref)], repeats=repeats, fresh=True)
+    return run
 
 
 def run_pair(

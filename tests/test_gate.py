@@ -18,20 +18,15 @@ from hypothesis import strategies as st
 from test_sweep import assert_clean, knob_gold_lines, knob_sandbox
 
 from harness.errors import ResultsError
-from harness.gate import (
-    Baseline,
-    Measured,
-    Outcome,
-    ScopeValues,
+from harness.gate.baseline_file import (
     baseline_from_dict,
     baseline_to_text,
-    check,
-    measure,
     read_baseline,
-    render_gate,
-    update,
     write_baseline,
 )
+from harness.gate.measure import Baseline, Measured, ScopeValues, measure
+from harness.gate.render import render_gate
+from harness.gate.rule import Outcome, check, update
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
 
 # --------------------------------------------------------------------------- measuring
@@ -259,7 +254,7 @@ def test_markdown_escapes_what_a_user_named() -> None:
 
 
 def test_the_rule_imports_no_stage_that_runs_anything() -> None:
-    code = "import sys, harness.gate; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, harness.gate.rule; print(' '.join(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(done.stdout.split())
     for stage in ("runner", "service", "worktree", "client", "build", "processes", "results"):

@@ -1,0 +1,121 @@
+"""The gate's result as text, Markdown (one `harness.layout` page) or JSON. Pure.
+
+The page: the outcome and its reason as the title; the baseline and the run compared, the rule,
+and any detail (invalid reasons, warnings, what differs); the failing rows, then every row
+(before, after, change, tolerance, status; a failing status in capitals).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from harness import layout
+from harness.gate.rule import GateResult, GateRow
+from harness.layout import Block
+
+_HEADERS = ("scope", "metric", "baseline", "now", "change", "tolerance", "status")
+
+
+def _num(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def _table_rows(found: Sequence[GateRow]) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        (
+            r.scope,
+            r.metric,
+            _num(r.before),
+            _num(r.after),
+            _num(r.change, signed=True),
+            _num(r.tolerance),
+            r.status.upper() if r.failed else r.status,
+        )
+        for r in found
+    )
+
+
+def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
+    then = f"measured on {result.baseline_sha[:8]}" if result.baseline_sha else "new"
+    now = f"{result.ref} ({result.sha[:8]})" if result.sha else result.ref
+    about = (
+        f"baseline: {baseline_file or 'the baseline file'} ({then}); now: {now}",
+        "rule: a row fails when it drops by more than its tolerance, max(noise recorded, noise "
+        "now) (0 with --strict), falls to zero, or its slice vanishes",
+        *result.details,
+    )
+    out = [
+        Block("title", (f"gate: {result.outcome.value.upper()}: {result.reason}",)),
+        Block("lines", about),
+    ]
+    if result.failing:
+        out += [
+            Block("heading", ("Failing rows",)),
+            Block("table", headers=_HEADERS, rows=_table_rows(result.failing)),
+        ]
+    if result.rows:
+        out += [
+            Block("heading", ("Before -> after, every row",)),
+            Block("table", headers=_HEADERS, rows=_table_rows(result.rows)),
+        ]
+    return out
+
+
+def _render_text(result: GateResult, baseline_file: str) -> str:
+    return layout.text(_blocks(result, baseline_file))
+
+
+def _render_markdown(result: GateResult, baseline_file: str) -> str:
+    return layout.markdown(_blocks(result, baseline_file))
+
+
+def _render_json(result: GateResult, baseline_file: str) -> str:
+    return json.dumps(gate_to_dict(result, baseline_file), sort_keys=True, indent=2) + "\n"
+
+
+RENDERERS: Mapping[str, Callable[[GateResult, str], str]] = {
+    "text": _render_text,
+    "markdown": _render_markdown,
+    "json": _render_json,
+}
+
+
+def render_gate(result: GateResult, fmt: str, *, baseline_file: str = "") -> str:
+    """The result as `fmt`, a key of RENDERERS; `baseline_file` names the file in the page."""
+    try:
+        renderer = RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(RENDERERS)}") from None
+    return renderer(result, baseline_file)
+
+
+def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
+    return {
+        "schema": "harness-gate",
+        "schema_version": 1,
+        "outcome": result.outcome.value,
+        "reason": result.reason,
+        "strict": result.strict,
+        "baseline_file": baseline_file,
+        "baseline_sha": result.baseline_sha,
+        "ref": result.ref,
+        "sha": result.sha,
+        "details": list(result.details),
+        "rows": [
+            {
+                "scope": r.scope,
+                "metric": r.metric,
+                "before": r.before,
+                "after": r.after,
+                "change": r.change,
+                "tolerance": r.tolerance,
+                "status": r.status,
+                "failed": r.failed,
+            }
+            for r in result.rows
+        ],
+    }

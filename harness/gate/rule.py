@@ -1,0 +1,220 @@
+"""The gate's rule: every scope and gated metric of the baseline against a fresh measurement,
+and the outcome (`harness.gate` states the rule); `update` for --update-baseline. Pure.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.gate.measure import Baseline, Measured, ScopeValues, rounded
+
+DEFAULT_METRICS = ("mrr@10", "recall@10")
+
+
+class Outcome(enum.StrEnum):
+    """What the gate concluded; the CLI maps each to its exit status."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_COMPARABLE = "not comparable"
+    INVALID = "invalid"
+    UPDATED = "updated"  # --update-baseline: the rows are the before -> after table
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One scope and metric: before, after, the tolerance applied, and what the rule says."""
+
+    scope: str
+    metric: str
+    before: float | None
+    after: float | None
+    tolerance: float | None  # None where no comparison is made ("new", "vanished")
+    status: str  # "ok" | "improved" | "dropped" | "fell to zero" | "vanished" | "new"
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("dropped", "fell to zero", "vanished")
+
+    @property
+    def change(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return rounded(self.after - self.before)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    outcome: Outcome
+    reason: str
+    rows: tuple[GateRow, ...]
+    strict: bool
+    details: tuple[str, ...] = ()  # invalid reasons, warnings, what differs
+    baseline_sha: str | None = None
+    ref: str = ""
+    sha: str | None = None
+
+    @property
+    def failing(self) -> tuple[GateRow, ...]:
+        return tuple(r for r in self.rows if r.failed)
+
+
+def _row(
+    scope: str, metric: str, before: ScopeValues, after: ScopeValues | None, strict: bool
+) -> GateRow:
+    b = rounded(before.values[metric])
+    if after is None or after.n == 0:
+        return GateRow(scope, metric, b, None, None, "vanished")
+    a = rounded(after.values[metric])
+    tolerance = 0.0 if strict else rounded(max(before.noise[metric], after.noise[metric]))
+    change = rounded(a - b)
+    if b > 0 and a == 0:
+        status = "fell to zero"
+    elif -change > tolerance:
+        status = "dropped"
+    elif change > tolerance:
+        status = "improved"
+    else:
+        status = "ok"
+    return GateRow(scope, metric, b, a, tolerance, status)
+
+
+def rows(
+    before: Baseline | None, after: Baseline, metrics: Sequence[str], strict: bool
+) -> list[GateRow]:
+    """Every gate row, the baseline's scopes first (overall, then slices by name), then scopes
+    only `after` has ("new", never a failure); with no baseline at all, every row is new."""
+    out = []
+    if before is not None:
+        out += [
+            _row(scope, m, values, after.scope(scope), strict)
+            for scope in before.scopes
+            if (values := before.scope(scope)) is not None
+            for m in metrics
+        ]
+    known = set(before.scopes) if before is not None else set()
+    for scope in after.scopes:
+        values = after.scope(scope)
+        if scope not in known and values is not None:
+            out += [
+                GateRow(scope, m, None, rounded(values.values[m]), None, "new") for m in metrics
+            ]
+    return out
+
+
+def check(
+    recorded: Baseline,
+    now: Measured,
+    *,
+    strict: bool = False,
+    metrics: Sequence[str] | None = None,
+) -> GateResult:
+    """Apply the rule `harness.gate` states; `metrics` default to the baseline's."""
+    gated = tuple(metrics) if metrics else recorded.metrics
+    current = now.baseline
+
+    def result(
+        outcome: Outcome, reason: str, found: Sequence[GateRow] = (), details: Sequence[str] = ()
+    ) -> GateResult:
+        return GateResult(
+            outcome=outcome,
+            reason=reason,
+            rows=tuple(found),
+            strict=strict,
+            details=tuple(details),
+            baseline_sha=recorded.sha,
+            ref=now.ref,
+            sha=None if current is None else current.sha,
+        )
+
+    if current is None:
+        reason = "the run is invalid, so nothing can be gated (this is not a pass)"
+        return result(Outcome.INVALID, reason, details=now.invalid)
+    if current.gold_hash != recorded.gold_hash:
+        reason = (
+            f"the gold set changed since the baseline was recorded (sha256 "
+            f"{recorded.gold_hash[:12]} then, {current.gold_hash[:12]} now): the numbers are not "
+            "comparable, and this is not a pass"
+        )
+        hint = "measure the base branch again with --update-baseline on the new gold set"
+        return result(Outcome.NOT_COMPARABLE, reason, details=(hint,))
+    missing = [m for m in gated if m not in recorded.metrics or m not in current.metrics]
+    if missing:
+        reason = (
+            f"the baseline holds {', '.join(recorded.metrics)}, not {', '.join(missing)}: "
+            "not comparable, and this is not a pass"
+        )
+        hint = f"record them: --update-baseline --metrics {','.join(gated)}"
+        return result(Outcome.NOT_COMPARABLE, reason, details=(hint,))
+    found = rows(recorded, current, gated, strict)
+    failing = [r for r in found if r.failed]
+    rule = "zero tolerance (--strict)" if strict else "beyond the noise"
+    if failing:
+        n = len(failing)
+        reason = f"{n} row{'s' * (n != 1)} fell below the baseline ({rule})"
+        return result(Outcome.FAIL, reason, found, now.warnings)
+    reason = f"no row fell below the baseline ({rule})"
+    if any(r.status == "improved" for r in found):
+        reason += "; some improved: --update-baseline records them"
+    return result(Outcome.PASS, reason, found, now.warnings)
+
+
+def update(recorded: Baseline | None, now: Measured) -> GateResult:
+    """What --update-baseline shows: the new values against the old file's, rule applied for
+    information only (outcome UPDATED), or INVALID when the run cannot become a baseline."""
+    current = now.baseline
+    if current is None:
+        reason = "the run is invalid: the baseline file was left as it was"
+        return GateResult(Outcome.INVALID, reason, (), False, now.invalid, None, now.ref)
+    comparable = recorded is not None and recorded.gold_hash == current.gold_hash
+    before = recorded if comparable else None
+    common = [m for m in current.metrics if before is not None and m in before.metrics]
+    found = rows(before, current, common, strict=False) if common else []
+    found += rows(None, current, [m for m in current.metrics if m not in common], strict=False)
+    details = list(now.warnings)
+    if recorded is not None and not comparable:
+        details.append(
+            f"the gold set changed (sha256 {recorded.gold_hash[:12]} -> {current.gold_hash[:12]}): "
+            "the old numbers are not comparable and are not shown"
+        )
+    moved = sum(r.status != "ok" for r in found)
+    reason = f"the baseline now records {current.sha[:8]}: " + (
+        f"{moved} of {len(found)} rows moved beyond the noise or are new"
+        if recorded is not None
+        else f"a new baseline of {len(found)} rows"
+    )
+    return GateResult(
+        Outcome.UPDATED,
+        reason,
+        tuple(found),
+        False,
+        tuple(details),
+        None if recorded is None else recorded.sha,
+        now.ref,
+        current.sha,
+    )
+
+
+def gated_metrics(chosen: Sequence[str] | None, recorded: Baseline | None) -> tuple[str, ...]:
+    """The metrics to measure: those chosen (--metrics), else the baseline file's, else
+    DEFAULT_METRICS for a baseline about to be written for the first time."""
+    if chosen:
+        return tuple(chosen)
+    return recorded.metrics if recorded is not None else DEFAULT_METRICS
+
+
+def conclude(
+    recorded: Baseline | None,
+    now: Measured,
+    *,
+    update_baseline: bool = False,
+    strict: bool = False,
+    metrics: Sequence[str] | None = None,
+) -> GateResult:
+    """`update` when asked to (--update-baseline) or when there is no baseline yet, else
+    `check` against the recorded baseline."""
+    if update_baseline or recorded is None:
+        return update(recorded, now)
+    return check(recorded, now, strict=strict, metrics=metrics)
