@@ -239,11 +239,12 @@ _GATE_EXIT = {
 def cmd_threshold(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.gold import load_gold
-    from harness.threshold import analyse, load_source, render_threshold
+    from harness.results import load_record
+    from harness.threshold import analyse, render_threshold
 
     if args.bins < 1:
         raise HarnessError(f"--bins must be 1 or more, not {args.bins}")
-    run = load_source(args.source, args.side)
+    run = load_record(args.source, args.side)
     if args.gold is not None:
         gold = load_gold(args.gold)
     else:

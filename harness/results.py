@@ -238,6 +238,19 @@ def load_run(path: Path) -> RefRun:
     return run_from_dict(read_json(path), str(path))
 
 
+def load_record(path: Path, side: str = "candidate") -> RefRun:
+    """A run record file, or a saved comparison directory (its `side`.json record)."""
+    if path.is_dir():
+        record = path / f"{side}.json"
+        if not record.is_file():
+            raise ResultsError(
+                f"{path}: neither a run record nor a comparison directory with {side}.json",
+                ["pass results/runs/<record>.json, or a results/<stamp>_<sha8>_<sha8>/ directory"],
+            )
+        return load_run(record)
+    return load_run(path)
+
+
 def iter_runs(results_dir: Path) -> Iterator[RefRun]:
     """Every readable run record, newest first; unreadable ones are skipped (they are not ours)."""
     for path in sorted((results_dir / "runs").glob("*.json"), reverse=True):

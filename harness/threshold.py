@@ -1,8 +1,12 @@
 """`harness threshold`: can this service tell when it has nothing? Choose a no-answer cutoff.
 
-    run = load_source(Path("results/runs/x.json"))            # or a comparison dir, side=...
-    t = analyse(gold, run, bins=10)                             # pure
+    run = load_record(Path("results/runs/x.json"))   # harness.results; or a comparison dir
+    t = analyse(gold, run, bins=10)
     render_threshold(t, "text" | "json")
+
+Pure: the run comes in loaded (`harness.results.load_record`), the text goes out rendered.
+Usable repeats are compare's (`harness.compare.validity.usable`): every repeat that did not
+fail, or failed only at teardown; none after a failed build.
 
 For services that return scores (`query.scores` in harness.toml). The top score of a query is
 the score of the first result the service returned (rank 1, as a user sees it), in each usable
@@ -37,17 +41,15 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, NotComparableError, ResultsError
-from harness.results import load_run
+from harness.compare import validity
+from harness.errors import HarnessError, NotComparableError
 from harness.types import GoldSet, RefRun
 
 SCHEMA = "harness-threshold"
 SCHEMA_VERSION = 1
 BAR_WIDTH = 30
-_WARNING_STAGES = frozenset({"teardown"})  # as in compare: every answer was collected
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,7 @@ def top_scores(gold: GoldSet, run: RefRun) -> tuple[tuple[TopScore, ...], tuple[
     HarnessError when an answer with results carries no scores: the service's scores are not
     being recorded (set query.scores), so nothing can be said about them.
     """
-    usable = [
-        {r.query_id: r for r in rep.results}
-        for rep in run.repeats
-        if run.build_failure is None
-        and (rep.failure is None or rep.failure.stage in _WARNING_STAGES)
-    ]
+    usable = [validity.by_query(rep) for rep in validity.usable(run)]
     unscored = [
         r.query_id for a in usable for r in a.values() if r.ok and r.ids and r.scores is None
     ]
@@ -348,19 +345,3 @@ def render_threshold(t: Threshold, fmt: str) -> str:
     if fmt == "text":
         return _render_text(t)
     raise ValueError(f"unknown format {fmt!r}; known: text, json")
-
-
-# --------------------------------------------------------------------------- input (I/O)
-
-
-def load_source(path: Path, side: str = "candidate") -> RefRun:
-    """A run record file, or a saved comparison directory (its `side`.json record)."""
-    if path.is_dir():
-        record = path / f"{side}.json"
-        if not record.is_file():
-            raise ResultsError(
-                f"{path}: neither a run record nor a comparison directory with {side}.json",
-                ["pass results/runs/<record>.json, or a results/<stamp>_<sha8>_<sha8>/ directory"],
-            )
-        return load_run(record)
-    return load_run(path)

@@ -1,11 +1,14 @@
-"""harness.results.new_directory: the one place a results directory is claimed (save_comparison
-and save_sweep both use it)."""
+"""harness.results: new_directory, the one place a results directory is claimed (save_comparison
+and save_sweep both use it), and load_record, what `harness threshold` reads."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.results import new_directory
+import pytest
+
+from harness.errors import ResultsError
+from harness.results import load_record, new_directory
 
 
 def test_a_taken_name_gets_the_next_free_suffix(tmp_path: Path) -> None:
@@ -23,3 +26,8 @@ def test_an_existing_directory_is_never_written_into(tmp_path: Path) -> None:
     assert made == tmp_path / "stamp-3"
     assert list(made.iterdir()) == []
     assert (tmp_path / "stamp" / "report.md").read_text() == "kept\n"
+
+
+def test_load_record_reads_a_record_or_a_comparison_side(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="neither a run record nor a comparison directory"):
+        load_record(tmp_path, "candidate")

@@ -17,14 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_sweep import assert_clean, knob_sandbox
 
-from harness.errors import HarnessError, NotComparableError, ResultsError
+from harness.errors import HarnessError, NotComparableError
 from harness.threshold import (
     TopScore,
     analyse,
     best_cutoff,
     evaluate_cutoff,
     histogram,
-    load_source,
     render_threshold,
     top_scores,
 )
@@ -215,11 +214,6 @@ def test_renderers() -> None:
     assert document["cutoff"]["false_answer_rate"] == 0.0
     with pytest.raises(ValueError, match="unknown format"):
         render_threshold(t, "markdown")
-
-
-def test_load_source_reads_a_record_or_a_comparison_side(tmp_path: Path) -> None:
-    with pytest.raises(ResultsError, match="neither a run record nor a comparison directory"):
-        load_source(tmp_path, "candidate")
 
 
 # --------------------------------------------------------------------------- the real CLI
