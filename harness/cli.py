@@ -1,38 +1,65 @@
 """Command line: parse, call the pipeline, render, map the outcome to an exit status.
 
-Exit status: 0 no regression; 1 a regression in quality or latency outside the noise;
-2 usage, configuration, gold-set or build error; 3 invalid (errors, boot failure, mismatched
-inputs). The mapping from a verdict to a status lives in `exit_status` and nowhere else.
+    main(argv) -> int: parse (`harness.cli_parser`), run the named command, and turn a
+    HarnessError into `harness: error: ...` and its exit status (a signal into 128 + N)
+
+Every cmd_* is the same four steps: load (config, gold, records), call the stages, render to
+stdout (notes to stderr), and return the exit status that `harness.exits` maps its outcome
+to.  Anything that decides or computes lives in the stage it belongs to.  Stage modules are
+imported inside each command, so that `harness --help` loads none of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import __version__
-from harness.errors import HarnessError, ResultsError
-from harness.types import RefRun, Verdict
+from harness.cli_parser import parse_args
+from harness.errors import HarnessError
+from harness.exits import (
+    EXIT_OK,
+    check_status,
+    exit_status,
+    gate_status,
+    signal_status,
+    valid_status,
+)
+from harness.types import RefRun
 
 if TYPE_CHECKING:
     from harness.comparison import CompareSettings
     from harness.metrics import MetricSpec
     from harness.runner import RunPlan
 
-EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID = 0, 1, 2, 3
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    from harness.processes import Terminated
+
+    command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
+    try:
+        return command(args)
+    except HarnessError as exc:
+        print(f"harness: error: {exc.message}", file=sys.stderr)
+        for line in exc.details:
+            print(line, file=sys.stderr)
+        return exc.exit_status
+    except Terminated as exc:
+        print("harness: terminated; every service and worktree was torn down", file=sys.stderr)
+        return signal_status(exc.signum)
+    except KeyboardInterrupt:
+        print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
+        return signal_status(signal.SIGINT)
 
 
-def exit_status(verdicts: Sequence[Verdict]) -> int:
-    """Invalid beats regressed beats everything else."""
-    if Verdict.INVALID in verdicts:
-        return EXIT_INVALID
-    if Verdict.REGRESSED in verdicts:
-        return EXIT_REGRESSED
-    return EXIT_OK
+def compare_main(argv: Sequence[str] | None = None) -> int:
+    """The `compare` console script: the same as `harness compare`."""
+    return main(["compare", *(sys.argv[1:] if argv is None else argv)])
 
 
 # --------------------------------------------------------------------------- commands
@@ -42,16 +69,12 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from harness.evaluation import evaluate
     from harness.gold import load_gold
     from harness.report import render_evaluation
-    from harness.runfile import load_run
+    from harness.runfile import load_run, require_gold_queries
 
     specs = _metric_specs(args.metrics)
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
     run = load_run(args.run)
-    if not set(run.rankings) & set(gold.by_id):
-        raise ResultsError(
-            f"{args.run}: names none of the {len(gold)} queries of {args.gold}",
-            ["check that the run and the gold set use the same query ids"],
-        )
+    require_gold_queries(run, gold, args.gold)
     evaluation = evaluate(gold, run.rankings, specs, args.rel_level, scores=run.scores)
     print(render_evaluation(evaluation, args.format, args.per_query, gold=gold), end="")
     return EXIT_OK
@@ -70,7 +93,7 @@ def cmd_gold_check(args: argparse.Namespace) -> int:
         slices=tuple(args.require_slice or ()),
     )
     print(render_check(report, args.format), end="")
-    return EXIT_OK if report.ok else EXIT_USAGE
+    return check_status(report.ok)
 
 
 def cmd_gold_build(args: argparse.Namespace) -> int:
@@ -133,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
-    return EXIT_OK if summary.complete else EXIT_INVALID
+    return valid_status(summary.complete)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -146,16 +169,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.runner import run_pair
 
     plan, settings = _plan(args)
-    repeats = args.repeats or plan.config.compare.repeats
     with signals_unwind():
         baseline, candidate = run_pair(
-            plan, args.baseline, args.candidate, repeats=repeats, fresh=args.fresh
+            plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
         )
     comparison = compare(plan.gold, baseline, candidate, settings)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
-    return exit_status([comparison.verdict_quality, comparison.verdict_latency])
+    return exit_status(comparison.verdicts)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -164,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     comparison = load_comparison(args.dir)
     print(render(comparison, args.format, redact=args.redact), end="")
-    return exit_status([comparison.verdict_quality, comparison.verdict_latency])
+    return exit_status(comparison.verdicts)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -177,7 +199,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = read_grid(args.param, args.reference)
     metrics = [str(spec) for spec in _metric_specs(args.metrics)]
     plan, settings = _plan(args)
-    repeats = args.repeats or plan.config.compare.repeats
+    repeats = _repeats(args, plan)
     with signals_unwind():
         runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=repeats, fresh=args.fresh)
     sweep, comparisons = summarise(
@@ -193,7 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     saved = save_sweep(plan.results_dir, sweep, comparisons)
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
-    return EXIT_OK if sweep.valid else EXIT_INVALID
+    return valid_status(sweep.valid)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -224,16 +246,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"harness: baseline {path} {what}", file=sys.stderr)
     print(render_gate(result, args.format, baseline_file=str(path)), end="")
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
-    return _GATE_EXIT[result.outcome]
-
-
-_GATE_EXIT = {
-    "pass": EXIT_OK,
-    "updated": EXIT_OK,
-    "fail": EXIT_REGRESSED,
-    "not comparable": EXIT_INVALID,  # never a pass
-    "invalid": EXIT_INVALID,
-}
+    return gate_status(result.outcome)
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
@@ -294,9 +307,12 @@ def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
     from harness.processes import signals_unwind
     from harness.runner import run_ref
 
-    repeats = args.repeats or plan.config.compare.repeats
     with signals_unwind():
-        return run_ref(plan, args.side, args.ref, repeats=repeats)
+        return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
+
+
+def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
+    return int(args.repeats or plan.config.compare.repeats)
 
 
 def _metric_specs(text: str) -> tuple[MetricSpec, ...]:
@@ -347,262 +363,20 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     return plan, settings
 
 
-# --------------------------------------------------------------------------- parser
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--config",
-        type=Path,
-        help="harness.toml (default: ./harness.toml or [tool.harness] in ./pyproject.toml)",
-    )
-    p.add_argument(
-        "--repo", type=Path, help="the git repository (default: the one holding the config)"
-    )
-    p.add_argument("--repeats", type=int, help="boots per ref (default: compare.repeats)")
-    p.add_argument("--results", default="results", help="where records go (default: ./results)")
-    p.add_argument(
-        "--concurrency", type=int, default=1, help="queries in flight (default 1: latency fidelity)"
-    )
-    p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="harness",
-        description="Does a ranking branch really change a retrieval service? "
-        "Quality and latency, with a verdict that refuses to cry wolf.",
-    )
-    parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    p = sub.add_parser("compare", help="compare two refs: quality and latency verdicts")
-    p.add_argument("--baseline", help="the ref to compare against (e.g. main)")
-    p.add_argument("--candidate", help="the ref under review (e.g. feat/x)")
-    p.add_argument(
-        "--demo",
-        action="store_true",
-        help="run on the bundled example (main vs feat/x in a throwaway repository)",
-    )
-    _add_run_options(p)
-    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument(
-        "--redact", action="store_true", help="leave query and document text out of every output"
-    )
-    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
-    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
-    p.add_argument(
-        "--latency-tolerance",
-        type=float,
-        help="latency ratio band counted as no change (default 0.10)",
-    )
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
-    p.add_argument(
-        "--gate-on",
-        action="append",
-        metavar="METRIC",
-        help="also let METRIC (e.g. mrr@10) decide the quality verdict",
-    )
-    p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser("run", help="run one ref in isolation and record every answer")
-    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="baseline",
-        help="which side's per-side overrides apply (default baseline)",
-    )
-    _add_run_options(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser("report", help="re-render a saved comparison without running anything")
-    p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--redact", action="store_true")
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
-    p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
-    p.add_argument("--run", required=True, type=Path, help="TREC run file or native JSONL run")
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
-    p.add_argument("--corpus", type=Path, help="corpus JSONL: also check judged ids exist")
-    p.add_argument("--metrics", default="hit@5,recall@10,mrr@10,ndcg@10,p@5")
-    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
-    p.add_argument("--per-query", action="store_true")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.set_defaults(func=cmd_metrics)
-
-    gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
-        dest="gold_command", required=True, parser_class=_Parser
-    )
-    p = gold.add_parser("check", help="integrity, staleness, winnability, leaks, controls, power")
-    p.add_argument("gold", type=Path, help="native JSONL, BEIR dir or TREC qrels")
-    p.add_argument("--corpus", type=Path, help="corpus JSONL or BEIR dir")
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
-    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
-    p.add_argument("--alpha", type=float, default=0.05, help="for the power check (0.05)")
-    p.add_argument(
-        "--require-slice",
-        action="append",
-        metavar="NAME",
-        help="a slice that must have at least one query (repeatable)",
-    )
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=cmd_gold_check)
-
-    p = gold.add_parser("build", help="mine queries whose answer is known by construction")
-    p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--exact-rare", type=int, default=0, help="queries on a token in one doc")
-    p.add_argument("--phrase", type=int, default=0, help="queries on a verbatim phrase")
-    p.add_argument("--nonsense", type=int, default=0, help="unanswerable controls")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--include", type=Path, help="hand-written rows to merge (checked too)")
-    p.add_argument("--min-words", type=int, default=20, help="shortest useful document")
-    p.add_argument("--max-words", type=int, default=2000, help="longest useful document")
-    p.add_argument("--phrase-words", type=int, default=3, help="words per phrase")
-    p.add_argument("--max-phrase-docs", type=int, default=25, help="most docs a phrase may match")
-    p.add_argument("--description", help="recorded in the gold header")
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(func=cmd_gold_build)
-
-    p = gold.add_parser("convert", help="native <-> BEIR <-> TREC, saying what was dropped")
-    p.add_argument("gold", type=Path)
-    p.add_argument("--to", choices=("native", "beir", "trec"), required=True)
-    p.add_argument("--out", type=Path, required=True, help="a file (native) or a directory")
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
-    p.add_argument("--split", default="test", help="BEIR split to read (default test)")
-    p.add_argument("--out-split", default="test", help="BEIR split to write (default test)")
-    p.add_argument(
-        "--topics", choices=("jsonl", "tsv"), default="jsonl", help="TREC topics file format"
-    )
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(func=cmd_gold_convert)
-
-    p = gold.add_parser("stats", help="queries per slice, relevant per query, grades")
-    p.add_argument("gold", type=Path)
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
-    p.add_argument("--split", default="test")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=cmd_gold_stats)
-
-    p = sub.add_parser("sweep", help="set a knob from measurement: one isolated run per value")
-    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
-    p.add_argument(
-        "--param",
-        required=True,
-        action="append",
-        metavar="NAME=V1,V2,...",
-        help="an environment variable pinned on the service, and its values (repeat for a grid)",
-    )
-    p.add_argument(
-        "--reference", help="the value the others are compared with (default: the first)"
-    )
-    p.add_argument(
-        "--metrics", default="mrr@10,recall@10", help="columns (default: mrr@10,recall@10)"
-    )
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="baseline",
-        help="which side's per-side overrides apply (default baseline)",
-    )
-    _add_run_options(p)
-    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
-    p.set_defaults(func=cmd_sweep)
-
-    p = sub.add_parser("gate", help="fail when a ref drops below a committed baseline")
-    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
-    p.add_argument(
-        "--baseline-file", required=True, type=Path, help="the committed baseline (JSON)"
-    )
-    p.add_argument(
-        "--update-baseline",
-        action="store_true",
-        help="measure the ref and rewrite the baseline file (its diff is the before/after table)",
-    )
-    p.add_argument(
-        "--metrics",
-        help="gated metrics (default: the baseline file's; mrr@10,recall@10 for a new file)",
-    )
-    p.add_argument("--strict", action="store_true", help="zero tolerance: any drop fails")
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="baseline",
-        help="which side's per-side overrides apply (default baseline)",
-    )
-    _add_run_options(p)
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.set_defaults(func=cmd_gate)
-
-    p = sub.add_parser(
-        "threshold", help="top-result scores of answerable vs unanswerable queries, best cutoff"
-    )
-    p.add_argument(
-        "source", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
-    )
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="candidate",
-        help="in a comparison directory, which side's record (default candidate)",
-    )
-    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
-    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
-    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
-    p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(func=cmd_threshold)
-
-    p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
-    p.add_argument("dir", type=Path)
-    p.set_defaults(func=cmd_demo)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
-        parser.error("compare needs --baseline and --candidate (or --demo)")
-    from harness.processes import Terminated
-
-    try:
-        status: int = args.func(args)
-    except HarnessError as exc:
-        print(f"harness: error: {exc.message}", file=sys.stderr)
-        for line in exc.details:
-            print(line, file=sys.stderr)
-        return exc.exit_status
-    except Terminated as exc:
-        print("harness: terminated; every service and worktree was torn down", file=sys.stderr)
-        return 128 + exc.signum
-    except KeyboardInterrupt:
-        print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
-        return 130
-    return status
-
-
-def compare_main(argv: Sequence[str] | None = None) -> int:
-    """The `compare` console script: the same as `harness compare`."""
-    return main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
+COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
+    "compare": cmd_compare,
+    "run": cmd_run,
+    "report": cmd_report,
+    "metrics": cmd_metrics,
+    "gold check": cmd_gold_check,
+    "gold build": cmd_gold_build,
+    "gold convert": cmd_gold_convert,
+    "gold stats": cmd_gold_stats,
+    "sweep": cmd_sweep,
+    "gate": cmd_gate,
+    "threshold": cmd_threshold,
+    "demo": cmd_demo,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

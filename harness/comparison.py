@@ -287,6 +287,11 @@ class Comparison:
         return not self.invalid_reasons
 
     @property
+    def verdicts(self) -> tuple[Verdict, Verdict]:
+        """(quality, latency): what the exit status is made of."""
+        return self.verdict_quality, self.verdict_latency
+
+    @property
     def hit_rows(self) -> tuple[MetricRow, ...]:
         return tuple(r for r in self.overall.rows if r.hit is not None)
 

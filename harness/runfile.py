@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import Problem, ResultsError
+from harness.types import GoldSet
 
 TREC_LINE = "qid Q0 docid rank score tag"
 JSONL_LINE = '{"id": qid, "ranking": [docid, ...], "scores": [number, ...]}'
@@ -64,6 +65,16 @@ def load_run(path: str | Path) -> Run:
     except OSError as exc:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
     return parse_run(text, source)
+
+
+def require_gold_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None:
+    """ResultsError when the run names none of the gold set's queries: the wrong file, or ids
+    written differently (a run lacking only some of them scores those 0, as trec_eval -c)."""
+    if not set(run.rankings) & set(gold.by_id):
+        raise ResultsError(
+            f"{run.source}: names none of the {len(gold)} queries of {gold_path}",
+            ["check that the run and the gold set use the same query ids"],
+        )
 
 
 def parse_run(text: str, source: str = "<run>") -> Run:

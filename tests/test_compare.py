@@ -24,11 +24,11 @@ from statsmodels.stats.multitest import multipletests
 
 from harness import compare as compare_module
 from harness import comparison as comparison_module
-from harness.cli import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.compare import compare
 from harness.comparison import CompareSettings, Comparison, Direction
 from harness.config import CompareConfig
 from harness.errors import ConfigError
+from harness.exits import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.types import (
     ErrorKind,
     GoldQuery,

@@ -1,0 +1,233 @@
+"""The `harness` command line, declared: every subcommand, its arguments and their help.
+
+`harness.cli` parses with `parse_args` and calls the command that `command` (and
+`gold_command`) name; a usage error prints the usage and exits with EXIT_USAGE (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness import __version__
+from harness.exits import EXIT_USAGE
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="harness.toml (default: ./harness.toml or [tool.harness] in ./pyproject.toml)",
+    )
+    p.add_argument(
+        "--repo", type=Path, help="the git repository (default: the one holding the config)"
+    )
+    p.add_argument("--repeats", type=int, help="boots per ref (default: compare.repeats)")
+    p.add_argument("--results", default="results", help="where records go (default: ./results)")
+    p.add_argument(
+        "--concurrency", type=int, default=1, help="queries in flight (default 1: latency fidelity)"
+    )
+    p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
+
+
+def _add_side(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="baseline",
+        help="which side's per-side overrides apply (default baseline)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `harness` parser: `command` names the subcommand (`gold_command` under `gold`)."""
+    parser = _Parser(
+        prog="harness",
+        description="Does a ranking branch really change a retrieval service? "
+        "Quality and latency, with a verdict that refuses to cry wolf.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("compare", help="compare two refs: quality and latency verdicts")
+    p.add_argument("--baseline", help="the ref to compare against (e.g. main)")
+    p.add_argument("--candidate", help="the ref under review (e.g. feat/x)")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="run on the bundled example (main vs feat/x in a throwaway repository)",
+    )
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--redact", action="store_true", help="leave query and document text out of every output"
+    )
+    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument(
+        "--latency-tolerance",
+        type=float,
+        help="latency ratio band counted as no change (default 0.10)",
+    )
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--gate-on",
+        action="append",
+        metavar="METRIC",
+        help="also let METRIC (e.g. mrr@10) decide the quality verdict",
+    )
+
+    p = sub.add_parser("run", help="run one ref in isolation and record every answer")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    _add_side(p)
+    _add_run_options(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("report", help="re-render a saved comparison without running anything")
+    p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--redact", action="store_true")
+
+    p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
+    p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument("--run", required=True, type=Path, help="TREC run file or native JSONL run")
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--corpus", type=Path, help="corpus JSONL: also check judged ids exist")
+    p.add_argument("--metrics", default="hit@5,recall@10,mrr@10,ndcg@10,p@5")
+    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
+    p.add_argument("--per-query", action="store_true")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+
+    gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
+        dest="gold_command", required=True, parser_class=_Parser
+    )
+    p = gold.add_parser("check", help="integrity, staleness, winnability, leaks, controls, power")
+    p.add_argument("gold", type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument("--corpus", type=Path, help="corpus JSONL or BEIR dir")
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.add_argument("--alpha", type=float, default=0.05, help="for the power check (0.05)")
+    p.add_argument(
+        "--require-slice",
+        action="append",
+        metavar="NAME",
+        help="a slice that must have at least one query (repeatable)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = gold.add_parser("build", help="mine queries whose answer is known by construction")
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--exact-rare", type=int, default=0, help="queries on a token in one doc")
+    p.add_argument("--phrase", type=int, default=0, help="queries on a verbatim phrase")
+    p.add_argument("--nonsense", type=int, default=0, help="unanswerable controls")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--include", type=Path, help="hand-written rows to merge (checked too)")
+    p.add_argument("--min-words", type=int, default=20, help="shortest useful document")
+    p.add_argument("--max-words", type=int, default=2000, help="longest useful document")
+    p.add_argument("--phrase-words", type=int, default=3, help="words per phrase")
+    p.add_argument("--max-phrase-docs", type=int, default=25, help="most docs a phrase may match")
+    p.add_argument("--description", help="recorded in the gold header")
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+
+    p = gold.add_parser("convert", help="native <-> BEIR <-> TREC, saying what was dropped")
+    p.add_argument("gold", type=Path)
+    p.add_argument("--to", choices=("native", "beir", "trec"), required=True)
+    p.add_argument("--out", type=Path, required=True, help="a file (native) or a directory")
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test", help="BEIR split to read (default test)")
+    p.add_argument("--out-split", default="test", help="BEIR split to write (default test)")
+    p.add_argument(
+        "--topics", choices=("jsonl", "tsv"), default="jsonl", help="TREC topics file format"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+
+    p = gold.add_parser("stats", help="queries per slice, relevant per query, grades")
+    p.add_argument("gold", type=Path)
+    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument("--split", default="test")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("sweep", help="set a knob from measurement: one isolated run per value")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument(
+        "--param",
+        required=True,
+        action="append",
+        metavar="NAME=V1,V2,...",
+        help="an environment variable pinned on the service, and its values (repeat for a grid)",
+    )
+    p.add_argument(
+        "--reference", help="the value the others are compared with (default: the first)"
+    )
+    p.add_argument(
+        "--metrics", default="mrr@10,recall@10", help="columns (default: mrr@10,recall@10)"
+    )
+    _add_side(p)
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+
+    p = sub.add_parser("gate", help="fail when a ref drops below a committed baseline")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument(
+        "--baseline-file", required=True, type=Path, help="the committed baseline (JSON)"
+    )
+    p.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="measure the ref and rewrite the baseline file (its diff is the before/after table)",
+    )
+    p.add_argument(
+        "--metrics",
+        help="gated metrics (default: the baseline file's; mrr@10,recall@10 for a new file)",
+    )
+    p.add_argument("--strict", action="store_true", help="zero tolerance: any drop fails")
+    _add_side(p)
+    _add_run_options(p)
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+    p = sub.add_parser(
+        "threshold", help="top-result scores of answerable vs unanswerable queries, best cutoff"
+    )
+    p.add_argument(
+        "source", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
+    )
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
+    p.add_argument("dir", type=Path)
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """`argv` (default sys.argv[1:]) parsed; a usage error exits with EXIT_USAGE."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
+        parser.error("compare needs --baseline and --candidate (or --demo)")
+    return args

@@ -1,0 +1,56 @@
+"""Exit statuses: the one place an outcome of the harness becomes a process exit status.
+
+    0  EXIT_OK          no regression; or a command that did its job
+    1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
+    2  EXIT_USAGE       usage, configuration, gold-set or build error (every HarnessError
+                        carries it as `exit_status`); a gold set that fails its check
+    3  EXIT_INVALID     invalid: errored queries, a failed boot, mismatched inputs; a gate that
+                        is not comparable, never a pass
+    128 + N             terminated by signal N (130: interrupted with Ctrl-C)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.types import Verdict
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID = 0, 1, 2, 3
+
+# harness gate, by harness.gate.rule.Outcome (a str enum): a pass only when nothing fell.
+_GATE = {
+    "pass": EXIT_OK,
+    "updated": EXIT_OK,
+    "fail": EXIT_REGRESSED,
+    "not comparable": EXIT_INVALID,
+    "invalid": EXIT_INVALID,
+}
+
+
+def exit_status(verdicts: Sequence[Verdict]) -> int:
+    """harness compare and harness report: invalid beats regressed beats everything else."""
+    if Verdict.INVALID in verdicts:
+        return EXIT_INVALID
+    if Verdict.REGRESSED in verdicts:
+        return EXIT_REGRESSED
+    return EXIT_OK
+
+
+def gate_status(outcome: str) -> int:
+    """harness gate: 0 pass or updated, 1 fail, 3 not comparable or invalid."""
+    return _GATE[outcome]
+
+
+def valid_status(valid: bool) -> int:
+    """harness run and harness sweep: 3 when anything failed or errored, else 0."""
+    return EXIT_OK if valid else EXIT_INVALID
+
+
+def check_status(ok: bool) -> int:
+    """harness gold check: 2 when the check found an error in the gold set."""
+    return EXIT_OK if ok else EXIT_USAGE
+
+
+def signal_status(signum: int) -> int:
+    """Terminated by signal `signum`, as a shell reports it."""
+    return 128 + signum
