@@ -9,7 +9,6 @@ news).  A side's answers come from a function (repeat, query) -> rank of the rel
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from purity import imported_modules
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
@@ -168,14 +168,7 @@ def test_compare_imports_nothing_that_does_io() -> None:
     package = Path(compare_module.__file__).parent  # harness/compare/: the rules
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
-    imported = set()
-    for source in sources:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                imported.add(node.module or "")
+    imported = imported_modules(*sources)
     pure = {"harness", "harness.stats", "harness.metrics", "harness.types", "harness.errors"}
     pure |= {"harness.evaluation", "harness.comparison", "harness.compare"}
     pure |= {f"harness.compare.{source.stem}" for source in sources if source.parent == package}

@@ -1,12 +1,12 @@
 """harness gate: measuring a run (values and noise worked by hand), the rule (every status and
 outcome), the byte-stable baseline file (Hypothesis round trips), and the real CLI on the knob
-service of test_sweep: pass, fail on a drop, not comparable, --update-baseline byte-stable."""
+service (tests/knob_support.py): pass, fail on a drop, not comparable, --update-baseline
+byte-stable."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +15,8 @@ import pytest
 from e2e_support import Sandbox, config_text
 from hypothesis import given
 from hypothesis import strategies as st
-from test_sweep import assert_clean, knob_gold_lines, knob_sandbox
+from knob_support import assert_clean, knob_gold_lines, knob_sandbox
+from purity import impurities, loaded_by
 
 from harness.errors import ResultsError
 from harness.gate.baseline_file import (
@@ -254,11 +255,16 @@ def test_markdown_escapes_what_a_user_named() -> None:
 
 
 def test_the_rule_imports_no_stage_that_runs_anything() -> None:
-    code = "import sys, harness.gate.rule; print(' '.join(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = set(done.stdout.split())
+    loaded = loaded_by("harness.gate.rule")["harness.gate.rule"]
     for stage in ("runner", "service", "worktree", "client", "build", "processes", "results"):
         assert f"harness.{stage}" not in loaded
+
+
+def test_all_but_the_baseline_file_is_pure() -> None:
+    pure = ("harness.gate", "harness.gate.measure", "harness.gate.rule", "harness.gate.render")
+    found = impurities(*pure, "harness.gate.baseline_file")
+    assert {module: found[module] for module in pure} == {module: [] for module in pure}
+    assert "os" in found["harness.gate.baseline_file"]  # the check sees what is not pure
 
 
 # --------------------------------------------------------------------------- the file

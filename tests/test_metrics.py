@@ -5,16 +5,15 @@ The pytrec_eval agreement on real runs lives in test_metrics_oracle.py.
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Mapping, Sequence
 from math import log2
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from purity import imported_modules
 
 from harness import evaluation, metrics
 from harness.errors import NotComparableError
@@ -43,14 +42,7 @@ def gold_of(*queries: GoldQuery) -> GoldSet:
 
 
 def test_metrics_imports_nothing_that_does_io() -> None:
-    imported = set()
-    for source in (metrics.__file__, evaluation.__file__):
-        tree = ast.parse(Path(source).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                imported.add(node.module or "")
+    imported = imported_modules(metrics.__file__, evaluation.__file__)
     allowed = {
         "__future__",
         "enum",

@@ -1,16 +1,15 @@
 """The module map: every `from harness.X import name` in harness/, tests/ and scripts/ names
 something harness.X defines or imports (or a submodule X.name), and no harness module, imported
-first into a fresh interpreter, runs into a circular import.
+first into a fresh interpreter, runs into a circular import (tests/purity.py's `loaded_by`).
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import pkgutil
-import subprocess
-import sys
 from pathlib import Path
+
+from purity import imported_names, loaded_by
 
 import harness
 
@@ -25,17 +24,8 @@ SOURCES = sorted(
 MODULES = sorted(info.name for info in pkgutil.walk_packages(harness.__path__, prefix="harness."))
 
 
-def imported_names() -> set[tuple[str, str]]:
-    found = set()
-    for path in SOURCES:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness"):
-                found |= {(node.module or "", alias.name) for alias in node.names}
-    return found
-
-
 def test_every_harness_import_in_the_project_resolves() -> None:
-    names = imported_names()
+    names = {(m, name) for m, name in imported_names(*SOURCES) if m.startswith("harness")}
     assert ("harness.evaluation", "evaluate") in names  # the scan sees the project's imports
     missing = []
     for module, name in sorted(names):
@@ -49,20 +39,10 @@ def test_every_harness_import_in_the_project_resolves() -> None:
 
 
 def test_no_import_order_hits_a_cycle() -> None:
-    # A fresh interpreter, forgetting every harness module before importing the next one first:
-    # a cycle shows as an ImportError (a partly initialised module) for some first module.
+    # Each module imported first into an interpreter that forgot every harness module: a cycle
+    # shows as an ImportError (a partly initialised module) for some first module.
     assert {"harness.cli", "harness.compare", "harness.evaluation", "harness.results"} <= set(
         MODULES
     )
-    script = f"""
-import importlib, sys
-for first in {MODULES!r}:
-    for loaded in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
-        del sys.modules[loaded]
-    importlib.import_module(first)
-print("ok")
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+    loaded = loaded_by(*MODULES)
+    assert [m for m in MODULES if m not in loaded[m]] == []

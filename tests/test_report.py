@@ -12,7 +12,6 @@ rendered output holds a timestamp, so the files are byte-for-byte stable.
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
@@ -21,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from purity import imported_modules, imported_names, impurities
 from test_compare import (
     BASE_SHA,
     CAND_SHA,
@@ -234,16 +234,17 @@ def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> Non
 
 @pytest.mark.parametrize("source", [report.__file__, document.__file__])
 def test_report_computes_nothing(source: str) -> None:
-    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
-    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "harness.stats" not in modules
-    from_compare = {
-        alias.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ImportFrom) and n.module == "harness.compare"
-        for alias in n.names
-    }
+    assert "harness.stats" not in imported_modules(source)
+    from_compare = {name for module, name in imported_names(source) if module == "harness.compare"}
     assert "compare" not in from_compare  # types only
+
+
+def test_the_page_and_the_document_are_built_without_io() -> None:
+    assert impurities("harness.layout", "harness.report", "harness.document") == {
+        "harness.layout": [],
+        "harness.report": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
+        "harness.document": [],
+    }
 
 
 # --------------------------------------------------------------------------- JSON

@@ -1,17 +1,5 @@
-"""harness sweep: parameters and grid, the pure summary on hand-built runs, and the real CLI on a
-tiny fixture service whose ranking knob is an environment variable.
-
-The knob service (KNOB_SERVICE, also used by test_gate and test_threshold) ranks documents by
-the share of query words they contain, and reads two knobs from its environment, falling back
-to knob.json next to it (so a branch can change a default, as a code change would):
-
-    SINK=n     a query containing the word "rare" has its best document moved down n places
-               (0: untouched; 1: the answer at rank 2; 20: out of the top 10)
-    FLAT=1     every score is 1.0: the service cannot tell a good answer from a bad one
-
-Gold set: slice "common" (q01..q12, "tell me about topic qNN" -> dNN), slice "rare"
-(q13..q24, "rare topic qNN" -> dNN) and four unanswerable queries ("tell me about topic zzNN",
-slice "none"). Numbers are never pinned: tests assert structure and direction.
+"""harness sweep: parameters and grid, the pure summary on hand-built runs, and the real CLI on
+the knob service (tests/knob_support.py), whose ranking knob is an environment variable.
 """
 
 from __future__ import annotations
@@ -22,9 +10,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from e2e_support import Sandbox, config_text, git
+from e2e_support import Sandbox
 from hypothesis import given
 from hypothesis import strategies as st
+from knob_support import assert_clean, knob_sandbox
+from purity import impurities
 
 from harness.comparison import CompareSettings, Comparison
 from harness.config import QueryConfig, ServiceConfig, SideConfig
@@ -34,155 +24,6 @@ from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.run import overridden_pins, with_point
 from harness.sweep.summary import Sweep, summarise
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure, Verdict
-
-# --------------------------------------------------------------------------- the knob service
-
-KNOB_SERVICE = '''\
-"""Fixture service for harness's sweep, gate and threshold tests (see tests/test_sweep.py)."""
-import argparse, json, os
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--data", required=True)
-    args = parser.parse_args()
-    with open(os.path.join(HERE, "knob.json"), encoding="utf-8") as f:
-        defaults = json.load(f)
-    sink = int(os.environ.get("SINK", defaults.get("SINK", 0)))
-    flat = os.environ.get("FLAT", str(defaults.get("FLAT", 0))) == "1"
-    counter = os.environ.get("E2E_BOOT_COUNTER")
-    if counter:
-        with open(counter, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\\n")
-    print(f"svc: HARNESS_RUN_ID={os.environ.get('HARNESS_RUN_ID', '')}", flush=True)
-    print(f"svc: SINK={sink} FLAT={flat}", flush=True)
-    docs = []
-    with open(os.path.join(args.data, "corpus.jsonl"), encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                doc = json.loads(line)
-                docs.append((doc["id"], set((doc["title"] + " " + doc["text"]).lower().split())))
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        disable_nagle_algorithm = True
-
-        def log_message(self, format, *args):
-            pass
-
-        def send(self, body):
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            url = urlsplit(self.path)
-            if url.path == "/health":
-                return self.send({"status": "ok"})
-            params = parse_qs(url.query)
-            query = set(params["q"][0].lower().split())
-            k = int(params.get("k", ["10"])[0])
-            ranked = sorted(
-                ((len(query & words) / len(query), doc) for doc, words in docs),
-                key=lambda s: (-s[0], s[1]),
-            )
-            ranked = [s for s in ranked if s[0] > 0]
-            if sink and "rare" in query and ranked:
-                best = ranked.pop(0)
-                ranked.insert(min(sink, len(ranked)), best)
-            results = [{"id": d, "score": 1.0 if flat else round(s, 6)} for s, d in ranked[:k]]
-            self.send({"results": results})
-
-    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
-
-
-main()
-'''
-
-COMMON, RARE, NONE = range(1, 13), range(13, 25), range(1, 5)
-
-
-def knob_gold_lines(*, extra_unanswerable: int = 0) -> list[str]:
-    """The gold set; `extra_unanswerable` adds queries, so that its sha256 changes."""
-    rows: list[dict[str, object]] = [{"format": "harness-gold", "version": 1}]
-    rows += [
-        {
-            "id": f"q{n:02d}",
-            "query": f"tell me about topic q{n:02d}",
-            "slice": "common",
-            "relevant": {f"d{n:02d}": 1},
-        }
-        for n in COMMON
-    ]
-    rows += [
-        {
-            "id": f"q{n:02d}",
-            "query": f"rare topic q{n:02d}",
-            "slice": "rare",
-            "relevant": {f"d{n:02d}": 1},
-        }
-        for n in RARE
-    ]
-    rows += [
-        {
-            "id": f"u{n:02d}",
-            "query": f"tell me about topic zz{n:02d}",
-            "slice": "none",
-            "relevant": {},
-        }
-        for n in range(1, len(NONE) + 1 + extra_unanswerable)
-    ]
-    return [json.dumps(row, sort_keys=True) for row in rows]
-
-
-def knob_corpus_lines() -> list[str]:
-    docs = [
-        {"id": f"d{n:02d}", "title": f"Topic q{n:02d}", "text": f"this document covers q{n:02d}"}
-        for n in range(1, 31)
-    ]
-    return [json.dumps(doc, sort_keys=True) for doc in docs]
-
-
-def knob_sandbox(root: Path, branches: Mapping[str, Mapping[str, object]] | None = None) -> Sandbox:
-    """A Sandbox (tests/e2e_support.py layout) holding the knob service: main with knob.json
-    {}, plus one branch per entry, each changing only knob.json."""
-    sandbox = Sandbox(root)
-    for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
-        folder.mkdir(parents=True)
-    repo = sandbox.repo
-    (repo / "svc.py").write_text(KNOB_SERVICE)
-    (repo / "knob.json").write_text("{}\n")
-    (repo / "data").mkdir()
-    (repo / "data" / "corpus.jsonl").write_text("\n".join(knob_corpus_lines()) + "\n")
-    (repo / "gold").mkdir()
-    (repo / "gold" / "gold.jsonl").write_text("\n".join(knob_gold_lines()) + "\n")
-    (repo / "harness.toml").write_text(config_text(boot_counter=sandbox.boot_counter, repeats=1))
-    (repo / ".gitignore").write_text("results/\n")
-    home = sandbox.home
-    git(repo, "init", "--quiet", "--initial-branch=main", home=home)
-    git(repo, "add", "--all", home=home)
-    git(repo, "commit", "--quiet", "-m", "knob service, gold set and config", home=home)
-    for name, knobs in (branches or {}).items():
-        git(repo, "checkout", "--quiet", "-b", name, "main", home=home)
-        (repo / "knob.json").write_text(json.dumps(knobs, sort_keys=True) + "\n")
-        git(repo, "commit", "--quiet", "-am", f"knob: {name}", home=home)
-        git(repo, "checkout", "--quiet", "main", home=home)
-    return sandbox
-
-
-def assert_clean(sandbox: Sandbox) -> None:
-    assert sandbox.leftovers(sandbox.run_ids()) == []
-    assert sandbox.worktrees() == []
-
 
 # --------------------------------------------------------------------------- parameters
 
@@ -400,6 +241,13 @@ def test_renderers_show_one_table_per_metric_with_marks_and_legend() -> None:
     assert document["best"]["rare"]["mrr@10"] == ["SINK=0"]
     with pytest.raises(ValueError, match="unknown format"):
         render_sweep(sweep, "csv")
+
+
+def test_all_but_running_and_saving_a_sweep_is_pure() -> None:
+    pure = tuple(f"harness.sweep{part}" for part in ("", ".params", ".summary", ".render"))
+    found = impurities(*pure, "harness.sweep.run")
+    assert {module: found[module] for module in pure} == {module: [] for module in pure}
+    assert "harness.runner" in found["harness.sweep.run"]  # the check sees what is not pure
 
 
 # --------------------------------------------------------------------------- the real CLI

@@ -1,6 +1,7 @@
 """harness threshold: top scores over repeats, the best cutoff (hand-worked, and against a brute
 force oracle with Hypothesis), the histogram, the plain sentence, and the real CLI on a
-comparison of the knob service (test_sweep) with its FLAT branch, whose scores say nothing."""
+comparison of the knob service (tests/knob_support.py) with its FLAT branch, whose scores say
+nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 from e2e_support import Sandbox
 from hypothesis import given
 from hypothesis import strategies as st
-from test_sweep import assert_clean, knob_sandbox
+from knob_support import assert_clean, knob_sandbox
+from purity import impurities
 
 from harness.errors import HarnessError, NotComparableError
 from harness.threshold import (
@@ -214,6 +216,10 @@ def test_renderers() -> None:
     assert document["cutoff"]["false_answer_rate"] == 0.0
     with pytest.raises(ValueError, match="unknown format"):
         render_threshold(t, "markdown")
+
+
+def test_the_analysis_and_its_rendering_are_pure() -> None:
+    assert impurities("harness.threshold") == {"harness.threshold": []}
 
 
 # --------------------------------------------------------------------------- the real CLI
