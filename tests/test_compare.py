@@ -3,19 +3,29 @@
 The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
 q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
 news).  A side's answers come from a function (repeat, query) -> rank of the relevant document
-(None: not returned), so every expectation below is counted by hand from that function.
-`make_gold`, `make_run` and `ranks` are also used by tests/test_report.py.
+(None: not returned), so every expectation below is counted by hand from that function
+(the builders: tests/compare_support.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from compare_support import (
+    CAND_SHA,
+    FAST,
+    Rank,
+    base_ms,
+    buried,
+    candidate,
+    make_gold,
+    make_run,
+    ranks,
+    run_pair,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from purity import imported_modules
@@ -25,141 +35,16 @@ from statsmodels.stats.multitest import multipletests
 from harness import compare as compare_module
 from harness import comparison as comparison_module
 from harness.compare import compare
-from harness.comparison import CompareSettings, Comparison, Direction
+from harness.comparison import CompareSettings, Direction
 from harness.config import CompareConfig
 from harness.errors import ConfigError
 from harness.exits import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.types import (
     ErrorKind,
     GoldQuery,
-    GoldSet,
-    QueryResult,
-    RefRun,
-    Repeat,
     RunFailure,
     Verdict,
 )
-
-Rank = Callable[[int, GoldQuery], int | None]
-Millis = Callable[[int, GoldQuery], float]
-
-BASE_SHA = "1" * 40
-CAND_SHA = "2" * 40
-FAST = CompareSettings(resamples=2_000)  # enough for the verdicts below; keeps the suite quick
-
-
-# --------------------------------------------------------------------------- builders
-
-
-def _slice(i: int) -> str:
-    return "news" if i <= 40 else "howto" if i <= 70 else "rare"
-
-
-def make_gold(n: int = 80, unanswerable: int = 6) -> GoldSet:
-    queries = [
-        GoldQuery(
-            id=f"q{i:02d}",
-            text=f"how do I configure widget {i}",
-            slice=_slice(i),
-            relevant={f"q{i:02d}-rel": 1, f"q{i:02d}-junk9": 0},
-            outranks=((f"q{i:02d}-rel", f"q{i:02d}-stale"),) if i % 10 == 0 else (),
-        )
-        for i in range(1, n + 1)
-    ]
-    queries += [
-        GoldQuery(id=f"u{i}", text=f"unanswerable question {i}", slice="news")
-        for i in range(1, unanswerable + 1)
-    ]
-    digest = hashlib.sha256(f"synthetic-{n}-{unanswerable}".encode()).hexdigest()
-    return GoldSet(
-        queries=tuple(queries), source="gold/synthetic.jsonl", format="native", hash=digest
-    )
-
-
-def ranks(overrides: Mapping[str, int | None] = (), default: int = 1) -> Rank:
-    """Rank `default` for every answerable query, except the ones named; None = buried."""
-    table = dict(overrides)
-    return lambda _rep, q: table.get(q.id, default)
-
-
-def ranking(q: GoldQuery, rank: int | None, stale_first: bool = False) -> tuple[str, ...]:
-    """Ten results: junk, the relevant document at `rank`; unanswerable q01-style: nothing."""
-    if not q.answerable:
-        return () if q.id in ("u1", "u2", "u3", "u4") else (f"{q.id}-junk0",)
-    ids = [f"{q.id}-junk{j}" for j in range(max(10, rank or 0))]
-    if rank is not None:
-        ids[rank - 1] = f"{q.id}-rel"
-    if stale_first:
-        ids.insert(0, f"{q.id}-stale")
-    return tuple(ids)
-
-
-def base_ms(_rep: int, q: GoldQuery) -> float:
-    return 2.0 + int(q.id[1:]) % 7  # 2..8 ms, spread between queries
-
-
-def make_run(
-    gold: GoldSet,
-    rank: Rank,
-    *,
-    ref: str = "main",
-    sha: str = BASE_SHA,
-    repeats: int = 3,
-    ms: Millis = base_ms,
-    errors: Mapping[tuple[int, str], ErrorKind] = (),  # (repeat, query id) -> error
-    gold_hash: str | None = None,
-    build_failure: RunFailure | None = None,
-    failures: Mapping[int, RunFailure] = (),
-    unconfirmed: frozenset[int] = frozenset(),
-    stale_first: frozenset[str] = frozenset(),
-) -> RefRun:
-    errors, failures = dict(errors), dict(failures)
-
-    def answer(rep: int, q: GoldQuery) -> QueryResult:
-        latency = round(ms(rep, q) * 1e6)
-        if (rep, q.id) in errors:
-            return QueryResult(q.id, error=errors[rep, q.id], detail="boom", latency_ns=latency)
-        return QueryResult(
-            q.id, ranking(q, rank(rep, q), q.id in stale_first), status=200, latency_ns=latency
-        )
-
-    reps = tuple(
-        Repeat(
-            index=r,
-            results=() if r in failures else tuple(answer(r, q) for q in gold.queries),
-            teardown_confirmed=r not in unconfirmed,
-            failure=failures.get(r),
-        )
-        for r in range(repeats)
-    )
-    return RefRun(
-        ref=ref,
-        sha=sha,
-        config_hash="c" * 64,
-        gold_hash=gold.hash if gold_hash is None else gold_hash,
-        corpus_hash=None,
-        tool_version="0.test",
-        host={},
-        repeats=() if build_failure else reps,
-        build_failure=build_failure,
-    )
-
-
-def candidate(gold: GoldSet, rank: Rank, **kwargs: object) -> RefRun:
-    return make_run(gold, rank, ref="feat/x", sha=CAND_SHA, **kwargs)  # type: ignore[arg-type]
-
-
-def run_pair(
-    cand_rank: Rank, base_rank: Rank | None = None, s: CompareSettings = FAST, **cand: object
-) -> Comparison:
-    gold = make_gold()
-    base = make_run(gold, base_rank or ranks())
-    return compare(gold, base, candidate(gold, cand_rank, **cand), s)
-
-
-def buried(*numbers: int) -> dict[str, int | None]:
-    return {f"q{i:02d}": None for i in numbers}
-
 
 # --------------------------------------------------------------------------- purity
 

@@ -6,7 +6,7 @@ them with
     HARNESS_REGEN=1 pytest tests/test_report.py
 
 and review the diff (`git diff tests/data/report`) before committing it.  The comparisons are
-built in memory from tests/test_compare.py's synthetic gold set and runs, with fixed seeds; no
+built in memory from tests/compare_support.py's synthetic gold set and runs, with fixed seeds; no
 rendered output holds a timestamp, so the files are byte-for-byte stable.
 """
 
@@ -20,8 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from purity import imported_modules, imported_names, impurities
-from test_compare import (
+from compare_support import (
     BASE_SHA,
     CAND_SHA,
     base_ms,
@@ -31,6 +30,7 @@ from test_compare import (
     make_run,
     ranks,
 )
+from purity import imported_modules, imported_names, impurities
 
 from harness import document, report
 from harness.compare import compare, summarise_run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_compare import FAST, buried, make_gold, make_run, ranks
+from compare_support import FAST, buried, make_gold, make_run, ranks
 
 from harness.compare import summarise_run
 from harness.report import render_run
