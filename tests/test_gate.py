@@ -23,11 +23,12 @@ from harness.gate.baseline_file import (
     baseline_from_dict,
     baseline_to_text,
     read_baseline,
+    read_baseline_or_none,
     write_baseline,
 )
 from harness.gate.measure import Baseline, Measured, ScopeValues, measure
 from harness.gate.render import render_gate
-from harness.gate.rule import Outcome, check, update
+from harness.gate.rule import Outcome, check, conclude, gated_metrics, update
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
 
 # --------------------------------------------------------------------------- measuring
@@ -267,6 +268,22 @@ def test_all_but_the_baseline_file_is_pure() -> None:
     assert "os" in found["harness.gate.baseline_file"]  # the check sees what is not pure
 
 
+def test_the_gated_metrics_are_those_chosen_else_the_baselines_else_the_defaults() -> None:
+    recorded = _baseline({"overall": {"p@5": 0.5}})
+    assert gated_metrics(["ndcg@10"], recorded) == ("ndcg@10",)
+    assert gated_metrics(None, recorded) == ("p@5",)
+    assert gated_metrics(None, None) == ("mrr@10", "recall@10")
+
+
+def test_conclude_updates_when_asked_or_when_there_is_no_baseline_and_checks_otherwise() -> None:
+    recorded, dropped = _baseline(BEFORE), _now({**BEFORE, "b": {"mrr@10": 0.1}})
+    assert conclude(recorded, dropped).outcome is Outcome.FAIL
+    assert conclude(recorded, dropped) == check(recorded, dropped)
+    assert conclude(recorded, dropped, update_baseline=True) == update(recorded, dropped)
+    assert conclude(None, dropped) == update(None, dropped)
+    assert conclude(None, dropped).outcome is Outcome.UPDATED
+
+
 # --------------------------------------------------------------------------- the file
 
 scope_values = st.builds(
@@ -341,6 +358,16 @@ def test_write_baseline_replaces_the_file_only_when_the_bytes_change(tmp_path: P
     assert read_baseline(path) == b
     assert write_baseline(path, replace(b, sha="d" * 40)) is True
     assert [p.name for p in path.parent.iterdir()] == ["baseline.json"]  # no temp file left
+
+
+def test_no_file_is_no_baseline_only_where_one_is_about_to_be_written(tmp_path: Path) -> None:
+    assert read_baseline_or_none(tmp_path / "absent.json") is None
+    path = tmp_path / "baseline.json"
+    write_baseline(path, _baseline(BEFORE))
+    assert read_baseline_or_none(path) == _baseline(BEFORE)
+    path.write_text("[]\n")
+    with pytest.raises(ResultsError, match="expected a JSON object"):
+        read_baseline_or_none(path)  # a file that is there but wrong is never "no baseline"
 
 
 def test_a_bad_baseline_file_says_where_and_what_to_do(tmp_path: Path) -> None:

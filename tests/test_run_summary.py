@@ -7,8 +7,8 @@ import json
 from compare_support import FAST, buried, make_gold, make_run, ranks
 
 from harness.compare import summarise_run
-from harness.report import render_run
-from harness.types import ErrorKind
+from harness.report import render_failures, render_run
+from harness.types import ErrorKind, RunFailure
 
 
 def test_metrics_are_means_over_repeats_and_errors_are_not_scored_as_misses() -> None:
@@ -41,3 +41,22 @@ def test_table_and_json_say_errors_latency_metrics_and_drift() -> None:
     assert doc["errors"] == {"http_status": 1}
     assert doc["metrics"]["all"]["n"] == sum(q.answerable for q in gold.queries) - 1  # q05 out
     assert set(doc["latency_ms"]) >= {"p50", "p95", "p99", "max", "mean"}
+
+
+def test_a_run_is_complete_only_without_failures_and_errored_answers() -> None:
+    gold = make_gold()
+    assert summarise_run(gold, make_run(gold, ranks()), FAST).complete
+    errored = make_run(gold, ranks(), errors={(1, "q05"): ErrorKind.HTTP_STATUS})
+    assert not summarise_run(gold, errored, FAST).complete
+    failed = make_run(gold, ranks(), failures={2: RunFailure("boot", "exited", ("log line",))})
+    assert not summarise_run(gold, failed, FAST).complete
+
+
+def test_failures_go_to_stderr_once_each_with_their_log_lines() -> None:
+    gold = make_gold()
+    boot = RunFailure("boot", "exited at boot with status 3", ("Traceback", "ValueError: port"))
+    run = make_run(gold, ranks(), failures={0: boot, 1: boot})
+    assert render_failures(run) == (
+        "harness: error: boot: exited at boot with status 3\nTraceback\nValueError: port\n"
+    )
+    assert render_failures(make_run(gold, ranks())) == ""

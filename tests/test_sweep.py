@@ -19,7 +19,8 @@ from purity import impurities
 from harness.comparison import CompareSettings, Comparison
 from harness.config import QueryConfig, ServiceConfig, SideConfig
 from harness.config.values import HarnessConfig
-from harness.sweep.params import Param, find_reference, grid, label, parse_param
+from harness.errors import HarnessError
+from harness.sweep.params import Param, find_reference, grid, label, parse_param, read_grid
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.run import overridden_pins, with_point
 from harness.sweep.summary import Sweep, summarise
@@ -89,6 +90,17 @@ def test_grid_size_and_reference_round_trip(value_lists: list[list[str]]) -> Non
     assert len(points) == size == len(set(points))
     for i, point in enumerate(points):
         assert find_reference(points, label(point)) == i
+
+
+def test_read_grid_reads_the_arguments_or_says_what_is_wrong_as_a_harness_error() -> None:
+    read = read_grid(["A=1,2", "B=x"], "A=2,B=x")
+    assert read.params == (Param("A", ("1", "2")), Param("B", ("x",)))
+    assert [label(p) for p in read.points] == ["A=1,B=x", "A=2,B=x"]
+    assert read.reference == 1
+    with pytest.raises(HarnessError, match=r"^sweep: --reference '3' is not one of the swept"):
+        read_grid(["A=1,2"], "3")
+    with pytest.raises(HarnessError, match=r"^sweep: 'A': expected NAME=V1,V2"):
+        read_grid(["A"], None)
 
 
 def test_reference_is_the_first_or_a_bare_value_or_a_label() -> None:
@@ -201,6 +213,15 @@ def test_summary_marks_best_and_flags_a_collapsed_slice() -> None:
     assert "rare (mrr@10)" in twenty.collapses and "rare (recall@10)" in twenty.collapses
     assert twenty.quality == "regressed" and "slice collapse: rare" in twenty.quality_reason
     assert sweep.valid
+
+
+def test_the_swept_metrics_are_computed_even_when_compare_does_not_gate_on_them() -> None:
+    points = grid([Param("SINK", ("0", "1"))])
+    runs = [_run(label(p), sink) for p, sink in zip(points, (0, 1), strict=True)]
+    plain = CompareSettings(k=(10,), resamples=200)  # gate_on: none
+    sweep, comparisons = summarise(GOLD, points, runs, 0, ("mrr@10",), plain)
+    assert comparisons["SINK=1"].settings.gate_on == ("mrr@10",)
+    assert sweep.rows[1].cells["rare"]["mrr@10"].value == 1 / 2  # the answer at rank 2
 
 
 def test_the_reference_can_be_any_value() -> None:
