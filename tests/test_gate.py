@@ -99,6 +99,19 @@ def test_an_errored_query_is_left_out_within_max_errors_and_invalid_beyond() -> 
     assert any("exceed max_errors = 0" in r for r in refused.invalid)
 
 
+def test_the_words_for_errored_answers_and_failed_repeats_are_compares_without_examples() -> None:
+    answers = {"a1": ["d1"], "a2": ["d2"], "n1": []}
+    bad = QueryResult("b1", error=ErrorKind.TIMEOUT, detail="read timeout")
+    boot = Repeat(1, (), failure=RunFailure("boot", "exited at boot"), log_path="logs/2.log")
+    measured = measure(GOLD, _run(Repeat(0, (*_repeat(0, answers).results, bad)), boot), ["p@5"])
+    label = f"main ({'c' * 8})"
+    assert measured.invalid == (
+        f"{label}: repeat 2 failed at boot: exited at boot; see logs/2.log",
+        f"{label}: 1 errored answer (timeout 1) exceed max_errors = 0; see the service log, "
+        "or raise compare.max_errors",
+    )
+
+
 def test_a_failed_repeat_makes_the_run_invalid_but_a_teardown_warning_does_not() -> None:
     answers = {"a1": ["d1"], "a2": ["d2"], "b1": ["d3"], "n1": []}
     boot = Repeat(1, (), failure=RunFailure("boot", "exited at boot with status 3"))

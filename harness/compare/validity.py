@@ -1,7 +1,8 @@
 """Which repeats of a run are used, and every reason a comparison of two runs is invalid.
 
 Part of `harness.compare` (its docstring states every rule); pure.  `harness gate` and
-`harness threshold` use the same usable repeats and the same count of errored answers.
+`harness threshold` use the same usable repeats, and the gate the same failures and errored
+answers.
 """
 
 from __future__ import annotations
@@ -50,10 +51,13 @@ def run_failures(label: str, run: RefRun) -> list[str]:
     return reasons
 
 
-def errored_answers(gold: GoldSet, run: RefRun) -> tuple[Counter[str], tuple[str, ...]]:
-    """Over the usable repeats, the gold queries' errored answers counted by kind (an
-    ErrorKind value, or "missing" for a gold query with no recorded answer), and the ids of the
-    queries concerned, in gold order."""
+def errored_problems(
+    gold: GoldSet, run: RefRun, label: str, max_errors: int, *, examples: bool = True
+) -> tuple[list[str], list[str]]:
+    """The errored answers of `run` as (invalid, warnings): one line starting with `label`,
+    invalid beyond `max_errors`, else a warning.  Counted over the usable repeats, by kind (an
+    ErrorKind value, or "missing" for a gold query with no recorded answer); with `examples`,
+    the first query ids concerned are named too."""
     kinds: Counter[str] = Counter()
     ids: dict[str, None] = {}
     for answers in map(by_query, usable(run)):
@@ -63,7 +67,18 @@ def errored_answers(gold: GoldSet, run: RefRun) -> tuple[Counter[str], tuple[str
             if kind:
                 kinds[kind] += 1
                 ids[q.id] = None
-    return kinds, tuple(ids)
+    errored = sum(kinds.values())
+    if not errored:
+        return [], []
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+    if examples:
+        some = list(ids)[:_SHOWN_IDS]
+        counts += f"; e.g. {', '.join(some)}" + (", ..." if len(ids) > _SHOWN_IDS else "")
+    what = f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts})"
+    if errored > max_errors:
+        hint = "see the service log, or raise compare.max_errors"
+        return [f"{what} exceed max_errors = {max_errors}; {hint}"], []
+    return [], [f"{what}, within max_errors; those queries are left out"]
 
 
 def check(
@@ -82,21 +97,9 @@ def check(
                     f"{label}: repeat {rep.index + 1}: teardown was not confirmed; "
                     "a process may be left over"
                 )
-        kinds, ids = errored_answers(gold, run)
-        errored = sum(kinds.values())
-        if errored:
-            counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
-            some = ", ".join(ids[:_SHOWN_IDS]) + (", ..." if len(ids) > _SHOWN_IDS else "")
-            what = (
-                f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts}; e.g. {some})"
-            )
-            if errored > settings.max_errors:
-                invalid.append(
-                    f"{what} exceed max_errors = {settings.max_errors}; "
-                    "see the service log, or raise compare.max_errors"
-                )
-            else:
-                warnings.append(f"{what}, within max_errors; those queries are left out")
+        too_many, within = errored_problems(gold, run, label, settings.max_errors)
+        invalid += too_many
+        warnings += within
         if run.gold_hash != gold.hash:
             invalid.append(
                 f"{label} was measured against gold {run.gold_hash[:12]}, not the gold set given "

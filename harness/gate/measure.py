@@ -72,19 +72,8 @@ class Measured:
 def _validity(gold: GoldSet, run: RefRun, max_errors: int) -> tuple[list[str], list[str]]:
     label = f"{run.ref} ({run.sha[:8]})"
     invalid = validity.run_failures(label, run)
-    warnings: list[str] = []
-    kinds, _ = validity.errored_answers(gold, run)
-    errored = sum(kinds.values())
-    if errored:
-        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
-        what = f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts})"
-        if errored > max_errors:
-            invalid.append(
-                f"{what} exceed max_errors = {max_errors}; see the service log, "
-                "or raise compare.max_errors"
-            )
-        else:
-            warnings.append(f"{what}, within max_errors; those queries are left out")
+    too_many, warnings = validity.errored_problems(gold, run, label, max_errors, examples=False)
+    invalid += too_many
     if run.gold_hash != gold.hash:
         invalid.append(
             f"{label} was measured against gold {run.gold_hash[:12]}, not the gold set given "
