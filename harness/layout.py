@@ -20,7 +20,7 @@ are ours and are not.  Blocks are separated by a blank line; the page ends with 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tabulate import tabulate
@@ -36,6 +36,13 @@ class Block:
     rows: tuple[tuple[str, ...], ...] = ()
     align: tuple[str, ...] | None = None  # per column, for tabulate's colalign
     fold: str | None = None  # a table's title; Markdown folds the table under it (<details>)
+
+
+def section(heading: str, lines: Sequence[str]) -> list[Block]:
+    """A heading and its lines; nothing at all when there are no lines."""
+    if not lines:
+        return []
+    return [Block("heading", (heading,)), Block("lines", tuple(lines))]
 
 
 # Every line of the layout starts with its own markup, so ">" and "#" need no escape.

@@ -174,13 +174,12 @@ def _quality(c: Comparison, mark: str) -> list[Block]:
         Block("heading", (f"hit@k over {_queries(c.overall.n)}{mark}",)),
         Block("lines", tuple(_hit_line(r, r.hit) for r in c.hit_rows if r.hit)),
     ]
-    if c.collapses:
-        lines = tuple(
-            f"slice collapse: {scope.name} {r.metric} {_rate(r.baseline)} -> "
-            f"{_rate(r.candidate)} ({r.collapse})"
-            for scope, r in c.collapses
-        )
-        out += [Block("heading", (f"Slice collapses{mark}",)), Block("lines", lines)]
+    collapses = [
+        f"slice collapse: {scope.name} {r.metric} {_rate(r.baseline)} -> "
+        f"{_rate(r.candidate)} ({r.collapse})"
+        for scope, r in c.collapses
+    ]
+    out += layout.section(f"Slice collapses{mark}", collapses)
     ci = f"{100 * (1 - c.settings.alpha):g}% CI"
     for scope in (c.overall, *c.slices):
         is_slice = scope is not c.overall
@@ -207,12 +206,7 @@ def _answers(c: Comparison, mark: str) -> list[Block]:
             f"outranks pairs holding (correction above the stale fact): baseline "
             f"{o.baseline} of {o.n}, candidate {o.candidate} of {o.n}"
         )
-    if not lines:
-        return []
-    return [
-        Block("heading", (f"Unanswerable queries and outranks pairs{mark}",)),
-        Block("lines", tuple(lines)),
-    ]
+    return layout.section(f"Unanswerable queries and outranks pairs{mark}", lines)
 
 
 def _latency(c: Comparison, mark: str) -> list[Block]:
@@ -260,12 +254,7 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
                 else f"{head}can never reach significance "
                 f"(it would need a swing of {_queries(s.smallest_swing)})"
             )
-    if not lines:
-        return []
-    return [
-        Block("heading", (f"Drift, noise floor, detectability{mark}",)),
-        Block("lines", tuple(lines)),
-    ]
+    return layout.section(f"Drift, noise floor, detectability{mark}", lines)
 
 
 def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
