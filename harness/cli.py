@@ -363,6 +363,8 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     return plan, settings
 
 
+# --------------------------------------------------------------------------- the command table
+
 COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare,
     "run": cmd_run,

@@ -7,6 +7,8 @@
     3  EXIT_INVALID     invalid: errored queries, a failed boot, mismatched inputs; a gate that
                         is not comparable, never a pass
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
+
+`harness.cli` returns these and nothing else turns an outcome into a number.
 """
 
 from __future__ import annotations
