@@ -18,13 +18,16 @@ fresh copy of `service.data`; it is removed at teardown. The build makes its own
 
 Placeholders, in `start`, `prepare` and `env` values: the names of
 `harness.config.COMMAND_PLACEHOLDERS`, with str.format syntax; `{{` and `}}` are literal braces.
-Anything else is a ConfigError naming the placeholder and the key, raised before anything starts.
+`start` and `prepare` may also name a `service.env` pin, {RRF_K}, which expands to the pin's value
+(its own placeholders expanded first); the harness's names win a clash. Anything else is a
+ConfigError naming the placeholder and the key, raised before anything starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import string
 import sys
@@ -83,19 +86,24 @@ def _problem(key: str, message: str) -> Problem:
 
 
 def _placeholder_problems(
-    text: str, key: str, known: Iterable[str], data_set: bool
+    text: str, key: str, known: Iterable[str], data_set: bool, pins: Iterable[str] = ()
 ) -> list[Problem]:
     try:
         fields = [(name, conv or spec) for _, name, spec, conv in string.Formatter().parse(text)]
     except ValueError as exc:
         return [_problem(key, f"{exc} in {text!r}; write {{{{ and }}}} for literal braces")]
+    known, pins = frozenset(known), frozenset(pins)
     problems = []
     for name, extra in fields:
         if name == "data" and not data_set:
             problems.append(_problem(key, "{data} is used but service.data is not set"))
-        elif name is not None and name not in known:
-            known_list = " ".join(f"{{{k}}}" for k in sorted(COMMAND_PLACEHOLDERS))
-            problems.append(_problem(key, f"unknown placeholder {{{name}}}; known: {known_list}"))
+        elif name is not None and name not in known and name not in pins:
+            message = f"unknown placeholder {{{name}}}; known: " + " ".join(
+                f"{{{k}}}" for k in [*sorted(COMMAND_PLACEHOLDERS), *sorted(pins)]
+            )
+            if not key.startswith("env."):
+                message += f"; or pin {name} in service.env"
+            problems.append(_problem(key, message))
         elif extra:
             problems.append(_problem(key, f"{{{name}}} takes no !conversion or :format"))
     return problems
@@ -103,13 +111,16 @@ def _placeholder_problems(
 
 def check_placeholders(spec: ServiceConfig) -> None:
     """Raise ConfigError listing every bad placeholder in start, prepare and env values (and a
-    pinned MARKER_ENV), before anything is started."""
+    pinned MARKER_ENV), before anything is started. Start and prepare may also name the keys of
+    `spec.env`; env values only COMMAND_PLACEHOLDERS."""
     problems: list[Problem] = []
-    templates = [("start", spec.start)]
-    templates += [(f"prepare[{i}]", cmd) for i, cmd in enumerate(spec.prepare)]
-    templates += [(f"env.{name}", value) for name, value in spec.env.items()]
-    for key, text in templates:
-        problems += _placeholder_problems(text, key, COMMAND_PLACEHOLDERS, spec.data is not None)
+    commands = [("start", spec.start)]
+    commands += [(f"prepare[{i}]", cmd) for i, cmd in enumerate(spec.prepare)]
+    data_set = spec.data is not None
+    for key, text in commands:
+        problems += _placeholder_problems(text, key, COMMAND_PLACEHOLDERS, data_set, spec.env)
+    for name, value in spec.env.items():
+        problems += _placeholder_problems(value, f"env.{name}", COMMAND_PLACEHOLDERS, data_set)
     if MARKER_ENV in spec.env:
         problems.append(_problem(f"env.{MARKER_ENV}", "reserved for the harness; remove it"))
     if problems:
@@ -117,11 +128,19 @@ def check_placeholders(spec: ServiceConfig) -> None:
 
 
 def expand_placeholders(text: str, values: Mapping[str, str], *, key: str) -> str:
-    """`text` with each {name} replaced by values[name]; ConfigError on an unknown name."""
+    """`text` with each {name} replaced by values[name]; ConfigError on an unknown name.
+
+    For start and prepare, `values` holds the pins too (`command_values`)."""
     problems = _placeholder_problems(text, key, values, "data" in values)
     if problems:
         raise ConfigError("service: bad placeholders in the configuration", problems)
     return text.format_map(values)
+
+
+def command_values(own: Mapping[str, str], pins: Mapping[str, str]) -> dict[str, str]:
+    """What {name} in start and prepare expands to: the harness's own values and the pins (their
+    placeholders already expanded), each shlex-quoted; the harness's own win a name clash."""
+    return {name: shlex.quote(value) for name, value in {**pins, **own}.items()}
 
 
 # --------------------------------------------------------------------------- the throwaway root

@@ -33,7 +33,9 @@ One boot, in order:
    of the harness unwind like Ctrl-C.
 
 Placeholders, in `start`, `prepare` and `spec.env` values: {port} {url} {data} {home} {worktree}
-{python} (the harness's own interpreter, so a venv=false service can run with it). In commands
+{python} (the harness's own interpreter, so a venv=false service can run with it). `start` and
+`prepare` may also name a key of `spec.env`, {RRF_K}, and get that pin's value, its own
+placeholders expanded (how `harness sweep --param RRF_K=20,60` reaches a command line). In commands
 each value is shlex-quoted (a no-op for paths without spaces or shell metacharacters); in env values
 it is inserted verbatim. `{{` and `}}` are literal braces. Anything else is a ConfigError naming
 the placeholder and the key, raised before anything starts.
@@ -43,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -64,6 +65,7 @@ from harness.isolation import (
     NO_ENV,
     allowlisted_env,
     check_placeholders,
+    command_values,
     data_source,
     expand_placeholders,
     make_root,
@@ -224,11 +226,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             }
             if data is not None:
                 raw["data"] = str(data)
-            quoted = {name: shlex.quote(value) for name, value in raw.items()}
             pins = {
                 name: expand_placeholders(value, raw, key=f"env.{name}")
                 for name, value in spec.env.items()
             }
+            quoted = command_values(raw, pins)
             env = allowlisted_env(
                 os.environ if self.environ is None else self.environ,
                 isolation=isolation,

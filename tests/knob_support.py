@@ -3,7 +3,8 @@ is an environment variable, for the real-CLI tests of sweep, gate and threshold.
 
 KNOB_SERVICE ranks documents by the share of query words they contain, and reads two knobs from
 its environment, falling back to knob.json next to it (so a branch can change a default, as a
-code change would):
+code change would); `--sink n` on its command line beats both (`knob_flag_config` sets it through
+a {RANK_SINK} placeholder, a pin the service never reads from its environment):
 
     SINK=n     a query containing the word "rare" has its best document moved down n places
                (0: untouched; 1: the answer at rank 2; 20: out of the top 10)
@@ -35,10 +36,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data", required=True)
+    parser.add_argument("--sink", type=int)
     args = parser.parse_args()
     with open(os.path.join(HERE, "knob.json"), encoding="utf-8") as f:
         defaults = json.load(f)
     sink = int(os.environ.get("SINK", defaults.get("SINK", 0)))
+    if args.sink is not None:
+        sink = args.sink
     flat = os.environ.get("FLAT", str(defaults.get("FLAT", 0))) == "1"
     counter = os.environ.get("E2E_BOOT_COUNTER")
     if counter:
@@ -162,6 +166,20 @@ def knob_sandbox(root: Path, branches: Mapping[str, Mapping[str, object]] | None
         git(repo, "commit", "--quiet", "-am", f"knob: {name}", home=home)
         git(repo, "checkout", "--quiet", "main", home=home)
     return sandbox
+
+
+def knob_flag_config(sandbox: Sandbox, *, pinned: bool = True) -> Path:
+    """A config outside the repository whose start command passes `--sink {RANK_SINK}`, with
+    RANK_SINK pinned to "0" in service.env (or, with `pinned=False`, not pinned at all)."""
+    text = config_text(gold="repo/gold/gold.jsonl", boot_counter=sandbox.boot_counter, repeats=1)
+    start = '--data {data}"\n'
+    assert start in text and "env = { " in text  # the lines of e2e_support.config_text
+    text = text.replace(start, '--data {data} --sink {RANK_SINK}"\n')
+    if pinned:
+        text = text.replace("env = { ", 'env = { RANK_SINK = "0", ')
+    path = sandbox.root / ("flag.toml" if pinned else "flag-unpinned.toml")
+    path.write_text(text)
+    return path
 
 
 def assert_clean(sandbox: Sandbox) -> None:

@@ -738,6 +738,77 @@ def test_a_side_that_switches_method_keeps_the_other_side_checked(repo: Path) ->
     assert problem.line == line_of(text, "json =")
 
 
+# --------------------------------------------------------------------------- pins as placeholders
+
+PINNED = MINIMAL.replace(
+    'start = "python3 svc.py --port {port}"\n',
+    'start = "python3 svc.py --port {port} --rrf-k {RRF_K}"\n'
+    "prepare = ['load --url {url} --k {RRF_K} --mode {MODE}']\n"
+    'env = { RRF_K = "60", MODE = "{home}/m" }\n',
+)
+
+
+def test_a_pinned_name_is_a_placeholder_of_start_and_prepare(repo: Path) -> None:
+    service = load_config(write(repo, PINNED)).baseline.service
+    assert service.start == "python3 svc.py --port {port} --rrf-k {RRF_K}"  # kept for the service
+    assert service.prepare == ("load --url {url} --k {RRF_K} --mode {MODE}",)
+    assert service.env == {"RRF_K": "60", "MODE": "{home}/m"}
+
+
+def test_an_unpinned_name_is_an_error_at_each_command_with_the_hint(repo: Path) -> None:
+    text = PINNED.replace("{RRF_K}", "{RRF_k}").replace("{MODE}", "{LEVEL}")
+    start, prepare, level = problems_of(write(repo, text))
+    assert (start.field, start.line) == ("service.start", line_of(text, "start ="))
+    assert start.message == (
+        "unknown placeholder {RRF_k} (did you mean {RRF_K}?); known: {data} {home} {port} "
+        "{python} {url} {worktree} and the service.env pins {MODE} {RRF_K}; "
+        "write {{ and }} for literal braces, or pin RRF_k in service.env"
+    )
+    assert (prepare.field, prepare.line) == ("service.prepare[0]", line_of(text, "prepare ="))
+    assert "unknown placeholder {RRF_k}" in prepare.message
+    assert (level.field, level.line) == ("service.prepare[0]", line_of(text, "prepare ="))
+    assert "unknown placeholder {LEVEL}" in level.message  # each name its own problem
+    assert level.message.endswith("or pin LEVEL in service.env")
+
+
+def test_a_pin_on_one_side_only_makes_the_other_side_an_error(repo: Path) -> None:
+    text = MINIMAL.replace("{port}", "{port} --rrf-k {RRF_K}", 1)
+    text += '[candidate.service]\nenv = { RRF_K = "20" }\n'
+    (problem,) = problems_of(write(repo, text))
+    assert (problem.field, problem.line) == ("service.start", line_of(text, "start ="))
+    assert problem.message.startswith("unknown placeholder {RRF_K} on the baseline side; ")
+    assert problem.message.endswith("or pin RRF_K in service.env (or in [baseline.service] env)")
+    assert load_config(write(repo, text + "[baseline.service]\nenv = { RRF_K = '60' }\n"))
+
+
+def test_a_command_overridden_on_one_side_is_checked_against_that_sides_pins(
+    repo: Path,
+) -> None:
+    text = MINIMAL + "[candidate.service]\nstart = 'new --port {port} --k {K}'\n"
+    (problem,) = problems_of(write(repo, text))
+    assert (problem.field, problem.line) == ("candidate.service.start", line_of(text, "new --"))
+    assert "{K} on the candidate side" in problem.message
+    pinned = load_config(
+        write(repo, text.replace("start = 'new", "env = { K = '3' }\nstart = 'new"))
+    )
+    assert pinned.candidate.service.start == "new --port {port} --k {K}"
+
+
+def test_env_values_still_take_only_the_harness_placeholders(repo: Path) -> None:
+    text = PINNED.replace('MODE = "{home}/m"', 'MODE = "{RRF_K}"')
+    (problem,) = problems_of(write(repo, text))
+    assert (problem.field, problem.line) == ("service.env.MODE", line_of(text, "env ="))
+    assert problem.message.startswith("unknown placeholder {RRF_K}; known: {data} {home}")
+    assert "pin" not in problem.message  # a pin cannot name another pin
+
+
+def test_pins_never_pass_conversions_or_non_names(repo: Path) -> None:
+    for bad, says in (("{RRF_K!r}", "no !conversion or :format"), ("{RRF_K.x}", "{RRF_K.x}")):
+        (problem,) = problems_of(write(repo, PINNED.replace("--rrf-k {RRF_K}", bad)))
+        assert problem.field == "service.start"
+        assert says in problem.message
+
+
 # --------------------------------------------------------------------------- side_hash
 
 

@@ -43,3 +43,33 @@ def test_any_other_name_is_a_config_error_naming_it(name: str) -> None:
     with pytest.raises(ConfigError) as caught:
         check_placeholders(ServiceConfig(start=f"svc {{{name}}}", ready="/health"))
     assert f"start: unknown placeholder {{{name}}}" in str(caught.value)
+
+
+NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,11}", fullmatch=True).filter(
+    lambda name: name not in COMMAND_PLACEHOLDERS  # the harness's own win: tested above
+)
+
+
+@given(NAMES)
+def test_a_pinned_name_is_known_to_start_and_prepare_but_not_to_env_values(name: str) -> None:
+    pinned = {name: "1"}
+    check_placeholders(
+        ServiceConfig(start=f"svc {{{name}}}", ready="/h", prepare=(f"p {{{name}}}",), env=pinned)
+    )
+    with pytest.raises(ConfigError) as caught:
+        check_placeholders(
+            ServiceConfig(start="svc", ready="/h", env={**pinned, "B": f"{{{name}}}"})
+        )
+    assert f"env.B: unknown placeholder {{{name}}}" in str(caught.value)
+    assert "or pin" not in str(caught.value)
+
+
+def test_an_unpinned_name_in_a_command_says_to_pin_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_placeholders(
+            ServiceConfig(start="svc", ready="/h", prepare=("p {K}",), env={"J": "1"})
+        )
+    assert "prepare[0]: unknown placeholder {K}; known: {data} {home} {port} {python} {url} " in (
+        str(caught.value)
+    )
+    assert "{worktree} {J}; or pin K in service.env" in str(caught.value)

@@ -265,6 +265,21 @@ def test_prepare_commands_run_after_ready_with_placeholders(boot: Boot) -> None:
         assert svc.prepare_seconds > 0
 
 
+def test_pins_named_in_start_and_prepare_reach_the_command_lines_quoted(boot: Boot) -> None:
+    ctx = boot(
+        START + " --data {data} --mode {KNOB}",
+        data="data",
+        prepare=("touch {MARK}",),
+        env={"KNOB": "ok", "MARK": "{data}/named by a pin"},  # a pin's own placeholders first
+    )
+    with ctx as svc:
+        leader = psutil.Process(svc.pid)
+        lines = [p.cmdline() for p in [leader, *leader.children(recursive=True)]]
+        python = next(line for line in lines if "service.py" in line)
+        assert python[-2:] == ["--mode", "ok"]
+        assert _get(svc.url + "/data") == ["named by a pin", "seed.txt"]  # one argument: quoted
+
+
 # --------------------------------------------------------------------------- failures at boot
 
 

@@ -13,7 +13,7 @@ import pytest
 from e2e_support import Sandbox
 from hypothesis import given
 from hypothesis import strategies as st
-from knob_support import assert_clean, knob_sandbox
+from knob_support import assert_clean, knob_flag_config, knob_sandbox
 from purity import impurities
 
 from harness.comparison import CompareSettings, Comparison
@@ -350,3 +350,28 @@ def test_bad_parameters_fail_before_anything_is_built(
     done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,1", "--metrics", "P@10")
     assert done.returncode == 2 and "did you mean p@10?" in done.stderr
     assert sandbox.boots() == boots
+
+
+@pytest.mark.slow
+def test_a_swept_pin_reaches_the_start_command_through_its_placeholder(tmp_path: Path) -> None:
+    sandbox = knob_sandbox(tmp_path)
+    unpinned = sandbox.harness("sweep", "--ref", "main", "--param", "RANK_SINK=0,20",
+                               config=knob_flag_config(sandbox, pinned=False))  # fmt: skip
+    assert unpinned.returncode == 2
+    assert "unknown placeholder {RANK_SINK}" in unpinned.stderr
+    assert "or pin RANK_SINK in service.env" in unpinned.stderr
+    assert sandbox.boots() == 0  # refused at load time, before anything is built
+    config = knob_flag_config(sandbox)
+    done = sandbox.harness(
+        "sweep", "--ref", "main", "--param", "RANK_SINK=0,20", "--format", "json", config=config
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["overridden_env"] == ["RANK_SINK"]  # the config's default, replaced per value
+    # The service reads no RANK_SINK from its environment: only `--sink {RANK_SINK}` moves it.
+    rare = {r["label"]: r["cells"]["rare"]["mrr@10"]["value"] for r in document["rows"]}
+    assert rare["RANK_SINK=0"] > rare["RANK_SINK=20"] == 0
+    common = {r["label"]: r["cells"]["common"]["mrr@10"]["value"] for r in document["rows"]}
+    assert common["RANK_SINK=0"] == common["RANK_SINK=20"]
+    assert sandbox.boots() == 2
+    assert_clean(sandbox)

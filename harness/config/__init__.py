@@ -16,7 +16,10 @@ where a float is expected; booleans are never integers.
 
 Placeholders. `start`, `prepare` and `env` values are expanded by the service stage with
 str.format syntax: {port} {url} {data} {home} {worktree} {python}, `{{` and `}}` for literal
-braces, no positional `{}`, no !conversion or :format; {data} needs service.data. `build` runs
+braces, no positional `{}`, no !conversion or :format; {data} needs service.data. `start` and
+`prepare` (not `env` values, not `build`) may also name a key of the side's effective
+`service.env` (after the per-side merge), {RRF_K}, which expands to that pin's value; any other
+name is a problem at the command's key and line (on one side only: naming that side). `build` runs
 before any service exists and is not expanded, so a known placeholder in it is an error. Request
 templates (`params`, `headers`, strings in `json`) take {query} and {limit}, filled literally by
 `substitute`, since the text filled in is the user's query.

@@ -22,11 +22,15 @@ from harness.config.schema import (
     SECTIONS,
     SIDES,
     Key,
+    command_pins_needed,
     convert,
     describe,
     format_fields,
+    pin_hint,
+    unknown_placeholder,
 )
 from harness.config.values import (
+    COMMAND_PLACEHOLDERS,
     MERGED_TABLES,
     CompareConfig,
     HarnessConfig,
@@ -270,8 +274,18 @@ def _validate(
 
     sides: dict[str, SideConfig] = {}
     issues: dict[str, list[str]] = {}
+    unpinned: dict[str, list[tuple[str, str]]] = {}
+    pins: dict[str, frozenset[str]] = {}
     for side in SIDES:
         merged = {n: _merge(read[n], overrides[side][n]) for n in ("service", "query")}
+        pins[side] = frozenset(merged["service"].get("env", {}))
+        # an env table with a problem of its own is left out: its pins are unknown, not missing
+        env_read = all(
+            "env" in r.values or "env" not in r.present
+            for r in (read["service"], overrides[side]["service"])
+        )
+        present = overrides[side]["service"].present
+        unpinned[side] = _unpinned(merged["service"], present, side) if env_read else []
         issues[side] = [
             f"{name}.{key}"
             for name, keys in REQUIRED.items()
@@ -287,6 +301,7 @@ def _validate(
         if not issues[side] and not reader.problems:
             sides[side] = SideConfig(ServiceConfig(**merged["service"]), QueryConfig(**query))
     _report_side_issues(reader, issues)
+    _report_unpinned(reader, unpinned, pins)
     return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
 
 
@@ -297,6 +312,39 @@ def _uses_data(service: Mapping[str, Any]) -> bool:
         *service.get("env", {}).values(),
     ]
     return any(name == "data" for text in commands for name, _, _ in format_fields(text)[0])
+
+
+def _unpinned(
+    service: Mapping[str, Any], overridden: frozenset[str], side: str
+) -> list[tuple[str, str]]:
+    """(where the command is written, NAME) for each {NAME} in one side's start and prepare that
+    is neither the harness's own placeholder nor a key of that side's merged service.env."""
+    pins = service.get("env", {})
+    commands = [("start", service.get("start", ""))]
+    commands += [(f"prepare[{i}]", cmd) for i, cmd in enumerate(service.get("prepare", ()))]
+    found = []
+    for key, text in commands:
+        where = f"{side}.service.{key}" if key.partition("[")[0] in overridden else f"service.{key}"
+        found += [(where, name) for name in command_pins_needed(text) if name not in pins]
+    return found
+
+
+def _report_unpinned(
+    reader: _Reader,
+    unpinned: Mapping[str, list[tuple[str, str]]],
+    pins: Mapping[str, frozenset[str]],
+) -> None:
+    """Report an unknown {NAME} at the command's key and line: once when both sides lack the
+    pin, else naming the side that lacks it and where its pin could go."""
+    for where, name in dict.fromkeys(unpinned["baseline"] + unpinned["candidate"]):
+        having = [side for side in SIDES if (where, name) in unpinned[side]]
+        hint, who = pin_hint(name), ""
+        if len(having) == 1:
+            who = f" on the {having[0]} side"
+            hint += f" (or in [{reader.prefix}{having[0]}.service] env)"
+        known = frozenset.intersection(*(pins[side] for side in having))
+        message = unknown_placeholder(name, COMMAND_PLACEHOLDERS, hint, pins=known, who=who)
+        reader.add(where, message)
 
 
 def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:

@@ -61,17 +61,33 @@ def _query_path(value: str) -> list[tuple[str, str]]:
     return _slash_path(value)
 
 
-def _unknown(name: str, allowed: frozenset[str], extra: str = "") -> str:
+def unknown_placeholder(
+    name: str,
+    allowed: frozenset[str],
+    extra: str = "",
+    *,
+    pins: frozenset[str] = frozenset(),
+    who: str = "",
+) -> str:
+    """The message for an unknown {name} (`who` says where, e.g. " on the baseline side"): the
+    closest known name of `allowed` and `pins`, the known names with the pins apart, `extra`."""
     known = " ".join(f"{{{n}}}" for n in sorted(allowed))
-    close = difflib.get_close_matches(name, sorted(allowed), n=1)
+    if pins:
+        known += " and the service.env pins " + " ".join(f"{{{n}}}" for n in sorted(pins))
+    close = difflib.get_close_matches(name, sorted(allowed | pins), n=1)
     mean = f" (did you mean {{{close[0]}}}?)" if close else ""
-    return f"unknown placeholder {{{name}}}{mean}; known: {known}{extra}"
+    return f"unknown placeholder {{{name}}}{who}{mean}; known: {known}{extra}"
+
+
+def pin_hint(name: str) -> str:
+    """What to do about an unknown {name} in start or prepare (after the list of known names)."""
+    return f"; write {{{{ and }}}} for literal braces, or pin {name} in service.env"
 
 
 def _request(value: object) -> list[tuple[str, str]]:
     """Unknown {name}s in a request template (filled literally: other braces are text)."""
     return [
-        (suffix, _unknown(name, REQUEST_PLACEHOLDERS))
+        (suffix, unknown_placeholder(name, REQUEST_PLACEHOLDERS))
         for suffix, text in _strings(value, "")
         for name in dict.fromkeys(PLACEHOLDER.findall(text))
         if name not in REQUEST_PLACEHOLDERS
@@ -105,20 +121,38 @@ def format_fields(text: str) -> tuple[list[tuple[str, str, str]], str | None]:
     ], None
 
 
-def _command(value: object) -> list[tuple[str, str]]:
-    """Problems of str.format placeholders in a command or env value (as the service expands)."""
+def _command_problems(value: object, *, pins_allowed: bool) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for suffix, text in _strings(value, ""):
         fields_, broken = format_fields(text)
         if broken:
             found.append((suffix, broken))
         for name, conv, spec in dict.fromkeys(fields_):
-            if name not in COMMAND_PLACEHOLDERS:
+            may_be_pin = pins_allowed and _ENV_NAME.match(name) is not None
+            if name not in COMMAND_PLACEHOLDERS and not may_be_pin:
                 literal = "; write {{ and }} for literal braces"
-                found.append((suffix, _unknown(name, COMMAND_PLACEHOLDERS, literal)))
+                found.append((suffix, unknown_placeholder(name, COMMAND_PLACEHOLDERS, literal)))
             elif conv or spec:
                 found.append((suffix, f"placeholder {{{name}}} takes no !conversion or :format"))
     return found
+
+
+def _command(value: object) -> list[tuple[str, str]]:
+    """Problems of str.format placeholders in `start` or `prepare` (as the service expands them).
+
+    A {NAME} that is not the harness's own but could name an environment variable passes here:
+    it must be a service.env pin of each side, which only the loader can tell after merging the
+    per-side overrides (`command_pins_needed`)."""
+    return _command_problems(value, pins_allowed=True)
+
+
+def command_pins_needed(text: str) -> list[str]:
+    """The {NAME}s of a start or prepare command that are not the harness's own placeholders, in
+    order of first use (each must be a service.env pin); none when `text` is not a template."""
+    fields_, broken = format_fields(text)
+    if broken:
+        return []
+    return list(dict.fromkeys(n for n, _, _ in fields_ if n not in COMMAND_PLACEHOLDERS))
 
 
 def _build(value: str) -> list[tuple[str, str]]:
@@ -130,7 +164,8 @@ def _build(value: str) -> list[tuple[str, str]]:
 
 
 def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
-    return _env_names(value) + _command(value)
+    # env values take the harness's placeholders only: a pin naming a pin would need an order
+    return _env_names(value) + _command_problems(value, pins_allowed=False)
 
 
 def _jmespath(value: str) -> list[tuple[str, str]]:
