@@ -23,7 +23,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 from harness.comparison import Comparison
-from harness.errors import ResultsError
+from harness.errors import ResultsError, require_schema
 
 SCHEMA = "harness-comparison"
 SCHEMA_VERSION = 1
@@ -110,16 +110,14 @@ def _load(tp: Any, value: object, where: str) -> Any:
 
 def comparison_from_dict(document: Mapping[str, Any], source: str = "<memory>") -> Comparison:
     """Read back what `comparison_to_dict` wrote; ResultsError names the field that is wrong."""
-    if document.get("schema") != SCHEMA:
-        raise ResultsError(
-            f"{source}: not a harness comparison (schema {document.get('schema')!r})"
-        )
-    if document.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(
-            f"{source}: comparison schema_version {document.get('schema_version')!r}, "
-            f"this harness reads {SCHEMA_VERSION}",
-            ["re-run harness compare to measure it again"],
-        )
+    require_schema(
+        document,
+        source,
+        schema=SCHEMA,
+        version=SCHEMA_VERSION,
+        what="comparison",
+        version_hint=["re-run harness compare to measure it again"],
+    )
     body = {k: v for k, v in document.items() if k not in ("schema", "schema_version", "valid")}
     verdict = body.pop("verdict", None)
     if not isinstance(verdict, dict):

@@ -15,8 +15,9 @@ Validation collects every problem in a file first, then raises once with all of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,30 @@ class ServiceError(HarnessError):
 
 class ResultsError(HarnessError):
     """A run record or a saved comparison cannot be read or written."""
+
+
+def require_schema(
+    document: Mapping[str, Any],
+    source: str,
+    *,
+    schema: str,
+    version: int,
+    what: str,
+    wrong_hint: Sequence[str] = (),
+    version_hint: Sequence[str] = (),
+) -> None:
+    """Raise ResultsError unless `document` says it is `schema` at `version`: every versioned
+    file the harness reads back (run records, comparisons, gate baselines) is checked here."""
+    if document.get("schema") != schema:
+        raise ResultsError(
+            f"{source}: not a harness {what} (schema {document.get('schema')!r})", wrong_hint
+        )
+    if document.get("schema_version") != version:
+        raise ResultsError(
+            f"{source}: {what} schema_version {document.get('schema_version')!r}, "
+            f"this harness reads {version}",
+            version_hint,
+        )
 
 
 class NotComparableError(HarnessError):

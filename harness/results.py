@@ -30,7 +30,7 @@ from typing import Any
 from harness import __version__
 from harness.comparison import Comparison
 from harness.document import comparison_from_dict, comparison_to_dict
-from harness.errors import ResultsError
+from harness.errors import ResultsError, require_schema
 from harness.report import render
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 
@@ -182,14 +182,14 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
 
 
 def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
-    if data.get("schema") != RUN_SCHEMA:
-        raise ResultsError(f"{source}: not a harness run record (schema {data.get('schema')!r})")
-    if data.get("schema_version") != RUN_SCHEMA_VERSION:
-        raise ResultsError(
-            f"{source}: run record schema_version {data.get('schema_version')!r}, "
-            f"this harness reads {RUN_SCHEMA_VERSION}",
-            ["re-run with --fresh to measure it again"],
-        )
+    require_schema(
+        data,
+        source,
+        schema=RUN_SCHEMA,
+        version=RUN_SCHEMA_VERSION,
+        what="run record",
+        version_hint=["re-run with --fresh to measure it again"],
+    )
     try:
         repeats = tuple(
             Repeat(

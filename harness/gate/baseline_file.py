@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ResultsError
+from harness.errors import ResultsError, require_schema
 from harness.gate.measure import OVERALL, Baseline, ScopeValues, rounded
 from harness.metrics import parse_metric
 
@@ -123,17 +123,17 @@ def _scopes_from(table: object, metrics: Sequence[str]) -> dict[str, ScopeValues
 
 def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
     """Read a baseline document back; ResultsError names the field that is wrong."""
-    if doc.get("schema") != SCHEMA:
-        raise ResultsError(
-            f"{source}: not a harness baseline (schema {doc.get('schema')!r})",
-            ["write one with: harness gate --ref main --baseline-file FILE --update-baseline"],
-        )
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(
-            f"{source}: baseline schema_version {doc.get('schema_version')!r}, this harness "
-            f"reads {SCHEMA_VERSION}",
-            ["measure it again with --update-baseline"],
-        )
+    require_schema(
+        doc,
+        source,
+        schema=SCHEMA,
+        version=SCHEMA_VERSION,
+        what="baseline",
+        wrong_hint=[
+            "write one with: harness gate --ref main --baseline-file FILE --update-baseline"
+        ],
+        version_hint=["measure it again with --update-baseline"],
+    )
     try:
         gold, measured, metrics = doc["gold"], doc["measured"], doc["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
