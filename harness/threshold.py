@@ -1,11 +1,11 @@
 """`harness threshold`: can this service tell when it has nothing? Choose a no-answer cutoff.
 
-    run = load_record(Path("results/runs/x.json"))   # harness.results; or a comparison dir
+    run = load_record(Path("results/runs/x.json"))   # harness.results.records; or a comparison dir
     t = analyse(gold, run, bins=10)
     render_threshold(t, "text" | "json")
 
-Pure: the run comes in loaded (`harness.results.load_record`), the text goes out rendered.
-Usable repeats are compare's (`harness.compare.validity.usable`): every repeat that did not
+Pure: the run comes in loaded (`harness.results.records.load_record`), the text goes out rendered.
+Usable repeats are compare's (`harness.verdict.validity.usable`): every repeat that did not
 fail, or failed only at teardown; none after a failed build.
 
 For services that return scores (`query.scores` in harness.toml). The top score of a query is
@@ -43,9 +43,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.compare import validity
 from harness.errors import HarnessError, NotComparableError
 from harness.types import GoldSet, RefRun
+from harness.verdict import validity
 
 SCHEMA = "harness-threshold"
 SCHEMA_VERSION = 1

@@ -2,8 +2,9 @@
 
 gold -> (GoldSet) -> runner -> (RefRun of Repeats of QueryResults) -> metrics/stats/compare
 -> (Comparison) -> report.  Stage-private types live in their own module; only what crosses a
-stage boundary lives here, with one exception: the Comparison tree lives in `harness.comparison`
-(it holds `harness.stats` results, and stats imports this module).
+stage boundary lives here, with one exception: the Comparison tree lives in
+`harness.verdict.comparison` (it holds `harness.verdict.stats` results, and stats imports this
+module).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Time harness.metrics against pytrec_eval (and ranx when importable) on the same synthetic run.
+"""Time harness.score.metrics against pytrec_eval (and ranx when importable) on the same synthetic
+run.
 
     python scripts/bench_metrics.py [--queries 100000] [--depth 100] [--seed 0]
 
@@ -24,8 +25,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from harness.evaluation import evaluate
-from harness.metrics import parse_metrics
+from harness.score.evaluation import evaluate
+from harness.score.metrics import parse_metrics
 from harness.types import GoldQuery, GoldSet
 
 SUITE = parse_metrics("hit@5,hit@10,recall@5,recall@10,p@5,p@10,mrr@5,mrr@10,ndcg@5,ndcg@10")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 
-from harness.compare import compare
-from harness.comparison import CompareSettings, Comparison
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings, Comparison
 
 Rank = Callable[[int, GoldQuery], int | None]
 Millis = Callable[[int, GoldQuery], float]

@@ -212,7 +212,7 @@ class Sandbox:
         extra = [] if args and args[0] == "report" else ["--results", str(results or self.results)]
         if config is not None:
             extra += ["--config", str(config), "--repo", str(self.repo)]
-        return [sys.executable, "-m", "harness.cli", *args, *extra]
+        return [sys.executable, "-m", "harness.cli.main", *args, *extra]
 
     def harness(
         self,

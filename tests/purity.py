@@ -49,22 +49,17 @@ PURE_LIBRARIES = frozenset(
 # Harness modules that read or write files, start processes, talk HTTP, read the clock or the
 # terminal (a module's submodules included).
 IO_STAGES = (
-    "harness.build",
+    "harness.boot",
+    "harness.checkout",
     "harness.cli",
-    "harness.client",
     "harness.config",
     "harness.demo",
     "harness.gate.baseline_file",
     "harness.gold",
-    "harness.isolation",
-    "harness.processes",
-    "harness.progress",
+    "harness.replay",
     "harness.results",
-    "harness.runfile",
-    "harness.runner",
-    "harness.service",
+    "harness.score.runfile",
     "harness.sweep.run",
-    "harness.worktree",
 )
 
 

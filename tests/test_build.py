@@ -1,4 +1,4 @@
-"""harness.build with real subprocesses: caching, failures, timeouts, environment, venvs.
+"""harness.checkout.build with real subprocesses: caching, failures, timeouts, environment, venvs.
 
 Creating a venv costs seconds, so exactly two tests create one.
 """
@@ -16,10 +16,10 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.build import BuildResult, build, build_key, venv_env, with_venv
+from harness.boot.isolation import MARKER_ENV
+from harness.checkout.build import BuildResult, build, build_key, venv_env, with_venv
 from harness.config import ServiceConfig
 from harness.errors import BuildError
-from harness.isolation import MARKER_ENV
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_build_runs_in_the_worktree_with_an_allowlisted_env(
 def test_build_env_without_a_caller_path_gets_the_default_and_no_marker(
     worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The build shares the service stage's allowlist (harness.isolation) but not its marker:
+    # The build shares the service stage's allowlist (harness.boot.isolation) but not its marker:
     # nothing looks for a build's processes by HARNESS_RUN_ID; its process group is killed.
     monkeypatch.delenv("PATH")
     monkeypatch.setenv(MARKER_ENV, "the caller's")

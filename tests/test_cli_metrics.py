@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 
-from harness.evaluation import evaluate
 from harness.gold import load_gold
-from harness.metrics import parse_metrics
-from harness.runfile import load_run
+from harness.score.evaluation import evaluate
+from harness.score.metrics import parse_metrics
+from harness.score.runfile import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLD, RUN = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-run.jsonl"

@@ -1,4 +1,5 @@
-"""harness.client: request templates, every outcome of one query, and replay order and warm-up."""
+"""harness.replay.client: request templates, every outcome of one query, and replay order and
+warm-up."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.client import RequestSpec, ask, make_request, replay
 from harness.config import QueryConfig
+from harness.replay.client import RequestSpec, ask, make_request, replay
 from harness.types import ErrorKind, QueryResult
 
 BASE = "http://127.0.0.1:1"  # never reached: MockTransport answers

@@ -1,4 +1,4 @@
-"""harness.compare: verdicts from in-memory RefRuns of a synthetic gold set (no services).
+"""harness.verdict.compare: verdicts from in-memory RefRuns of a synthetic gold set (no services).
 
 The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
 q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
@@ -28,38 +28,37 @@ from compare_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from purity import imported_modules
+from purity import PURE_LIBRARIES, imported_modules
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from harness import compare as compare_module
-from harness import comparison as comparison_module
-from harness.compare import compare
-from harness.comparison import CompareSettings, Direction
+from harness.cli.exits import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
-from harness.exits import EXIT_INVALID, EXIT_REGRESSED, exit_status
 from harness.types import (
     ErrorKind,
     GoldQuery,
     RunFailure,
     Verdict,
 )
+from harness.verdict import compare as compare_module
+from harness.verdict import comparison as comparison_module
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings, Direction
 
 # --------------------------------------------------------------------------- purity
 
 
 def test_compare_imports_nothing_that_does_io() -> None:
-    package = Path(compare_module.__file__).parent  # harness/compare/: the rules
+    package = Path(compare_module.__file__).parent  # harness/verdict/: the rules
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
-    pure = {"harness", "harness.stats", "harness.metrics", "harness.types", "harness.errors"}
-    pure |= {"harness.evaluation", "harness.comparison", "harness.compare"}
-    pure |= {f"harness.compare.{source.stem}" for source in sources if source.parent == package}
-    stdlib = {"__future__", "enum", "collections", "collections.abc", "dataclasses", "typing"}
+    pure = {"harness", "harness.types", "harness.errors", "harness.verdict"}
+    pure |= {"harness.score.metrics", "harness.score.evaluation"}
+    pure |= {f"harness.verdict.{source.stem}" for source in sources if source.parent == package}
     runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only
-    assert runtime <= pure | stdlib | {"numpy", "numpy.typing"}, sorted(imported)
+    assert runtime <= pure | PURE_LIBRARIES, sorted(imported)
     assert "CompareConfig" not in vars(compare_module)  # so not imported at run time
     assert "CompareConfig" not in vars(comparison_module)
 

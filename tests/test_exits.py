@@ -1,11 +1,11 @@
-"""harness.exits: every outcome a command can reach has its status, and they are the documented
+"""harness.cli.exits: every outcome a command can reach has its status, and they are the documented
 ones (0 ok, 1 regressed, 2 usage or gold error, 3 invalid, 128 + N on signal N)."""
 
 from __future__ import annotations
 
 import signal
 
-from harness.exits import check_status, gate_status, signal_status, valid_status
+from harness.cli.exits import check_status, gate_status, signal_status, valid_status
 from harness.gate.rule import Outcome
 
 

@@ -1,4 +1,4 @@
-"""harness.isolation without processes: the one allowlist and the one list of placeholders."""
+"""harness.boot.isolation without processes: the one allowlist and the one list of placeholders."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.boot.isolation import MARKER_ENV, allowlisted_env, check_placeholders
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
 from harness.errors import ConfigError
-from harness.isolation import MARKER_ENV, allowlisted_env, check_placeholders
 
 CALLER = {
     "PATH": "/bin", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC", "PIP_INDEX_URL": "http://x",

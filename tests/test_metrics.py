@@ -1,4 +1,5 @@
-"""harness.metrics: hand-worked arithmetic, edge cases, Hypothesis properties, a scalar reference.
+"""harness.score.metrics: hand-worked arithmetic, edge cases, Hypothesis properties, a scalar
+reference.
 
 The pytrec_eval agreement on real runs lives in test_metrics_oracle.py.
 """
@@ -15,10 +16,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from purity import imported_modules
 
-from harness import evaluation, metrics
 from harness.errors import NotComparableError
-from harness.evaluation import evaluate, paired, per_query_matrix
-from harness.metrics import (
+from harness.score import evaluation, metrics
+from harness.score.evaluation import evaluate, paired, per_query_matrix
+from harness.score.metrics import (
     METRICS,
     Kind,
     MetricSpec,
@@ -57,8 +58,8 @@ def test_metrics_imports_nothing_that_does_io() -> None:
         "numpy",
         "numpy.typing",
         "harness.errors",
-        "harness.evaluation",
-        "harness.metrics",
+        "harness.score.evaluation",
+        "harness.score.metrics",
         "harness.types",
     }
     assert imported <= allowed, f"metrics must stay pure, imports {sorted(imported - allowed)}"

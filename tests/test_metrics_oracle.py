@@ -1,4 +1,5 @@
-"""harness.metrics against pytrec_eval (trec_eval 9) on real BM25 runs over public collections.
+"""harness.score.metrics against pytrec_eval (trec_eval 9) on real BM25 runs over public
+collections.
 
 Expected values come from pytrec_eval-terrier: success_k (our hit@k), P_k, recall_k, ndcg_cut_k,
 map_cut_k (our ap@k); recip_rank on the run cut at its trec_eval-sorted top k (our mrr@k, also
@@ -25,9 +26,9 @@ import pytest
 import pytrec_eval
 from conftest import shared_collection
 
-from harness.evaluation import evaluate
-from harness.metrics import parse_metrics
-from harness.runfile import load_run, trec_order
+from harness.score.evaluation import evaluate
+from harness.score.metrics import parse_metrics
+from harness.score.runfile import load_run, trec_order
 from harness.types import GoldQuery, GoldSet
 
 KS = (1, 3, 5, 10, 20, 100)

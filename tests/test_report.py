@@ -1,4 +1,5 @@
-"""harness.report: text, Markdown and JSON of fixed comparisons; round trips; redaction; metrics.
+"""harness.report.page: text, Markdown and JSON of fixed comparisons; round trips; redaction;
+metrics.
 
 Expected outputs live in tests/data/report/.  After an intended change to the layout, rewrite
 them with
@@ -32,15 +33,18 @@ from compare_support import (
 )
 from purity import imported_modules, imported_names, impurities
 
-from harness import document, report
-from harness.compare import compare, summarise_run
-from harness.comparison import CompareSettings, Comparison
-from harness.document import comparison_from_dict, comparison_to_dict
 from harness.errors import ResultsError
-from harness.evaluation import Evaluation, evaluate
-from harness.report import RENDERERS, render, render_evaluation, render_run
-from harness.results import load_comparison, save_comparison
+from harness.report import document, runs
+from harness.report import page as report
+from harness.report.document import comparison_from_dict, comparison_to_dict
+from harness.report.numbers import p_value
+from harness.report.page import RENDERERS, render
+from harness.report.runs import render_evaluation, render_run
+from harness.results.comparisons import load_comparison, save_comparison
+from harness.score.evaluation import Evaluation, evaluate
 from harness.types import ErrorKind, GoldQuery, RunFailure, Verdict
+from harness.verdict.compare import compare, summarise_run
+from harness.verdict.comparison import CompareSettings, Comparison
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "report"
 REGEN = os.environ.get("HARNESS_REGEN") == "1"
@@ -223,7 +227,7 @@ def test_a_gold_set_too_small_is_said_in_words(comparisons: dict[str, Comparison
     ],
 )
 def test_p_values_have_two_significant_digits(p: float | None, shown: str) -> None:
-    assert report._p(p) == shown
+    assert p_value(p) == shown
 
 
 def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> None:
@@ -232,18 +236,23 @@ def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> Non
         render(comparisons["regressed"], "html")
 
 
-@pytest.mark.parametrize("source", [report.__file__, document.__file__])
+@pytest.mark.parametrize("source", [report.__file__, runs.__file__, document.__file__])
 def test_report_computes_nothing(source: str) -> None:
-    assert "harness.stats" not in imported_modules(source)
-    from_compare = {name for module, name in imported_names(source) if module == "harness.compare"}
+    assert "harness.verdict.stats" not in imported_modules(source)
+    from_compare = {
+        name for module, name in imported_names(source) if module == "harness.verdict.compare"
+    }
     assert "compare" not in from_compare  # types only
 
 
 def test_the_page_and_the_document_are_built_without_io() -> None:
-    assert impurities("harness.layout", "harness.report", "harness.document") == {
-        "harness.layout": [],
-        "harness.report": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
-        "harness.document": [],
+    pages = ("layout", "numbers", "page", "runs", "document")
+    assert impurities(*(f"harness.report.{page}" for page in pages)) == {
+        "harness.report.layout": [],
+        "harness.report.numbers": [],
+        "harness.report.page": [],
+        "harness.report.runs": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
+        "harness.report.document": [],
     }
 
 

@@ -1,5 +1,5 @@
-"""harness.results: new_directory, the one place a results directory is claimed (save_comparison
-and save_sweep both use it), and load_record, what `harness threshold` reads."""
+"""harness.results: new_directory, the one place a results directory is claimed
+(save_comparison and save_sweep both use it), and load_record, what `harness threshold` reads."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ResultsError
-from harness.results import load_record, new_directory
+from harness.results.files import new_directory
+from harness.results.records import load_record
 
 
 def test_a_taken_name_gets_the_next_free_suffix(tmp_path: Path) -> None:

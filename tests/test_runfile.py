@@ -1,4 +1,5 @@
-"""harness.runfile: TREC and JSONL run files, trec_eval's order, every malformed line reported."""
+"""harness.score.runfile: TREC and JSONL run files, trec_eval's order, every malformed line
+reported."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import ResultsError
-from harness.runfile import load_run, parse_run, trec_order
+from harness.score.runfile import load_run, parse_run, trec_order
 
 
 def write(tmp_path: Path, text: str, name: str = "run.txt") -> Path:

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import isolation, processes, service
+from harness.boot import isolation, processes, service
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
 
@@ -456,8 +456,8 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
         import json, sys, time
         from pathlib import Path
         from harness.config import ServiceConfig
-        from harness.processes import signals_unwind
-        from harness.service import running_service
+        from harness.boot.processes import signals_unwind
+        from harness.boot.service import running_service
         spec = ServiceConfig(start={START!r}, ready="/health", ready_timeout=20.0)
         with signals_unwind():
             ctx = running_service(spec, Path({str(worktree)!r}), log_path=Path("svc.log"))

@@ -1,4 +1,4 @@
-"""harness.stats: the verdict engine, checked against statsmodels and hand arithmetic."""
+"""harness.verdict.stats: the verdict engine, checked against statsmodels and hand arithmetic."""
 
 from __future__ import annotations
 
@@ -11,47 +11,38 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from purity import imported_modules
+from purity import impurities
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from harness import stats
-from harness.stats import (
+from harness.types import Verdict
+from harness.verdict import resample
+from harness.verdict.latency import (
+    latency_summary,
+    paired_latency_ratio,
+    per_query_latency_ms,
+    ratio_words,
+)
+from harness.verdict.stats import (
     binary_verdict,
     continuous_test,
     detectable_swing,
     drift,
     holm,
-    latency_summary,
     mcnemar_exact,
     min_detectable_swing,
     modal,
     noise_floor,
     paired_bootstrap_ci,
-    paired_latency_ratio,
     paired_randomization_test,
-    per_query_latency_ms,
-    ratio_words,
 )
-from harness.types import Verdict
 
 # --------------------------------------------------------------------------- purity
 
 
-def test_stats_imports_nothing_that_does_io() -> None:
-    imported = imported_modules(stats.__file__)
-    allowed = {
-        "__future__",
-        "math",
-        "collections.abc",
-        "dataclasses",
-        "typing",
-        "numpy",
-        "numpy.typing",
-        "scipy.stats",
-        "harness.types",
-    }
-    assert imported <= allowed, f"stats must stay pure, imports {sorted(imported - allowed)}"
+def test_the_tests_import_nothing_that_does_io() -> None:
+    modules = ("harness.verdict.stats", "harness.verdict.latency", "harness.verdict.resample")
+    assert impurities(*modules) == {module: [] for module in modules}
 
 
 # --------------------------------------------------------------------------- McNemar
@@ -250,7 +241,7 @@ def test_bootstrap_is_deterministic_and_independent_of_chunking(
     first = paired_bootstrap_ci(base, cand, seed=11, resamples=500)
     assert paired_bootstrap_ci(base, cand, seed=11, resamples=500) == first
     assert paired_bootstrap_ci(base, cand, seed=12, resamples=500) != first
-    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 37 * 7)  # 72 chunks instead of 1
+    monkeypatch.setattr(resample, "CHUNK_ELEMENTS", 37 * 7)  # 72 chunks instead of 1
     assert paired_bootstrap_ci(base, cand, seed=11, resamples=500) == first
 
 

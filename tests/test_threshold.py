@@ -237,7 +237,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox
 
 def _threshold(box: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "threshold", *args],
+        [sys.executable, "-m", "harness.cli.main", "threshold", *args],
         cwd=box.repo,
         env=box.env(),
         capture_output=True,

@@ -1,4 +1,4 @@
-"""harness.worktree against real throwaway git repositories built in tmp_path."""
+"""harness.checkout.worktree against real throwaway git repositories built in tmp_path."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.checkout.worktree import WORKTREE, cache_dir, checkout, resolve_ref
 from harness.errors import RefError
-from harness.worktree import WORKTREE, cache_dir, checkout, resolve_ref
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -283,7 +283,7 @@ def test_worktree_removed_when_the_body_raises(
 
 
 def test_keep_leaves_the_worktree(repo: Repo, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="harness.worktree")
+    caplog.set_level(logging.INFO, logger="harness.checkout.worktree")
     with checkout(repo.root, resolve_ref(repo.root, "feat/x"), keep=True) as path:
         pass
     try:

@@ -158,7 +158,7 @@ def load_config(
     if not isinstance(doc, dict):
         raise ConfigError(
             f"{path}: no [tool.harness] table",
-            hint="add [tool.harness.service], [tool.harness.query] and [tool.harness.gold]",
+            hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
     gold, corpus, sides, compare = _validate(doc, reader, path.parent)

@@ -13,11 +13,11 @@ JSON).  Nothing is imported from here: import each name from its module.
 What is measured (`measure`): the gold queries answered without error in every usable repeat
 (a repeat whose only failure is an unconfirmed teardown is usable; any other failed repeat, a
 build failure, or more errored answers than `max_errors` make the run invalid, as in compare).
-Each repeat is scored with `harness.evaluation.evaluate` on those queries; a scope's value for a
-metric is the mean over repeats of that repeat's mean over the scope's answerable queries, and
-its noise is the range of those repeat means (max - min: 0 with one repeat, or with a service
-that answers identically every time). Scopes are "overall" and every slice with at least one
-answerable query.
+Each repeat is scored with `harness.score.evaluation.evaluate` on those queries; a scope's value for
+a metric is the mean over repeats of that repeat's mean over the scope's answerable queries, and its
+noise is the range of those repeat means (max - min: 0 with one repeat, or with a service that
+answers identically every time). Scopes are "overall" and every slice with at least one answerable
+query.
 
 The baseline file is JSON with sorted keys, every number rounded to 6 decimals, and no clock,
 host or path in it, so the same measurement always gives the same bytes. It holds the gold

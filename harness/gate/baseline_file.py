@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.errors import ResultsError, require_schema
 from harness.gate.measure import OVERALL, Baseline, ScopeValues, rounded
-from harness.metrics import parse_metric
+from harness.score.metrics import parse_metric
 
 SCHEMA = "harness-baseline"
 SCHEMA_VERSION = 1

@@ -1,7 +1,7 @@
 """A run measured for the gate: per scope (overall, each slice with an answerable query) and per
 gated metric, the mean over usable repeats and the noise (max - min of the repeat means).
 Pure; `harness.gate` states every rule. The usable repeats and the errored answers are those of
-`harness.compare.validity`, as in a comparison.
+`harness.verdict.validity`, as in a comparison.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from harness.compare import validity
-from harness.evaluation import evaluate
-from harness.metrics import parse_metric
+from harness.score.evaluation import evaluate
+from harness.score.metrics import parse_metric
 from harness.types import GoldSet, RefRun
+from harness.verdict import validity
 
 DIGITS = 6
 OVERALL = "overall"

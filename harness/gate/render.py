@@ -1,4 +1,4 @@
-"""The gate's result as text, Markdown (one `harness.layout` page) or JSON. Pure.
+"""The gate's result as text, Markdown (one `harness.report.layout` page) or JSON. Pure.
 
 The page: the outcome and its reason as the title; the baseline and the run compared, the rule,
 and any detail (invalid reasons, warnings, what differs); the failing rows, then every row
@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness import layout
 from harness.gate.rule import GateResult, GateRow
-from harness.layout import Block
+from harness.report import layout
+from harness.report.layout import Block
 
 _HEADERS = ("scope", "metric", "baseline", "now", "change", "tolerance", "status")
 

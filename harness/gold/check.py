@@ -26,8 +26,8 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
   is unanswerable.
 - power: per slice and overall, `answerable` queries (grade >= 1 somewhere: the ones a quality
   metric scores) and the smallest net swing of a binary metric the McNemar exact test can call
-  at `alpha` (`harness.stats.detectable_swing`); a warning for each slice (and for the whole set)
-  with answerable queries but fewer than that swing.
+  at `alpha` (`harness.verdict.stats.detectable_swing`); a warning for each slice (and for the whole
+  set) with answerable queries but fewer than that swing.
 
 Without a corpus the corpus checks are skipped, which one info finding says.
 """
@@ -41,8 +41,8 @@ from typing import Literal
 from harness.errors import GoldError, Problem
 from harness.gold.documents import Corpus
 from harness.gold.text import content_words, phrase_of, terms, tokens
-from harness.stats import detectable_swing, min_detectable_swing
 from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.verdict.stats import detectable_swing, min_detectable_swing
 
 Severity = Literal["error", "warning", "info"]
 CHECKS = ("integrity", "staleness", "winnability", "leak", "controls", "power")

@@ -1,4 +1,4 @@
-"""The sweep as text, Markdown (one `harness.layout` page) or its JSON document. Pure.
+"""The sweep as text, Markdown (one `harness.report.layout` page) or its JSON document. Pure.
 
     render_sweep(sweep, fmt) -> str      fmt in RENDERERS: text, markdown, json
     sweep_to_dict(sweep) -> dict         the JSON document (schema "harness-sweep", version 1)
@@ -15,8 +15,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness import layout
-from harness.layout import Block
+from harness.report import layout
+from harness.report.layout import Block
 from harness.sweep.summary import Cell, Sweep, SweepRow
 from harness.types import Verdict
 

@@ -5,7 +5,7 @@
 
 A point reaches the service as environment pins on `side`'s service.env (`with_point`), so
 each value has its own config hash, run record and reusable measurements; the sessions of all
-points run with their repeats interleaved (`harness.runner.run_interleaved`).
+points run with their repeats interleaved (`harness.replay.runner.run_interleaved`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness.comparison import Comparison
 from harness.config import HarnessConfig
-from harness.document import comparison_to_dict
-from harness.results import new_directory, utc_stamp, write_json_new, write_text_new
-from harness.runner import RefSession, RunPlan, run_interleaved
+from harness.replay.runner import RefSession, RunPlan, run_interleaved
+from harness.report.document import comparison_to_dict
+from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.summary import Sweep
 from harness.types import RefRun
+from harness.verdict.comparison import Comparison
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "report.md"

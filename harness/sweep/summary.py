@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from harness.compare import compare
-from harness.comparison import CompareSettings, Comparison, MetricRow
 from harness.sweep.params import Param, Point, label, params_of
 from harness.types import GoldSet, RefRun, Verdict
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
 
 _BEST_DIGITS = 6
 

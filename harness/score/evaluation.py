@@ -1,8 +1,8 @@
 """The evaluation layer: a whole run scored against a gold set, per query and in aggregate.
 
 Pure: no I/O, no clock, no randomness.  `evaluate` judges every ranking once
-(`harness.metrics.judge`) and computes each requested metric as a column over the queries;
-`harness.metrics` defines the metrics, their names and the duplicate rule.
+(`harness.score.metrics.judge`) and computes each requested metric as a column over the queries;
+`harness.score.metrics` defines the metrics, their names and the duplicate rule.
 
 Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1), in
 gold order; a query the run does not contain scores 0 on every metric, as `trec_eval -c` does.
@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.errors import NotComparableError
-from harness.metrics import (
+from harness.score.metrics import (
     MetricSpec,
     as_specs,
     judge,

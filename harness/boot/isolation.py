@@ -10,7 +10,7 @@ The environment. Nothing of the caller's comes through but PATH, LANG, TZ and LC
 adds PIP_*, so pip's index and certificate settings reach it) and the names the user lists in
 `service.pass_env`: no tokens, no AWS_*, not even HOME. HOME, TMPDIR and XDG_* point into a
 throwaway root, `service.env` pins override everything, and MARKER_ENV=run_id, which nothing can
-override, is how a service's orphans are found at teardown (`harness.processes.find_marked`).
+override, is how a service's orphans are found at teardown (`harness.boot.processes.find_marked`).
 
 The throwaway root (one per boot) holds home, tmp, xdg/{config,cache,data,state,runtime} and a
 fresh copy of `service.data`; it is removed at teardown. The build makes its own, smaller one

@@ -23,7 +23,8 @@ Layout under `cache_dir()` (which must lie outside the repository):
 
     <cache>/worktrees/<sha12>-<random>/                 a detached worktree of one commit
     <cache>/snapshots/<sha12>+dirty.<hash12>-<random>/  a copy of a WORKTREE snapshot (no .git)
-    <cache>/builds/<key>/                               per-commit builds, see harness.build
+    <cache>/builds/<key>/                               per-commit builds, see
+    harness.checkout.build
 
 Both kinds of checkout are removed on leaving the `with` block, normally, on error and on
 KeyboardInterrupt, unless `keep=True`.

@@ -16,12 +16,12 @@ nothing, in the run or in the ideal.  tests/test_metrics_oracle.py finds every v
 pytrec_eval's, to the last bit, on BM25 runs over SciFact and Cranfield.
 
 Ranks are positions in the deduplicated list, in the order the service returned: nothing here
-breaks ties (a TREC run file is put in trec_eval's order by `harness.runfile`).
+breaks ties (a TREC run file is put in trec_eval's order by `harness.score.runfile`).
 
 Unanswerable queries (no grade >= 1) have no quality score (`score_query` refuses them):
 `no_answer_false_positive` scores them; `outranks_holds` checks an `outranks` pair.  Scoring a
 whole run against a gold set (which queries are averaged, missing queries, slices) is
-`harness.evaluation`'s.
+`harness.score.evaluation`'s.
 """
 
 from __future__ import annotations

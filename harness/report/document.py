@@ -4,13 +4,13 @@
                                                                 "verdict", "valid", ...fields}
     comparison_from_dict(document, source) -> Comparison       ResultsError names the bad field
 
-Pure: no I/O (`harness.results` saves and loads the files; `harness.report` renders the JSON
-text).  The document is the Comparison's dataclass tree as nested objects: enums by value,
-tuples as lists, None as null; the two verdicts are lifted into {"verdict": {"quality",
-"latency"}} and `valid` is added.  Reading it back rebuilds an equal Comparison from the field
-annotations, refusing unknown fields, absent required ones, wrong types and enum values outside
-the vocabulary.  `redact=True` leaves every query text out (a Comparison holds no document text:
-ids, hashes and numbers only).
+Pure: no I/O (`harness.results` saves and loads the files; `harness.report.page` renders the
+JSON text).  The document is the Comparison's dataclass tree as nested objects: enums by value,
+tuples as lists, None as null; the two verdicts are lifted into {"verdict": {"quality", "latency"}}
+and `valid` is added.  Reading it back rebuilds an equal Comparison from the field annotations,
+refusing unknown fields, absent required ones, wrong types and enum values outside the vocabulary.
+`redact=True` leaves every query text out (a Comparison holds no document text: ids, hashes and
+numbers only).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
-from harness.comparison import Comparison
 from harness.errors import ResultsError, require_schema
+from harness.verdict.comparison import Comparison
 
 SCHEMA = "harness-comparison"
 SCHEMA_VERSION = 1

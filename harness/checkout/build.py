@@ -3,7 +3,7 @@
     result = build(worktree, sha_key=resolved.key, service=side.service, log_dir=run_dir)
     env = with_venv(service_env, result.venv)     # the service stage starts in that venv
 
-Layout under `harness.worktree.cache_dir()`:
+Layout under `harness.checkout.worktree.cache_dir()`:
 
     builds/<key>/venv/         the per-commit virtualenv (when service.venv is true)
     builds/<key>/built.json    the marker, written last and only on success: the build's inputs
@@ -27,10 +27,11 @@ build whose effects live in the tree should use `venv = true` (and install into 
 cheap enough to be part of `start`.
 
 The build never sees the caller's whole environment, so it cannot read tokens: it gets the
-service stage's allowlist (`harness.isolation.allowlisted_env`: PATH, LANG, LC_*, TZ and the names
-in `service.pass_env`) plus pip's PIP_* variables; HOME and TMPDIR are throwaway directories under
-the cache; `service.env` pins override all of it. Unlike a service it gets no XDG_* directories,
-no PYTHON* settings and no HARNESS_RUN_ID marker, and a default PATH when the caller has none.
+service stage's allowlist (`harness.boot.isolation.allowlisted_env`: PATH, LANG, LC_*, TZ and the
+names in `service.pass_env`) plus pip's PIP_* variables; HOME and TMPDIR are throwaway directories
+under the cache; `service.env` pins override all of it. Unlike a service it gets no XDG_*
+directories, no PYTHON* settings and no HARNESS_RUN_ID marker, and a default PATH when the caller
+has none.
 
 POSIX only: process groups, `/bin/sh -c`, and the venv's `bin/`.
 """
@@ -52,11 +53,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.boot.isolation import allowlisted_env
+from harness.boot.processes import kill_group
+from harness.checkout.worktree import cache_dir
 from harness.config import ServiceConfig
 from harness.errors import BuildError
-from harness.isolation import allowlisted_env
-from harness.processes import kill_group
-from harness.worktree import cache_dir
 
 MARKER = "built.json"
 MARKER_SCHEMA_VERSION = 1

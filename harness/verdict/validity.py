@@ -1,6 +1,6 @@
 """Which repeats of a run are used, and every reason a comparison of two runs is invalid.
 
-Part of `harness.compare` (its docstring states every rule); pure.  `harness gate` and
+Part of `harness.verdict.compare` (its docstring states every rule); pure.  `harness gate` and
 `harness threshold` use the same usable repeats, and the gate the same failures and errored
 answers.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from harness.comparison import CompareSettings
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
+from harness.verdict.comparison import CompareSettings
 
 _SIDES = ("baseline", "candidate")
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.

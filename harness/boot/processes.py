@@ -36,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from harness.isolation import MARKER_ENV
+from harness.boot.isolation import MARKER_ENV
 
 _DEFERRED_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 

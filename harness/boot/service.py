@@ -11,7 +11,7 @@ One boot, in order:
 1. Port. Bind 127.0.0.1:0, read the port, close, hand it over as {port}. Another process can take
    it in between; a service that then exits at boot with "Address already in use" in its log is
    booted again, from scratch, on a new port (`ServiceLimits.port_attempts` boots in all).
-2. Isolation (`harness.isolation`). One throwaway root per boot holds HOME, TMPDIR,
+2. Isolation (`harness.boot.isolation`). One throwaway root per boot holds HOME, TMPDIR,
    XDG_{CONFIG,CACHE,DATA,STATE}_HOME, XDG_RUNTIME_DIR and a fresh copy of `spec.data` ({data});
    it is removed at teardown. The environment is built from an allowlist (`allowlisted_env`): the
    caller's tokens never reach the service.
@@ -26,11 +26,11 @@ One boot, in order:
 5. Prepare. Each `spec.prepare` command in turn: same environment, cwd and log, each within
    spec.prepare_timeout; a non-zero exit is a ServiceError naming the command and its status.
 6. Teardown, always (normal exit, exception, KeyboardInterrupt): see
-   `harness.processes.ProcessTree.stop`. If a process cannot be killed, the with-statement raises
-   ServiceError naming the pids (or, when the body already raised, that exception carries the same
-   text as a note and propagates). SIGINT/SIGTERM/SIGHUP are held while a teardown runs
-   (`signals_deferred`), so a second Ctrl-C cannot cut it short; `signals_unwind` makes a `kill`
-   of the harness unwind like Ctrl-C.
+   `harness.boot.processes.ProcessTree.stop`. If a process cannot be killed, the with-statement
+   raises ServiceError naming the pids (or, when the body already raised, that exception carries the
+   same text as a note and propagates). SIGINT/SIGTERM/SIGHUP are held while a teardown runs
+   (`signals_deferred`), so a second Ctrl-C cannot cut it short; `signals_unwind` makes a `kill` of
+   the harness unwind like Ctrl-C.
 
 Placeholders, in `start`, `prepare` and `spec.env` values: {port} {url} {data} {home} {worktree}
 {python} (the harness's own interpreter, so a venv=false service can run with it). `start` and
@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -58,9 +57,7 @@ from types import TracebackType
 
 import httpx
 
-from harness.config import ServiceConfig
-from harness.errors import ServiceError
-from harness.isolation import (
+from harness.boot.isolation import (
     MARKER_ENV,
     NO_ENV,
     allowlisted_env,
@@ -71,10 +68,11 @@ from harness.isolation import (
     make_root,
     remove_tree,
 )
-from harness.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
+from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
+from harness.boot.spawn import free_port, log_tail, log_text, spawn
+from harness.config import ServiceConfig
+from harness.errors import ServiceError
 
-LOG_TAIL_LINES = 20
-_SHELL = "/bin/sh"
 _PORT_IN_USE = ("address already in use", "eaddrinuse")
 
 
@@ -102,47 +100,6 @@ class RunningService:
     prepare_seconds: float
     root: Path  # the throwaway root holding home, tmp, xdg/* and data; gone after teardown
     run_id: str  # the MARKER_ENV value in its environment
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that was free a moment ago (the caller must handle losing it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-# --------------------------------------------------------------------------- logs and processes
-
-
-def _log_text(path: Path, start: int) -> str:
-    with open(path, "rb") as log:
-        log.seek(max(start, log.seek(0, os.SEEK_END) - 65536))
-        return log.read().decode("utf-8", "replace")
-
-
-def log_tail(path: Path, start: int = 0, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
-    """The last `lines` lines written to `path` after byte offset `start`, indented."""
-    return tuple(f"  | {line}" for line in _log_text(path, start).splitlines()[-lines:])
-
-
-def _spawn(
-    command: str, *, cwd: Path, env: Mapping[str, str], log_path: Path, header: str
-) -> tuple[subprocess.Popen[bytes], int]:
-    """Start `/bin/sh -c command` in a new session; return it and the log offset of its output."""
-    with open(log_path, "ab") as log:
-        log.write(f"--- harness: {header}: {command}\n".encode())
-        log.flush()
-        start = log.tell()
-        proc = subprocess.Popen(
-            [_SHELL, "-c", command],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return proc, start
 
 
 # --------------------------------------------------------------------------- boot
@@ -242,13 +199,13 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             command = expand_placeholders(spec.start, quoted, key="start")
             t0 = time.monotonic()
             header = f"boot attempt {attempt} of {limits.port_attempts} on {url}"
-            leader, log_start = _spawn(
+            leader, log_start = spawn(
                 command, cwd=self.worktree, env=env, log_path=self.log_path, header=header
             )
             self._tree.leader = leader
             status = self._wait_ready(leader.pid, url + _path(spec.ready), t0, log_start)
             if status is not None:
-                text = _log_text(self.log_path, log_start)
+                text = log_text(self.log_path, log_start)
                 taken = any(s in text.lower() for s in _PORT_IN_USE)
                 if taken and attempt < limits.port_attempts:
                     raise _PortTaken()
@@ -321,7 +278,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _prepare(self, command: str, index: int, env: Mapping[str, str]) -> None:
         timeout = self.spec.prepare_timeout
-        proc, log_start = _spawn(
+        proc, log_start = spawn(
             command, cwd=self.worktree, env=env, log_path=self.log_path, header=f"prepare[{index}]"
         )
         try:

@@ -8,7 +8,7 @@
                         is not comparable, never a pass
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
 
-`harness.cli` returns these and nothing else turns an outcome into a number.
+`harness.cli.main` returns these and nothing else turns an outcome into a number.
 """
 
 from __future__ import annotations

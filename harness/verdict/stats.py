@@ -1,14 +1,13 @@
 """Statistics: is a difference between two refs real, or inside the noise floor?
 
 Pure: no I/O, no clock; the only randomness is `numpy.random.default_rng(seed)`, so a verdict is
-a function of its inputs and the seed.  Three kinds of evidence, one rule each:
+a function of its inputs and the seed.  Two kinds of quality evidence, one rule each (latency's
+rule is `harness.verdict.latency`'s):
 
 - binary metrics (hit@k): paired McNemar exact test on the discordant queries, and never a call
   while the net swing |c - b| is below the noise floor (`noise_floor`);
 - continuous metrics (recall@k, p@k, MRR@k, nDCG@k): a sign-flip randomization test on the
-  per-query deltas, and a paired percentile bootstrap CI; a call needs both to agree;
-- latency: the median over queries of the per-query ratio candidate/baseline, with a bootstrap
-  CI over queries that must lie wholly outside 1 +/- tolerance.
+  per-query deltas, and a paired percentile bootstrap CI; a call needs both to agree.
 
 Arguments that break a documented contract (misaligned arrays, NaN, alpha outside (0, 1)) raise
 ValueError: they are bugs in the caller, not user input, which config and gold validate earlier.
@@ -16,8 +15,7 @@ ValueError: they are bugs in the caller, not user input, which config and gold v
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +24,19 @@ import numpy.typing as npt
 from scipy.stats import binomtest
 
 from harness.types import Verdict
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
-
-# Resampled values held in memory at once: bounds the (chunk x queries) index matrices.
-_CHUNK_ELEMENTS = 1 << 21
-
+from harness.verdict.resample import (
+    BoolArray,
+    FloatArray,
+    aligned,
+    check_alpha,
+    check_confidence,
+    check_count,
+    check_resamples,
+    chunk_sizes,
+    paired_deltas,
+    percentile_interval,
+    resample_indices,
+)
 
 # --------------------------------------------------------------------------- binary: McNemar
 
@@ -45,8 +49,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     p = 0.5 is min(1, 2 * P(X <= min(b, c))) and equals statsmodels' `mcnemar(exact=True)`.
     No discordant pairs (b + c == 0) give p = 1.0.
     """
-    _check_count("b", b)
-    _check_count("c", c)
+    check_count("b", b)
+    check_count("c", c)
     if b + c == 0:
         return 1.0
     return float(binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue)
@@ -58,7 +62,7 @@ def min_detectable_swing(alpha: float = 0.05) -> int:
     p(0, n) = 2 * 0.5**n, so n = 6 at alpha 0.05 (2/64 = 0.03125; n = 5 gives 0.0625) and 8 at
     0.01 (2/256 = 0.0078; n = 7 gives 0.0156).  No smaller net swing can ever be significant.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     n = 1
     while mcnemar_exact(0, n) >= alpha:
         n += 1
@@ -71,7 +75,7 @@ def detectable_swing(n_queries: int, alpha: float = 0.05) -> int | None:
     A swing cannot exceed the number of queries: None means the gold set is too small for any
     change in a binary metric to be called at this alpha (report that, not "no difference").
     """
-    _check_count("n_queries", n_queries)
+    check_count("n_queries", n_queries)
     swing = min_detectable_swing(alpha)
     return swing if swing <= n_queries else None
 
@@ -82,8 +86,8 @@ def noise_floor(alpha: float, drift_baseline: int, drift_candidate: int) -> int:
     A drift of d queries (outcomes that flip between repeats of the same ref, see `drift`) means
     a swing of d can appear with no code change at all, so the floor sits strictly above it.
     """
-    _check_count("drift_baseline", drift_baseline)
-    _check_count("drift_candidate", drift_candidate)
+    check_count("drift_baseline", drift_baseline)
+    check_count("drift_candidate", drift_candidate)
     return max(min_detectable_swing(alpha), max(drift_baseline, drift_candidate) + 1)
 
 
@@ -107,7 +111,7 @@ def binary_verdict(b: int, c: int, *, alpha: float, floor: int) -> BinaryTest:
     queries") whatever p says; p < alpha -> IMPROVED when c > b else REGRESSED; otherwise
     NO_DIFFERENCE with the p-value as the reason.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     if floor < 1:
         raise ValueError(f"floor must be >= 1, not {floor}")
     p = mcnemar_exact(b, c)
@@ -180,17 +184,17 @@ def paired_bootstrap_ci(
     are the (1 - confidence)/2 and (1 + confidence)/2 percentiles (numpy "linear" method) of
     the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).
     """
-    deltas = _deltas(baseline, candidate)
-    _check_resamples(resamples)
-    _check_confidence(confidence)
+    deltas = paired_deltas(baseline, candidate)
+    check_resamples(resamples)
+    check_confidence(confidence)
     observed = float(deltas.mean())
     if not deltas.any():
         return (0.0, 0.0, 0.0)
     rng = np.random.default_rng(seed)
     means = np.concatenate(
-        [deltas[idx].mean(axis=1) for idx in _resample_indices(rng, deltas.size, resamples)]
+        [deltas[idx].mean(axis=1) for idx in resample_indices(rng, deltas.size, resamples)]
     )
-    lo, hi = _percentile_interval(means, confidence)
+    lo, hi = percentile_interval(means, confidence)
     return (observed, lo, hi)
 
 
@@ -207,8 +211,8 @@ def paired_randomization_test(
     which is never 0.  |perm| >= |obs| allows for float rounding of the sums (tolerance
     8 * m * eps * sum|delta|, an upper bound on the summation error).
     """
-    deltas = _deltas(baseline, candidate)
-    _check_resamples(resamples)
+    deltas = paired_deltas(baseline, candidate)
+    check_resamples(resamples)
     nonzero = deltas[deltas != 0]
     m = int(nonzero.size)
     if m == 0:
@@ -218,14 +222,14 @@ def paired_randomization_test(
     hits = 0
     if m < 63 and (1 << m) <= resamples:
         start = 0
-        for rows in _chunk_sizes(1 << m, m):
+        for rows in chunk_sizes(1 << m, m):
             # Row r of the chunk is sign vector number start + r: bit j set flips query j.
             codes = np.arange(start, start + rows, dtype=np.int64)[:, None] >> np.arange(m)
             hits += _extreme(1.0 - 2.0 * (codes & 1), nonzero, observed - tolerance)
             start += rows
         return hits / (1 << m)
     rng = np.random.default_rng(seed)
-    for rows in _chunk_sizes(resamples, m):
+    for rows in chunk_sizes(resamples, m):
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(rows, m))
         hits += _extreme(signs, nonzero, observed - tolerance)
     return (hits + 1) / (resamples + 1)
@@ -264,8 +268,8 @@ def continuous_test(
     IMPROVED / REGRESSED (by the sign of the mean delta) only when p < alpha AND the CI
     excludes 0; disagreement between the two, or p >= alpha, is NO_DIFFERENCE.
     """
-    _check_alpha(alpha)
-    base, cand = _aligned(baseline, candidate)
+    check_alpha(alpha)
+    base, cand = aligned(baseline, candidate)
     p = paired_randomization_test(base, cand, seed=seed, resamples=resamples)
     delta, lo, hi = paired_bootstrap_ci(
         base, cand, seed=seed, resamples=resamples, confidence=1 - alpha
@@ -307,183 +311,3 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     adjusted = np.empty(m)
     adjusted[order] = np.minimum(stepped, 1.0)
     return [float(x) for x in adjusted]
-
-
-# --------------------------------------------------------------------------- latency
-
-
-@dataclass(frozen=True)
-class LatencySummary:
-    """Latency percentiles in milliseconds (numpy "linear" interpolation), max, mean and count."""
-
-    p50: float
-    p95: float
-    p99: float
-    max: float
-    mean: float
-    n: int
-
-
-def latency_summary(ns: npt.ArrayLike) -> LatencySummary:
-    """Summarise latencies given in nanoseconds, reported in milliseconds.
-
-    Percentiles use numpy's "linear" method (type 7 of Hyndman and Fan, numpy's default): the
-    value at rank (n - 1) * q / 100 interpolated between neighbours, so p50 of an even count is
-    the mean of the middle two.  An empty input is an error: there is nothing to summarise.
-    """
-    ms = np.asarray(ns, dtype=np.float64).ravel() / 1e6
-    if ms.size == 0 or not np.isfinite(ms).all() or (ms < 0).any():
-        raise ValueError("latencies must be a non-empty array of finite values >= 0")
-    p50, p95, p99 = np.percentile(ms, [50, 95, 99], method="linear")
-    return LatencySummary(
-        p50=float(p50),
-        p95=float(p95),
-        p99=float(p99),
-        max=float(ms.max()),
-        mean=float(ms.mean()),
-        n=int(ms.size),
-    )
-
-
-def per_query_latency_ms(ns: npt.ArrayLike) -> FloatArray:
-    """Median over repeats of each query's latency, ns (repeats x queries) in, ms out.
-
-    The input of `paired_latency_ratio`: the median keeps one slow repeat (a GC pause, a cold
-    cache) from moving a query.
-    """
-    matrix = np.asarray(ns, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.size == 0:
-        raise ValueError(f"latencies must be repeats x queries, got shape {matrix.shape}")
-    result: FloatArray = np.median(matrix, axis=0) / 1e6
-    return result
-
-
-@dataclass(frozen=True)
-class LatencyTest:
-    """candidate/baseline latency ratio (> 1 is slower) with its bootstrap CI and verdict."""
-
-    ratio: float
-    ci_low: float
-    ci_high: float
-    verdict: Verdict
-    reason: str
-
-
-def paired_latency_ratio(
-    baseline_ms: npt.ArrayLike,
-    candidate_ms: npt.ArrayLike,
-    *,
-    seed: int,
-    tolerance: float = 0.10,
-    resamples: int = 10_000,
-    confidence: float = 0.95,
-) -> LatencyTest:
-    """Is the candidate slower or faster than the baseline, beyond `tolerance`?
-
-    Inputs are aligned per-query latencies (see `per_query_latency_ms`).  ratio = the median
-    over queries of candidate_i / baseline_i: sum-free (a few slow queries cannot dominate it),
-    robust, and paired, so the spread of latency *between* queries (2 ms lookups next to 50 ms
-    ones) cancels instead of widening the CI.  The ratio of the two medians was rejected: its
-    two medians are usually different queries, which on a synthetic uniform 1.2x slowdown with
-    20% per-query noise put it at 1.07 (CI 0.98 to 1.20) where this estimator gives 1.17 (CI
-    1.12 to 1.21).  The CI is a percentile bootstrap over queries (numpy "linear" percentiles).
-    REGRESSED ("1.52x slower") when the whole CI lies above 1 + tolerance; IMPROVED ("1.10x
-    faster", the factor being 1/ratio) when the whole CI lies below 1 - tolerance; otherwise
-    NO_DIFFERENCE.  A tail-only regression (p95/p99) shows in `latency_summary`, not here.
-    """
-    base, cand = _aligned(baseline_ms, candidate_ms)
-    if (base <= 0).any() or (cand <= 0).any():
-        raise ValueError("latencies must be > 0 ms")
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance must be in [0, 1), not {tolerance}")
-    _check_resamples(resamples)
-    _check_confidence(confidence)
-    per_query = cand / base
-    ratio = float(np.median(per_query))
-    rng = np.random.default_rng(seed)
-    ratios = np.concatenate(
-        [
-            np.median(per_query[idx], axis=1)
-            for idx in _resample_indices(rng, per_query.size, resamples)
-        ]
-    )
-    lo, hi = _percentile_interval(ratios, confidence)
-    band = f"{100 * confidence:g}% CI of the ratio {lo:.2f} to {hi:.2f}"
-    if lo > 1 + tolerance:
-        verdict, reason = Verdict.REGRESSED, f"{ratio_words(ratio)} ({band})"
-    elif hi < 1 - tolerance:
-        verdict, reason = Verdict.IMPROVED, f"{ratio_words(ratio)} ({band})"
-    else:
-        verdict = Verdict.NO_DIFFERENCE
-        reason = f"{ratio_words(ratio)}, within noise ({band} reaches into 1 ± {tolerance:g})"
-    return LatencyTest(ratio=ratio, ci_low=lo, ci_high=hi, verdict=verdict, reason=reason)
-
-
-def ratio_words(ratio: float) -> str:
-    """ "1.52x slower" for ratio 1.52, "1.10x faster" for ratio 1/1.10, "1.00x, the same" at 1."""
-    # Decided on the printed value, so 0.998 never reads "1.00x faster".
-    if round(ratio, 2) > 1:
-        return f"{ratio:.2f}x slower"
-    if round(1 / ratio, 2) > 1:
-        return f"{1 / ratio:.2f}x faster"
-    return "1.00x, the same"
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _aligned(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
-    base = np.asarray(baseline, dtype=np.float64)
-    cand = np.asarray(candidate, dtype=np.float64)
-    if base.ndim != 1 or base.shape != cand.shape or base.size == 0:
-        raise ValueError(
-            "baseline and candidate must be non-empty 1-D arrays aligned by query, "
-            f"got shapes {base.shape} and {cand.shape}"
-        )
-    if not (np.isfinite(base).all() and np.isfinite(cand).all()):
-        raise ValueError("baseline and candidate must be finite (a failed query is not a score)")
-    return base, cand
-
-
-def _deltas(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> FloatArray:
-    base, cand = _aligned(baseline, candidate)
-    return cand - base
-
-
-def _chunk_sizes(total: int, width: int) -> list[int]:
-    rows = max(1, _CHUNK_ELEMENTS // max(width, 1))
-    return [min(rows, total - start) for start in range(0, total, rows)]
-
-
-def _resample_indices(
-    rng: np.random.Generator, n: int, resamples: int
-) -> Iterator[npt.NDArray[np.int64]]:
-    # Lazily, one chunk at a time: 10k resamples of 1000 queries would be 80 MB of indices.
-    for rows in _chunk_sizes(resamples, n):
-        yield rng.integers(0, n, size=(rows, n))
-
-
-def _percentile_interval(values: FloatArray, confidence: float) -> tuple[float, float]:
-    tail = 100 * (1 - confidence) / 2
-    lo, hi = np.percentile(values, [tail, 100 - tail], method="linear")
-    return float(lo), float(hi)
-
-
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
-
-
-def _check_alpha(alpha: float) -> None:
-    if not 0 < alpha < 1 or math.isnan(alpha):
-        raise ValueError(f"alpha must be in (0, 1), not {alpha}")
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), not {confidence}")
-
-
-def _check_resamples(resamples: int) -> None:
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, not {resamples}")

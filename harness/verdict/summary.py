@@ -1,7 +1,7 @@
 """One ref on its own: what `harness run` reports of a RefRun (errors, latency, metrics, drift).
 
-Part of `harness.compare`: the same usable repeats and the same rule for errored answers (left
-out, never scored as a miss) as a comparison; pure.
+Part of `harness.verdict.compare`: the same usable repeats and the same rule for errored answers
+(left out, never scored as a miss) as a comparison; pure.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness import stats
-from harness.compare import validity
-from harness.comparison import CompareSettings, RunSummary
-from harness.evaluation import evaluate
-from harness.metrics import Kind
+from harness.score.evaluation import evaluate
+from harness.score.metrics import Kind
 from harness.types import GoldSet, RefRun
+from harness.verdict import latency, stats, validity
+from harness.verdict.comparison import CompareSettings, RunSummary
 
 
 def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunSummary:
@@ -64,7 +63,7 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
         run=run,
         usable=len(usable),
         errors=dict(sorted(errors.items())),
-        latency=stats.latency_summary(ok_ns) if ok_ns else None,
+        latency=latency.latency_summary(ok_ns) if ok_ns else None,
         scopes=tuple(scopes),
         drift=drift,
     )

@@ -1,7 +1,8 @@
 """Each side's repeats scored, and the metric rows of a scope (overall or one slice) from them.
 
-Part of `harness.compare` (its docstring states every rule: modal hit@k outcomes and McNemar,
-per-query means and the randomization test, Holm across slices, collapses, detectability); pure.
+Part of `harness.verdict.compare` (its docstring states every rule: modal hit@k outcomes and
+McNemar, per-query means and the randomization test, Holm across slices, collapses, detectability);
+pure.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from harness import stats
-from harness.compare import validity
-from harness.comparison import (
+from harness.score.evaluation import Evaluation, evaluate
+from harness.score.metrics import Kind, dedupe
+from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
+from harness.verdict import stats, validity
+from harness.verdict.comparison import (
     CompareSettings,
     Detectability,
     HitDetail,
@@ -22,9 +25,6 @@ from harness.comparison import (
     Scope,
     SliceDetectability,
 )
-from harness.evaluation import Evaluation, evaluate
-from harness.metrics import Kind, dedupe
-from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

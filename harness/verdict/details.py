@@ -1,8 +1,8 @@
 """The parts of a Comparison beside the metric rows: flips, unanswerable queries, outranks
 pairs and latency.
 
-Part of `harness.compare` (its docstring states every rule: flip ranks as the upper median over
-repeats, impact order, modal counts, paired latency); pure.
+Part of `harness.verdict.compare` (its docstring states every rule: flip ranks as the upper median
+over repeats, impact order, modal counts, paired latency); pure.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness import stats
-from harness.compare import validity
-from harness.compare.scopes import Side
-from harness.comparison import (
+from harness.score.evaluation import Evaluation
+from harness.types import GoldSet, Repeat
+from harness.verdict import stats, validity
+from harness.verdict.comparison import (
     CompareSettings,
     Direction,
     Flip,
@@ -23,8 +23,13 @@ from harness.comparison import (
     NoAnswer,
     Outranks,
 )
-from harness.evaluation import Evaluation
-from harness.types import GoldSet, Repeat
+from harness.verdict.latency import (
+    latency_summary,
+    paired_latency_ratio,
+    per_query_latency_ms,
+    ratio_words,
+)
+from harness.verdict.scopes import Side
 
 
 def flips(
@@ -110,22 +115,22 @@ def latency(
     summaries = []
     for reps in repeats:
         ns = [r.latency_ns for rep in reps for r in rep.results if r.ok and r.latency_ns > 0]
-        summaries.append(stats.latency_summary(ns) if ns else None)
+        summaries.append(latency_summary(ns) if ns else None)
     answers = [[validity.by_query(rep) for rep in reps] for reps in repeats]
     paired = [qid for qid in ids if all(a[qid].latency_ns > 0 for side in answers for a in side)]
     test = None
     words = "no latency was measured on both sides"
     if paired and all(answers):
         ms = [
-            stats.per_query_latency_ms([[a[qid].latency_ns for qid in paired] for a in side])
+            per_query_latency_ms([[a[qid].latency_ns for qid in paired] for a in side])
             for side in answers
         ]
-        test = stats.paired_latency_ratio(
+        test = paired_latency_ratio(
             ms[0],
             ms[1],
             seed=settings.seed,
             tolerance=settings.latency_tolerance,
             resamples=settings.resamples,
         )
-        words = f"{stats.ratio_words(test.ratio)} (95% CI {test.ci_low:.2f}-{test.ci_high:.2f})"
+        words = f"{ratio_words(test.ratio)} (95% CI {test.ci_low:.2f}-{test.ci_high:.2f})"
     return Latency(summaries[0], summaries[1], len(paired), test, words)

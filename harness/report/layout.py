@@ -1,6 +1,6 @@
 """The page layout the reports share: a list of blocks, rendered as plain text or Markdown.
 
-A renderer (`harness.report`, `harness.sweep.render`, `harness.gate.render`) lays its page out
+A renderer (`harness.report.page`, `harness.sweep.render`, `harness.gate.render`) lays its page out
 once as blocks, and `text` or `markdown` turns them into a terminal page or a PR comment, so
 the two always say the same things in the same order.  Pure: strings in, a string out.
 

@@ -1,6 +1,6 @@
 """The `harness` command line, declared: every subcommand, its arguments and their help.
 
-`harness.cli` parses with `parse_args` and calls the command that `command` (and
+`harness.cli.main` parses with `parse_args` and calls the command that `command` (and
 `gold_command`) name; a usage error prints the usage and exits with EXIT_USAGE (2).
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import __version__
-from harness.exits import EXIT_USAGE
+from harness.cli.exits import EXIT_USAGE
 
 
 class _Parser(argparse.ArgumentParser):

@@ -15,34 +15,22 @@ version, host) so `compare` can reuse a matching record and refuse to compare mi
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import secrets
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.comparison import Comparison
-from harness.document import comparison_from_dict, comparison_to_dict
 from harness.errors import ResultsError, require_schema
-from harness.report import render
+from harness.results.files import read_json, utc_stamp, write_json_new
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 1
-COMPARISON_FILE = "comparison.json"
-REPORT_FILE = "report.md"
-
-
-def utc_stamp(now: datetime | None = None) -> str:
-    """A sortable, filename-safe UTC timestamp: 20261129T184501Z."""
-    return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
 def host_fingerprint() -> dict[str, str]:
@@ -65,51 +53,6 @@ def host_fingerprint() -> dict[str, str]:
         "cpu_count": str(os.cpu_count() or 0),
         "hostname": platform.node(),
     }
-
-
-def write_text_new(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically, refusing to overwrite an existing file.
-
-    The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
-    (link fails if the target exists, unlike rename), so a reader never sees half a file and a
-    crash never leaves one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise ResultsError(
-                f"{path}: already exists; results are never overwritten",
-                ["remove it, or write to another results directory"],
-            ) from None
-    finally:
-        os.unlink(tmp)
-    return path
-
-
-def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
-    """`write_text_new` of `document` as JSON with sorted keys."""
-    text = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-    return write_text_new(path, text)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f)
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"{path}: cannot be read as JSON ({exc})") from None
-    if not isinstance(document, dict):
-        raise ResultsError(f"{path}: expected a JSON object at the top level")
-    return document
 
 
 # --------------------------------------------------------------------------- RefRun <-> JSON
@@ -287,55 +230,3 @@ def find_reusable(
         ):
             return run
     return None
-
-
-# --------------------------------------------------------------------------- saved comparisons
-
-
-def new_directory(parent: Path, stem: str) -> Path:
-    """Create and return parent/stem, or the first of parent/stem-2, stem-3, ... not yet taken.
-
-    mkdir itself decides (it fails on an existing directory), so two runs started in the same
-    second never share a directory, and nothing already saved is ever written into.
-    """
-    directory, n = parent / stem, 1
-    while True:
-        try:
-            directory.mkdir(parents=True)
-            return directory
-        except FileExistsError:
-            n += 1
-            directory = parent / f"{stem}-{n}"
-
-
-def save_comparison(
-    results_dir: Path,
-    comparison: Comparison,
-    runs: Sequence[RefRun] = (),
-    *,
-    redact: bool = False,
-) -> Path:
-    """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
-    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
-    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
-    error details, which may quote response bodies."""
-    h = comparison.header
-    directory = new_directory(
-        results_dir, f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
-    )
-    for side, run in zip(("baseline", "candidate"), runs, strict=False):
-        record = run_to_dict(run)
-        if redact:
-            for rep in record["repeats"]:
-                for result in rep["results"]:
-                    result["detail"] = None
-        write_json_new(directory / f"{side}.json", record)
-    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
-    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
-    return directory
-
-
-def load_comparison(directory: Path) -> Comparison:
-    """The comparison saved in `directory` (or a comparison.json given directly)."""
-    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
-    return comparison_from_dict(read_json(path), str(path))

@@ -22,14 +22,15 @@ from pathlib import Path
 from types import TracebackType
 
 from harness import __version__
-from harness.build import build, with_venv
-from harness.client import replay
+from harness.boot.service import running_service
+from harness.checkout.build import build, with_venv
+from harness.checkout.worktree import checkout, resolve_ref
 from harness.config import HarnessConfig, SideConfig, side_hash
 from harness.errors import BuildError, ServiceError
-from harness.results import find_reusable, host_fingerprint, save_run, utc_stamp
-from harness.service import running_service
+from harness.replay.client import replay
+from harness.results.files import utc_stamp
+from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.types import GoldSet, QueryResult, RefRun, Repeat, RunFailure
-from harness.worktree import checkout, resolve_ref
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""

@@ -1,7 +1,7 @@
 """The values of the compare stage: the settings a comparison is made under, the `Comparison`
 tree it produces (everything a report shows, nothing it must compute), and the `RunSummary` of
 one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill them are in
-`harness.compare`, the JSON form in `harness.document`.
+`harness.verdict.compare`, the JSON form in `harness.report.document`.
 
     Comparison
     ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)
@@ -9,13 +9,13 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── overall: Scope, slices: Scope...      MetricRows; a hit@k row carries its HitDetail
     ├── detectability: Detectability          with a SliceDetectability per slice
     ├── no_answer: NoAnswer, outranks: Outranks
-    ├── latency: Latency                      stats.LatencySummary per side, stats.LatencyTest
+    ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest
     └── flips: Flips...                       a Flip per query whose hit@k changed
 
-They live here, not in `harness.types`: they hold `harness.stats` results (BinaryTest,
+They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
 LatencySummary, LatencyTest) and CompareSettings checks metric names with
-`harness.metrics.parse_metric`, while stats and metrics import `harness.types`; and
-`harness.document` reads these annotations back at run time, so importing the types only for
+`harness.score.metrics.parse_metric`, while stats and metrics import `harness.types`; and
+`harness.report.document` reads these annotations back at run time, so importing the types only for
 the type checker would not do.
 """
 
@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
-from harness.metrics import MetricSpec, parse_metric
-from harness.stats import BinaryTest, LatencySummary, LatencyTest
+from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import RefRun, Verdict
+from harness.verdict.latency import LatencySummary, LatencyTest
+from harness.verdict.stats import BinaryTest
 
 if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
     from harness.config import CompareConfig

@@ -1,10 +1,10 @@
 """Command line: parse, call the pipeline, render, map the outcome to an exit status.
 
-    main(argv) -> int: parse (`harness.cli_parser`), run the named command, and turn a
+    main(argv) -> int: parse (`harness.cli.parser`), run the named command, and turn a
     HarnessError into `harness: error: ...` and its exit status (a signal into 128 + N)
 
 Every cmd_* is the same four steps: load (config, gold, records), call the stages, render to
-stdout (notes to stderr), and return the exit status that `harness.exits` maps its outcome
+stdout (notes to stderr), and return the exit status that `harness.cli.exits` maps its outcome
 to.  Anything that decides or computes lives in the stage it belongs to.  Stage modules are
 imported inside each command, so that `harness --help` loads none of them.
 """
@@ -19,9 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.cli_parser import parse_args
-from harness.errors import HarnessError
-from harness.exits import (
+from harness.cli.exits import (
     EXIT_OK,
     check_status,
     exit_status,
@@ -29,17 +27,19 @@ from harness.exits import (
     signal_status,
     valid_status,
 )
+from harness.cli.parser import parse_args
+from harness.errors import HarnessError
 from harness.types import RefRun
 
 if TYPE_CHECKING:
-    from harness.comparison import CompareSettings
-    from harness.metrics import MetricSpec
-    from harness.runner import RunPlan
+    from harness.replay.runner import RunPlan
+    from harness.score.metrics import MetricSpec
+    from harness.verdict.comparison import CompareSettings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from harness.processes import Terminated
+    from harness.boot.processes import Terminated
 
     command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
     try:
@@ -66,10 +66,10 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from harness.evaluation import evaluate
     from harness.gold import load_gold
-    from harness.report import render_evaluation
-    from harness.runfile import load_run, require_gold_queries
+    from harness.report.runs import render_evaluation
+    from harness.score.evaluation import evaluate
+    from harness.score.runfile import load_run, require_gold_queries
 
     specs = _metric_specs(args.metrics)
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
@@ -146,8 +146,8 @@ def cmd_gold_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.compare import summarise_run
-    from harness.report import render_failures, render_run
+    from harness.report.runs import render_failures, render_run
+    from harness.verdict.compare import summarise_run
 
     plan, settings = _plan(args)
     run = _run_ref(plan, args)
@@ -162,11 +162,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
-    from harness.compare import compare
-    from harness.processes import signals_unwind
-    from harness.report import render
-    from harness.results import save_comparison
-    from harness.runner import run_pair
+    from harness.boot.processes import signals_unwind
+    from harness.replay.runner import run_pair
+    from harness.report.page import render
+    from harness.results.comparisons import save_comparison
+    from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
     with signals_unwind():
@@ -181,8 +181,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import render
-    from harness.results import load_comparison
+    from harness.report.page import render
+    from harness.results.comparisons import load_comparison
 
     comparison = load_comparison(args.dir)
     print(render(comparison, args.format, redact=args.redact), end="")
@@ -190,7 +190,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.processes import signals_unwind
+    from harness.boot.processes import signals_unwind
     from harness.sweep.params import read_grid
     from harness.sweep.render import render_sweep
     from harness.sweep.run import overridden_pins, run_sweep, save_sweep
@@ -252,7 +252,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_threshold(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.gold import load_gold
-    from harness.results import load_record
+    from harness.results.records import load_record
     from harness.threshold import analyse, render_threshold
 
     if args.bins < 1:
@@ -304,8 +304,8 @@ def _compare_demo(args: argparse.Namespace) -> int:
 
 def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
     """`args.ref` run on its own, `args.repeats` times (default compare.repeats)."""
-    from harness.processes import signals_unwind
-    from harness.runner import run_ref
+    from harness.boot.processes import signals_unwind
+    from harness.replay.runner import run_ref
 
     with signals_unwind():
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
@@ -316,7 +316,7 @@ def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
 
 
 def _metric_specs(text: str) -> tuple[MetricSpec, ...]:
-    from harness.metrics import parse_metrics
+    from harness.score.metrics import parse_metrics
 
     try:
         return parse_metrics(text)
@@ -328,11 +328,11 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     """Load config and gold (failing fast, before anything is built) into a RunPlan."""
     from dataclasses import replace
 
-    from harness.comparison import CompareSettings
+    from harness.cli.progress import Progress
     from harness.config import load_config
     from harness.gold import check_files
-    from harness.progress import Progress
-    from harness.runner import RunPlan
+    from harness.replay.runner import RunPlan
+    from harness.verdict.comparison import CompareSettings
 
     config = load_config(args.config, repo=args.repo)
     overrides: dict[str, object] = {

@@ -1,8 +1,8 @@
 """The compare stage: a gold set and two RefRuns in, a Comparison (numbers and verdicts) out.
 
-Pure: no I/O, no clock; the only randomness is the seeded resampling inside `harness.stats`
+Pure: no I/O, no clock; the only randomness is the seeded resampling inside `harness.verdict.stats`
 (`CompareSettings.seed`, recorded in the Comparison).  Everything a report shows is computed here;
-`harness.report` only formats it.
+`harness.report.page` only formats it.
 
 What is compared, and how:
 
@@ -28,9 +28,9 @@ What is compared, and how:
   have queries, per metric, and a slice row is only called when its adjusted p < alpha.  A slice
   row "collapses" when its metric falls to zero from non-zero, or when it is REGRESSED (outside
   its noise band, Holm-adjusted p < alpha) while the overall row of that metric is not.
-- Latency: per side `stats.latency_summary` over every non-errored answer of every usable repeat;
+- Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat;
   paired on the analysed queries (all of them, answerable or not, with a latency > 0 on both
-  sides) through `stats.per_query_latency_ms` and `stats.paired_latency_ratio`.
+  sides) through `latency.per_query_latency_ms` and `latency.paired_latency_ratio`.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
   relevant document (grade >= rel_level, ranks over the deduplicated list, None = not returned)
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse
@@ -42,7 +42,7 @@ What is compared, and how:
 
 Where each rule lives: `validity` (usable repeats, invalid reasons), `scopes` (each side scored,
 metric rows, Holm across slices, detectability), `details` (flips, no-answer and outranks
-counts, latency), `summary` (one ref on its own); the values are in `harness.comparison`.
+counts, latency), `summary` (one ref on its own); the values are in `harness.verdict.comparison`.
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.compare import details, scopes, validity
-from harness.compare.summary import summarise_run
-from harness.comparison import (
+from harness.score.metrics import Kind, parse_metric
+from harness.types import GoldSet, RefRun, Verdict
+from harness.verdict import details, scopes, validity
+from harness.verdict.comparison import (
     CompareSettings,
     Comparison,
     Flips,
@@ -62,8 +63,7 @@ from harness.comparison import (
     RefInfo,
     Scope,
 )
-from harness.metrics import Kind, parse_metric
-from harness.types import GoldSet, RefRun, Verdict
+from harness.verdict.summary import summarise_run
 
 __all__ = ["compare", "summarise_run"]
 

@@ -1,0 +1,11 @@
+"""One service up, isolated, and ended confirmed dead.
+
+    isolation.py  throwaway HOME/TMPDIR/XDG root, the data copy, the allowlisted environment,
+                  placeholders of `start` and `prepare`
+    spawn.py      a free port, `/bin/sh -c` in a new session, log offsets and tails
+    service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
+    processes.py  finding every process of a boot and killing the whole tree
+
+In: a ServiceConfig and a built worktree. Out: a RunningService (its URL, pid, log) for the
+duration of a with-block, then a TeardownReport. Sends no query of the gold set.
+"""

@@ -1,0 +1,51 @@
+"""Starting one command of a boot: a free port, `/bin/sh -c` in a new session with its output
+appended to the boot's log, and the log's tail for error messages."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+LOG_TAIL_LINES = 20
+SHELL = "/bin/sh"
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (the caller must handle losing it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def log_text(path: Path, start: int) -> str:
+    with open(path, "rb") as log:
+        log.seek(max(start, log.seek(0, os.SEEK_END) - 65536))
+        return log.read().decode("utf-8", "replace")
+
+
+def log_tail(path: Path, start: int = 0, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
+    """The last `lines` lines written to `path` after byte offset `start`, indented."""
+    return tuple(f"  | {line}" for line in log_text(path, start).splitlines()[-lines:])
+
+
+def spawn(
+    command: str, *, cwd: Path, env: Mapping[str, str], log_path: Path, header: str
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `/bin/sh -c command` in a new session; return it and the log offset of its output."""
+    with open(log_path, "ab") as log:
+        log.write(f"--- harness: {header}: {command}\n".encode())
+        log.flush()
+        start = log.tell()
+        proc = subprocess.Popen(
+            [SHELL, "-c", command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc, start

@@ -1,0 +1,9 @@
+"""Render, computing nothing: a Comparison (or an Evaluation, a run summary) in, text out.
+
+    page.py      render(comparison, fmt): text, Markdown and JSON, one renderer per format;
+                 the `harness metrics` and `harness run` pages
+    layout.py    the block layout shared by every page (text and Markdown from one build)
+    document.py  the Comparison as a schema-versioned JSON document, and back
+
+Pure: no file, clock or process; results/ writes what these return.
+"""

@@ -1,0 +1,56 @@
+"""Saved comparisons: a directory per comparison holding comparison.json, report.md and a copy of
+each side's run record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.report.document import comparison_from_dict, comparison_to_dict
+from harness.report.page import render
+from harness.results.files import (
+    new_directory,
+    read_json,
+    utc_stamp,
+    write_json_new,
+    write_text_new,
+)
+from harness.results.records import run_to_dict
+from harness.types import RefRun
+from harness.verdict.comparison import Comparison
+
+COMPARISON_FILE = "comparison.json"
+REPORT_FILE = "report.md"
+
+
+def save_comparison(
+    results_dir: Path,
+    comparison: Comparison,
+    runs: Sequence[RefRun] = (),
+    *,
+    redact: bool = False,
+) -> Path:
+    """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
+    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
+    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
+    error details, which may quote response bodies."""
+    h = comparison.header
+    directory = new_directory(
+        results_dir, f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
+    )
+    for side, run in zip(("baseline", "candidate"), runs, strict=False):
+        record = run_to_dict(run)
+        if redact:
+            for rep in record["repeats"]:
+                for result in rep["results"]:
+                    result["detail"] = None
+        write_json_new(directory / f"{side}.json", record)
+    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
+    return directory
+
+
+def load_comparison(directory: Path) -> Comparison:
+    """The comparison saved in `directory` (or a comparison.json given directly)."""
+    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
+    return comparison_from_dict(read_json(path), str(path))

@@ -1,0 +1,12 @@
+"""Numbers from rankings, pure: metrics per query and their aggregates.
+
+    metrics.py     the metric registry (`parse_metric("ndcg@10")`), one function per metric,
+                   per-query values (trec_eval's conventions, checked against pytrec_eval)
+    evaluation.py  a gold set and a ranking per query in, an Evaluation (per query, per slice,
+                   overall) out
+    runfile.py     reading TREC and native run files into rankings (`harness metrics`); the one
+                   module here that reads files
+
+In: judgements and rankings. Out: numbers. metrics and evaluation do no I/O, read no clock and
+draw no random number.
+"""
