@@ -169,5 +169,6 @@ class Verdict(enum.StrEnum):
 
     IMPROVED = "improved"
     REGRESSED = "regressed"
-    NO_DIFFERENCE = "no measurable difference"
+    NO_DIFFERENCE = "no measurable difference"  # it could have seen a change, and did not
+    INCONCLUSIVE = "inconclusive"  # it could not have: too few queries, or too unstable
     INVALID = "invalid"

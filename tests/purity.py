@@ -38,6 +38,7 @@ PURE_LIBRARIES = frozenset(
         "math",
         "operator",
         "re",
+        "statistics",
         "types",
         "typing",
         "numpy",

@@ -505,3 +505,35 @@ def test_the_same_answer_scores_bit_identically_in_any_batch() -> None:
         wide, {"a": ["d0"], "b": [f"x{i}" for i in range(40)]}, ["ndcg_burges@4", "ap@40"]
     )
     assert ev.per_query["a"] == alone
+
+
+# --------------------------------------------------------------------------- trec_eval's n
+
+
+def test_judged_queries_with_no_relevant_document_count_as_zero_like_trec_eval() -> None:
+    import pytrec_eval
+
+    qrels = {
+        "q1": {"d1": 1, "d2": 0},
+        "q2": {"d3": 0, "d4": 0},  # judged, nothing relevant: trec_eval scores it 0
+        "q3": {"d5": 2},
+        "q4": {},  # not judged at all: not a trec_eval query
+    }
+    run = {"q1": ["d2", "d1"], "q2": ["d3"], "q3": ["d9", "d5"], "q4": ["d1"]}
+    gold = GoldSet(
+        tuple(GoldQuery(q, q, relevant=r) for q, r in qrels.items()), "t", "trec", "h"
+    )
+    ev = evaluation.evaluate(gold, run, ["ndcg@10", "recall@10", "p@5"], judged_as_zero=True)
+    assert ev.query_ids == ("q1", "q2", "q3") and ev.n == 3
+    scored = {q: {d: float(10 - i) for i, d in enumerate(ids)} for q, ids in run.items()}
+    judged = {q: r for q, r in qrels.items() if r}
+    found = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10", "recall.10", "P.5"}).evaluate(
+        {q: scored[q] for q in judged}
+    )
+    assert len(found) == 3  # pytrec_eval's n
+    for ours, theirs in (("ndcg@10", "ndcg_cut_10"), ("recall@10", "recall_10"), ("p@5", "P_5")):
+        mean = sum(row[theirs] for row in found.values()) / len(found)
+        assert ev.aggregate[ours] == pytest.approx(mean, abs=1e-12), ours
+    assert ev.per_query["q2"] == {"ndcg@10": 0.0, "recall@10": 0.0, "p@5": 0.0}
+    # compare's rule is unchanged: only answerable queries are averaged
+    assert evaluation.evaluate(gold, run, ["ndcg@10"]).query_ids == ("q1", "q3")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction as F
 from math import comb
+from statistics import NormalDist
 from unittest import mock
 
 import numpy as np
@@ -23,25 +25,27 @@ from harness.verdict.latency import (
     per_query_latency_ms,
     ratio_words,
 )
+from harness.verdict.power import detectable_queries, power, repeat_noise
 from harness.verdict.stats import (
-    binary_verdict,
     continuous_test,
     detectable_swing,
     drift,
+    hit_rate_test,
     holm,
     mcnemar_exact,
     min_detectable_swing,
     modal,
-    noise_floor,
     paired_bootstrap_ci,
     paired_randomization_test,
+    scaled_rate_differences,
+    sign_flip_exact,
 )
 
 # --------------------------------------------------------------------------- purity
 
 
 def test_the_tests_import_nothing_that_does_io() -> None:
-    modules = ("harness.verdict.stats", "harness.verdict.latency", "harness.verdict.resample")
+    modules = tuple(f"harness.verdict.{m}" for m in ("stats", "latency", "resample", "power"))
     assert impurities(*modules) == {module: [] for module in modules}
 
 
@@ -104,13 +108,6 @@ def test_detectable_swing_needs_enough_queries() -> None:
     assert detectable_swing(0, 0.05) is None
 
 
-def test_noise_floor_is_the_larger_of_swing_and_drift() -> None:
-    assert noise_floor(0.05, 0, 0) == 6
-    assert noise_floor(0.05, 5, 2) == 6  # drift 5 + 1 = 6 ties the swing
-    assert noise_floor(0.05, 3, 7) == 8  # drift 7 + 1
-    assert noise_floor(0.01, 2, 2) == 8
-
-
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, float("nan")])
 def test_alpha_outside_unit_interval_is_rejected(alpha: float) -> None:
     with pytest.raises(ValueError, match="alpha"):
@@ -120,28 +117,39 @@ def test_alpha_outside_unit_interval_is_rejected(alpha: float) -> None:
 # --------------------------------------------------------------------------- binary verdict
 
 
+def _deterministic(b: int, c: int, same: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """One repeat per side: b queries only the baseline hits, c only the candidate, `same`
+    hit by both (and one missed by both)."""
+    base = [True] * b + [False] * c + [True] * same + [False]
+    cand = [False] * b + [True] * c + [True] * same + [False]
+    return np.array([base]), np.array([cand])
+
+
 def test_twelve_lost_queries_regress() -> None:
-    test = binary_verdict(12, 0, alpha=0.05, floor=6)
+    test = hit_rate_test(*_deterministic(12, 0), alpha=0.05)
     assert test.verdict is Verdict.REGRESSED
     assert test.net == -12
     assert test.p == pytest.approx(2 * 0.5**12)
     assert test.reason == "p = 4.9e-04 < alpha = 0.05"
+    assert test.exact == "McNemar exact"
 
 
 def test_twelve_gained_queries_improve() -> None:
-    test = binary_verdict(0, 12, alpha=0.05, floor=6)
+    test = hit_rate_test(*_deterministic(0, 12), alpha=0.05)
     assert test.verdict is Verdict.IMPROVED
-    assert (test.b, test.c, test.net, test.floor) == (0, 12, 12, 6)
+    assert (test.b, test.c, test.net) == (0, 12, 12)
 
 
-def test_three_queries_are_inside_the_noise() -> None:
-    test = binary_verdict(3, 0, alpha=0.05, floor=6)
+def test_three_queries_are_not_significant() -> None:
+    # p = 2 * 0.5**3 = 0.25: a swing below the minimum detectable one is never a call.
+    test = hit_rate_test(*_deterministic(3, 0), alpha=0.05)
     assert test.verdict is Verdict.NO_DIFFERENCE
-    assert test.reason == "inside the noise band of 6 queries"
+    assert test.p == pytest.approx(0.25)
+    assert test.reason == "p = 0.250"
 
 
-def test_net_at_the_floor_but_not_significant_gives_p_in_the_reason() -> None:
-    test = binary_verdict(10, 4, alpha=0.05, floor=6)
+def test_net_swing_not_significant_gives_p_in_the_reason() -> None:
+    test = hit_rate_test(*_deterministic(10, 4), alpha=0.05)
     # 2 * P(X <= 4), X ~ Bin(14, 1/2) = 2 * (1 + 14 + 91 + 364 + 1001) / 16384 = 0.1796
     assert test.p == pytest.approx(2 * (1 + 14 + 91 + 364 + 1001) / 16384)
     assert test.net == -6
@@ -149,23 +157,128 @@ def test_net_at_the_floor_but_not_significant_gives_p_in_the_reason() -> None:
     assert test.reason == "p = 0.180"
 
 
-def test_drift_raises_the_floor_over_a_significant_swing() -> None:
-    # 0 vs 7 is significant (p = 2/128 = 0.0156) and clears the bare floor of 6 ...
-    assert binary_verdict(0, 7, alpha=0.05, floor=6).verdict is Verdict.IMPROVED
-    # ... but not when 7 queries flipped between repeats of one ref: the floor becomes 8.
-    floor = noise_floor(0.05, drift_baseline=7, drift_candidate=2)
-    test = binary_verdict(0, 7, alpha=0.05, floor=floor)
-    assert test.verdict is Verdict.NO_DIFFERENCE
-    assert test.reason == "inside the noise band of 8 queries"
+def test_the_candidates_own_drift_never_excuses_its_losses() -> None:
+    # The baseline hits 40 queries in all 3 repeats; the candidate answers nothing to a random
+    # third of them in each repeat (so it drifts on most of them): still regressed.
+    rng = np.random.default_rng(7)
+    base = np.ones((3, 40), dtype=bool)
+    cand = rng.random((3, 40)) > 1 / 3
+    test = hit_rate_test(base, cand, alpha=0.05)
+    assert drift(list(cand)) > 20
+    assert test.verdict is Verdict.REGRESSED
+    assert test.exact == "exact sign-flip"
+    assert test.b == int((cand.sum(axis=0) < 3).sum()) and test.c == 0
 
 
-@given(st.integers(0, 80), st.integers(0, 80), st.integers(1, 30))
-def test_binary_verdict_never_cries_wolf(b: int, c: int, floor: int) -> None:
-    test = binary_verdict(b, c, alpha=0.05, floor=floor)
-    if abs(c - b) < floor or test.p >= 0.05:
+@settings(deadline=None)  # a shared machine: no timing in tests
+@given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 20))
+def test_on_deterministic_sides_p_is_statsmodels_mcnemar(b: int, c: int, same: int) -> None:
+    # Oracle: statsmodels' exact McNemar on the 2x2 table of the two refs' outcomes.
+    test = hit_rate_test(*_deterministic(b, c, same), alpha=0.05)
+    expected = mcnemar([[same, b], [c, 1]], exact=True).pvalue
+    assert test.p == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    if test.p >= 0.05:
         assert test.verdict is Verdict.NO_DIFFERENCE
     else:
         assert test.verdict is (Verdict.IMPROVED if c > b else Verdict.REGRESSED)
+
+
+def _brute_force_sign_flip(d: list[int]) -> float:
+    # Every sign vector enumerated: the definition of the two-sided sign-flip p.
+    nonzero = [x for x in d if x]
+    observed = abs(sum(nonzero))
+    hits = sum(
+        abs(sum(s * abs(x) for s, x in zip(signs, nonzero, strict=True))) >= observed
+        for signs in itertools.product((1, -1), repeat=len(nonzero))
+    )
+    return hits / 2 ** len(nonzero)
+
+
+@settings(deadline=None)  # a shared machine: no timing in tests
+@given(st.lists(st.integers(-6, 6), min_size=0, max_size=14))
+def test_sign_flip_exact_equals_enumeration(d: list[int]) -> None:
+    assert sign_flip_exact(np.array(d, dtype=np.int64)) == pytest.approx(
+        _brute_force_sign_flip(d), rel=1e-9, abs=1e-12
+    )
+
+
+def test_sign_flip_exact_by_hand() -> None:
+    # d = (2, 1): sums over the 4 sign vectors are 3, 1, -1, -3; |S| >= 3 in 2 of 4.
+    assert sign_flip_exact(np.array([2, 1])) == pytest.approx(0.5)
+    # d = (3, 1, 1): sums 5, 3, 3, 1, -1, -3, -3, -5: |S| >= 5 in 2 of 8.
+    assert sign_flip_exact(np.array([3, 1, 1])) == pytest.approx(0.25)
+    assert sign_flip_exact(np.array([0, 0])) == 1.0
+    assert sign_flip_exact(np.array([2, -2])) == 1.0
+
+
+def test_sign_flip_exact_scales_to_many_queries() -> None:
+    # 50k queries with fractional rate differences: the convolution path, no enumeration.
+    rng = np.random.default_rng(1)
+    d = rng.integers(-3, 4, size=50_000)
+    p = sign_flip_exact(d)
+    assert 0 <= p <= 1
+    shifted = np.concatenate([d, np.full(2_000, 3)])
+    assert sign_flip_exact(shifted) < 1e-6
+
+
+def test_hit_rates_with_unequal_repeats_are_compared_on_a_common_scale() -> None:
+    base = np.array([[True, False], [True, True]])  # rates 1.0, 0.5
+    cand = np.array([[False, True], [False, True], [True, True]])  # rates 1/3, 1.0
+    scaled, lcm = scaled_rate_differences(base, cand)
+    assert lcm == 6 and list(scaled) == [2 - 6, 6 - 3]
+    assert hit_rate_test(base, cand, alpha=0.05).net == pytest.approx(-2 / 3 + 1 / 2)
+
+
+# --------------------------------------------------------------------------- power
+
+
+def test_identical_deterministic_sides_need_the_exact_tests_swing() -> None:
+    # No noise: x unit changes all one way are called once 2 * 0.5**x < alpha (6 at 0.05,
+    # 7 at 0.025), which the normal bound (1.96 + ... ) would understate.
+    assert detectable_queries(0.0, 0.05) == 6
+    assert detectable_queries(0.0, 0.025) == 7
+    p = power("hit@10", np.zeros(80), alpha=0.025, effect=0.10)
+    assert p.mde == 7 / 80 and p.enough
+    assert p.queries_needed == 70  # 7 / 70 = 0.10
+
+
+def test_noise_raises_the_detectable_change_by_the_closed_form() -> None:
+    z_a, z_b = NormalDist().inv_cdf(0.975), NormalDist().inv_cdf(0.8)
+    v = 40.0
+    y = (z_a + math.sqrt(z_a**2 + 4 * (v + z_b * math.sqrt(v)))) / 2
+    x = y * y - v
+    assert detectable_queries(v, 0.05) == pytest.approx(x)
+    # and it solves x - z_b sqrt(V) = z_a sqrt(V + x)
+    assert x - z_b * math.sqrt(v) == pytest.approx(z_a * math.sqrt(v + x))
+
+
+def test_a_five_query_set_cannot_see_a_ten_point_change() -> None:
+    p = power("hit@10", -np.ones(5), alpha=0.05, effect=0.10)
+    assert p.mde > 1 and not p.enough
+    assert p.queries_needed > 100
+    assert detectable_queries(p.queries_needed * 1.0, 0.05) <= 0.10 * p.queries_needed
+    assert detectable_queries(p.queries_needed - 1.0, 0.05) > 0.10 * (p.queries_needed - 1)
+
+
+def test_repeat_noise_is_what_more_repeats_remove() -> None:
+    rng = np.random.default_rng(3)
+    outcomes = rng.random((3, 200)) < 0.5  # every query a coin flip in every repeat
+    noise = repeat_noise(outcomes) * 2  # both sides alike
+    deltas = rng.random((3, 200)).mean(axis=0) - outcomes.mean(axis=0)
+    p = power("hit@10", deltas, alpha=0.05, effect=0.10, noise=noise, repeats=3)
+    if not p.enough:
+        assert p.repeats_needed is None or p.repeats_needed > 3
+    assert repeat_noise(outcomes[:1]) == 0.0  # one repeat: no noise estimate
+
+
+@settings(deadline=None)  # a shared machine: no timing in tests
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=50), st.floats(0.01, 1))
+def test_power_is_monotone_in_the_spread(deltas: list[float], effect: float) -> None:
+    d = np.array(deltas)
+    low = power("m", d * 0.5, alpha=0.05, effect=effect)
+    high = power("m", d, alpha=0.05, effect=effect)
+    assert low.mde <= high.mde + 1e-12
+    assert low.queries_needed <= high.queries_needed
 
 
 # --------------------------------------------------------------------------- repeats

@@ -356,3 +356,39 @@ def _join_url(base: str, url: str) -> str:
         elif piece not in ("", "."):
             parts.append(piece)
     return f"{head}{sep}{'/'.join(parts)}"
+
+
+# --------------------------------------------------------------------------- did a boot write here?
+
+# What a service may leave in its checkout without it counting: Python's bytecode caches.
+_IGNORED_DIRS = frozenset({".git", "__pycache__"})
+
+
+def tree_fingerprint(top: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `top` (but .git and __pycache__) by relative path: (size, mtime_ns).
+
+    Taken after the build and again after each boot: a boot that changes its own checkout (an
+    index written next to the code, a config rewritten) makes the next boot see a different
+    service, so the runner reports it (`tree_changes`) and the run is invalid.
+    """
+    found: dict[str, tuple[int, int]] = {}
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS]
+        for name in files:
+            path = Path(folder, name)
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            found[path.relative_to(top).as_posix()] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def tree_changes(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> list[str]:
+    """What changed between two fingerprints: "added x", "removed y", "modified z", sorted."""
+    changes = [f"added {p}" for p in after.keys() - before.keys()]
+    changes += [f"removed {p}" for p in before.keys() - after.keys()]
+    changes += [f"modified {p}" for p in before.keys() & after.keys() if before[p] != after[p]]
+    return sorted(changes, key=lambda c: c.split(" ", 1)[1])

@@ -4,8 +4,10 @@
     1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
     2  EXIT_USAGE       usage, configuration, gold-set or build error (every HarnessError
                         carries it as `exit_status`); a gold set that fails its check
-    3  EXIT_INVALID     invalid: errored queries, a failed boot, mismatched inputs; a gate that
-                        is not comparable, never a pass
+    3  EXIT_INVALID     invalid: errored queries, a failed boot, mismatched inputs, answers from
+                        another id space; a gate that is not comparable, never a pass
+    4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the
+                        minimum effect (too few queries, too unstable); 0 without --strict
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
 
 `harness.cli.main` returns these and nothing else turns an outcome into a number.
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 
 from harness.types import Verdict
 
-EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID = 0, 1, 2, 3
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 
 # harness gate, by harness.gate.rule.Outcome (a str enum): a pass only when nothing fell.
 _GATE = {
@@ -29,12 +31,15 @@ _GATE = {
 }
 
 
-def exit_status(verdicts: Sequence[Verdict]) -> int:
-    """harness compare and harness report: invalid beats regressed beats everything else."""
+def exit_status(verdicts: Sequence[Verdict], *, strict: bool = False) -> int:
+    """harness compare and harness report: invalid beats regressed beats inconclusive (a
+    failure only with `strict`) beats everything else."""
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
     if Verdict.REGRESSED in verdicts:
         return EXIT_REGRESSED
+    if strict and Verdict.INCONCLUSIVE in verdicts:
+        return EXIT_INCONCLUSIVE
     return EXIT_OK
 
 

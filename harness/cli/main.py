@@ -32,6 +32,7 @@ from harness.errors import HarnessError
 from harness.types import RefRun
 
 if TYPE_CHECKING:
+    from harness.config import HarnessConfig
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
     from harness.verdict.comparison import CompareSettings
@@ -75,7 +76,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
     run = load_run(args.run)
     require_gold_queries(run, gold, args.gold)
-    evaluation = evaluate(gold, run.rankings, specs, args.rel_level, scores=run.scores)
+    evaluation = evaluate(
+        gold, run.rankings, specs, args.rel_level, scores=run.scores, judged_as_zero=True
+    )
     print(render_evaluation(evaluation, args.format, args.per_query, gold=gold), end="")
     return EXIT_OK
 
@@ -163,6 +166,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
     from harness.boot.processes import signals_unwind
+    from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_pair
     from harness.report.page import render
     from harness.results.comparisons import save_comparison
@@ -173,11 +177,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         baseline, candidate = run_pair(
             plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
         )
-    comparison = compare(plan.gold, baseline, candidate, settings)
+    corpus = plan.config.corpus
+    corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
+    comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
-    return exit_status(comparison.verdicts)
+    return exit_status(comparison.verdicts, strict=args.strict)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -186,7 +192,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     comparison = load_comparison(args.dir)
     print(render(comparison, args.format, redact=args.redact), end="")
-    return exit_status(comparison.verdicts)
+    return exit_status(comparison.verdicts, strict=args.strict)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -337,12 +343,14 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     config = load_config(args.config, repo=args.repo)
     overrides: dict[str, object] = {
         name: getattr(args, name)
-        for name in ("alpha", "latency_tolerance", "max_errors", "seed")
+        for name in ("alpha", "min_effect", "latency_tolerance", "max_errors", "seed")
         if getattr(args, name, None) is not None
     }
     if getattr(args, "k", None):
         overrides["k"] = tuple(args.k)
     config = replace(config, compare=replace(config.compare, **overrides))  # type: ignore[arg-type]
+    gates = getattr(args, "gate_on", None) or ()
+    _check_cutoffs(config, gates, from_cli=bool(getattr(args, "k", None)))
     # The same checks as `harness gold check`, before anything is built or booted.
     gold, report = check_files(config.gold, config.corpus, alpha=config.compare.alpha)
     report.raise_if_errors()
@@ -361,6 +369,30 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         query_differences=config.differences(),
     )
     return plan, settings
+
+
+def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: bool) -> None:
+    """A cutoff above what a side asks for (query.limit) would score a shorter list as if it
+    were whole: a configuration error, before anything starts."""
+    from harness.errors import ConfigError
+    from harness.score.metrics import parse_metric
+
+    cutoffs = [*config.compare.k]
+    for name in gate_on:
+        try:
+            cutoffs.append(parse_metric(name).k)
+        except ValueError:
+            continue  # CompareSettings reports unknown names
+    where = "--k" if from_cli else f"{config.path}: compare.k"
+    for side in ("baseline", "candidate"):
+        limit = config.side(side).query.limit
+        too_deep = sorted({k for k in cutoffs if k > limit})
+        if too_deep:
+            raise ConfigError(
+                f"{where}: cutoff {too_deep[-1]} is above query.limit = {limit} of the {side}: "
+                f"its hit@{too_deep[-1]} would be computed from {limit} results",
+                hint=f"raise query.limit to {too_deep[-1]} or more, or lower the cutoff",
+            )
 
 
 # --------------------------------------------------------------------------- the command table

@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument(
+        "--min-effect",
+        type=float,
+        help="smallest change the gold set must be able to see for 'no measurable difference' "
+        "(default compare.min_effect, 0.10)",
+    )
+    _add_strict(p)
+    p.add_argument(
         "--latency-tolerance",
         type=float,
         help="latency ratio band counted as no change (default 0.10)",
@@ -97,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--redact", action="store_true")
+    _add_strict(p)
 
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
     p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
@@ -231,3 +239,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
         parser.error("compare needs --baseline and --candidate (or --demo)")
     return args
+
+
+def _add_strict(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--strict", action="store_true", help="exit 4 when the quality verdict is inconclusive"
+    )

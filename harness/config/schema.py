@@ -195,6 +195,11 @@ def _alpha(value: float) -> list[tuple[str, str]]:
     return [] if 0 < value < 1 else [("", f"must be between 0 and 1 (exclusive), not {value}")]
 
 
+def _effect(value: float) -> list[tuple[str, str]]:
+    ok = 0 < value <= 1
+    return [] if ok else [("", f"must be a fraction in (0, 1], e.g. 0.05, not {value}")]
+
+
 def _tolerance(value: float) -> list[tuple[str, str]]:
     ok = math.isfinite(value) and value >= 0
     return [] if ok else [("", f"must be a finite fraction >= 0, not {value}")]
@@ -233,6 +238,8 @@ _COMPARE: dict[str, Key] = {
     "repeats": Key("int", _at_least(1)),
     "k": Key("ints", _k),
     "alpha": Key("float", _alpha),
+    "min_effect": Key("float", _effect),
+    "max_unknown_ids": Key("int", _at_least(0)),
     "latency_tolerance": Key("float", _tolerance),
     "max_errors": Key("int", _at_least(0)),
     "seed": Key("int", _at_least(0)),

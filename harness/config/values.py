@@ -91,8 +91,10 @@ class CompareConfig:
     repeats: int = 3
     k: tuple[int, ...] = (5, 10)
     alpha: float = 0.05
+    min_effect: float = 0.10  # the change "no measurable difference" must have been able to see
     latency_tolerance: float = 0.10  # a latency ratio within 1 +/- this is "no difference"
     max_errors: int = 0  # errored queries tolerated before the verdict is "invalid"
+    max_unknown_ids: int = 0  # returned ids absent from gold.corpus tolerated, per side
     seed: int = 0  # for bootstrap and randomization tests
 
 

@@ -24,7 +24,7 @@ from types import TracebackType
 from harness import __version__
 from harness.boot.service import running_service
 from harness.checkout.build import build, with_venv
-from harness.checkout.worktree import checkout, resolve_ref
+from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, SideConfig, side_hash
 from harness.errors import BuildError, ServiceError
 from harness.replay.client import replay
@@ -68,6 +68,7 @@ class RefSession:
         self._stack = contextlib.ExitStack()
         self.timings: dict[str, float] = {}
         self.build_cached: bool | None = None
+        self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
 
     @property
     def log_dir(self) -> Path:
@@ -95,6 +96,7 @@ class RefSession:
                 # The venv's bin goes first on the caller's PATH, never instead of it.
                 caller_path = {"PATH": os.environ.get("PATH", os.defpath)}
                 self.extra_env = with_venv(caller_path, result.venv)
+            self.tree = tree_fingerprint(self.worktree)
         except BuildError as exc:
             self.build_failure = RunFailure("build", exc.message, exc.details)
         except BaseException:
@@ -157,6 +159,16 @@ class RefSession:
             if failure is None and teardown.died_before_teardown:
                 # It answered some queries, then died: every later answer is suspect.
                 failure = RunFailure("crashed", "the service exited while being queried")
+        changed = tree_changes(self.tree, tree_fingerprint(self.worktree))
+        if changed and failure is None:
+            shown = "; ".join(changed[:5]) + (
+                f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
+            )
+            failure = RunFailure(
+                "checkout",
+                f"the service changed its own checkout during the boot ({shown}); the next "
+                "boot would run a different service: write state under {home} or {data}",
+            )
         rep = Repeat(
             index=index,
             results=results,

@@ -26,7 +26,7 @@ from harness.errors import ResultsError, require_schema
 from harness.verdict.comparison import Comparison
 
 SCHEMA = "harness-comparison"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: hit rates over repeats, power, findings, inconclusive
 
 
 def jsonable(value: object) -> object:

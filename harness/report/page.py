@@ -22,6 +22,7 @@ from harness.report.document import comparison_to_dict
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
+from harness.verdict.power import Power
 
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
@@ -31,10 +32,10 @@ SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
 
 def _hit_line(row: MetricRow, hit: HitDetail) -> str:
     t = hit.test
+    net = f"{t.net:+.0f}" if t.net == int(t.net) else f"{t.net:+.1f}"
     line = (
         f"{row.metric}: {rate(row.baseline)} -> {rate(row.candidate)} "
-        f"({t.net:+d} queries, b={t.b} c={t.c}, McNemar exact p={p_value(t.p)}): "
-        f"{row.verdict.value}"
+        f"({net} queries, b={t.b} c={t.c}, {t.exact} p={p_value(t.p)}): {row.verdict.value}"
     )
     return f"{line}; {row.note}" if row.note else line
 
@@ -93,6 +94,8 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
         (f"latency: {c.verdict_latency.value}", c.latency_reason),
     )
     out.append(Block("verdicts", rows=verdicts))
+    if c.findings:
+        out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
     out.append(Block("lines", _about(c)))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
     for section in (_quality, _answers, _latency, _noise):
@@ -117,7 +120,8 @@ def _about(c: Comparison) -> tuple[str, ...]:
         f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
         f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
         + (f" ({'; '.join(reused)})" if reused else ""),
-        f"settings: k {', '.join(map(str, s.k))}; alpha {s.alpha:g}; latency tolerance "
+        f"settings: k {', '.join(map(str, s.k))}; alpha {s.alpha:g}; minimum effect "
+        f"{s.min_effect:g}; latency tolerance "
         f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
         f"{s.resamples} resamples{gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
@@ -132,9 +136,16 @@ def _about(c: Comparison) -> tuple[str, ...]:
 def _quality(c: Comparison, mark: str) -> list[Block]:
     if not c.hit_rows:
         return []
+    lines = [_hit_line(r, r.hit) for r in c.hit_rows if r.hit]
+    family = [r for r in c.overall.rows if r.p_adjusted is not None]
+    if len(family) > 1:
+        lines.append(
+            f"Holm across the {len(family)} headline tests: "
+            + ", ".join(f"{r.metric} p={p_value(r.p_adjusted)}" for r in family)
+        )
     out = [
         Block("heading", (f"hit@k over {queries(c.overall.n)}{mark}",)),
-        Block("lines", tuple(_hit_line(r, r.hit) for r in c.hit_rows if r.hit)),
+        Block("lines", tuple(lines)),
     ]
     collapses = [
         f"slice collapse: {scope.name} {r.metric} {rate(r.baseline)} -> "
@@ -188,35 +199,34 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
     return out
 
 
+def _mde(p: Power | None) -> str:
+    return "-" if p is None else f"{p.mde:.3f}"
+
+
 def _noise(c: Comparison, mark: str) -> list[Block]:
     lines = [
         f"{r.metric}: drift baseline {r.hit.drift_baseline}, candidate {r.hit.drift_candidate} "
         f"(top-{r.metric.partition('@')[2]} lists changed: {r.hit.topk_drift_baseline}, "
-        f"{r.hit.topk_drift_candidate}); noise floor {queries(r.hit.test.floor)}"
+        f"{r.hit.topk_drift_candidate}); smallest change it could see at 80% power "
+        f"{_mde(r.power)}"
         for r in c.hit_rows
         if r.hit
     ]
-    d = c.detectability
-    if d is not None:
-        if d.too_small:
+    p = c.power
+    if p is not None:
+        state = "enough" if p.enough else "not enough"
+        lines.append(
+            f"minimum detectable effect of the headline: {p.mde:.3f} in {p.metric} over "
+            f"{queries(p.n)} (80% power; wanted {p.effect:g}: {state})"
+        )
+    for scope in c.slices:
+        row = scope.row(f"hit@{c.settings.k[0]}")
+        if row is not None and row.power is not None:
             lines.append(
-                f"gold set too small to call a change in {d.metric} ({queries(d.n)}; "
-                f"the smallest callable swing is {d.floor})"
+                f"slice {scope.name} ({queries(scope.n)}): smallest {row.metric} change it "
+                f"could see at 80% power {row.power.mde:.3f}"
             )
-        else:
-            lines.append(
-                f"with {queries(d.n)}, a change in {d.metric} smaller than "
-                f"{queries(d.floor)} cannot be called"
-            )
-        for s in d.slices:
-            head = f"slice {s.name} ({queries(s.n)}): "
-            lines.append(
-                f"{head}a change smaller than {queries(s.smallest_swing)} cannot be called"
-                if s.callable
-                else f"{head}can never reach significance "
-                f"(it would need a swing of {queries(s.smallest_swing)})"
-            )
-    return layout.section(f"Drift, noise floor, detectability{mark}", lines)
+    return layout.section(f"Drift and power{mark}", lines)
 
 
 def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:

@@ -162,12 +162,16 @@ def evaluate(
     *,
     scores: Mapping[str, Sequence[float]] | None = None,
     threshold: float | None = None,
+    judged_as_zero: bool = False,
 ) -> Evaluation:
     """Score a run: every metric per answerable query, their means overall and per slice.
 
     A query missing from `rankings` scores 0 (trec_eval -c); unanswerable queries go to
     `no_answer`, pairs to `outranks`.  `scores` (aligned with each ranking) feed only the
     no-answer threshold check.  Aggregates are empty when the gold set has no answerable query.
+    With `judged_as_zero` (`harness metrics`, trec_eval's rule), a query that has judgements
+    but none at or above `rel_level` is averaged too, scoring 0 on every metric, as trec_eval
+    counts it; it still goes to `no_answer`.
     """
     chosen = as_specs(specs)
     queries = gold.queries
@@ -179,10 +183,13 @@ def evaluate(
         rel_level,
     )
     answerable = ranks.answerable
-    ids = tuple(compress(all_ids, answerable.tolist()))
+    scored = answerable
+    if judged_as_zero:
+        scored = answerable | np.array([bool(q.relevant) for q in queries], dtype=bool)
+    ids = tuple(compress(all_ids, scored.tolist()))
     columns: dict[str, FloatArray] = {}
     for spec in chosen:
-        column = spec.compute(ranks)[answerable]
+        column = np.where(answerable, spec.compute(ranks), 0.0)[scored]
         column.flags.writeable = False
         columns[str(spec)] = column
     aggregate = {name: float(col.mean()) for name, col in columns.items()} if ids else {}
@@ -190,7 +197,7 @@ def evaluate(
     slice_of = {name: i for i, name in enumerate(gold.slices)}
     owner = np.fromiter(
         map(slice_of.__getitem__, map(attrgetter("slice"), queries)), dtype=np.intp
-    )[answerable]
+    )[scored]
     sizes = np.bincount(owner, minlength=len(slice_of))
     sums = {
         m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()

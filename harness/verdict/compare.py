@@ -48,12 +48,13 @@ counts, latency), `summary` (one ref on its own); the values are in `harness.ver
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from harness.score.metrics import Kind, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
-from harness.verdict import details, scopes, validity
+from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
     CompareSettings,
     Comparison,
@@ -63,41 +64,100 @@ from harness.verdict.comparison import (
     RefInfo,
     Scope,
 )
+from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
 
 __all__ = ["compare", "summarise_run"]
 
 
+def _decisive(settings: CompareSettings) -> list[str]:
+    names = [f"hit@{k}" for k in settings.k]
+    return names + [g for g in map(str, map(parse_metric, settings.gate_on)) if g not in names]
+
+
+def _family(overall: Scope, settings: CompareSettings) -> Scope:
+    """The overall scope with the headline's tests Holm-adjusted across each other: a decisive
+    row keeps its call only when its adjusted p < alpha."""
+    decisive = [row for row in map(overall.row, _decisive(settings)) if row is not None]
+    adjusted = {
+        row.metric: adj
+        for row, adj in zip(decisive, stats.holm([r.p for r in decisive]), strict=True)
+    }
+    rows = []
+    for row in overall.rows:
+        if row.metric in adjusted:
+            adj = adjusted[row.metric]
+            row = replace(row, p_adjusted=adj)
+            if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= settings.alpha:
+                note = f"not significant after Holm across the {len(decisive)} headline tests"
+                row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
+        rows.append(row)
+    return replace(overall, rows=tuple(rows))
+
+
 def _headline(
     overall: Scope, settings: CompareSettings, collapses: Sequence[str]
-) -> tuple[Verdict, str]:
-    decisive = [f"hit@{k}" for k in settings.k]
-    decisive += [g for g in map(str, map(parse_metric, settings.gate_on)) if g not in decisive]
+) -> tuple[Verdict, str, Power | None]:
+    decisive = _decisive(settings)
     rows = [r for r in map(overall.row, decisive) if r is not None]
     regressed = [r.metric for r in rows if r.verdict is Verdict.REGRESSED]
     improved = [r.metric for r in rows if r.verdict is Verdict.IMPROVED]
+    powers = [r.power for r in rows if r.power is not None]
+    weakest = max(powers, key=lambda p: p.mde - p.effect, default=None)
     if regressed:
         verdict, reason = Verdict.REGRESSED, f"{', '.join(regressed)} regressed"
     elif improved:
         verdict, reason = Verdict.IMPROVED, f"{', '.join(improved)} improved, none regressed"
-    else:
+    elif weakest is None or weakest.enough:
         verdict = Verdict.NO_DIFFERENCE
-        small = next((r for r in rows if r.hit and r.hit.too_small), None)
-        if small is not None and small.note:
-            reason = small.note
-        else:
-            reason = f"no change in {', '.join(decisive)} outside the noise"
+        seen = f"; a change of {weakest.mde:.3f} would have been seen" if weakest else ""
+        reason = f"no change in {', '.join(decisive)}{seen} (80% power)"
+    else:
+        verdict = Verdict.INCONCLUSIVE
+        fix = f"about {weakest.queries_needed - weakest.n} more queries"
+        if weakest.repeats_needed is not None:
+            fix += f" or {weakest.repeats_needed} repeats per side"
+        reason = (
+            f"with {weakest.n} queries, {weakest.metric} could only have seen a "
+            f"change of {weakest.mde:.3f} or more (80% power), not {weakest.effect:g}; "
+            f"{fix} would"
+        )
     if collapses:
         reason += f"; but slice collapse: {', '.join(collapses)}"
-    return verdict, reason
+    return verdict, reason, weakest
+
+
+def _findings(overall: Scope, settings: CompareSettings) -> tuple[str, ...]:
+    """Instability of either side, in words: a finding shown with the verdicts, never a bar."""
+    row = overall.row(f"hit@{settings.k[0]}")
+    if row is None or row.hit is None:
+        return ()
+    h = row.hit
+    out = []
+    if h.drift_candidate > h.drift_baseline:
+        out.append(
+            f"candidate unstable: {h.drift_candidate} queries change {row.metric} between "
+            f"repeats, baseline {h.drift_baseline}"
+        )
+    elif h.drift_baseline > h.drift_candidate:
+        out.append(
+            f"baseline unstable: {h.drift_baseline} queries change {row.metric} between "
+            f"repeats, candidate {h.drift_candidate}"
+        )
+    return tuple(out)
 
 
 def compare(
-    gold: GoldSet, baseline: RefRun, candidate: RefRun, settings: CompareSettings
+    gold: GoldSet,
+    baseline: RefRun,
+    candidate: RefRun,
+    settings: CompareSettings,
+    corpus_ids: frozenset[str] | None = None,
 ) -> Comparison:
-    """Compare two refs' runs over one gold set (see the module docstring for every rule)."""
+    """Compare two refs' runs over one gold set (see the module docstring for every rule);
+    `corpus_ids`, when the gold set names its corpus, are the ids a returned id must be one of."""
     runs = (baseline, candidate)
-    invalid, warnings = validity.check(gold, runs, settings)
+    invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
     answers = [[validity.by_query(rep) for rep in reps] for reps in usable]
     analysed = [
@@ -118,7 +178,6 @@ def compare(
     slices: list[Scope] = []
     selections: dict[str, scopes.BoolArray] = {}
     flips: list[Flips] = []
-    detect = None
     overall = Scope("overall", 0, ())
     if ids:
         topk = {
@@ -126,12 +185,15 @@ def compare(
             for k in {s.k for s in settings.specs if s.kind is Kind.BINARY}
         }
         everything = np.ones(len(ids), dtype=bool)
-        overall = scopes.score_scope("overall", base, cand, everything, topk, settings)
+        family = len(_decisive(settings))
+        overall = scopes.score_scope("overall", base, cand, everything, topk, settings, family)
+        overall = _family(overall, settings)
         slice_of = np.array([gold.by_id[qid].slice for qid in ids])
         selections = {name: slice_of == name for name in gold.slices}
+        in_slices = sum(1 for sel in selections.values() if sel.any())
         slices = scopes.holm_slices(
             [
-                scopes.score_scope(name, base, cand, sel, topk, settings)
+                scopes.score_scope(name, base, cand, sel, topk, settings, in_slices)
                 for name, sel in selections.items()
                 if sel.any()
             ],
@@ -143,9 +205,6 @@ def compare(
             for s in settings.specs
             if s.kind is Kind.BINARY
         ]
-        detect = scopes.detectability(
-            overall, slices, f"hit@{settings.k[0]}", base, cand, selections, settings.alpha
-        )
 
     collapses = []
     for scope in slices:
@@ -156,7 +215,7 @@ def compare(
     latency = details.latency(analysed if in_analysis else [], usable, settings)
     if latency.test is None and not invalid:
         invalid.append("no query latency was recorded on both sides; the runner must record it")
-    quality, quality_reason = _headline(overall, settings, collapses)
+    quality, quality_reason, power = _headline(overall, settings, collapses)
     speed = latency.test.verdict if latency.test else Verdict.INVALID
     speed_reason = latency.words
     if speed is Verdict.NO_DIFFERENCE:
@@ -189,11 +248,12 @@ def compare(
         latency_reason=speed_reason,
         overall=overall,
         slices=tuple(slices),
-        detectability=detect,
+        power=power,
         no_answer=details.no_answer(in_analysis, sides),
         outranks=details.outranks(in_analysis, sides),
         latency=latency,
         flips=tuple(flips),
+        findings=_findings(overall, settings) if not invalid else (),
     )
 
 

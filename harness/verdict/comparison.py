@@ -7,13 +7,13 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)
     ├── settings: CompareSettings
     ├── overall: Scope, slices: Scope...      MetricRows; a hit@k row carries its HitDetail
-    ├── detectability: Detectability          with a SliceDetectability per slice
+    ├── power: Power                          what the headline's tests could have seen
     ├── no_answer: NoAnswer, outranks: Outranks
     ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest
     └── flips: Flips...                       a Flip per query whose hit@k changed
 
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
-LatencySummary, LatencyTest) and CompareSettings checks metric names with
+Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
 `harness.score.metrics.parse_metric`, while stats and metrics import `harness.types`; and
 `harness.report.document` reads these annotations back at run time, so importing the types only for
 the type checker would not do.
@@ -30,6 +30,7 @@ from harness.errors import ConfigError
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest
+from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
 
 if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
@@ -46,14 +47,19 @@ class CompareSettings:
     """How to compare: cutoffs, significance, tolerances, gates, and the seed of every resample.
 
     `gate_on` names extra metrics whose regression fails the quality verdict (e.g. "ndcg@10");
+    `min_effect` is the smallest change (a hit rate, or the metric's units) the gold set must be
+    able to see at 80% power for "no measurable difference"; short of it the verdict is
+    inconclusive;
     `query_differences` are the config keys that differ between the sides
     (`HarnessConfig.differences()`), shown in the header.
     """
 
     k: tuple[int, ...] = (5, 10)
     alpha: float = 0.05
+    min_effect: float = 0.10
     latency_tolerance: float = 0.10
     max_errors: int = 0
+    max_unknown_ids: int = 0
     seed: int = 0
     rel_level: int = 1
     gate_on: tuple[str, ...] = ()
@@ -63,6 +69,8 @@ class CompareSettings:
     def __post_init__(self) -> None:
         if not self.k or any(k < 1 for k in self.k) or len(set(self.k)) != len(self.k):
             raise ValueError(f"k must list distinct cutoffs >= 1, not {self.k}")
+        if not 0 < self.min_effect <= 1:
+            raise ValueError(f"min_effect must be in (0, 1], not {self.min_effect}")
         problems = []
         for name in self.gate_on:
             try:
@@ -87,8 +95,10 @@ class CompareSettings:
         return cls(
             k=config.k,
             alpha=config.alpha,
+            min_effect=config.min_effect,
             latency_tolerance=config.latency_tolerance,
             max_errors=config.max_errors,
+            max_unknown_ids=config.max_unknown_ids,
             seed=config.seed,
             rel_level=rel_level,
             gate_on=tuple(gate_on),
@@ -140,27 +150,26 @@ class Header:
 
 @dataclass(frozen=True)
 class HitDetail:
-    """The McNemar side of a hit@k row: counts, drift, floor, and whether it could ever be called.
+    """The paired test of a hit@k row, and each side's drift.
 
-    `topk_drift_*` counts queries whose deduplicated top-k list is not identical in every repeat
-    (a superset of the hit drift); `min_swing` is `stats.detectable_swing(n, alpha)`.
+    `drift_*` counts queries whose hit@k is not the same in every repeat of that side;
+    `topk_drift_*` those whose deduplicated top-k list is not identical in every repeat (a
+    superset).  Drift is shown, and is inside the test; it never sets a bar.
     """
 
     test: BinaryTest
-    min_swing: int | None
     drift_baseline: int
     drift_candidate: int
     topk_drift_baseline: int
     topk_drift_candidate: int
-    too_small: bool
 
 
 @dataclass(frozen=True)
 class MetricRow:
     """One metric in one scope: means, delta, test, verdict, and words for what decided it.
 
-    `note` is shown after the verdict when it needs one (inside the noise band, gold set too
-    small, CI includes 0, not significant after Holm); `reason` is the statistics' own account.
+    `note` is shown after the verdict when it needs one (CI includes 0, not significant after
+    Holm); `reason` is the statistics' own account; `power` what the row's test could see.
     """
 
     metric: str
@@ -174,9 +183,10 @@ class MetricRow:
     note: str | None = None
     ci_low: float | None = None  # continuous metrics only
     ci_high: float | None = None
-    p_adjusted: float | None = None  # slices only: Holm across slices
+    p_adjusted: float | None = None  # Holm: across slices, or across the headline's tests
     collapse: str | None = None  # slices only: why this row is a slice collapse
     hit: HitDetail | None = None  # hit@k only
+    power: Power | None = None
 
 
 @dataclass(frozen=True)
@@ -189,26 +199,6 @@ class Scope:
 
     def row(self, metric: str) -> MetricRow | None:
         return next((r for r in self.rows if r.metric == metric), None)
-
-
-@dataclass(frozen=True)
-class SliceDetectability:
-    """Within a slice of n queries, the smallest swing that could ever be called after Holm
-    (noise_floor at alpha / number of slices, with the slice's drift) and whether n reaches it."""
-
-    name: str
-    n: int
-    smallest_swing: int
-    callable: bool
-
-
-@dataclass(frozen=True)
-class Detectability:
-    metric: str  # hit@k at the first configured cutoff
-    n: int
-    floor: int  # no net swing smaller than this many queries can be called
-    too_small: bool
-    slices: tuple[SliceDetectability, ...]
 
 
 @dataclass(frozen=True)
@@ -277,11 +267,12 @@ class Comparison:
     latency_reason: str
     overall: Scope
     slices: tuple[Scope, ...]
-    detectability: Detectability | None
+    power: Power | None  # the headline test that could see least (largest mde)
     no_answer: NoAnswer
     outranks: Outranks
     latency: Latency
     flips: tuple[Flips, ...]
+    findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
 
     @property
     def valid(self) -> bool:

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 
 # Resampled values held in memory at once: bounds the (chunk x queries) index matrices.
 CHUNK_ELEMENTS = 1 << 21

@@ -1,8 +1,8 @@
 """Each side's repeats scored, and the metric rows of a scope (overall or one slice) from them.
 
-Part of `harness.verdict.compare` (its docstring states every rule: modal hit@k outcomes and
-McNemar, per-query means and the randomization test, Holm across slices, collapses, detectability);
-pure.
+Part of `harness.verdict.compare` (its docstring states every rule: per-query hit rates and the
+exact paired test, per-query means and the randomization test, power, Holm across slices,
+collapses); pure.
 """
 
 from __future__ import annotations
@@ -17,14 +17,8 @@ from harness.score.evaluation import Evaluation, evaluate
 from harness.score.metrics import Kind, dedupe
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
-from harness.verdict.comparison import (
-    CompareSettings,
-    Detectability,
-    HitDetail,
-    MetricRow,
-    Scope,
-    SliceDetectability,
-)
+from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
+from harness.verdict.power import power, repeat_noise
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -90,56 +84,55 @@ def _hit_row(
     sel: BoolArray,
     topk: tuple[BoolArray, BoolArray],
     settings: CompareSettings,
+    power_alpha: float,
 ) -> MetricRow:
     outcomes = [side.matrix(metric)[:, sel] > 0.5 for side in (base, cand)]
-    b_hit, c_hit = (stats.modal(list(o)) for o in outcomes)
-    drifts = [stats.drift(list(o)) for o in outcomes]
+    test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
+    rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
-    floor = stats.noise_floor(settings.alpha, drifts[0], drifts[1])
-    test = stats.binary_verdict(
-        int((b_hit & ~c_hit).sum()), int((c_hit & ~b_hit).sum()), alpha=settings.alpha, floor=floor
-    )
-    min_swing = stats.detectable_swing(n, settings.alpha)
-    too_small = min_swing is None or floor > n
-    note = None
-    if too_small:
-        note = (
-            f"gold set too small to call a change in {metric} ({n} queries; "
-            f"the smallest callable swing is {floor})"
-        )
-    elif abs(test.net) < floor:
-        note = test.reason
     return MetricRow(
         metric=metric,
         n=n,
-        baseline=float(b_hit.mean()),
-        candidate=float(c_hit.mean()),
+        baseline=float(rates[0].mean()),
+        candidate=float(rates[1].mean()),
         delta=test.net / n,
         p=test.p,
         verdict=test.verdict,
         reason=test.reason,
-        note=note,
         hit=HitDetail(
             test=test,
-            min_swing=min_swing,
-            drift_baseline=drifts[0],
-            drift_candidate=drifts[1],
+            drift_baseline=stats.drift(list(outcomes[0])),
+            drift_candidate=stats.drift(list(outcomes[1])),
             topk_drift_baseline=int(topk[0][sel].sum()),
             topk_drift_candidate=int(topk[1][sel].sum()),
-            too_small=too_small,
+        ),
+        power=power(
+            metric,
+            rates[1] - rates[0],
+            alpha=power_alpha,
+            effect=settings.min_effect,
+            noise=repeat_noise(outcomes[0]) + repeat_noise(outcomes[1]),
+            repeats=min(o.shape[0] for o in outcomes),
         ),
     )
 
 
 def _continuous_row(
-    metric: str, base: Side, cand: Side, sel: BoolArray, settings: CompareSettings
+    metric: str,
+    base: Side,
+    cand: Side,
+    sel: BoolArray,
+    settings: CompareSettings,
+    power_alpha: float,
 ) -> MetricRow:
-    b, c = (side.matrix(metric)[:, sel].mean(axis=0) for side in (base, cand))
+    alpha = settings.alpha
+    matrices = [side.matrix(metric)[:, sel] for side in (base, cand)]
+    b, c = (m.mean(axis=0) for m in matrices)
     test = stats.continuous_test(
-        b, c, alpha=settings.alpha, seed=settings.seed, resamples=settings.resamples
+        b, c, alpha=alpha, seed=settings.seed, resamples=settings.resamples
     )
-    undecided = test.p < settings.alpha and test.verdict is Verdict.NO_DIFFERENCE
-    level = f"{100 * (1 - settings.alpha):g}% CI"
+    undecided = test.p < alpha and test.verdict is Verdict.NO_DIFFERENCE
+    level = f"{100 * (1 - alpha):g}% CI"
     return MetricRow(
         metric=metric,
         n=int(sel.sum()),
@@ -149,9 +142,17 @@ def _continuous_row(
         p=test.p,
         verdict=test.verdict,
         reason=test.reason,
-        note=f"p < {settings.alpha:g} but the {level} includes 0" if undecided else None,
+        note=f"p < {alpha:g} but the {level} includes 0" if undecided else None,
         ci_low=test.ci_low,
         ci_high=test.ci_high,
+        power=power(
+            metric,
+            c - b,
+            alpha=power_alpha,
+            effect=settings.min_effect,
+            noise=sum(repeat_noise(m) for m in matrices),
+            repeats=min(m.shape[0] for m in matrices),
+        ),
     )
 
 
@@ -162,13 +163,17 @@ def score_scope(
     sel: BoolArray,
     topk: Mapping[int, tuple[BoolArray, BoolArray]],
     settings: CompareSettings,
+    family: int = 1,
 ) -> Scope:
-    """Every compared metric on the queries `sel` picks out of `ids`: a McNemar row for a
-    binary metric, a randomization-test row for the rest (no Holm here: see holm_slices)."""
+    """Every compared metric on the queries `sel` picks out of `ids`: an exact paired hit-rate
+    row for a binary metric, a randomization-test row for the rest (no Holm here: see
+    holm_slices and the headline).  Power is stated at alpha / `family`, the number of tests
+    the scope's calls are corrected across."""
+    power_alpha = settings.alpha / family
     rows = [
-        _hit_row(str(s), base, cand, sel, topk[s.k], settings)
+        _hit_row(str(s), base, cand, sel, topk[s.k], settings, power_alpha)
         if s.kind is Kind.BINARY
-        else _continuous_row(str(s), base, cand, sel, settings)
+        else _continuous_row(str(s), base, cand, sel, settings, power_alpha)
         for s in settings.specs
     ]
     return Scope(name, int(sel.sum()), tuple(rows))
@@ -198,30 +203,3 @@ def holm_slices(slices: list[Scope], overall: Scope, alpha: float) -> list[Scope
             rows.append(row)
         out.append(replace(scope, rows=tuple(rows)))
     return out
-
-
-# --------------------------------------------------------------------------- detectability
-
-
-def detectability(
-    overall: Scope,
-    slices: Sequence[Scope],
-    metric: str,
-    base: Side,
-    cand: Side,
-    selections: Mapping[str, BoolArray],
-    alpha: float,
-) -> Detectability | None:
-    """The noise floor of `metric` (a hit@k) overall, and per slice at alpha / the number of
-    slices with queries; None when the overall scope has no such row."""
-    row = overall.row(metric)
-    if row is None or row.hit is None:
-        return None
-    per_slice = []
-    m = max(1, sum(1 for s in slices if s.n))
-    for name, sel in selections.items():
-        drifts = [stats.drift(list(s.matrix(metric)[:, sel] > 0.5)) for s in (base, cand)]
-        swing = stats.noise_floor(alpha / m, drifts[0], drifts[1])
-        n = int(sel.sum())
-        per_slice.append(SliceDetectability(name, n, swing, swing <= n))
-    return Detectability(metric, row.n, row.hit.test.floor, row.hit.too_small, tuple(per_slice))

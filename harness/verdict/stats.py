@@ -1,11 +1,12 @@
-"""Statistics: is a difference between two refs real, or inside the noise floor?
+"""Statistics: is a difference between two refs real?
 
 Pure: no I/O, no clock; the only randomness is `numpy.random.default_rng(seed)`, so a verdict is
 a function of its inputs and the seed.  Two kinds of quality evidence, one rule each (latency's
 rule is `harness.verdict.latency`'s):
 
-- binary metrics (hit@k): paired McNemar exact test on the discordant queries, and never a call
-  while the net swing |c - b| is below the noise floor (`noise_floor`);
+- binary metrics (hit@k): each query's hit rate over its side's repeats, and the exact paired
+  sign-flip test on the per-query rate differences (`hit_rate_test`), which is McNemar's exact
+  test when both sides are deterministic;
 - continuous metrics (recall@k, p@k, MRR@k, nDCG@k): a sign-flip randomization test on the
   per-query deltas, and a paired percentile bootstrap CI; a call needs both to agree.
 
@@ -15,18 +16,20 @@ ValueError: they are bugs in the caller, not user input, which config and gold v
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binomtest
+from scipy.stats import binom
 
 from harness.types import Verdict
 from harness.verdict.resample import (
     BoolArray,
     FloatArray,
+    IntArray,
     aligned,
     check_alpha,
     check_confidence,
@@ -45,15 +48,14 @@ def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs.
 
     b = queries only the baseline hits, c = queries only the candidate hits.  Under H0 each
-    discordant query is a fair coin: p = binomtest(min(b, c), b + c, 0.5), two-sided, which for
-    p = 0.5 is min(1, 2 * P(X <= min(b, c))) and equals statsmodels' `mcnemar(exact=True)`.
-    No discordant pairs (b + c == 0) give p = 1.0.
+    discordant query is a fair coin: p = min(1, 2 * P(X <= min(b, c))), X ~ Bin(b + c, 1/2),
+    which equals statsmodels' `mcnemar(exact=True)`.  No discordant pairs give p = 1.0.
     """
     check_count("b", b)
     check_count("c", c)
-    if b + c == 0:
+    if b + c == 0 or b == c:
         return 1.0
-    return float(binomtest(min(b, c), b + c, 0.5, alternative="two-sided").pvalue)
+    return min(1.0, 2.0 * float(binom.cdf(min(b, c), b + c, 0.5)))
 
 
 def min_detectable_swing(alpha: float = 0.05) -> int:
@@ -64,7 +66,7 @@ def min_detectable_swing(alpha: float = 0.05) -> int:
     """
     check_alpha(alpha)
     n = 1
-    while mcnemar_exact(0, n) >= alpha:
+    while min(1.0, 2 * 0.5**n) >= alpha:  # mcnemar_exact(0, n), in closed form
         n += 1
     return n
 
@@ -80,50 +82,117 @@ def detectable_swing(n_queries: int, alpha: float = 0.05) -> int | None:
     return swing if swing <= n_queries else None
 
 
-def noise_floor(alpha: float, drift_baseline: int, drift_candidate: int) -> int:
-    """Smallest net swing |c - b| the verdict may call: max(min detectable swing, max drift + 1).
-
-    A drift of d queries (outcomes that flip between repeats of the same ref, see `drift`) means
-    a swing of d can appear with no code change at all, so the floor sits strictly above it.
-    """
-    check_count("drift_baseline", drift_baseline)
-    check_count("drift_candidate", drift_candidate)
-    return max(min_detectable_swing(alpha), max(drift_baseline, drift_candidate) + 1)
-
-
 @dataclass(frozen=True)
 class BinaryTest:
-    """The verdict on a binary metric: McNemar counts, p, net swing c - b and the floor used."""
+    """The verdict on a binary metric (hit@k) from each query's hit rate over the repeats.
+
+    b = queries whose hit rate is higher on the baseline, c = higher on the candidate (with one
+    deterministic repeat per side: McNemar's discordant pairs); `net` = the sum over queries of
+    the rate difference candidate - baseline (c - b when both sides are deterministic); `exact`
+    says which test that p is: "McNemar exact" when every per-query difference is -1, 0 or 1,
+    else "exact sign-flip".
+    """
 
     b: int
     c: int
     p: float
-    net: int
-    floor: int
+    net: float
     verdict: Verdict
     reason: str
+    exact: str = "McNemar exact"
 
 
-def binary_verdict(b: int, c: int, *, alpha: float, floor: int) -> BinaryTest:
-    """Call a binary metric: inside the noise band, significant, or not.
+def scaled_rate_differences(baseline: BoolArray, candidate: BoolArray) -> tuple[IntArray, int]:
+    """(candidate hits - baseline hits per query, in units of 1/L; L), L = lcm(repeats).
 
-    Rule, in order: |c - b| < floor -> NO_DIFFERENCE ("inside the noise band of {floor}
-    queries") whatever p says; p < alpha -> IMPROVED when c > b else REGRESSED; otherwise
-    NO_DIFFERENCE with the p-value as the reason.
+    `baseline` and `candidate` are repeats x queries; the rates' difference per query is
+    exactly the integer returned divided by L, so the test below stays in integers.
+    """
+    if baseline.ndim != 2 or candidate.ndim != 2 or baseline.shape[1] != candidate.shape[1]:
+        raise ValueError(
+            f"outcomes must be repeats x queries with the same queries, got {baseline.shape} "
+            f"and {candidate.shape}"
+        )
+    if baseline.shape[0] == 0 or candidate.shape[0] == 0:
+        raise ValueError("outcomes need at least one repeat on each side")
+    lcm = math.lcm(baseline.shape[0], candidate.shape[0])
+    hits_b = baseline.sum(axis=0).astype(np.int64) * (lcm // baseline.shape[0])
+    hits_c = candidate.sum(axis=0).astype(np.int64) * (lcm // candidate.shape[0])
+    scaled: IntArray = hits_c - hits_b
+    return scaled, lcm
+
+
+def sign_flip_exact(scaled: npt.ArrayLike) -> float:
+    """Two-sided exact p of the paired sign-flip test on integer per-query differences.
+
+    Under H0 (the two refs are exchangeable within each query, as when they are the same code)
+    each difference's sign is a fair coin, so S = sum of the differences has the distribution of
+    sum(s_i * |d_i|) over independent fair signs s_i; p = P(|S| >= |S_observed|), zero
+    differences dropping out.  When every non-zero |d_i| is the same (both refs deterministic)
+    S is a scaled binomial and p is McNemar's exact p (`mcnemar_exact`, equal to statsmodels'
+    `mcnemar(exact=True)`).  Otherwise the exact distribution is built by convolving one
+    binomial per distinct |d_i| (values up to the lcm of the repeat counts, so a handful of
+    convolutions of length <= n * lcm): exact up to floating-point rounding (about 1e-15 in
+    absolute terms, far below any alpha), no sampling, no seed.
+    """
+    d = np.asarray(scaled)
+    if d.ndim != 1 or (d.size and not np.issubdtype(d.dtype, np.integer)):
+        raise ValueError("the differences must be a 1-D array of integers")
+    d = d[d != 0].astype(np.int64)
+    if d.size == 0:
+        return 1.0
+    magnitude = np.abs(d)
+    if (magnitude == magnitude[0]).all():
+        positive = int((d > 0).sum())
+        return mcnemar_exact(int(d.size) - positive, positive)
+    observed = abs(int(d.sum()))
+    if observed == 0:
+        return 1.0
+    total = int(magnitude.sum())
+    # pmf[t] = P(the |d_i| given a + sign add up to t); S = 2t - total.
+    pmf = np.ones(1)
+    for value, count in zip(*np.unique(magnitude, return_counts=True), strict=True):
+        group = np.zeros(int(value) * int(count) + 1)
+        group[:: int(value)] = binom.pmf(np.arange(count + 1), count, 0.5)
+        pmf = _convolve(pmf, group)
+    upper, lower = (total + observed) // 2, (total - observed) // 2
+    p = float(pmf[upper:].sum() + pmf[: lower + 1].sum())
+    return min(1.0, max(p, 0.0))
+
+
+def _convolve(a: FloatArray, b: FloatArray) -> FloatArray:
+    if a.size * b.size <= 1 << 24:
+        direct: FloatArray = np.convolve(a, b)
+        return direct
+    size = a.size + b.size - 1
+    fast: FloatArray = np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)
+    return np.clip(fast, 0.0, None)
+
+
+def hit_rate_test(baseline: BoolArray, candidate: BoolArray, *, alpha: float) -> BinaryTest:
+    """Call a binary metric from every repeat of both sides (repeats x queries each).
+
+    Each query is scored by its hit rate over its side's repeats, and the paired exact
+    `sign_flip_exact` test decides: p < alpha -> IMPROVED when the net difference is positive,
+    else REGRESSED; otherwise NO_DIFFERENCE.  Nothing else excuses or forbids a call: drift
+    (queries whose outcome changes between repeats) is inside the test, since an unstable query
+    contributes a fractional difference, and is reported per side (`drift`), never used as a
+    bar.  A net swing too small to be significant (fewer than `min_detectable_swing` queries
+    when deterministic) simply has p >= alpha.
     """
     check_alpha(alpha)
-    if floor < 1:
-        raise ValueError(f"floor must be >= 1, not {floor}")
-    p = mcnemar_exact(b, c)
-    net = c - b
-    if abs(net) < floor:
-        verdict, reason = Verdict.NO_DIFFERENCE, f"inside the noise band of {floor} queries"
-    elif p < alpha:
+    scaled, lcm = scaled_rate_differences(baseline, candidate)
+    p = sign_flip_exact(scaled)
+    b, c = int((scaled < 0).sum()), int((scaled > 0).sum())
+    net = float(scaled.sum()) / lcm
+    deterministic = bool((np.abs(scaled[scaled != 0]) == lcm).all())
+    exact = "McNemar exact" if deterministic else "exact sign-flip"
+    if p < alpha:
         verdict = Verdict.IMPROVED if net > 0 else Verdict.REGRESSED
         reason = f"p = {format_p(p)} < alpha = {alpha:g}"
     else:
         verdict, reason = Verdict.NO_DIFFERENCE, f"p = {format_p(p)}"
-    return BinaryTest(b=b, c=c, p=p, net=net, floor=floor, verdict=verdict, reason=reason)
+    return BinaryTest(b=b, c=c, p=p, net=net, verdict=verdict, reason=reason, exact=exact)
 
 
 def format_p(p: float) -> str:

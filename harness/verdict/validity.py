@@ -7,6 +7,7 @@ answers.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 
@@ -81,16 +82,68 @@ def errored_problems(
     return [], [f"{what}, within max_errors; those queries are left out"]
 
 
+def id_space_problems(
+    gold: GoldSet,
+    run: RefRun,
+    label: str,
+    corpus_ids: frozenset[str] | None,
+    max_unknown: int,
+) -> tuple[list[str], list[str]]:
+    """The ids `run` returned, held against the ids of the gold set and the corpus, as
+    (invalid, warnings): a run that returned nothing at all, or no id the gold set or corpus
+    knows, is invalid (ids from the wrong field score 0 on both sides, never "no change");
+    with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`."""
+    known = {doc for q in gold.queries for doc in q.relevant}
+    known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
+    returned: dict[str, None] = {}
+    sample: tuple[str, tuple[str, ...]] | None = None
+    for answers in map(by_query, usable(run)):
+        for result in answers.values():
+            if result.ok and result.ids:
+                returned.update(dict.fromkeys(result.ids))
+                sample = sample or (result.query_id, result.ids)
+    if not usable(run) or not any(rep.results for rep in usable(run)):
+        return [], []
+    if sample is None:
+        return [f"{label}: returned no result for any query; check query.ids and the service"], []
+    space = known | (corpus_ids or frozenset())
+    if not space.intersection(returned):
+        where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
+        shown = ", ".join(json.dumps(i) for i in sample[1][:5])
+        return [
+            f"{label}: none of the {len(returned)} ids it returned is a document id of {where}, "
+            f"e.g. {sample[0]} answered [{shown}{', ...' if len(sample[1]) > 5 else ''}]; check "
+            "query.ids: it must pick the document id field of each result"
+        ], []
+    if corpus_ids is None:
+        return [], []
+    unknown = [i for i in returned if i not in corpus_ids]
+    if not unknown:
+        return [], []
+    shown = ", ".join(unknown[:_SHOWN_IDS]) + (", ..." if len(unknown) > _SHOWN_IDS else "")
+    what = f"{label}: {len(unknown)} returned ids are not in the corpus ({shown})"
+    if len(unknown) > max_unknown:
+        return [f"{what}, more than compare.max_unknown_ids = {max_unknown}"], []
+    return [], [f"{what}, within compare.max_unknown_ids"]
+
+
 def check(
-    gold: GoldSet, runs: Sequence[RefRun], settings: CompareSettings
+    gold: GoldSet,
+    runs: Sequence[RefRun],
+    settings: CompareSettings,
+    corpus_ids: frozenset[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(why the comparison of `runs` (baseline, candidate) is invalid, warnings): failed builds
-    and repeats, errored answers over max_errors, gold hashes that differ."""
+    and repeats, errored answers over max_errors, ids from another id space, gold hashes that
+    differ."""
     invalid: list[str] = []
     warnings: list[str] = []
     for side, run in zip(_SIDES, runs, strict=True):
         label = _label(side, run)
         invalid += run_failures(label, run)
+        bad, odd = id_space_problems(gold, run, label, corpus_ids, settings.max_unknown_ids)
+        invalid += bad
+        warnings += odd
         for rep in run.repeats:
             if not rep.teardown_confirmed or (rep.failure and rep.failure.stage == "teardown"):
                 warnings.append(

@@ -1,0 +1,185 @@
+#!/usr/bin/env python
+"""Calibrate the quality verdict: its false-positive rate and power, by simulation through the
+project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefRuns in, the
+headline verdict out).
+
+    python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken] [--jobs 2]
+
+Each simulated query has a relevant document at a fixed rank in 1..10 and a hit probability per
+repeat, in one of three determinism modes:
+
+- deterministic: every query hits (p = 1) or misses (p = 0), 70% hit, the same in every repeat;
+- redrawn: every repeat is redrawn: each query hits with its own p in [0.2, 0.8];
+- flaky 10%: deterministic, but a random 10% of queries hit with p = 0.5 in each repeat.
+
+Scenarios: A/A (both sides the same service: any "improved" or "regressed" is a false positive),
++10 pp hit@10 (the candidate's hit probability is 0.10 higher on average: deterministic and flaky
+modes turn 10% of the queries from a miss into a hit, redrawn adds 0.10 to every p; the rate of
+"improved" is the power), and a broken candidate that answers nothing for 30% of searches at
+random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings
+
+MODES = ("deterministic", "redrawn", "flaky 10%")
+SETTINGS = CompareSettings(resamples=100)  # the headline is hit@5 and hit@10: exact, unsampled
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # "A/A" | "+10 pp hit@10" | "30% empty"
+    queries: int
+    repeats: int
+    mode: str
+    wanted: Verdict  # the verdict whose rate is reported
+
+
+def gold_set(n: int) -> GoldSet:
+    queries = tuple(
+        GoldQuery(id=f"q{i}", text=f"query {i}", relevant={f"d{i}": 1}) for i in range(n)
+    )
+    return GoldSet(queries, "simulated", "native", hashlib.sha256(str(n).encode()).hexdigest())
+
+
+def hit_probabilities(mode: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if mode == "deterministic":
+        return (rng.random(n) < 0.7).astype(float)
+    if mode == "redrawn":
+        return rng.uniform(0.2, 0.8, n)
+    p = (rng.random(n) < 0.7).astype(float)
+    p[rng.random(n) < 0.10] = 0.5
+    return p
+
+
+def improved(mode: str, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The same queries with a hit probability 0.10 higher on average."""
+    if mode == "redrawn":
+        return p + 0.10
+    q = p.copy()
+    misses = np.flatnonzero(p == 0)
+    q[rng.choice(misses, size=min(len(misses), round(0.10 * len(p))), replace=False)] = 1.0
+    return q
+
+
+def run(
+    gold: GoldSet,
+    p: np.ndarray,
+    ranks: np.ndarray,
+    repeats: int,
+    rng: np.random.Generator,
+    empty: float = 0.0,
+    sha: str = "a",
+) -> RefRun:
+    reps = []
+    for r in range(repeats):
+        hits = rng.random(len(p)) < p
+        blank = rng.random(len(p)) < empty
+        results = []
+        for i, q in enumerate(gold.queries):
+            if blank[i]:
+                ids: tuple[str, ...] = ()
+            else:
+                ids = tuple(f"x{j}" for j in range(10))
+                if hits[i]:
+                    ids = (*ids[: ranks[i] - 1], f"d{i}", *ids[ranks[i] :])
+            results.append(QueryResult(q.id, ids, status=200, latency_ns=1_000_000 + i))
+        reps.append(Repeat(r, tuple(results)))
+    return RefRun(sha, sha * 40, "c", gold.hash, None, "sim", {}, tuple(reps))
+
+
+def simulate(scenario: Scenario, seed: int) -> Verdict:
+    rng = np.random.default_rng(seed)
+    gold = gold_set(scenario.queries)
+    p = hit_probabilities(scenario.mode, scenario.queries, rng)
+    ranks = rng.integers(1, 11, scenario.queries)
+    q, empty = p, 0.0
+    if scenario.name.startswith("+10"):
+        q = improved(scenario.mode, p, rng)
+    elif scenario.name.startswith("30%"):
+        empty = 0.30
+    base = run(gold, p, ranks, scenario.repeats, rng)
+    cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b")
+    return compare(gold, base, cand, SETTINGS).verdict_quality
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    phat = k / n
+    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def scenarios(only: str | None) -> Iterator[Scenario]:
+    if only in (None, "aa"):
+        for n in (38, 100, 300, 1000):
+            for r in (1, 3, 5):
+                for mode in MODES:
+                    yield Scenario("A/A", n, r, mode, Verdict.IMPROVED)  # counted: either call
+    if only in (None, "power"):
+        for r in (1, 3, 5, 10):
+            for mode in MODES:
+                yield Scenario("+10 pp hit@10", 300, r, mode, Verdict.IMPROVED)
+    if only in (None, "broken"):
+        for mode in MODES:
+            yield Scenario("30% empty", 300, 3, mode, Verdict.REGRESSED)
+
+
+def rate(scenario: Scenario, sims: int, seed: int) -> tuple[Scenario, int, dict[str, int]]:
+    counts: dict[str, int] = {}
+    for s in range(sims):
+        verdict = simulate(scenario, seed * 1_000_003 + s)
+        counts[verdict.value] = counts.get(verdict.value, 0) + 1
+    if scenario.name == "A/A":
+        hits = counts.get("improved", 0) + counts.get("regressed", 0)
+    else:
+        hits = counts.get(scenario.wanted.value, 0)
+    return scenario, hits, counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sims", type=int, default=200, help="simulations per scenario")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=("aa", "power", "broken"))
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    args = parser.parse_args(argv)
+    todo = list(scenarios(args.only))
+    print(
+        f"{'scenario':<15} {'queries':>7} {'effect':>8} {'repeats':>7} {'determinism':<13} "
+        f"{'sims':>5} {'rate':>6}  95% CI          verdicts"
+    )
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(rate, s, args.sims, args.seed) for s in todo]
+        for future in futures:
+            s, hits, counts = future.result()
+            lo, hi = wilson(hits, args.sims)
+            what = {"A/A": "called", "+10 pp hit@10": "improved", "30% empty": "regressed"}
+            effect = {"A/A": "0", "+10 pp hit@10": "+10 pp", "30% empty": "30% empty"}[s.name]
+            spread = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            print(
+                f"{s.name:<15} {s.queries:>7} {effect:>8} {s.repeats:>7} {s.mode:<13} "
+                f"{args.sims:>5} {hits / args.sims:>6.1%}  [{lo:.1%}, {hi:.1%}]  "
+                f"{what[s.name]}; {spread}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
