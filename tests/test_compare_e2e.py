@@ -31,6 +31,9 @@ BRANCHES: dict[str, dict[str, object]] = {
     "bury12": {"bury": BURIED},
     "bury3": {"bury": FEW},
     "random": {"random_miss": 0.2},
+    "random_twin": {"random_miss": 0.2},
+    "empty30": {"random_empty": 0.3},
+    "writes": {"write_checkout": True},
     "slow": {"slow_ms": 25},
     "errors": {"error_on": ERRORING},
     "exits": {"exit_at_boot": 3},
@@ -111,17 +114,28 @@ def test_fixing_12_buried_answers_is_an_improvement(sandbox: Sandbox, tmp_path: 
     assert flipped(saved(tmp_path)) == {"hit@5": BURIED, "hit@10": BURIED}
 
 
-def test_three_buried_answers_stay_inside_the_noise_band(sandbox: Sandbox, tmp_path: Path) -> None:
-    done = compare(sandbox, "main", "bury3", tmp_path)
+def test_three_buried_answers_are_not_called(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = compare(sandbox, "main", "bury3", tmp_path, "--min-effect", "0.15")
 
     assert done.returncode == 0, done.stderr
     assert f"quality: {NO_DIFFERENCE}" in done.stdout
-    # b=3, c=0: McNemar alone would say p = 2 * 0.5**3 = 0.25; the floor of 6 decides first.
-    assert "hit@5: 1.000 -> 0.963 (-3 queries, b=3 c=0" in done.stdout  # 77/80 = 0.9625
-    assert "inside the noise band of 6 queries" in done.stdout
+    # b=3, c=0: McNemar exact p = 2 * 0.5**3 = 0.25, and 80 queries could have seen 0.15.
+    assert "hit@5: 1.000 -> 0.963 (-3 queries, b=3 c=0, McNemar exact p=0.25)" in done.stdout
     comparison = saved(tmp_path)
     assert comparison["verdict"]["quality"] == NO_DIFFERENCE
     assert flipped(comparison) == {"hit@5": FEW, "hit@10": FEW}  # still listed, not called
+
+
+def test_what_the_gold_set_cannot_see_is_inconclusive_and_strict_fails_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # With the default minimum effect of 0.10, 80 queries and 3 discordant ones cannot tell.
+    calm = ("--latency-tolerance", "0.9")  # latency is not what this test is about
+    done = compare(sandbox, "main", "bury3", tmp_path / "a", *calm)
+    assert done.returncode == 0, done.stderr
+    assert "quality: inconclusive: with 80 queries, hit@5 could only have seen" in done.stdout
+    strict = compare(sandbox, "main", "bury3", tmp_path / "b", "--strict", *calm)
+    assert strict.returncode == 4, strict.stderr
 
 
 def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -137,19 +151,81 @@ def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_p
     assert header["baseline"]["sha"] == header["candidate"]["sha"] == sha(sandbox, "main")
 
 
-def test_random_misses_show_as_drift_and_raise_the_noise_floor(
+def test_random_misses_are_regressed_and_their_drift_excuses_nothing(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
+    # A candidate losing its answer in 20% of searches is worse, however much it drifts.
     done = compare(sandbox, "main", "random", tmp_path, "--format", "json")
 
-    assert done.returncode in (0, 1), done.stderr  # the verdict itself is up to chance
+    assert done.returncode == 1, done.stderr
+    comparison = json.loads(done.stdout)
+    assert comparison["verdict"]["quality"] == "regressed"
     for metric in ("hit@5", "hit@10"):
-        detail = hit_row(json.loads(done.stdout), metric)["hit"]
+        detail = hit_row(comparison, metric)["hit"]
         # With 2 boots each missing a query with p = 0.2, about 80 * 2 * 0.2 * 0.8 = 25.6
         # queries differ between boots; at most 5 would happen with p < 1e-6.
         assert detail["drift_baseline"] == 0
         assert detail["drift_candidate"] > 5
-        assert detail["test"]["floor"] == detail["drift_candidate"] + 1 > 6
+        assert detail["test"]["exact"] == "exact sign-flip"
+    assert comparison["findings"][0].startswith("candidate unstable: ")
+
+
+def test_a_candidate_answering_nothing_to_30_percent_at_random_is_regressed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "empty30", tmp_path)
+
+    assert done.returncode == 1, done.stderr
+    assert "quality: regressed: hit@5, hit@10 regressed" in done.stdout
+    assert "finding: candidate unstable: " in done.stdout
+
+
+def test_two_branches_with_the_same_random_behaviour_are_not_different(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # Both lose 20% of answers at random: an A/A in distribution.  At alpha 0.001 the chance
+    # that this test fails by bad luck is below 0.1% (the test is exact).
+    done = compare(
+        sandbox, "random", "random_twin", tmp_path, "--alpha", "0.001", "--format", "json"
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"]["quality"] in (NO_DIFFERENCE, "inconclusive")
+
+
+def test_ids_from_the_wrong_field_are_invalid_never_zeros(sandbox: Sandbox, tmp_path: Path) -> None:
+    config = sandbox.write_config("wrong-ids.toml")
+    # The scores as strings: a list of strings, none of them a document id.
+    config.write_text(
+        config.read_text().replace('"results[].id"', '"results[].to_string(score)"')
+    )
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "bury3", results=tmp_path, config=config
+    )
+
+    assert done.returncode == 3, done.stderr
+    assert "none of the" in done.stdout and "check query.ids" in done.stdout, done.stdout
+    assert "quality: invalid" in done.stdout
+
+
+def test_a_cutoff_above_the_query_limit_is_a_configuration_error(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "bury3", tmp_path, "--k", "20")
+
+    assert done.returncode == 2, done.stderr
+    assert "--k: cutoff 20 is above query.limit = 10 of the baseline" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sandbox.worktrees() == []
+
+
+def test_a_service_writing_into_its_checkout_makes_the_run_invalid(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "writes", tmp_path, "--repeats", "1")
+
+    assert done.returncode == 3, done.stderr
+    assert "the service changed its own checkout during the boot (added state.txt)" in done.stdout
 
 
 # --------------------------------------------------------------------------- latency
@@ -219,7 +295,7 @@ def test_results_are_saved_rerendered_and_reused_unless_fresh(
         "report.md",
     ]
     comparison = json.loads((directory / "comparison.json").read_text())
-    assert comparison["schema_version"] == 1
+    assert comparison["schema_version"] == 2
     assert comparison["verdict"]["quality"] == "regressed"
     assert set(comparison["verdict"]) == {"quality", "latency"}
     for side, ref in (("baseline", "main"), ("candidate", "bury12")):
@@ -251,7 +327,7 @@ def test_json_output_parses_and_markdown_has_a_table(sandbox: Sandbox, tmp_path:
 
     assert (as_json.returncode, as_markdown.returncode) == (0, 0), as_markdown.stderr
     document = json.loads(as_json.stdout)
-    assert document["schema_version"] == 1 and document["valid"] is True
+    assert document["schema_version"] == 2 and document["valid"] is True
     assert document["header"]["gold"]["n"] == GOLD_SIZE
     lines = as_markdown.stdout.splitlines()
     assert lines[0].startswith("## harness: main (")

@@ -17,17 +17,20 @@ What is compared, and how:
   (a query errored on one side cannot be paired).  Quality rows use the answerable ones, in gold
   order; unanswerable ones feed the no-answer rates; `outranks` pairs of analysed queries feed the
   outranks counts.  Excluded queries are listed in the header.
-- hit@k (binary): per side the modal outcome over repeats (`stats.modal`: a tie is a miss); b =
-  queries only the baseline hits, c = only the candidate; McNemar exact p; noise floor =
-  `stats.noise_floor(alpha, drift_b, drift_c)` and the verdict from `stats.binary_verdict`.
-  When the floor exceeds the number of queries the gold set is too small and says so.
+- hit@k (binary): per query its hit rate over each side's usable repeats; b = queries whose rate
+  is higher on the baseline, c = higher on the candidate; the exact paired sign-flip test on the
+  rate differences (`stats.hit_rate_test`: McNemar's exact test when both sides are
+  deterministic).  Drift (queries whose outcome changes between repeats) is counted per side and
+  a side less stable than the other is a finding (`Comparison.findings`); it sets no bar.
+- Power (`harness.verdict.power`): every row states its minimum detectable effect at 80% power,
+  at alpha / the number of tests it is corrected across (the headline's, or the slices).
 - Continuous metrics (recall, p, mrr, ndcg at each k, and any other `gate_on` metric): per query
   the mean over repeats on each side, then `stats.continuous_test` (randomization p and paired
   bootstrap CI, both seeded).
 - Slices: the same rows on the slice's queries; p-values Holm-corrected across the slices that
   have queries, per metric, and a slice row is only called when its adjusted p < alpha.  A slice
-  row "collapses" when its metric falls to zero from non-zero, or when it is REGRESSED (outside
-  its noise band, Holm-adjusted p < alpha) while the overall row of that metric is not.
+  row "collapses" when its metric falls to zero from non-zero, or when it is REGRESSED
+  (Holm-adjusted p < alpha) while the overall row of that metric is not.
 - Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat;
   paired on the analysed queries (all of them, answerable or not, with a latency > 0 on both
   sides) through `latency.per_query_latency_ms` and `latency.paired_latency_ratio`.
@@ -36,12 +39,17 @@ What is compared, and how:
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse
   rank, as `stats.modal` resolves it to a miss.  Sorted by impact |1/after - 1/before| (None
   counts 0), largest first, then by query id.
-- Headline: quality REGRESSED when hit@k at any configured cutoff, or any `gate_on` metric,
-  regressed; IMPROVED when at least one of them improved and none regressed; else
-  NO_DIFFERENCE.  Latency from the paired ratio test.  INVALID for both when the run is invalid.
+- Headline: the decisive rows are hit@k at every configured cutoff and every `gate_on` metric,
+  their p Holm-adjusted across each other (a row keeps its call only when its adjusted p <
+  alpha).  Quality REGRESSED when one of them regressed; IMPROVED when one improved and none
+  regressed; else NO_DIFFERENCE when every decisive row could have seen `min_effect` (its mde at
+  most that), INCONCLUSIVE otherwise, naming what would: more queries, or more repeats.  Latency
+  from the paired ratio test.  INVALID for both when the run is invalid, which includes a side
+  that returned nothing, or only ids that are neither judged nor in the corpus, or more ids
+  unknown to the corpus than `max_unknown_ids` (`validity.id_space_problems`).
 
 Where each rule lives: `validity` (usable repeats, invalid reasons), `scopes` (each side scored,
-metric rows, Holm across slices, detectability), `details` (flips, no-answer and outranks
+metric rows, Holm across slices, power), `details` (flips, no-answer and outranks
 counts, latency), `summary` (one ref on its own); the values are in `harness.verdict.comparison`.
 """
 
@@ -132,19 +140,13 @@ def _findings(overall: Scope, settings: CompareSettings) -> tuple[str, ...]:
     row = overall.row(f"hit@{settings.k[0]}")
     if row is None or row.hit is None:
         return ()
-    h = row.hit
-    out = []
-    if h.drift_candidate > h.drift_baseline:
-        out.append(
-            f"candidate unstable: {h.drift_candidate} queries change {row.metric} between "
-            f"repeats, baseline {h.drift_baseline}"
-        )
-    elif h.drift_baseline > h.drift_candidate:
-        out.append(
-            f"baseline unstable: {h.drift_baseline} queries change {row.metric} between "
-            f"repeats, candidate {h.drift_candidate}"
-        )
-    return tuple(out)
+    drifts = {"candidate": row.hit.drift_candidate, "baseline": row.hit.drift_baseline}
+    (worse, more), (other, fewer) = sorted(drifts.items(), key=lambda side: -side[1])
+    if more == fewer:
+        return ()
+    return (
+        f"{worse} unstable: {more} queries change {row.metric} between repeats, {other} {fewer}",
+    )
 
 
 def compare(

@@ -97,12 +97,14 @@ def id_space_problems(
     known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
     returned: dict[str, None] = {}
     sample: tuple[str, tuple[str, ...]] | None = None
+    answered = False
     for answers in map(by_query, usable(run)):
         for result in answers.values():
+            answered = answered or result.ok
             if result.ok and result.ids:
                 returned.update(dict.fromkeys(result.ids))
                 sample = sample or (result.query_id, result.ids)
-    if not usable(run) or not any(rep.results for rep in usable(run)):
+    if not answered:  # nothing answered at all: the failures and errored answers say why
         return [], []
     if sample is None:
         return [f"{label}: returned no result for any query; check query.ids and the service"], []
