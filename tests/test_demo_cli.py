@@ -48,7 +48,7 @@ def test_report_has_verdicts_slices_and_flips(demo: Demo) -> None:
         assert f"Slice {name} (n=" in out, name
     assert "hit@5: " in out and "McNemar exact p=" in out
     assert "Flips at hit@5" in out
-    assert "noise floor" in out
+    assert "minimum detectable effect of the headline: " in out
 
 
 def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
