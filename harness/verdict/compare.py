@@ -167,7 +167,8 @@ def compare(
         for q in gold.queries
         if all(q.id in a and a[q.id].ok for side in answers for a in side)
     ]
-    excluded = tuple(q.id for q in gold.queries if q.id not in set(analysed))
+    in_both = set(analysed)
+    excluded = tuple(q.id for q in gold.queries if q.id not in in_both)
     ids = [qid for qid in analysed if gold.by_id[qid].answerable]
     if ids and not all(usable):
         ids = []
@@ -175,7 +176,7 @@ def compare(
         invalid.append("no answerable query was answered on both sides: nothing to compare")
     sides = [scopes.score_side(gold, reps, ids, settings) for reps in usable]
     base, cand = sides
-    in_analysis = set(analysed) if all(usable) else set()
+    in_analysis = in_both if all(usable) else set()
 
     slices: list[Scope] = []
     selections: dict[str, scopes.BoolArray] = {}
