@@ -543,3 +543,27 @@ def test_compare_is_deterministic() -> None:
     gold = make_gold()
     base, cand = make_run(gold, ranks()), candidate(gold, ranks(default=2))
     assert compare(gold, base, cand, FAST) == compare(gold, base, cand, FAST)
+
+
+def test_errored_answers_name_their_http_statuses_and_fit_the_advice() -> None:
+    gold = make_gold()
+    every = {(r, q.id): ErrorKind.HTTP_STATUS for r in range(3) for q in gold.queries}
+    some = {(0, "q05"): ErrorKind.HTTP_STATUS, (1, "q06"): ErrorKind.TIMEOUT}
+    for errors, advice in ((every, "every query failed: check query.path"), (some, "raise")):
+        run = candidate(gold, ranks(), errors=errors)
+        run = replace(
+            run,
+            repeats=tuple(
+                replace(
+                    rep,
+                    results=tuple(
+                        replace(r, status=500 if r.error is ErrorKind.HTTP_STATUS else r.status)
+                        for r in rep.results
+                    ),
+                )
+                for rep in run.repeats
+            ),
+        )
+        c = compare(gold, make_run(gold, ranks()), run, FAST)
+        (reason,) = [r for r in c.invalid_reasons if "errored answer" in r]
+        assert "HTTP 500: " in reason and advice in reason, reason

@@ -60,24 +60,36 @@ def errored_problems(
     ErrorKind value, or "missing" for a gold query with no recorded answer); with `examples`,
     the first query ids concerned are named too."""
     kinds: Counter[str] = Counter()
+    statuses: Counter[int] = Counter()
     ids: dict[str, None] = {}
+    asked = 0
     for answers in map(by_query, usable(run)):
         for q in gold.queries:
+            asked += 1
             result = answers.get(q.id)
             kind = "missing" if result is None else result.error and result.error.value
             if kind:
                 kinds[kind] += 1
                 ids[q.id] = None
+                if result is not None and result.status is not None and result.status >= 300:
+                    statuses[result.status] += 1
     errored = sum(kinds.values())
     if not errored:
         return [], []
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+    if statuses:
+        counts += " (" + ", ".join(f"HTTP {s}: {n}" for s, n in sorted(statuses.items())) + ")"
     if examples:
         some = list(ids)[:_SHOWN_IDS]
         counts += f"; e.g. {', '.join(some)}" + (", ..." if len(ids) > _SHOWN_IDS else "")
     what = f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts})"
     if errored > max_errors:
         hint = "see the service log, or raise compare.max_errors"
+        if errored == asked:
+            hint = (
+                "every query failed: check query.path, query.method and the request shape, "
+                "query.ids against a real answer, and the service log"
+            )
         return [f"{what} exceed max_errors = {max_errors}; {hint}"], []
     return [], [f"{what}, within max_errors; those queries are left out"]
 
