@@ -4,6 +4,7 @@ project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefR
 headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken] [--jobs 2]
+                                [--mode redrawn] [--queries 300]
 
 Each simulated query has a relevant document at a fixed rank in 1..10 and a hit probability per
 repeat, in one of three determinism modes:
@@ -158,8 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=("aa", "power", "broken"))
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument("--mode", choices=MODES, help="only this determinism mode")
+    parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
     args = parser.parse_args(argv)
-    todo = list(scenarios(args.only))
+    todo = [
+        s
+        for s in scenarios(args.only)
+        if (args.mode is None or s.mode == args.mode)
+        and (args.queries is None or s.queries == args.queries)
+    ]
     print(
         f"{'scenario':<15} {'queries':>7} {'effect':>8} {'repeats':>7} {'determinism':<13} "
         f"{'sims':>5} {'rate':>6}  95% CI          verdicts"
