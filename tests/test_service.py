@@ -560,3 +560,11 @@ def test_build_env_layers_in_order() -> None:
         "PATH": "/venv/bin:/bin", "LC_TIME": "C", "TZ": "Europe/Paris", "HOME": "/iso/home",
         "PASSED": "p", "OVER": "caller", isolation.MARKER_ENV: "r1",
     }  # fmt: skip
+
+
+def test_python_is_the_venvs_interpreter_when_the_service_has_one() -> None:
+    # {python} in start: the commit's venv (service.venv = true) or the harness's own.
+    assert service._interpreter({"VIRTUAL_ENV": "/cache/venv", "PATH": "/x"}) == (
+        "/cache/venv/bin/python"
+    )
+    assert service._interpreter({}) == sys.executable

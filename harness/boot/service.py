@@ -33,7 +33,7 @@ One boot, in order:
    the harness unwind like Ctrl-C.
 
 Placeholders, in `start`, `prepare` and `spec.env` values: {port} {url} {data} {home} {worktree}
-{python} (the harness's own interpreter, so a venv=false service can run with it). `start` and
+{python} (the per-commit venv's interpreter with `venv = true`, else the harness's own). `start` and
 `prepare` may also name a key of `spec.env`, {RRF_K}, and get that pin's value, its own
 placeholders expanded (how `harness sweep --param RRF_K=20,60` reaches a command line). In commands
 each value is shlex-quoted (a no-op for paths without spaces or shell metacharacters); in env values
@@ -179,7 +179,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 "url": url,
                 "home": isolation["HOME"],
                 "worktree": str(self.worktree),
-                "python": sys.executable,
+                "python": _interpreter(self.extra_env),
             }
             if data is not None:
                 raw["data"] = str(data)
@@ -373,3 +373,10 @@ def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
         ],
         stage="teardown",
     )
+
+
+def _interpreter(extra_env: Mapping[str, str]) -> str:
+    """{python}: the per-commit venv's interpreter when the service has one (`service.venv`),
+    else the harness's own, so `start = "{python} svc.py"` runs where the build installed."""
+    venv = extra_env.get("VIRTUAL_ENV")
+    return str(Path(venv) / "bin" / "python") if venv else sys.executable
