@@ -168,6 +168,24 @@ def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
     return _env_names(value) + _command_problems(value, pins_allowed=False)
 
 
+def _id_pattern(value: str) -> list[tuple[str, str]]:
+    try:
+        groups = re.compile(value).groups
+    except re.error as error:
+        return [("", f"is not a regular expression ({error})")]
+    if groups != 1:
+        return [("", f"needs exactly one capture group (the id), has {groups}")]
+    return []
+
+
+def _id_field(value: str) -> list[tuple[str, str]]:
+    return [] if value in ("text", "title") else [("", f'must be "text" or "title", not {value!r}')]
+
+
+def _selector(value: str) -> list[tuple[str, str]]:
+    return [] if value.strip() else [("", "must be a CSS selector, e.g. \"a.result\"")]
+
+
 def _jmespath(value: str) -> list[tuple[str, str]]:
     try:
         jmespath.compile(value)
@@ -229,6 +247,9 @@ _QUERY: dict[str, Key] = {
     "json": Key("json", _request),
     "headers": Key("table", _request),
     "scores": Key("str", _jmespath),
+    "select": Key("str", _selector),
+    "id_pattern": Key("str", _id_pattern),
+    "id_field": Key("str", _id_field),
     "limit": Key("int", _at_least(1)),
     "timeout": Key("float", _positive),
     "warmup": Key("int", _at_least(0)),

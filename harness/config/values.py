@@ -73,6 +73,9 @@ class QueryConfig:
     json: Mapping[str, object] | None = None  # POST body template, same placeholders
     headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
     scores: str | None = None  # JMESPath to the scores, optional
+    select: str | None = None  # CSS selector: the answer is HTML (harness.replay.answers)
+    id_pattern: str | None = None  # regex whose one group is the id inside each returned value
+    id_field: str | None = None  # "text" | "title": returned values are that corpus field
     limit: int = 10
     timeout: float = 10.0  # seconds per query (httpx: per connect/read/write phase)
     warmup: int = 3  # queries sent first and not recorded

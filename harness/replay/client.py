@@ -23,6 +23,7 @@ import httpx
 import jmespath
 
 from harness.config import QueryConfig, substitute
+from harness.replay.answers import html_document
 from harness.types import ErrorKind, QueryResult
 
 EXCERPT = 200  # characters of a response body quoted in an error detail
@@ -127,7 +128,7 @@ def _read(
     if not 200 <= status < 300:
         return failed(ErrorKind.HTTP_STATUS, f"HTTP {status}: {response.text[:EXCERPT]}")
     try:
-        answer = response.json()
+        answer = html_document(response.content, query.select) if query.select else response.json()
     except ValueError:
         kind = response.headers.get("content-type", "no content-type")
         return failed(ErrorKind.NOT_JSON, f"{kind}: {response.text[:EXCERPT]}")

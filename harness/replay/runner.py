@@ -25,8 +25,10 @@ from harness import __version__
 from harness.boot.service import running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
-from harness.config import HarnessConfig, SideConfig, side_hash
+from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
 from harness.errors import BuildError, ServiceError
+from harness.gold.corpus import load_corpus
+from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import replay
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
@@ -69,6 +71,7 @@ class RefSession:
         self.timings: dict[str, float] = {}
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
+        self.ids = id_adapter(self.side.query, plan.config.corpus)
 
     @property
     def log_dir(self) -> Path:
@@ -150,6 +153,8 @@ class RefSession:
                     on_result=on_result,
                 )
                 timings["queries"] = time.perf_counter() - t0
+            if self.ids:  # after the clock: adapting ids is not the service's latency
+                results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
         except ServiceError as exc:
             failure = RunFailure(exc.stage, exc.message, exc.details)
         teardown = svc_cm.teardown
@@ -200,6 +205,12 @@ class RefSession:
         return replace(run, record_path=str(path))
 
 
+def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
+    """The side's IdAdapter (`harness.replay.answers`), reading the corpus when id_field asks."""
+    documents = load_corpus(corpus) if query.id_field and corpus is not None else None
+    return adapter_for(query.id_pattern, query.id_field, documents)
+
+
 def _query_config_dict(side: SideConfig) -> dict[str, object]:
     q = side.query
     return {
@@ -209,6 +220,9 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "json": None if q.json is None else dict(q.json),
         "ids": q.ids,
         "scores": q.scores,
+        "select": q.select,
+        "id_pattern": q.id_pattern,
+        "id_field": q.id_field,
         "limit": q.limit,
         "timeout": q.timeout,
     }

@@ -1,0 +1,113 @@
+"""Ids from any answer: what turns a service's reply into the ranked document ids of one query.
+
+    html_document(body, selector) -> list[dict]      an HTML page as JSON, for `query.ids`
+    IdAdapter(pattern, by_field).apply(values)       a returned value -> a corpus id
+
+Most services answer JSON and `query.ids` (JMESPath) picks the ids out of it. The rest:
+
+- **HTML** (`query.select`, a CSS selector): the answer is parsed with BeautifulSoup and becomes
+  a JSON array with one object per selected element, in page order: `{"text": its text with
+  whitespace collapsed, ATTRIBUTE: value for each of its attributes}`; `query.ids` then picks
+  from that, e.g. `select = "a.result"`, `ids = "[].href"`.
+- **A value that holds the id** (`query.id_pattern`, a regular expression with one capture
+  group): each value is searched and the group is the id (`file:///notes/(\\w+)\\.txt`); a value
+  it does not match is kept whole, so it counts as an id the corpus does not know (never
+  silently dropped: see compare.max_unknown_ids).
+- **A value that is a document's text** (`query.id_field`, a corpus field: "text" or "title"):
+  each value is looked up by exact match, whitespace collapsed, in that field of the corpus
+  (`gold.corpus`), and replaced by the document's id; an unmatched value is kept whole, as above.
+
+The pattern applies first, then the field lookup. Nothing here does I/O; the runner reads the
+corpus once and hands the lookup table in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ConfigError
+
+
+def collapse(text: str) -> str:
+    """Whitespace runs as single spaces, trimmed: how a text match ignores layout."""
+    return " ".join(text.split())
+
+
+def html_document(body: bytes, selector: str) -> list[dict[str, str]]:
+    """The elements of an HTML page that `selector` picks, as JSON objects (module docstring)."""
+    from bs4 import BeautifulSoup  # the optional [html] extra, imported only when asked for
+
+    soup = BeautifulSoup(body, "html.parser")
+    found = []
+    for element in soup.select(selector):
+        item = {"text": collapse(element.get_text(" "))}
+        for name, value in element.attrs.items():
+            item[name] = " ".join(value) if isinstance(value, list) else str(value)
+        found.append(item)
+    return found
+
+
+def compile_pattern(pattern: str, where: str = "query.id_pattern") -> re.Pattern[str]:
+    """`pattern` compiled, with exactly one capture group, or a ConfigError naming `where`."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{where}: not a regular expression ({exc})") from None
+    if compiled.groups != 1:
+        raise ConfigError(
+            f"{where}: needs exactly one capture group (the id), has {compiled.groups}",
+            hint='for example id_pattern = "/(\\\\w+)\\\\.txt$"',
+        )
+    return compiled
+
+
+def field_index(documents: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """(id, field value) pairs -> {collapsed value: id}; the first document wins a tie, as a
+    service returning a duplicated text cannot say which copy it meant."""
+    index: dict[str, str] = {}
+    for doc_id, value in documents:
+        index.setdefault(collapse(value), doc_id)
+    return index
+
+
+@dataclass(frozen=True)
+class IdAdapter:
+    """How returned values become corpus ids (module docstring); the identity when empty."""
+
+    pattern: re.Pattern[str] | None = None
+    by_field: Mapping[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.pattern is not None or bool(self.by_field)
+
+    def apply(self, values: Sequence[str]) -> tuple[str, ...]:
+        out = []
+        for value in values:
+            if self.pattern is not None and (match := self.pattern.search(value)):
+                value = match.group(1)
+            if self.by_field:
+                value = self.by_field.get(collapse(value), value)
+            out.append(value)
+        return tuple(out)
+
+
+def adapter_for(
+    id_pattern: str | None, id_field: str | None, corpus: Any | None
+) -> IdAdapter:
+    """The IdAdapter a side's query settings ask for; `corpus` (a harness.gold Corpus) is needed
+    for `id_field`."""
+    pattern = compile_pattern(id_pattern) if id_pattern else None
+    if not id_field:
+        return IdAdapter(pattern)
+    if id_field not in ("text", "title"):
+        raise ConfigError(f'query.id_field: must be "text" or "title", not {id_field!r}')
+    if corpus is None:
+        raise ConfigError(
+            "query.id_field needs the corpus to look the returned values up in",
+            hint="set gold.corpus to the corpus file the service indexes",
+        )
+    pairs = ((d.id, getattr(d, id_field)) for d in corpus.documents)
+    return IdAdapter(pattern, field_index(pairs))

@@ -1,0 +1,119 @@
+"""harness.replay.answers: ids from any answer (HTML pages, ids inside values, documents' text),
+by hand, and end to end against the fixture service answering text and HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from e2e_support import Sandbox, build_sandbox, corpus_lines
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.config import load_config
+from harness.errors import ConfigError
+from harness.replay.answers import IdAdapter, collapse, compile_pattern, field_index, html_document
+
+PAGE = b"""<html><body><ol>
+  <li><a class="hit" href="file:///n/a1.txt" data-rank="1">First
+     result</a></li>
+  <li><a class="ad" href="https://ads.example/x">buy</a></li>
+  <li><a class="hit big" href="file:///n/b2.txt">Second</a></li>
+</ol></body></html>"""
+
+
+def test_an_html_page_becomes_the_selected_elements_as_json() -> None:
+    assert html_document(PAGE, "a.hit") == [
+        {"text": "First result", "class": "hit", "href": "file:///n/a1.txt", "data-rank": "1"},
+        {"text": "Second", "class": "hit big", "href": "file:///n/b2.txt"},
+    ]
+    assert html_document(PAGE, "table td") == []
+
+
+def test_a_pattern_takes_its_group_and_keeps_what_it_does_not_match() -> None:
+    adapter = IdAdapter(compile_pattern(r"/(\w+)\.txt$"))
+    assert adapter.apply(["file:///n/a1.txt", "https://ads.example/x", "/b2.txt"]) == (
+        "a1",
+        "https://ads.example/x",  # unmatched: kept whole, so it counts as an unknown id
+        "b2",
+    )
+
+
+def test_a_documents_text_is_looked_up_with_whitespace_collapsed() -> None:
+    index = field_index([("d1", "Tea  is\nbrewed"), ("d2", "coffee"), ("d3", "coffee")])
+    adapter = IdAdapter(by_field=index)
+    # exact but for layout; the first of two equal texts wins; an unknown text is kept
+    assert adapter.apply([" Tea is\n brewed ", "coffee", "milk"]) == ("d1", "d2", "milk")
+    assert adapter.apply(["tea is brewed"]) == ("tea is brewed",)  # case counts
+    assert not IdAdapter() and adapter
+
+
+@given(st.text())
+def test_collapse_is_idempotent_and_trims(text: str) -> None:
+    once = collapse(text)
+    assert collapse(once) == once and once == once.strip()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('id_pattern = "(unclosed"', "query.id_pattern: is not a regular expression"),
+        ('id_pattern = "no group"', "needs exactly one capture group (the id), has 0"),
+        ('id_field = "body"', 'must be "text" or "title", not \'body\''),
+    ],
+)
+def test_bad_answer_settings_are_configuration_errors(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    config = tmp_path / "harness.toml"
+    config.write_text(
+        '[service]\nstart = "x {port}"\nready = "/"\n[query]\npath = "/s"\nids = "[]"\n'
+        f'{line}\n[gold]\npath = "g.jsonl"\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(config, repo=tmp_path)
+    assert message in str(caught.value)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    branches = {"text": {"answer": "text"}, "html": {"answer": "html"}}
+    return build_sandbox(tmp_path_factory.mktemp("answers") / "s", branches, repeats=1)
+
+
+def _config(sandbox: Sandbox, name: str, query: dict[str, str]) -> Path:
+    path = sandbox.write_config(name)
+    text = path.read_text().replace('ids = "results[].id"\n', "")
+    if "select" in query:  # an HTML page has no scores
+        text = text.replace('scores = "results[].score"\n', "")
+    for key, value in query.items():
+        text = text.replace("[query]\n", f"[query]\n{key} = {json.dumps(value)}\n")
+    corpus = sandbox.repo / "data" / "corpus.jsonl"
+    text = text.replace("[gold]\n", f"[gold]\ncorpus = {json.dumps(str(corpus))}\n")
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("ref", "query"),
+    [
+        ("text", {"ids": "results[].text", "id_field": "text"}),
+        ("html", {"select": "a.hit", "ids": "[].href", "id_pattern": r"/notes/(\w+)\.txt$"}),
+    ],
+)
+def test_a_service_answering_text_or_html_is_scored_on_its_ids(
+    sandbox: Sandbox, tmp_path: Path, ref: str, query: dict[str, str]
+) -> None:
+    assert len(corpus_lines()) > 80
+    config = _config(sandbox, f"{ref}.toml", query)
+    done = sandbox.harness("run", "--ref", ref, "--format", "json", results=tmp_path, config=config)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    # The fixture ranks every query's own document first: hit@5 is 1.0, as with JSON ids.
+    assert re.search(r'"hit@5": 1\.0', json.dumps(summary)), done.stdout
