@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from harness.config import load_config
 from harness.errors import ConfigError
 from harness.replay.answers import IdAdapter, collapse, compile_pattern, field_index, html_document
+from harness.replay.rewrite import rewritten
 
 PAGE = b"""<html><body><ol>
   <li><a class="hit" href="file:///n/a1.txt" data-rank="1">First
@@ -117,3 +118,42 @@ def test_a_service_answering_text_or_html_is_scored_on_its_ids(
     summary = json.loads(done.stdout)
     # The fixture ranks every query's own document first: hit@5 is 1.0, as with JSON ids.
     assert re.search(r'"hit@5": 1\.0', json.dumps(summary)), done.stdout
+
+
+# --------------------------------------------------------------------------- query rewrites
+
+
+def test_the_fts5_rewrite_quotes_every_term_and_ors_them() -> None:
+    assert (
+        rewritten('what\'s new in "v2.1"?', "fts5_or")
+        == '"what\'s" OR "new" OR "in" OR "v2" OR "1"'
+    )
+    assert rewritten("Tea, please!", "terms") == "Tea please"
+    assert rewritten("Tea", "lower") == "tea"
+    assert rewritten("as typed?", None) == "as typed?"
+
+
+@given(st.text())
+def test_an_fts5_rewrite_is_always_a_valid_match_expression(text: str) -> None:
+    # Oracle: SQLite itself parses it (an empty rewrite is the one FTS5 refuses, as it should).
+    import sqlite3
+
+    query = rewritten(text, "fts5_or")
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+        db.execute("INSERT INTO t VALUES ('tea is brewed')")
+        if query:
+            db.execute("SELECT * FROM t WHERE t MATCH ?", (query,)).fetchall()
+
+
+def test_a_rewrite_is_the_same_for_both_sides_or_a_configuration_error(tmp_path: Path) -> None:
+    config = tmp_path / "harness.toml"
+    config.write_text(
+        '[service]\nstart = "x {port}"\nready = "/"\n[query]\npath = "/s"\nids = "[]"\n'
+        'rewrite = "fts5_or"\n[candidate.query]\nrewrite = "lower"\n[gold]\npath = "g.jsonl"\n'
+    )
+    with pytest.raises(ConfigError, match=r"query\.rewrite differs between the sides"):
+        load_config(config, repo=tmp_path)
+    config.write_text(config.read_text().replace('rewrite = "lower"', 'rewrite = "shout"'))
+    with pytest.raises(ConfigError, match="must be one of fts5_or, lower, terms, not 'shout'"):
+        load_config(config, repo=tmp_path)

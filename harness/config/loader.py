@@ -302,6 +302,13 @@ def _validate(
             sides[side] = SideConfig(ServiceConfig(**merged["service"]), QueryConfig(**query))
     _report_side_issues(reader, issues)
     _report_unpinned(reader, unpinned, pins)
+    rewrites = {side: config.query.rewrite for side, config in sides.items()}
+    if len(set(rewrites.values())) > 1:
+        raise ConfigError(
+            f"{reader.path}: query.rewrite differs between the sides ({rewrites['baseline']!r} "
+            f"and {rewrites['candidate']!r}): both sides must be asked the same queries",
+            hint="set query.rewrite once, in [query], not in [baseline.query] or [candidate.query]",
+        )
     return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
 
 

@@ -182,6 +182,14 @@ def _id_field(value: str) -> list[tuple[str, str]]:
     return [] if value in ("text", "title") else [("", f'must be "text" or "title", not {value!r}')]
 
 
+def _rewrite(value: str) -> list[tuple[str, str]]:
+    from harness.replay.rewrite import REWRITES
+
+    if value in REWRITES:
+        return []
+    return [("", f"must be one of {', '.join(sorted(REWRITES))}, not {value!r}")]
+
+
 def _selector(value: str) -> list[tuple[str, str]]:
     return [] if value.strip() else [("", "must be a CSS selector, e.g. \"a.result\"")]
 
@@ -247,6 +255,7 @@ _QUERY: dict[str, Key] = {
     "json": Key("json", _request),
     "headers": Key("table", _request),
     "scores": Key("str", _jmespath),
+    "rewrite": Key("str", _rewrite),
     "select": Key("str", _selector),
     "id_pattern": Key("str", _id_pattern),
     "id_field": Key("str", _id_field),

@@ -73,6 +73,7 @@ class QueryConfig:
     json: Mapping[str, object] | None = None  # POST body template, same placeholders
     headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
     scores: str | None = None  # JMESPath to the scores, optional
+    rewrite: str | None = None  # a name in harness.replay.rewrite.REWRITES, e.g. "fts5_or"
     select: str | None = None  # CSS selector: the answer is HTML (harness.replay.answers)
     id_pattern: str | None = None  # regex whose one group is the id inside each returned value
     id_field: str | None = None  # "text" | "title": returned values are that corpus field
@@ -161,6 +162,10 @@ _NOT_HASHED = frozenset(
 )
 
 
+# Keys added after records were first saved: left out while unset, so those records still match.
+_HASHED_WHEN_SET = frozenset({"rewrite", "select", "id_pattern", "id_field"})
+
+
 def side_hash(side: SideConfig) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces) of one side's effective config.
 
@@ -172,6 +177,7 @@ def side_hash(side: SideConfig) -> str:
             f.name: _jsonable(getattr(getattr(side, section), f.name))
             for f in fields(getattr(side, section))
             if f.name not in _NOT_HASHED
+            and not (f.name in _HASHED_WHEN_SET and getattr(getattr(side, section), f.name) is None)
         }
         for section in ("service", "query")
     }

@@ -30,6 +30,7 @@ from harness.errors import BuildError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import replay
+from harness.replay.rewrite import rewritten
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.types import GoldSet, QueryResult, RefRun, Repeat, RunFailure
@@ -124,7 +125,8 @@ class RefSession:
         label = f"{self.side_name} {self.ref} ({self.sha[:8]}) repeat {index + 1}"
         log_path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        items = [(q.id, q.text) for q in self.plan.gold.queries]
+        rewrite = self.side.query.rewrite
+        items = [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
         timings: dict[str, float] = {}
         results: tuple[QueryResult, ...] = ()
         failure: RunFailure | None = None
@@ -220,6 +222,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "json": None if q.json is None else dict(q.json),
         "ids": q.ids,
         "scores": q.scores,
+        "rewrite": q.rewrite,
         "select": q.select,
         "id_pattern": q.id_pattern,
         "id_field": q.id_field,
