@@ -2,10 +2,11 @@
 
     0  EXIT_OK          no regression; or a command that did its job
     1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
-    2  EXIT_USAGE       usage, configuration, gold-set or build error (every HarnessError
-                        carries it as `exit_status`); a gold set that fails its check
-    3  EXIT_INVALID     invalid: errored queries, a failed boot, mismatched inputs, answers from
-                        another id space; a gate that is not comparable, never a pass
+    2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError carries it
+                        as `exit_status`); a gold set that fails its check
+    3  EXIT_INVALID     invalid: a failed build (recorded in the run, never raised), errored
+                        queries, a failed boot, mismatched inputs, answers from another id space;
+                        a gate that is not comparable, never a pass
     4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the
                         minimum effect (too few queries, too unstable); 0 without --strict
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
