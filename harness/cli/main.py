@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.cli.checks import check_args
 from harness.cli.exits import (
     EXIT_OK,
     check_status,
@@ -43,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
     try:
+        check_args(args)
         return command(args)
     except HarnessError as exc:
         print(f"harness: error: {exc.message}", file=sys.stderr)
@@ -174,8 +176,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
         )
     comparison = compare(plan.gold, baseline, candidate, settings)
+    # The report first: both sides were measured, and a full disk must not hide what they showed.
+    print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
-    print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return exit_status(comparison.verdicts)
 
@@ -280,8 +283,9 @@ def _compare_demo(args: argparse.Namespace) -> int:
     """Materialise the bundled example as a throwaway repository and compare main with feat/x
     there, exactly as a user would in their own repository; results stay in ./results."""
     from harness.demo import materialise
+    from harness.results.files import check_writable
 
-    results = Path(args.results).resolve()
+    results = check_writable(Path(args.results).resolve())
     with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
         repo = materialise(Path(tmp) / "demo")
         args.config, args.repo = repo / "harness.toml", repo
@@ -332,8 +336,11 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     from harness.config import load_config
     from harness.gold import check_files
     from harness.replay.runner import RunPlan
+    from harness.results.files import check_writable
     from harness.verdict.comparison import CompareSettings
 
+    # First of all: a run that cannot save what it measured must not measure.
+    results_dir = check_writable(Path(args.results).resolve())
     config = load_config(args.config, repo=args.repo)
     overrides: dict[str, object] = {
         name: getattr(args, name)
@@ -350,7 +357,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         config=config,
         gold=gold,
         corpus_hash=gold.corpus.sha256 if gold.corpus else None,
-        results_dir=Path(args.results).resolve(),
+        results_dir=results_dir,
         concurrency=args.concurrency,
         keep=args.keep,
         progress=Progress(),

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from harness import __version__
 from harness.cli.exits import EXIT_USAGE
+from harness.errors import clip
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

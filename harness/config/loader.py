@@ -27,6 +27,7 @@ from harness.config.schema import (
     describe,
     format_fields,
     pin_hint,
+    receives_port,
     unknown_placeholder,
 )
 from harness.config.values import (
@@ -295,6 +296,10 @@ def _validate(
         service, query = merged["service"], merged["query"]
         if _uses_data(service) and "data" not in service:
             issues[side].append("service.data")
+        # A start whose {NAME} is unknown has that problem to fix first (often a misspelt port).
+        start_unpinned = any(where.endswith("start") for where, _ in unpinned[side])
+        if service.get("start", "").strip() and not start_unpinned and not receives_port(service):
+            issues[side].append(_NO_PORT)
         query["method"] = query.get("method", "GET").upper()
         if query.get("json") is not None and query["method"] == "GET":
             issues[side].append("query.json")
@@ -347,17 +352,27 @@ def _report_unpinned(
         reader.add(where, message)
 
 
+_NO_PORT = "service.start:port"  # an issue of start that is not a missing key
+
+
 def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
     """Report a problem once when both sides have it, else under the side that has it."""
-    for key in dict.fromkeys(issues["baseline"] + issues["candidate"]):
-        having = [side for side in SIDES if key in issues[side]]
+    for issue in dict.fromkeys(issues["baseline"] + issues["candidate"]):
+        having = [side for side in SIDES if issue in issues[side]]
+        key = issue.partition(":")[0]
         section = key.partition(".")[0]
         for side in having if len(having) == 1 else [None]:
             where = f"[{reader.prefix}{section}]"
             if side is not None:
                 where += f" or [{reader.prefix}{side}.{section}]"
             who = f" on the {side} side" if side else ""
-            if key == "query.json":
+            if issue == _NO_PORT:
+                message = (
+                    f"start never receives the port the harness picks{who}: write {{port}} in "
+                    "it (e.g. --port {port}), or pin it in service.env, e.g. "
+                    'env = { PORT = "{port}" }'
+                )
+            elif key == "query.json":
                 message = 'a JSON body needs method = "POST"; set it, or put the fields in params'
             elif key == "service.data":
                 message = (

@@ -26,7 +26,7 @@ from harness.boot.service import running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref
 from harness.config import HarnessConfig, SideConfig, side_hash
-from harness.errors import BuildError, ServiceError
+from harness.errors import BuildError, ResultsError, ServiceError
 from harness.replay.client import replay
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
@@ -184,7 +184,12 @@ class RefSession:
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
         )
-        path = save_run(self.plan.results_dir, run)
+        try:
+            path = save_run(self.plan.results_dir, run)
+        except ResultsError as exc:
+            # What was measured still reaches the report; only its record is missing.
+            print(f"harness: warning: run record not saved: {exc.message}", file=sys.stderr)
+            return run
         return replace(run, record_path=str(path))
 
 
