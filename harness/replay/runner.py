@@ -124,6 +124,7 @@ class RefSession:
         results: tuple[QueryResult, ...] = ()
         failure: RunFailure | None = None
         errors = 0
+        sandbox: str | None = None
 
         def on_result(done: int, total: int, result: QueryResult) -> None:
             nonlocal errors
@@ -138,6 +139,7 @@ class RefSession:
         )
         try:
             with svc_cm as svc:
+                sandbox = svc.sandbox
                 timings["boot"] = svc.boot_seconds
                 t0 = time.perf_counter()
                 results = replay(
@@ -146,6 +148,7 @@ class RefSession:
                     items,
                     concurrency=self.plan.concurrency,
                     on_result=on_result,
+                    open_socket=svc.open_socket,
                 )
                 timings["queries"] = time.perf_counter() - t0
         except ServiceError as exc:
@@ -164,6 +167,7 @@ class RefSession:
             teardown_confirmed=confirmed,
             log_path=str(log_path),
             failure=failure,
+            sandbox=sandbox or svc_cm.sandbox,
         )
         self.repeats.append(rep)
         return rep
