@@ -7,13 +7,24 @@ line naming the option (or file:line: field) and the fix, no traceback, nothing 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
+import httpx
+import psutil
 import pytest
 from e2e_support import Sandbox, build_sandbox, config_text
+
+from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
+from harness.boot.service import RunningService, ServiceContext, running_service
+from harness.config import ServiceConfig
 
 NOTHING_STARTED = "a bad input must be refused before anything is built or booted"
 
@@ -245,3 +256,146 @@ def test_a_full_disk_at_saving_leaves_no_comparison_and_still_prints_the_report(
     assert "hit@5" in done.stdout  # the report was printed
     saved = [p.name for p in results.iterdir() if p.name not in ("runs", "logs")]
     assert saved == []  # no empty or partial comparison, no temporary directory left
+
+
+# --------------------------------------------------------------------------- containment
+#
+# The same misbehaving service (tests/fixtures/fault_service/svc.py) booted by the service stage
+# in each mode. The bubblewrap rows are what the sandbox contains; the plain rows pin down what
+# the README says plain isolation does not contain, so that paragraph stays true.
+
+FAULT_SERVICE = Path(__file__).resolve().parent / "fixtures" / "fault_service" / "svc.py"
+MODES = [
+    pytest.param(
+        "bubblewrap",
+        marks=pytest.mark.skipif(sandbox_mode() != BUBBLEWRAP, reason="no usable bubblewrap"),
+    ),
+    "plain",
+]
+
+
+@pytest.fixture
+def fault_worktree(tmp_path: Path) -> Path:
+    tree = tmp_path / "worktree"
+    tree.mkdir()
+    shutil.copyfile(FAULT_SERVICE, tree / "svc.py")
+    return tree
+
+
+def boot_fault(tree: Path, tmp_path: Path, mode: str, extra: str) -> ServiceContext:
+    spec = ServiceConfig(
+        start="{python} svc.py --port {port} " + extra, ready="/health", stop_timeout=1.0
+    )
+    roots = tmp_path / "roots"
+    roots.mkdir(exist_ok=True)
+    return running_service(
+        spec, tree, log_path=tmp_path / "svc.log", temp_parent=roots, sandbox=mode
+    )
+
+
+def probe(svc: RunningService) -> dict[str, str | None]:
+    with httpx.Client(trust_env=False, transport=svc.transport()) as client:
+        answer = client.get(svc.url + "/probe", timeout=10.0)
+    answer.raise_for_status()
+    found: dict[str, str | None] = answer.json()
+    return found
+
+
+def host_address() -> str | None:
+    """An address of this host other than loopback, if it has one."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # no packet is sent: only picks the outgoing address
+        address = str(s.getsockname()[0])
+        return None if address.startswith("127.") else address
+    return None
+
+
+def reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_service_binding_0_0_0_0_is_reachable_from_nowhere_else(
+    fault_worktree: Path, tmp_path: Path, mode: str
+) -> None:
+    with boot_fault(fault_worktree, tmp_path, mode, "--bind 0.0.0.0") as svc:
+        assert svc.sandbox == mode
+        assert probe(svc) is not None  # the harness still reaches it
+        from_host = [reachable("127.0.0.1", svc.port)]
+        if (address := host_address()) is not None:
+            from_host.append(reachable(address, svc.port))
+    assert from_host == (
+        [False] * len(from_host) if mode == "bubblewrap" else [True] * len(from_host)
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_outbound_connection_to_another_loopback_address_fails(
+    fault_worktree: Path, tmp_path: Path, mode: str
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.2", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with boot_fault(
+            fault_worktree, tmp_path, mode, f"--out-host 127.0.0.2 --out-port {port}"
+        ) as svc:
+            outcome = probe(svc)["connect_out"]
+    assert (outcome != "ok") if mode == "bubblewrap" else (outcome == "ok"), outcome
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_writes_outside_the_boot_root_and_reads_of_the_real_home(
+    fault_worktree: Path, tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    secret = home / ".secret"
+    secret.write_text("hunter2\n")
+    monkeypatch.setenv("HOME", str(home))  # the harness's real home, as the sandbox sees it
+    outside = tmp_path / "outside.txt"
+    extra = f"--write {outside} --read {secret}"
+    with boot_fault(fault_worktree, tmp_path, mode, extra) as svc:
+        outcome = probe(svc)
+        inside_write = svc.home / "mine.txt"
+    if mode == "bubblewrap":
+        assert outcome["write"] == "OSError" and not outside.exists()  # EROFS
+        assert outcome["read"] == "FileNotFoundError"  # the home is an empty tmpfs
+    else:
+        assert outcome == {"connect_out": None, "write": "ok", "read": "ok"}
+        assert outside.read_text() == "escaped\n"
+    assert not inside_write.exists()  # the boot root itself is gone after teardown
+
+
+def sleepers(token: str) -> list[int]:
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline", "status"])
+        if token in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_double_forked_daemon_with_a_cleared_environment(
+    fault_worktree: Path, tmp_path: Path, mode: str
+) -> None:
+    token = f"harness-fault-{uuid.uuid4().hex}"
+    ctx = boot_fault(fault_worktree, tmp_path, mode, f"--daemon {token}")
+    with ctx:
+        deadline = time.monotonic() + 10
+        while not sleepers(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sleepers(token), "the daemon never started"
+    left = sleepers(token)
+    for pid in left:  # the plain mode's documented hole: end it here, not in the next test
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+    assert ctx.teardown is not None and ctx.teardown.confirmed
+    if mode == "bubblewrap":
+        assert left == []  # ended with its PID namespace
+    else:
+        assert len(left) == 1  # no marker, no parent: plain isolation cannot find it
