@@ -8,8 +8,10 @@ line naming the option (or file:line: field) and the fix, no traceback, nothing 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,7 +33,7 @@ NOTHING_STARTED = "a bad input must be refused before anything is built or boote
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    return build_sandbox(tmp_path_factory.mktemp("faults") / "s", {})
+    return build_sandbox(tmp_path_factory.mktemp("faults") / "s", {"crawl": {"slow_ms": 500}})
 
 
 def compare(sandbox: Sandbox, *extra: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -399,3 +401,186 @@ def test_a_double_forked_daemon_with_a_cleared_environment(
         assert left == []  # ended with its PID namespace
     else:
         assert len(left) == 1  # no marker, no parent: plain isolation cannot find it
+
+
+# --------------------------------------------------------------------------- harness SIGKILLed
+
+FIRST_SEARCH_DEADLINE_S = 60.0
+
+
+def uncounted_config(sandbox: Sandbox, tmp_path: Path) -> Path:
+    """The fixture's config without its boot counter (a write outside the sandbox)."""
+    path = tmp_path / "sandboxed.toml"
+    path.write_text(config_text(gold=str(sandbox.repo / "gold" / "gold.jsonl")))
+    return path
+
+
+@pytest.mark.skipif(sandbox_mode() != BUBBLEWRAP, reason="no usable bubblewrap")
+def test_a_whole_compare_runs_sandboxed_and_says_so(sandbox: Sandbox, tmp_path: Path) -> None:
+    done = sandbox.harness(
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        "main",
+        "--repeats",
+        "1",
+        results=tmp_path,
+        config=uncounted_config(sandbox, tmp_path),
+        env={"HARNESS_SANDBOX": "auto"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "isolation: each boot in a bubblewrap sandbox" in done.stdout
+    records = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert len(records) == 2
+    assert {rep["sandbox"] for r in records for rep in r["repeats"]} == {"bubblewrap"}
+
+
+def wait_for_first_search(results: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + FIRST_SEARCH_DEADLINE_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the harness ended before it was killed"
+        for log in (results / "logs").glob("*.log"):
+            if "svc: first search" in log.read_text(errors="replace"):
+                return
+        time.sleep(0.05)
+    raise AssertionError("no service answered a search in time")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_harness_sigkilled_mid_run_leaves_nothing_after_the_next_invocation(
+    sandbox: Sandbox, tmp_path: Path, mode: str
+) -> None:
+    env = sandbox.env({"HARNESS_SANDBOX": "off" if mode == "plain" else "auto"})
+    argv = sandbox.command(
+        ["compare", "--baseline", "crawl", "--candidate", "main"],
+        tmp_path,
+        config=uncounted_config(sandbox, tmp_path),
+    )
+    proc = subprocess.Popen(
+        argv, cwd=sandbox.repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_first_search(tmp_path, proc)
+        assert sandbox.worktrees() != [] and sandbox.leftovers() != []
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        killed_at = time.monotonic()
+        if mode == "bubblewrap":  # the sandbox dies with the harness
+            while sandbox.leftovers() and time.monotonic() < killed_at + 1.0:
+                time.sleep(0.02)
+            assert sandbox.leftovers() == [], "the service outlived the harness by 1 s"
+        assert sandbox.worktrees() != []  # nobody removed them yet
+        live = list((sandbox.cache / "live").glob("*.json"))
+        assert [p.stem for p in live] == [str(proc.pid)]
+        held = json.loads(live[0].read_text())["held"]
+        assert len(held["worktree"]) == 2 and held["dir"] and held["run_id"]
+
+        # Any later invocation cleans up, saying so in one line.
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli.main", "gold", "stats", "gold/gold.jsonl"],
+            cwd=sandbox.repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if "cleaned up" in x]
+    assert line.startswith(f"harness: cleaned up after an earlier run (pid {proc.pid})")
+    assert "removed 2 worktrees, 1 temp dir" in line
+    assert ("process" in line) == (mode == "plain")  # plain: the orphaned service, by marker
+    assert sandbox.worktrees() == []
+    assert sandbox.leftovers(sandbox.run_ids(tmp_path)) == []
+    assert list((sandbox.cache / "live").iterdir()) == []
+    assert list(sandbox.tmp.iterdir()) == []  # the boot root is gone too
+
+
+# --------------------------------------------------------------------------- harness clean
+
+
+def make_cache(cache: Path) -> dict[str, Path]:
+    old = time.time() - 40 * 86400
+    entries = {
+        "build_old": cache / "builds" / "0123456789abcdef",
+        "build_new": cache / "builds" / "fedcba9876543210",
+        "worktree": cache / "worktrees" / "abcdef123456-x1",
+        "tmp": cache / "tmp" / "build-zz",
+    }
+    for path in entries.values():
+        path.mkdir(parents=True)
+        (path / "blob").write_bytes(b"x" * 100_000)
+    for key in ("build_old", "build_new"):
+        (entries[key] / "built.json").write_text("{}")
+    os.utime(entries["build_old"] / "built.json", (old, old))
+    return entries
+
+
+def clean_cli(cache: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "clean", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_clean_lists_sizes_and_keeps_builds_without_builds(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    entries = make_cache(cache)
+    done = clean_cli(cache, tmp_path, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "would remove" in done.stdout and "a build: pass --builds" in done.stdout
+    assert all(p.exists() for p in entries.values())  # a dry run removes nothing
+
+    done = clean_cli(cache, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"cache: {cache}" in done.stdout
+    assert "removed" in done.stdout and "KB  worktrees/abcdef123456-x1" in done.stdout
+    assert not entries["worktree"].exists() and not entries["tmp"].exists()
+    assert entries["build_old"].exists() and entries["build_new"].exists()
+    assert done.stdout.splitlines()[-1].startswith("removed 2 entries (")
+
+
+def test_clean_builds_older_than_removes_only_the_old_build(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    entries = make_cache(cache)
+    done = clean_cli(cache, tmp_path, "--builds", "--older-than", "30")
+    assert done.returncode == 0, done.stderr
+    assert not entries["build_old"].exists()
+    assert entries["build_new"].exists()
+    assert "used within 30 days" in done.stdout
+
+
+def test_clean_never_removes_what_a_live_run_holds(tmp_path: Path) -> None:
+    import psutil as ps
+
+    cache = tmp_path / "cache"
+    entries = make_cache(cache)
+    (cache / "live").mkdir()
+    me = ps.Process(os.getpid())
+    held = {
+        "worktree": [],
+        "run_id": [],
+        "dir": [{"value": str(entries["worktree"]), "repo": None}],
+    }
+    state = {"pid": me.pid, "started": me.create_time(), "held": held}
+    (cache / "live" / f"{me.pid}.json").write_text(json.dumps(state))
+    done = clean_cli(cache, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert entries["worktree"].exists()
+    assert "in use by a running harness" in done.stdout
+
+
+def test_clean_older_than_must_not_be_negative(tmp_path: Path) -> None:
+    done = clean_cli(tmp_path / "cache", tmp_path, "--older-than", "-1")
+    assert_refused(done, "--older-than -1.0: must be 0 or more")

@@ -58,6 +58,7 @@ from types import TracebackType
 
 import httpx
 
+from harness import leftovers
 from harness.boot.isolation import (
     MARKER_ENV,
     NO_ENV,
@@ -202,7 +203,9 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
+        leftovers.track("run_id", self.run_id)
         self._root, isolation, data = make_root(self.temp_parent, data_src)
+        leftovers.track("dir", self._root)
         try:
             raw = {
                 "port": str(port),
@@ -395,7 +398,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 self._link = None
             if self._root is not None:
                 remove_tree(self._root)
+                leftovers.untrack("dir", self._root)
                 self._root = None
+            if report.confirmed:
+                leftovers.untrack("run_id", self.run_id)
         self.teardown = report
         if self.on_teardown is not None:
             self.on_teardown(report)

@@ -53,6 +53,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import leftovers
 from harness.boot.isolation import allowlisted_env
 from harness.boot.processes import kill_group
 from harness.checkout.worktree import cache_dir
@@ -127,6 +128,8 @@ def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path
     builds.mkdir(parents=True, exist_ok=True)
     with _locked(builds / f"{key}.lock"):
         if _is_built(slot, key, venv):
+            with contextlib.suppress(OSError):  # last used: for `harness clean --older-than`
+                os.utime(slot / MARKER)
             return BuildResult(venv, cached=True, seconds=0.0, log_path=slot / "build.log", key=key)
         shutil.rmtree(slot, ignore_errors=True)  # whatever a crashed earlier attempt left
         slot.mkdir(parents=True)
@@ -152,7 +155,7 @@ def _run_build(
     log_path.write_bytes(b"")
     with tempfile.TemporaryDirectory(
         prefix="build-", dir=scratch, ignore_cleanup_errors=True
-    ) as throwaway:
+    ) as throwaway, leftovers.tracked("dir", throwaway):
         home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
         home.mkdir()
         tmp.mkdir()

@@ -45,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
     try:
         check_args(args)
+        from harness.leftovers import recover
+
+        recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
         return command(args)
     except HarnessError as exc:
         print(f"harness: error: {exc.message}", file=sys.stderr)
@@ -270,6 +273,23 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_clean(args: argparse.Namespace) -> int:
+    from harness.checkout.cache import cache_entries, clean, render_clean
+    from harness.checkout.worktree import cache_dir
+
+    cache = cache_dir()
+    if args.dry_run:
+        entries = cache_entries(cache, builds=args.builds, older_than_days=args.older_than)
+        removable = [e for e in entries if e.why_kept is None]
+        kept = [e for e in entries if e.why_kept is not None]
+        text = render_clean(cache, removable, kept).replace("  removed ", "  would remove ")
+        print(text.replace("\nremoved ", "\nwould remove "), end="")
+        return EXIT_OK
+    removed, kept = clean(cache, builds=args.builds, older_than_days=args.older_than)
+    print(render_clean(cache, removed, kept), end="")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from harness.demo import materialise
 
@@ -385,6 +405,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "gate": cmd_gate,
     "threshold": cmd_threshold,
     "demo": cmd_demo,
+    "clean": cmd_clean,
 }
 
 if __name__ == "__main__":
