@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from e2e_support import Sandbox, build_sandbox, config_text
+from e2e_support import Sandbox, build_sandbox, config_text, git
 
 from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
 from harness.boot.service import RunningService, ServiceContext, running_service
@@ -584,3 +584,53 @@ def test_clean_never_removes_what_a_live_run_holds(tmp_path: Path) -> None:
 def test_clean_older_than_must_not_be_negative(tmp_path: Path) -> None:
     done = clean_cli(tmp_path / "cache", tmp_path, "--older-than", "-1")
     assert_refused(done, "--older-than -1.0: must be 0 or more")
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def test_a_data_path_climbing_out_of_the_repository_is_refused(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    config = config_with(sandbox, tmp_path, 'data = "data"', 'data = "../../../../../../etc"')
+    done = compare(sandbox, results=tmp_path / "r", config=config)
+    assert_refused(done, f"{config}:4: service.data: /etc is outside the repository")
+    assert sandbox.worktrees() == []
+
+
+def test_a_gold_symlink_leading_out_of_the_repository_is_refused(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text((sandbox.repo / "gold" / "gold.jsonl").read_text())
+    link = sandbox.repo / "gold" / "linked.jsonl"
+    link.symlink_to(outside)
+    try:
+        config = config_with(
+            sandbox, tmp_path, f'path = "{sandbox.repo}/gold/gold.jsonl"', f'path = "{link}"'
+        )
+        done = compare(sandbox, results=tmp_path / "r", config=config)
+    finally:
+        link.unlink()
+    assert_refused(done, f"gold.path: {link} is a symlink to {outside}, outside the repository")
+
+
+def test_a_committed_symlink_in_the_data_leading_out_is_an_error_naming_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2\n")
+    home = sandbox.home
+    git(sandbox.repo, "checkout", "--quiet", "-b", "leaky-data", "main", home=home)
+    try:
+        (sandbox.repo / "data" / "leak.txt").symlink_to(secret)
+        git(sandbox.repo, "add", "data/leak.txt", home=home)
+        git(sandbox.repo, "commit", "--quiet", "-m", "a link out of the repository", home=home)
+    finally:
+        git(sandbox.repo, "checkout", "--quiet", "main", home=home)
+    boots = sandbox.boots()
+    done = compare(sandbox, "--candidate", "leaky-data", results=tmp_path / "r")
+    assert_refused(done, "service: data: ", "/data/leak.txt is a symlink to", str(secret))
+    assert sandbox.boots() == boots  # checked at checkout, before either side boots
+    assert "hunter2" not in done.stderr + done.stdout
+    assert sandbox.worktrees() == []

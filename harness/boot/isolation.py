@@ -150,11 +150,36 @@ def data_source(spec: ServiceConfig, worktree: Path) -> Path | None:
     """Where `spec.data` is (relative to `worktree` unless absolute); ConfigError if missing."""
     if spec.data is None:
         return None
+    from harness.config.loader import outside
+
     src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
+    why = outside(src, worktree)
+    if why is None:
+        why = _link_out(src, worktree)
+    if why is not None:
+        raise ConfigError(
+            "service: the data to copy for each boot is not inside the ref's worktree",
+            [_problem("data", why + "; service.data must be a path inside the repository")],
+        )
     if not src.exists():
         why = f"{src} does not exist (a relative path is taken from the ref's worktree)"
         raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
     return src
+
+
+def _link_out(src: Path, worktree: Path) -> str | None:
+    """The first symlink under `src` that leads outside `worktree` (or nowhere), named."""
+    root = worktree.resolve()
+    if not src.is_dir():
+        return None
+    for folder, dirs, files in os.walk(src):
+        for name in (*dirs, *files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    return f"{path} is a symlink to {target}, outside the worktree"
+    return None
 
 
 def make_root(

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness import __version__
+from harness.boot.isolation import data_source
 from harness.boot.service import running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref
@@ -78,6 +79,8 @@ class RefSession:
             self.worktree = self._stack.enter_context(
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
+            # A data path or committed symlink leading out of the tree: refused before any boot.
+            data_source(self.side.service, self.worktree)
             if self.plan.keep:
                 print(
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
