@@ -24,9 +24,12 @@ import psutil
 import pytest
 from e2e_support import Sandbox, build_sandbox, config_text, git
 
+from harness.boot.isolation import scrubber
 from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
 from harness.boot.service import RunningService, ServiceContext, running_service
+from harness.checkout.build import build
 from harness.config import ServiceConfig
+from harness.errors import BuildError, ServiceError
 
 NOTHING_STARTED = "a bad input must be refused before anything is built or booted"
 
@@ -634,3 +637,44 @@ def test_a_committed_symlink_in_the_data_leading_out_is_an_error_naming_it(
     assert sandbox.boots() == boots  # checked at checkout, before either side boots
     assert "hunter2" not in done.stderr + done.stdout
     assert sandbox.worktrees() == []
+
+
+# --------------------------------------------------------------------------- secrets
+
+TOKEN = "tok-3f9a1c77e2b4d6"  # an API token in the caller's environment
+
+
+def test_the_scrubber_replaces_what_the_allowlist_removed_and_nothing_else() -> None:
+    caller = {"PATH": "/usr/bin", "API_TOKEN": TOKEN, "AWS_SECRET": TOKEN + "-long", "X": "on"}
+    scrub = scrubber(caller, {"PATH": "/usr/bin", "HOME": "/tmp/h"})
+    text = f"PATH /usr/bin token {TOKEN} aws {TOKEN}-long on"
+    assert scrub(text) == "PATH /usr/bin token [API_TOKEN scrubbed] aws [AWS_SECRET scrubbed] on"
+
+
+def test_a_service_log_excerpt_and_the_log_itself_are_scrubbed(
+    fault_worktree: Path, tmp_path: Path
+) -> None:
+    environ = {"PATH": os.environ["PATH"], "API_TOKEN": TOKEN}
+    spec = ServiceConfig(start=f"echo using {TOKEN} --port {{port}}; exit 3", ready="/health")
+    ctx = running_service(spec, fault_worktree, log_path=tmp_path / "svc.log", environ=environ)
+    with pytest.raises(ServiceError) as caught:
+        ctx.__enter__()
+    details = "\n".join(caught.value.details)
+    assert "using [API_TOKEN scrubbed]" in details and TOKEN not in details
+    assert (
+        TOKEN not in (tmp_path / "svc.log").read_text().split("--- harness:")[-1].split("\n", 1)[1]
+    )
+
+
+def test_a_build_log_excerpt_is_scrubbed(
+    fault_worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("API_TOKEN", TOKEN)
+    spec = ServiceConfig(start="x {port}", ready="/health", build=f"echo leaking {TOKEN}; exit 1")
+    with pytest.raises(BuildError) as caught:
+        build(fault_worktree, sha_key="0" * 40, service=spec, log_dir=tmp_path / "logs")
+    assert "leaking [API_TOKEN scrubbed]" in "\n".join(caught.value.details)
+    assert TOKEN not in "\n".join(caught.value.details)
+    (log,) = (tmp_path / "logs").glob("build-*.log")
+    assert "leaking [API_TOKEN scrubbed]" in log.read_text()

@@ -78,6 +78,53 @@ def allowlisted_env(
     return env
 
 
+# --------------------------------------------------------------------------- secrets
+
+SCRUB_MIN_CHARS = 4  # shorter values ("1", "on", "C") would mangle every excerpt
+_NOT_SECRETS = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})  # paths of the caller's shell
+
+
+def scrubber(caller: Mapping[str, str], env: Mapping[str, str]) -> Callable[[str], str]:
+    """A function replacing, in a text, the value of every variable of `caller` that the
+    allowlist left out of `env` by `[NAME scrubbed]` (longest values first, so one secret
+    containing another is scrubbed whole). For log excerpts that go into results and reports:
+    a token the harness kept from a service must not come back through its output."""
+    kept = set(env.values())
+    removed = sorted(
+        (
+            (name, value)
+            for name, value in caller.items()
+            if name not in env
+            and name not in _NOT_SECRETS
+            and len(value) >= SCRUB_MIN_CHARS
+            and value not in kept
+        ),
+        key=lambda item: -len(item[1]),
+    )
+
+    def scrub(text: str) -> str:
+        for name, value in removed:
+            if value in text:
+                text = text.replace(value, f"[{name} scrubbed]")
+        return text
+
+    return scrub
+
+
+def scrub_file(path: Path, scrub: Callable[[str], str], *, limit: int = 64 << 20) -> None:
+    """Rewrite `path` (a boot's log under results/logs, at most `limit` bytes) scrubbed,
+    atomically; best effort."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > limit:
+            return
+        text = path.read_bytes().decode("utf-8", "replace")
+        clean = scrub(text)
+        if clean != text:
+            tmp = path.with_name(path.name + ".scrub")
+            tmp.write_text(clean, encoding="utf-8")
+            os.replace(tmp, path)
+
+
 # --------------------------------------------------------------------------- placeholders
 
 

@@ -69,6 +69,8 @@ from harness.boot.isolation import (
     expand_placeholders,
     make_root,
     remove_tree,
+    scrub_file,
+    scrubber,
 )
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
@@ -168,6 +170,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self._tree: ProcessTree | None = None
         self._root: Path | None = None
         self._link: SandboxLink | None = None
+        self._scrub: Callable[[str], str] = str  # set once the environment is built
         self._entered = False
         self.sandbox = sandbox or sandbox_mode(os.environ if environ is None else environ)
 
@@ -221,14 +224,16 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 for name, value in spec.env.items()
             }
             quoted = command_values(raw, pins)
+            caller = os.environ if self.environ is None else self.environ
             env = allowlisted_env(
-                os.environ if self.environ is None else self.environ,
+                caller,
                 isolation=isolation,
                 pass_env=spec.pass_env,
                 extra=self.extra_env,
                 pins=pins,
                 run_id=self.run_id,
             )
+            self._scrub = scrubber(caller, env)
             command = expand_placeholders(spec.start, quoted, key="start")
             prefix: list[str] = []
             if self.sandbox == BUBBLEWRAP:
@@ -379,7 +384,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             )
 
     def _failure(self, stage: str, message: str, log_start: int, *hints: str) -> ServiceError:
-        tail = log_tail(self.log_path, log_start)
+        tail = [self._scrub(line) for line in log_tail(self.log_path, log_start)]
         details = [f"last lines of {self.log_path}:", *tail, *hints]
         return ServiceError(message, details, stage=stage)
 
@@ -402,6 +407,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 self._root = None
             if report.confirmed:
                 leftovers.untrack("run_id", self.run_id)
+            scrub_file(self.log_path, self._scrub)  # the log stays in results/logs
         self.teardown = report
         if self.on_teardown is not None:
             self.on_teardown(report)
