@@ -3,10 +3,10 @@
     python scripts/sandbox_overhead.py [N]
 
 Boots the fault-matrix service once per mode (alternating, 3 rounds) and times N sequential GETs
-through one httpx client, as the replay client sends them. The service is http.server speaking
-HTTP/1.0, so it closes every connection: each GET pays a new connection (in the sandbox, a socket
-from its helper, then connect), the worst case for the sandbox. Then N/4 first GETs of a fresh
-client. Prints medians in microseconds.
+through one httpx client, as the replay client sends them: once with HTTP/1.1 keep-alive (one
+connection for all), once with HTTP/1.0 (the service closes every connection, so each GET pays a
+new one: in the sandbox a socket from its helper, then connect; the worst case for the sandbox).
+Then N/4 first GETs of a fresh client. Prints medians in microseconds.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from harness.config import ServiceConfig
 SERVICE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fault_service" / "svc.py"
 
 
-def measure(mode: str, n: int, work: Path) -> tuple[float, float]:
-    spec = ServiceConfig(start="{python} svc.py --port {port}", ready="/health")
+def measure(mode: str, n: int, work: Path, keep_alive: bool) -> tuple[float, float]:
+    start = "{python} svc.py --port {port}" + (" --keep-alive" if keep_alive else "")
+    spec = ServiceConfig(start=start, ready="/health")
     with running_service(spec, work, log_path=work / f"{mode}.log", sandbox=mode) as svc:
         kept: list[int] = []
         with httpx.Client(trust_env=False, transport=svc.transport()) as client:
@@ -55,16 +56,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         shutil.copyfile(SERVICE, work / "svc.py")
-        rows: dict[str, list[tuple[float, float]]] = {PLAIN: [], BUBBLEWRAP: []}
+        rows: dict[str, list[tuple[float, float, float]]] = {PLAIN: [], BUBBLEWRAP: []}
         for _ in range(3):
             for mode in (PLAIN, BUBBLEWRAP):
-                rows[mode].append(measure(mode, n, work))
+                closed, first = measure(mode, n, work, keep_alive=False)
+                kept, _ = measure(mode, n, work, keep_alive=True)
+                rows[mode].append((kept, closed, first))
     print(f"median of per-round medians, {n} GETs per round, 3 rounds (microseconds)")
-    print(f"{'mode':<12}{'GET':>16}{'first GET of a client':>24}")
+    print(f"{'mode':<12}{'kept-alive GET':>16}{'GET, new connection':>22}{'first GET':>12}")
     for mode, values in rows.items():
-        kept = statistics.median(v[0] for v in values)
-        fresh = statistics.median(v[1] for v in values)
-        print(f"{mode:<12}{kept:>16.1f}{fresh:>24.1f}")
+        kept, closed, first = (statistics.median(v[i] for v in values) for i in range(3))
+        print(f"{mode:<12}{kept:>16.1f}{closed:>22.1f}{first:>12.1f}")
     return 0
 
 

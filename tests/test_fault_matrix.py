@@ -678,3 +678,23 @@ def test_a_build_log_excerpt_is_scrubbed(
     assert TOKEN not in "\n".join(caught.value.details)
     (log,) = (tmp_path / "logs").glob("build-*.log")
     assert "leaking [API_TOKEN scrubbed]" in log.read_text()
+
+
+# --------------------------------------------------------------------------- the fallback
+
+
+def test_without_bwrap_the_plain_mode_runs_with_one_warning_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.boot import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox._warn_once.cache_clear()
+    assert sandbox.sandbox_mode({}) == sandbox.PLAIN
+    assert sandbox.sandbox_mode({}) == sandbox.PLAIN  # said once per process, not per boot
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("harness: warning: no sandbox: bwrap is not installed")
+    assert "plain isolation" in line
+    assert sandbox.sandbox_mode({"HARNESS_SANDBOX": "off"}) == sandbox.PLAIN
+    assert capsys.readouterr().err == ""  # asked for: no warning
+    sandbox._warn_once.cache_clear()

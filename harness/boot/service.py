@@ -14,7 +14,11 @@ One boot, in order:
 2. Isolation (`harness.boot.isolation`). One throwaway root per boot holds HOME, TMPDIR,
    XDG_{CONFIG,CACHE,DATA,STATE}_HOME, XDG_RUNTIME_DIR and a fresh copy of `spec.data` ({data});
    it is removed at teardown. The environment is built from an allowlist (`allowlisted_env`): the
-   caller's tokens never reach the service.
+   caller's tokens never reach the service, and their values are scrubbed from log excerpts.
+   In bubblewrap mode (`harness.boot.sandbox`) the start command runs in a sandbox: its own
+   network namespace (the URL is reachable only through `RunningService.transport()`, which the
+   readiness probe, the prepare commands and the replay client all use), its own PID namespace,
+   a read-only filesystem but the throwaway root.
 3. Start. `/bin/sh -c <start>` (so a start command may use pipes, `&&`, `VAR=x cmd`), in a NEW
    SESSION: the shell and all it starts form one process group outside the harness's terminal, so
    Ctrl-C reaches the harness only and the harness decides how the service dies. cwd = worktree;
