@@ -149,17 +149,17 @@ def _clean(document: dict[str, Any]) -> str:
     worktrees = 0
     for item in held.get("worktree", []):
         path = Path(item["value"])
+        worktrees += path.exists()
         if item.get("repo") and Path(item["repo"]).is_dir():
-            remove_worktree(Path(item["repo"]), path)
+            remove_worktree(Path(item["repo"]), path)  # prunes git's record even if it is gone
         else:
             shutil.rmtree(path, ignore_errors=True)
-        worktrees += 1
     dirs = 0
     for item in held.get("dir", []):
         path = Path(item["value"])
         if path.exists():
             remove_tree(path)
-        dirs += 1
+            dirs += 1
     if not (killed or worktrees or dirs):
         return ""
     parts = [

@@ -1,16 +1,18 @@
-"""Per-query cost of the bubblewrap sandbox next to plain isolation, measured in one run.
+"""Per-request cost of the bubblewrap sandbox next to plain isolation, measured side by side.
 
     python scripts/sandbox_overhead.py [N]
 
-Boots the fault-matrix service once per mode (alternating, 3 rounds) and times N sequential GETs
-through one httpx client, as the replay client sends them: once with HTTP/1.1 keep-alive (one
-connection for all), once with HTTP/1.0 (the service closes every connection, so each GET pays a
-new one: in the sandbox a socket from its helper, then connect; the worst case for the sandbox).
-Then N/4 first GETs of a fresh client. Prints medians in microseconds.
+Boots the fault-matrix service twice at once, one plain and one in a bubblewrap sandbox, and
+sends N GETs to each, alternating request by request (plain, sandboxed, plain, ...), so that the
+load of a shared machine hits both alike; the paired difference is the sandbox's cost. Twice:
+over one kept-alive connection each (HTTP/1.1, the replay client's case), and with the service
+closing every connection (HTTP/1.0: each GET pays a new connection, in the sandbox a socket from
+its helper, then connect; the sandbox's worst case). Prints medians in microseconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 import sys
@@ -27,25 +29,31 @@ from harness.config import ServiceConfig
 SERVICE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fault_service" / "svc.py"
 
 
-def measure(mode: str, n: int, work: Path, keep_alive: bool) -> tuple[float, float]:
+def paired(n: int, work: Path, keep_alive: bool) -> tuple[float, float, float]:
     start = "{python} svc.py --port {port}" + (" --keep-alive" if keep_alive else "")
     spec = ServiceConfig(start=start, ready="/health")
-    with running_service(spec, work, log_path=work / f"{mode}.log", sandbox=mode) as svc:
-        kept: list[int] = []
-        with httpx.Client(trust_env=False, transport=svc.transport()) as client:
-            for _ in range(50):
-                client.get(svc.url + "/health")
-            for _ in range(n):
+    times: dict[str, list[int]] = {PLAIN: [], BUBBLEWRAP: []}
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for mode in (PLAIN, BUBBLEWRAP):
+            log = work / f"{mode}-{keep_alive}.log"
+            svc = stack.enter_context(running_service(spec, work, log_path=log, sandbox=mode))
+            client = httpx.Client(trust_env=False, transport=svc.transport())
+            clients[mode] = (stack.enter_context(client), svc.url + "/health")
+        for _ in range(50):  # warm-up
+            for client, url in clients.values():
+                client.get(url)
+        for _ in range(n):
+            for mode, (client, url) in clients.items():
                 t0 = time.perf_counter_ns()
-                client.get(svc.url + "/health")
-                kept.append(time.perf_counter_ns() - t0)
-        fresh: list[int] = []
-        for _ in range(n // 4):
-            with httpx.Client(trust_env=False, transport=svc.transport()) as client:
-                t0 = time.perf_counter_ns()
-                client.get(svc.url + "/health")
-                fresh.append(time.perf_counter_ns() - t0)
-    return statistics.median(kept) / 1000, statistics.median(fresh) / 1000
+                client.get(url)
+                times[mode].append(time.perf_counter_ns() - t0)
+    diffs = [b - p for p, b in zip(times[PLAIN], times[BUBBLEWRAP], strict=True)]
+    return (
+        statistics.median(times[PLAIN]) / 1000,
+        statistics.median(times[BUBBLEWRAP]) / 1000,
+        statistics.median(diffs) / 1000,
+    )
 
 
 def main() -> int:
@@ -56,17 +64,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         shutil.copyfile(SERVICE, work / "svc.py")
-        rows: dict[str, list[tuple[float, float, float]]] = {PLAIN: [], BUBBLEWRAP: []}
-        for _ in range(3):
-            for mode in (PLAIN, BUBBLEWRAP):
-                closed, first = measure(mode, n, work, keep_alive=False)
-                kept, _ = measure(mode, n, work, keep_alive=True)
-                rows[mode].append((kept, closed, first))
-    print(f"median of per-round medians, {n} GETs per round, 3 rounds (microseconds)")
-    print(f"{'mode':<12}{'kept-alive GET':>16}{'GET, new connection':>22}{'first GET':>12}")
-    for mode, values in rows.items():
-        kept, closed, first = (statistics.median(v[i] for v in values) for i in range(3))
-        print(f"{mode:<12}{kept:>16.1f}{closed:>22.1f}{first:>12.1f}")
+        rows = {
+            "kept-alive connection": paired(n, work, keep_alive=True),
+            "new connection per GET": paired(n, work, keep_alive=False),
+        }
+    print(f"{n} GETs to each, alternating; medians in microseconds")
+    print(f"{'':<24}{'plain':>10}{'bubblewrap':>12}{'paired diff':>13}")
+    for name, (plain, boxed, diff) in rows.items():
+        print(f"{name:<24}{plain:>10.1f}{boxed:>12.1f}{diff:>+13.1f}")
     return 0
 
 
