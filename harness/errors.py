@@ -19,6 +19,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+SHOWN_CHARS = 200
+"""At most this many characters of a value the user gave are echoed in a message."""
+
+
+def clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` whole when it is short, else its first `limit` characters and how many more: a
+    20 MB gold line or option value is never echoed whole."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -35,7 +46,8 @@ class Problem:
             where += f":{self.line}"
         if self.field:
             where += f": {self.field}"
-        return f"{where}: {self.message}"
+        # A message quotes what it found; a huge value stays cut to a readable line.
+        return f"{where}: {clip(self.message, 2 * SHOWN_CHARS)}"
 
 
 class HarnessError(Exception):
@@ -44,6 +56,7 @@ class HarnessError(Exception):
     exit_status = 2
 
     def __init__(self, message: str, details: Sequence[str] = ()) -> None:
+        message = clip(message, 5 * SHOWN_CHARS)
         super().__init__(message)
         self.message = message
         self.details: tuple[str, ...] = tuple(details)

@@ -129,6 +129,7 @@ class Repeat:
     teardown_confirmed: bool = True
     log_path: str | None = None
     failure: RunFailure | None = None
+    sandbox: str | None = None  # "bubblewrap" or "plain" (harness.boot.sandbox); None: unknown
 
     @property
     def errors(self) -> int:

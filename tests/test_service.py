@@ -125,8 +125,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _get(url: str) -> Any:
-    answer = httpx.get(url, timeout=5.0, trust_env=False)
+def _get(svc: service.RunningService, path: str) -> Any:
+    """GET `path` of the service the way the replay client reaches it (in its sandbox, if any)."""
+    with httpx.Client(trust_env=False, transport=svc.transport()) as client:
+        answer = client.get(svc.url + path, timeout=5.0)
     answer.raise_for_status()
     return answer.json()
 
@@ -156,7 +158,8 @@ def boot(worktree: Path, roots: Path, tmp_path: Path) -> Iterator[Boot]:
     made: list[service.ServiceContext] = []
 
     def make(start: str = START, **fields: Any) -> service.ServiceContext:
-        kwargs = {k: fields.pop(k) for k in ("environ", "extra_env", "limits") if k in fields}
+        names = ("environ", "extra_env", "limits", "sandbox")
+        kwargs = {k: fields.pop(k) for k in names if k in fields}
         spec = ServiceConfig(start=start, ready="/health", **{"ready_timeout": 20.0, **fields})
         ctx = service.running_service(
             spec, worktree, log_path=tmp_path / "logs" / "svc.log", temp_parent=roots, **kwargs
@@ -176,11 +179,11 @@ def boot(worktree: Path, roots: Path, tmp_path: Path) -> Iterator[Boot]:
 
 
 def test_good_service_boots_answers_and_is_gone_after(boot: Boot, tmp_path: Path) -> None:
-    ctx = boot()
+    ctx = boot(sandbox="plain")  # the service's own pid is a host pid only without a sandbox
     with ctx as svc:
         assert svc.url == f"http://127.0.0.1:{svc.port}"
-        assert _get(svc.url + "/health") == {"ok": True}
-        pid = _get(svc.url + "/pids")["pid"]
+        assert _get(svc, "/health") == {"ok": True}
+        pid = _get(svc, "/pids")["pid"]
         assert _alive(pid)
         assert svc.root.is_dir() and svc.home.is_relative_to(svc.root)
         assert svc.boot_seconds > 0
@@ -210,7 +213,7 @@ def test_environment_is_allowlisted_isolated_and_pinned(
         extra_env={"FROM_BUILD": "venv", "MODE": "loses to the pin"},
     )
     with ctx as svc:
-        env = _get(svc.url + "/env")
+        env = _get(svc, "/env")
     secrets = {k: v for k, v in env.items() if "secret" in v}
     assert secrets == {}
     assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
@@ -230,7 +233,7 @@ def test_environment_is_allowlisted_isolated_and_pinned(
 def test_pass_env_name_comes_through(boot: Boot) -> None:
     ctx = boot(pass_env=("INDEX_SHARDS",), environ={"INDEX_SHARDS": "4", "PATH": "/usr/bin:/bin"})
     with ctx as svc:
-        env = _get(svc.url + "/env")
+        env = _get(svc, "/env")
     assert env["INDEX_SHARDS"] == "4" and env["PATH"] == "/usr/bin:/bin"
 
 
@@ -239,9 +242,9 @@ def test_every_boot_gets_a_fresh_copy_of_the_data(boot: Boot, worktree: Path) ->
     first = boot(start, data="data")
     with first as svc:
         assert svc.data is not None and svc.data.is_relative_to(svc.root)
-        assert _get(svc.url + "/write?written.txt") == ["seed.txt", "written.txt"]
+        assert _get(svc, "/write?written.txt") == ["seed.txt", "written.txt"]
     with boot(start, data="data") as svc:
-        assert _get(svc.url + "/data") == ["seed.txt"]
+        assert _get(svc, "/data") == ["seed.txt"]
     assert sorted(p.name for p in (worktree / "data").iterdir()) == ["seed.txt"]
 
 
@@ -261,7 +264,7 @@ def test_prepare_commands_run_after_ready_with_placeholders(boot: Boot) -> None:
         prepare=("touch {data}/prepared", "{python} -c 'import sys; sys.exit(0)'"),
     )
     with ctx as svc:
-        assert _get(svc.url + "/data") == ["prepared", "seed.txt"]
+        assert _get(svc, "/data") == ["prepared", "seed.txt"]
         assert svc.prepare_seconds > 0
 
 
@@ -277,7 +280,7 @@ def test_pins_named_in_start_and_prepare_reach_the_command_lines_quoted(boot: Bo
         lines = [p.cmdline() for p in [leader, *leader.children(recursive=True)]]
         python = next(line for line in lines if "service.py" in line)
         assert python[-2:] == ["--mode", "ok"]
-        assert _get(svc.url + "/data") == ["named by a pin", "seed.txt"]  # one argument: quoted
+        assert _get(svc, "/data") == ["named by a pin", "seed.txt"]  # one argument: quoted
 
 
 # --------------------------------------------------------------------------- failures at boot
@@ -347,9 +350,12 @@ def test_a_lost_port_race_is_retried_on_a_new_port(
     boot: Boot, held_port: int, tmp_path: Path
 ) -> None:
     counter = tmp_path / "boots"
-    ctx = boot(START + f" --steal-port {held_port} --counter {counter} --fail-times 2")
+    # A port race exists only on the host's network (a sandbox has a loopback of its own).
+    ctx = boot(
+        START + f" --steal-port {held_port} --counter {counter} --fail-times 2", sandbox="plain"
+    )
     with ctx as svc:
-        assert _get(svc.url + "/health") == {"ok": True}
+        assert _get(svc, "/health") == {"ok": True}
     assert counter.read_text() == "3"
     log = svc.log_path.read_text()
     assert log.count("Address already in use") == 2 and "boot attempt 3 of 4" in log
@@ -361,7 +367,7 @@ def test_losing_the_port_race_every_time_gives_up(
     counter = tmp_path / "boots"
     limits = service.ServiceLimits(port_attempts=2)
     start = START + f" --steal-port {held_port} --counter {counter} --fail-times 9"
-    ctx = boot(start, limits=limits)
+    ctx = boot(start, limits=limits, sandbox="plain")
     with pytest.raises(ServiceError, match="port was taken on each of 2 attempts"), ctx:
         pytest.fail("the body must not run")
     assert counter.read_text() == "2"
@@ -371,9 +377,9 @@ def test_losing_the_port_race_every_time_gives_up(
 
 
 def test_sigterm_ignoring_service_and_setsid_grandchild_are_both_killed(boot: Boot) -> None:
-    ctx = boot(START + " --mode stubborn", stop_timeout=0.5)
+    ctx = boot(START + " --mode stubborn", stop_timeout=0.5, sandbox="plain")  # host pids
     with ctx as svc:
-        pids = _get(svc.url + "/pids")
+        pids = _get(svc, "/pids")
         grandchild = psutil.Process(pids["grandchild"])
         assert grandchild.pid not in {p.pid for p in psutil.Process(svc.pid).children(True)}
         assert os.getsid(grandchild.pid) != os.getsid(pids["pid"])
@@ -386,7 +392,7 @@ def test_sigterm_ignoring_service_and_setsid_grandchild_are_both_killed(boot: Bo
 
 
 def test_a_background_process_left_by_prepare_is_killed_too(boot: Boot) -> None:
-    ctx = boot(prepare=("sleep 300 & echo $! > {home}/bg.pid",))
+    ctx = boot(prepare=("sleep 300 & echo $! > {home}/bg.pid",), sandbox="plain")  # host pids
     with ctx as svc:
         background = int((svc.home / "bg.pid").read_text())
         assert _alive(background)
@@ -430,9 +436,9 @@ def test_signals_are_held_during_a_teardown_and_delivered_after() -> None:
 
 
 def test_keyboard_interrupt_in_the_body_still_tears_down(boot: Boot) -> None:
-    ctx = boot()
+    ctx = boot(sandbox="plain")  # host pids
     with pytest.raises(KeyboardInterrupt), ctx as svc:
-        pid = _get(svc.url + "/pids")["pid"]
+        pid = _get(svc, "/pids")["pid"]
         raise KeyboardInterrupt
     assert ctx.teardown is not None and ctx.teardown.confirmed
     assert not _alive(pid)

@@ -2,10 +2,14 @@
 
     isolation.py  throwaway HOME/TMPDIR/XDG root, the data copy, the allowlisted environment,
                   placeholders of `start` and `prepare`
+    sandbox.py    bubblewrap per boot (own network and PID namespace, read-only files, the home
+                  hidden) or plain; SandboxLink: sockets made inside, httpx transport over them
+    inside.py     the sandbox's first process: starts the service, hands out its sockets
     spawn.py      a free port, `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
     processes.py  finding every process of a boot and killing the whole tree
 
-In: a ServiceConfig and a built worktree. Out: a RunningService (its URL, pid, log) for the
-duration of a with-block, then a TeardownReport. Sends no query of the gold set.
+In: a ServiceConfig and a built worktree. Out: a RunningService (its URL, pid, log, sandbox mode,
+and `transport()` / `open_socket` / `connect()` to reach it) for the duration of a with-block,
+then a TeardownReport. Sends no query of the gold set.
 """

@@ -78,6 +78,53 @@ def allowlisted_env(
     return env
 
 
+# --------------------------------------------------------------------------- secrets
+
+SCRUB_MIN_CHARS = 4  # shorter values ("1", "on", "C") would mangle every excerpt
+_NOT_SECRETS = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})  # paths of the caller's shell
+
+
+def scrubber(caller: Mapping[str, str], env: Mapping[str, str]) -> Callable[[str], str]:
+    """A function replacing, in a text, the value of every variable of `caller` that the
+    allowlist left out of `env` by `[NAME scrubbed]` (longest values first, so one secret
+    containing another is scrubbed whole). For log excerpts that go into results and reports:
+    a token the harness kept from a service must not come back through its output."""
+    kept = set(env.values())
+    removed = sorted(
+        (
+            (name, value)
+            for name, value in caller.items()
+            if name not in env
+            and name not in _NOT_SECRETS
+            and len(value) >= SCRUB_MIN_CHARS
+            and value not in kept
+        ),
+        key=lambda item: -len(item[1]),
+    )
+
+    def scrub(text: str) -> str:
+        for name, value in removed:
+            if value in text:
+                text = text.replace(value, f"[{name} scrubbed]")
+        return text
+
+    return scrub
+
+
+def scrub_file(path: Path, scrub: Callable[[str], str], *, limit: int = 64 << 20) -> None:
+    """Rewrite `path` (a boot's log under results/logs, at most `limit` bytes) scrubbed,
+    atomically; best effort."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > limit:
+            return
+        text = path.read_bytes().decode("utf-8", "replace")
+        clean = scrub(text)
+        if clean != text:
+            tmp = path.with_name(path.name + ".scrub")
+            tmp.write_text(clean, encoding="utf-8")
+            os.replace(tmp, path)
+
+
 # --------------------------------------------------------------------------- placeholders
 
 
@@ -150,11 +197,36 @@ def data_source(spec: ServiceConfig, worktree: Path) -> Path | None:
     """Where `spec.data` is (relative to `worktree` unless absolute); ConfigError if missing."""
     if spec.data is None:
         return None
+    from harness.config.loader import outside
+
     src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
+    why = outside(src, worktree)
+    if why is None:
+        why = _link_out(src, worktree)
+    if why is not None:
+        raise ConfigError(
+            "service: the data to copy for each boot is not inside the ref's worktree",
+            [_problem("data", why + "; service.data must be a path inside the repository")],
+        )
     if not src.exists():
         why = f"{src} does not exist (a relative path is taken from the ref's worktree)"
         raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
     return src
+
+
+def _link_out(src: Path, worktree: Path) -> str | None:
+    """The first symlink under `src` that leads outside `worktree` (or nowhere), named."""
+    root = worktree.resolve()
+    if not src.is_dir():
+        return None
+    for folder, dirs, files in os.walk(src):
+        for name in (*dirs, *files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root):
+                    return f"{path} is a symlink to {target}, outside the worktree"
+    return None
 
 
 def make_root(

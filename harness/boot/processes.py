@@ -16,9 +16,12 @@ The harness itself: Python dies on SIGTERM without running `finally`; `signals_u
 `install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, a KeyboardInterrupt, so a
 `kill` of the harness unwinds like Ctrl-C and every service is torn down.
 
-Limitation: a process found neither in the service's descendant tree (walked before SIGTERM and
-again before SIGKILL) nor by the MARKER_ENV marker in its environment (a double-forked daemon
-that also scrubbed its environment) cannot be found without cgroups.
+In a bubblewrap sandbox (`harness.boot.sandbox`) every process of the boot, an orphan included,
+stays a descendant of the leader (bwrap) inside its PID namespace, so the walk finds them all; and
+when the namespace's init ends, the kernel kills whatever is left. Plain isolation's limitation
+(stated in the README too): a process found neither in the service's descendant tree (walked
+before SIGTERM and again before SIGKILL) nor by the MARKER_ENV marker in its environment (a
+double-forked daemon that also scrubbed its environment) cannot be found without cgroups.
 """
 
 from __future__ import annotations

@@ -14,7 +14,11 @@ One boot, in order:
 2. Isolation (`harness.boot.isolation`). One throwaway root per boot holds HOME, TMPDIR,
    XDG_{CONFIG,CACHE,DATA,STATE}_HOME, XDG_RUNTIME_DIR and a fresh copy of `spec.data` ({data});
    it is removed at teardown. The environment is built from an allowlist (`allowlisted_env`): the
-   caller's tokens never reach the service.
+   caller's tokens never reach the service, and their values are scrubbed from log excerpts.
+   In bubblewrap mode (`harness.boot.sandbox`) the start command runs in a sandbox: its own
+   network namespace (the URL is reachable only through `RunningService.transport()`, which the
+   readiness probe, the prepare commands and the replay client all use), its own PID namespace,
+   a read-only filesystem but the throwaway root.
 3. Start. `/bin/sh -c <start>` (so a start command may use pipes, `&&`, `VAR=x cmd`), in a NEW
    SESSION: the shell and all it starts form one process group outside the harness's terminal, so
    Ctrl-C reaches the harness only and the harness decides how the service dies. cwd = worktree;
@@ -46,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,6 +62,7 @@ from types import TracebackType
 
 import httpx
 
+from harness import leftovers
 from harness.boot.isolation import (
     MARKER_ENV,
     NO_ENV,
@@ -67,9 +73,19 @@ from harness.boot.isolation import (
     expand_placeholders,
     make_root,
     remove_tree,
+    scrub_file,
+    scrubber,
 )
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
-from harness.boot.spawn import free_port, log_tail, log_text, spawn
+from harness.boot.sandbox import (
+    BUBBLEWRAP,
+    OpenSocket,
+    SandboxLink,
+    bwrap_prefix,
+    sandbox_mode,
+    transport_for,
+)
+from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
 from harness.config import ServiceConfig
 from harness.errors import ServiceError
 
@@ -100,6 +116,24 @@ class RunningService:
     prepare_seconds: float
     root: Path  # the throwaway root holding home, tmp, xdg/* and data; gone after teardown
     run_id: str  # the MARKER_ENV value in its environment
+    sandbox: str = "plain"  # "bubblewrap" or "plain" (harness.boot.sandbox)
+    # In bubblewrap mode, a fresh unconnected TCP socket of the service's network namespace:
+    # the only way to reach `url`. None in plain mode. See `transport()`.
+    open_socket: OpenSocket | None = None
+
+    def transport(self, limits: httpx.Limits | None = None) -> httpx.BaseTransport | None:
+        """The httpx transport that reaches `url` (pass it to httpx.Client(transport=...)):
+        connections made in the sandbox's network namespace, or None for httpx's default."""
+        return transport_for(self.open_socket, limits)
+
+    def connect(self, timeout: float | None = None) -> socket.socket:
+        """A TCP connection to the service, from any thread, in either mode."""
+        if self.open_socket is None:
+            return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        sock = self.open_socket()
+        sock.settimeout(timeout)
+        sock.connect(("127.0.0.1", self.port))
+        return sock
 
 
 # --------------------------------------------------------------------------- boot
@@ -124,6 +158,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         temp_parent: Path | None = None,
         limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
         on_teardown: Callable[[TeardownReport], None] | None = None,
+        sandbox: str | None = None,
     ) -> None:
         self.spec = spec
         self.worktree = Path(worktree).resolve()
@@ -138,7 +173,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self.teardown: TeardownReport | None = None
         self._tree: ProcessTree | None = None
         self._root: Path | None = None
+        self._link: SandboxLink | None = None
+        self._scrub: Callable[[str], str] = str  # set once the environment is built
         self._entered = False
+        self.sandbox = sandbox or sandbox_mode(os.environ if environ is None else environ)
 
     def __enter__(self) -> RunningService:
         if self._entered:
@@ -172,7 +210,9 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
+        leftovers.track("run_id", self.run_id)
         self._root, isolation, data = make_root(self.temp_parent, data_src)
+        leftovers.track("dir", self._root)
         try:
             raw = {
                 "port": str(port),
@@ -188,20 +228,39 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 for name, value in spec.env.items()
             }
             quoted = command_values(raw, pins)
+            caller = os.environ if self.environ is None else self.environ
             env = allowlisted_env(
-                os.environ if self.environ is None else self.environ,
+                caller,
                 isolation=isolation,
                 pass_env=spec.pass_env,
                 extra=self.extra_env,
                 pins=pins,
                 run_id=self.run_id,
             )
+            self._scrub = scrubber(caller, env)
             command = expand_placeholders(spec.start, quoted, key="start")
+            prefix: list[str] = []
+            if self.sandbox == BUBBLEWRAP:
+                self._link = SandboxLink()
+                venv = [Path(v) for v in (self.extra_env.get("VIRTUAL_ENV"),) if v]
+                prefix = bwrap_prefix(
+                    self._link.child_fd, root=self._root, worktree=self.worktree, readable=venv
+                )
             t0 = time.monotonic()
             header = f"boot attempt {attempt} of {limits.port_attempts} on {url}"
+            if self.sandbox == BUBBLEWRAP:
+                header += " (bubblewrap sandbox)"
             leader, log_start = spawn(
-                command, cwd=self.worktree, env=env, log_path=self.log_path, header=header
+                command,
+                cwd=self.worktree,
+                env=env,
+                log_path=self.log_path,
+                header=header,
+                prefix=prefix,
+                pass_fds=() if self._link is None else (self._link.child_fd,),
             )
+            if self._link is not None:
+                self._link.started()
             self._tree.leader = leader
             status = self._wait_ready(leader.pid, url + _path(spec.ready), t0, log_start)
             if status is not None:
@@ -232,6 +291,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 prepare_seconds=time.monotonic() - t1,
                 root=self._root,
                 run_id=self.run_id,
+                sandbox=self.sandbox,
+                open_socket=None if self._link is None else self._link.open_socket,
             )
         except BaseException as exc:
             report = self._stop()
@@ -245,7 +306,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         deadline = t0 + spec.ready_timeout
         last = "no answer"
         slow = False  # a GET given the whole probe_timeout ran out of it
-        with httpx.Client(trust_env=False) as client:  # no proxy from the caller's environment
+        open_socket = None if self._link is None else self._link.open_socket
+        transport = transport_for(open_socket)  # through the sandbox, when there is one
+        # No proxy from the caller's environment.
+        with httpx.Client(trust_env=False, transport=transport) as client:
             while True:
                 status = exit_status(pid)
                 if status is not None:
@@ -278,6 +342,23 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _prepare(self, command: str, index: int, env: Mapping[str, str]) -> None:
         timeout = self.spec.prepare_timeout
+        if self._link is not None:  # inside the sandbox: the service is reachable only there
+            log_start = log_header(self.log_path, f"prepare[{index}]", command)
+            try:
+                sandboxed = self._link.run(command, timeout)
+            except ConnectionError as exc:
+                raise self._failure(
+                    "prepare", f"prepare command {command!r} could not run: {exc}", log_start
+                ) from None
+            if sandboxed is None:
+                raise self._failure(
+                    "prepare",
+                    f"prepare command {command!r} did not finish within {timeout:g} s "
+                    "(raise service.prepare_timeout)",
+                    log_start,
+                )
+            self._prepared(command, sandboxed, log_start)
+            return
         proc, log_start = spawn(
             command, cwd=self.worktree, env=env, log_path=self.log_path, header=f"prepare[{index}]"
         )
@@ -295,6 +376,9 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 "(raise service.prepare_timeout)",
                 log_start,
             ) from None
+        self._prepared(command, status, log_start)
+
+    def _prepared(self, command: str, status: int, log_start: int) -> None:
         if status != 0:
             raise self._failure(
                 "prepare",
@@ -304,7 +388,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             )
 
     def _failure(self, stage: str, message: str, log_start: int, *hints: str) -> ServiceError:
-        tail = log_tail(self.log_path, log_start)
+        tail = [self._scrub(line) for line in log_tail(self.log_path, log_start)]
         details = [f"last lines of {self.log_path}:", *tail, *hints]
         return ServiceError(message, details, stage=stage)
 
@@ -318,9 +402,16 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         with signals_deferred():
             tree, self._tree = self._tree, None
             report = (tree or self._new_tree()).stop(self.spec.stop_timeout, self.spec.kill_wait)
+            if self._link is not None:
+                self._link.close()
+                self._link = None
             if self._root is not None:
                 remove_tree(self._root)
+                leftovers.untrack("dir", self._root)
                 self._root = None
+            if report.confirmed:
+                leftovers.untrack("run_id", self.run_id)
+            scrub_file(self.log_path, self._scrub)  # the log stays in results/logs
         self.teardown = report
         if self.on_teardown is not None:
             self.on_teardown(report)
@@ -337,12 +428,14 @@ def running_service(
     temp_parent: Path | None = None,
     limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
     on_teardown: Callable[[TeardownReport], None] | None = None,
+    sandbox: str | None = None,
 ) -> ServiceContext:
     """Boot `spec.start` from `worktree` in isolation; see the module docstring for each step.
 
     `extra_env` is layered over the allowlisted environment (the build stage's venv); `environ`
     stands in for os.environ; throwaway roots go under `temp_parent` (default: the system temp
     dir). The returned context's `teardown`, and `on_teardown`, give the TeardownReport.
+    `sandbox` forces "bubblewrap" or "plain" (default: `harness.boot.sandbox.sandbox_mode`).
     Raises ConfigError (bad placeholder, missing data) before anything starts, ServiceError when
     the service exits at boot, is not ready in time, a prepare command fails, or it cannot be
     killed.
@@ -356,6 +449,7 @@ def running_service(
         temp_parent=temp_parent,
         limits=limits,
         on_teardown=on_teardown,
+        sandbox=sandbox,
     )
 
 

@@ -49,11 +49,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.boot.isolation import allowlisted_env
+from harness import leftovers
+from harness.boot.isolation import allowlisted_env, scrub_file, scrubber
 from harness.boot.processes import kill_group
 from harness.checkout.worktree import cache_dir
 from harness.config import ServiceConfig
@@ -127,6 +128,8 @@ def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path
     builds.mkdir(parents=True, exist_ok=True)
     with _locked(builds / f"{key}.lock"):
         if _is_built(slot, key, venv):
+            with contextlib.suppress(OSError):  # last used: for `harness clean --older-than`
+                os.utime(slot / MARKER)
             return BuildResult(venv, cached=True, seconds=0.0, log_path=slot / "build.log", key=key)
         shutil.rmtree(slot, ignore_errors=True)  # whatever a crashed earlier attempt left
         slot.mkdir(parents=True)
@@ -152,25 +155,34 @@ def _run_build(
     log_path.write_bytes(b"")
     with tempfile.TemporaryDirectory(
         prefix="build-", dir=scratch, ignore_cleanup_errors=True
-    ) as throwaway:
+    ) as throwaway, leftovers.tracked("dir", throwaway):
         home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
         home.mkdir()
         tmp.mkdir()
         # A caller without PATH still gets the default one (service processes get none then).
+        caller = {"PATH": os.defpath, **os.environ}
         env = allowlisted_env(
-            {"PATH": os.defpath, **os.environ},
+            caller,
             isolation={"HOME": str(home), "TMPDIR": str(tmp)},
             pass_env=service.pass_env,
             pins=service.env,
             also_prefixes=("PIP_",),
         )
-        step = _Step(cwd=worktree, log_path=log_path, service=service, deadline=deadline)
-        if venv is not None:
-            # `sys.executable -m venv` from inside a venv still bases the new one on the real
-            # interpreter; no --system-site-packages, so nothing of the harness's leaks in.
-            step.run([sys.executable, "-m", "venv", str(venv)], env)
-        if service.build:
-            step.run(["/bin/sh", "-c", service.build], with_venv(env, venv), shown=service.build)
+        scrub = scrubber(caller, env)
+        step = _Step(
+            cwd=worktree, log_path=log_path, service=service, deadline=deadline, scrub=scrub
+        )
+        try:
+            if venv is not None:
+                # `sys.executable -m venv` from inside a venv still bases the new one on the
+                # real interpreter; no --system-site-packages, so nothing of the harness's
+                # leaks in.
+                step.run([sys.executable, "-m", "venv", str(venv)], env)
+            if service.build:
+                shown = service.build
+                step.run(["/bin/sh", "-c", service.build], with_venv(env, venv), shown=shown)
+        finally:
+            scrub_file(log_path, scrub)  # the log stays under results/logs
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,7 @@ class _Step:
     log_path: Path
     service: ServiceConfig
     deadline: float  # time.monotonic() by which the whole build must be done
+    scrub: Callable[[str], str] = str  # the allowlist's removed values out of excerpts
 
     def run(self, argv: list[str], env: Mapping[str, str], shown: str | None = None) -> None:
         """Run `argv` in its own process group, output appended to the log; raise BuildError."""
@@ -207,6 +220,7 @@ class _Step:
                 f"timed out after {self.service.build_timeout:g}s",
                 self.log_path,
                 "raise service.build_timeout if the build is only slow",
+                self.scrub,
             ) from None
         except BaseException:
             kill_group(proc, grace)
@@ -217,12 +231,14 @@ class _Step:
                 f"exited with status {status}" if status > 0 else f"was killed by signal {-status}"
             )
             hint = "fix the build command (service.build) and rerun"
-            raise _failure(shown, how, self.log_path, hint)
+            raise _failure(shown, how, self.log_path, hint, self.scrub)
 
 
-def _failure(command: str, how: str, log_path: Path, hint: str) -> BuildError:
+def _failure(
+    command: str, how: str, log_path: Path, hint: str, scrub: Callable[[str], str] = str
+) -> BuildError:
     with log_path.open("rb") as f:
-        lines = f.read().decode(errors="replace").splitlines()[-TAIL_LINES:]
+        lines = [scrub(x) for x in f.read().decode(errors="replace").splitlines()[-TAIL_LINES:]]
     return BuildError(
         f"build failed: `{command}` {how}",
         [f"last {len(lines)} lines of {log_path}:", *(f"  | {line}" for line in lines), hint],

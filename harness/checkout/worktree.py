@@ -57,6 +57,7 @@ from pathlib import Path
 
 import git
 
+from harness import leftovers
 from harness.errors import RefError
 
 log = logging.getLogger(__name__)
@@ -281,6 +282,8 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
     parent = cache / kind
     parent.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix=f"{resolved.short}-", dir=parent))
+    # Recorded before git knows of it, so a SIGKILL at any point leaves it for `recover()`.
+    leftovers.track("dir" if resolved.dirty else "worktree", path, repo=root)
     entered = False
     try:
         if resolved.dirty:
@@ -297,10 +300,13 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
         elif resolved.dirty:
             shutil.rmtree(path, ignore_errors=True)
         else:
-            _remove_worktree(root, path)
+            remove_worktree(root, path)
+        leftovers.untrack("dir" if resolved.dirty else "worktree", path)
 
 
-def _remove_worktree(root: Path, path: Path) -> None:
+def remove_worktree(root: Path, path: Path) -> None:
+    """`git worktree remove --force --force` of `path` in the repository `root`, whatever is left
+    deleted, then `git worktree prune`; failures are logged, never raised."""
     # Never let a failed cleanup hide the exception that ended the `with` body: log instead.
     proc = _git(root, "worktree", "remove", "--force", "--force", str(path), check=False)
     if proc.returncode != 0 and path.exists():

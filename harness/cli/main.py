@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.cli.checks import check_args
 from harness.cli.exits import (
     EXIT_OK,
     check_status,
@@ -44,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
     try:
+        check_args(args)
+        from harness.leftovers import recover
+
+        recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
         return command(args)
     except HarnessError as exc:
         print(f"harness: error: {exc.message}", file=sys.stderr)
@@ -180,8 +185,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    # The report first: both sides were measured, and a full disk must not hide what they showed.
+    print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
-    print(render(comparison, args.format, redact=args.redact), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return exit_status(comparison.verdicts, strict=args.strict)
 
@@ -273,6 +279,23 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_clean(args: argparse.Namespace) -> int:
+    from harness.checkout.cache import cache_entries, clean, render_clean
+    from harness.checkout.worktree import cache_dir
+
+    cache = cache_dir()
+    if args.dry_run:
+        entries = cache_entries(cache, builds=args.builds, older_than_days=args.older_than)
+        removable = [e for e in entries if e.why_kept is None]
+        kept = [e for e in entries if e.why_kept is not None]
+        text = render_clean(cache, removable, kept).replace("  removed ", "  would remove ")
+        print(text.replace("\nremoved ", "\nwould remove "), end="")
+        return EXIT_OK
+    removed, kept = clean(cache, builds=args.builds, older_than_days=args.older_than)
+    print(render_clean(cache, removed, kept), end="")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from harness.demo import materialise
 
@@ -286,8 +309,9 @@ def _compare_demo(args: argparse.Namespace) -> int:
     """Materialise the bundled example as a throwaway repository and compare main with feat/x
     there, exactly as a user would in their own repository; results stay in ./results."""
     from harness.demo import materialise
+    from harness.results.files import check_writable
 
-    results = Path(args.results).resolve()
+    results = check_writable(Path(args.results).resolve())
     with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
         repo = materialise(Path(tmp) / "demo")
         args.config, args.repo = repo / "harness.toml", repo
@@ -338,8 +362,11 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     from harness.config import load_config
     from harness.gold import check_files
     from harness.replay.runner import RunPlan
+    from harness.results.files import check_writable
     from harness.verdict.comparison import CompareSettings
 
+    # First of all: a run that cannot save what it measured must not measure.
+    results_dir = check_writable(Path(args.results).resolve())
     config = load_config(args.config, repo=args.repo)
     overrides: dict[str, object] = {
         name: getattr(args, name)
@@ -358,7 +385,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         config=config,
         gold=gold,
         corpus_hash=gold.corpus.sha256 if gold.corpus else None,
-        results_dir=Path(args.results).resolve(),
+        results_dir=results_dir,
         concurrency=args.concurrency,
         keep=args.keep,
         progress=Progress(),
@@ -410,6 +437,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "gate": cmd_gate,
     "threshold": cmd_threshold,
     "demo": cmd_demo,
+    "clean": cmd_clean,
 }
 
 if __name__ == "__main__":

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from harness import __version__
 from harness.cli.exits import EXIT_USAGE
+from harness.errors import clip
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -226,6 +227,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
     p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
+    p.add_argument(
+        "--builds", action="store_true", help="also remove builds (per-commit venvs), not in use"
+    )
+    p.add_argument(
+        "--older-than",
+        type=float,
+        metavar="DAYS",
+        help="only what was last used DAYS days ago or more",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="list what would be removed, remove nothing"
+    )
 
     p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
     p.add_argument("dir", type=Path)

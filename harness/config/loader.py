@@ -9,6 +9,7 @@ key may hold is `harness.config.schema`, the values it builds are `harness.confi
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from harness.config.schema import (
     describe,
     format_fields,
     pin_hint,
+    receives_port,
     unknown_placeholder,
 )
 from harness.config.values import (
@@ -162,6 +164,8 @@ def load_config(
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
     gold, corpus, sides, compare = _validate(doc, reader, path.parent)
+    root = _find_repo(path) if repo is None else _check_repo((cwd / repo).resolve())
+    _check_inside(reader, root, path.parent, doc)
     if reader.problems or gold is None:  # a missing gold.path is one of the problems
         count = len(reader.problems)
         raise ConfigError(
@@ -170,7 +174,7 @@ def load_config(
         )
     return HarnessConfig(
         path=path,
-        repo=_find_repo(path) if repo is None else _check_repo((cwd / repo).resolve()),
+        repo=root,
         gold=gold,
         corpus=corpus,
         baseline=sides["baseline"],
@@ -220,6 +224,53 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
             message = f"{message[: at.start()]} (column {at.group(2)})"
         problem = Problem(str(path), f"TOML syntax error: {message}", line)
         raise ConfigError(f"{path}: not valid TOML", [problem]) from None
+
+
+def outside(path: Path, root: Path) -> str | None:
+    """Why `path` (absolute, not yet resolved) is not inside `root`, or None when it is: it
+    climbs out (`..`, an absolute path elsewhere), or a symlink on the way leads out."""
+    root = root.resolve()
+    lexical = Path(os.path.normpath(path))
+    if not lexical.is_relative_to(root):
+        return f"{lexical} is outside the repository {root}"
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        # Name the first link on the way that leads out.
+        walked = root
+        for part in lexical.relative_to(root).parts:
+            walked = walked / part
+            if walked.is_symlink() and not walked.resolve().is_relative_to(root):
+                return f"{walked} is a symlink to {walked.resolve()}, outside the repository"
+        return f"{lexical} resolves to {real}, outside the repository {root}"
+    return None
+
+
+def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any]) -> None:
+    """gold.path, gold.corpus (or beside a config outside the repository) and each side's
+    service.data must resolve inside the repository:
+    the harness reads them (and copies the data) on the user's behalf, and a path that climbs
+    out, or a committed symlink that leads out, would hand a service a file of the host."""
+    gold = doc.get("gold") if isinstance(doc.get("gold"), dict) else {}
+    for key in ("path", "corpus"):
+        value = gold.get(key) if isinstance(gold, dict) else None
+        if isinstance(value, str) and value:
+            # Inside the repository, or beside a config file kept outside it.
+            target = base / Path(value).expanduser()
+            whys = [outside(target, root) for root in dict.fromkeys((repo, base))]
+            if all(whys):
+                reader.add(f"gold.{key}", f"{whys[0]}; keep the gold set in the repository")
+    tables = [("service", doc.get("service"))]
+    tables += [(f"{side}.service", (doc.get(side) or {}).get("service")) for side in SIDES]
+    for where, table in tables:
+        value = table.get("data") if isinstance(table, dict) else None
+        if isinstance(value, str) and value:
+            # Relative to each ref's worktree, which mirrors the repository.
+            why = outside(repo / value, repo)
+            if why:
+                reader.add(
+                    f"{where}.data",
+                    f"{why}; service.data must be a path inside the repository",
+                )
 
 
 def _find_repo(config: Path) -> Path:
@@ -295,6 +346,10 @@ def _validate(
         service, query = merged["service"], merged["query"]
         if _uses_data(service) and "data" not in service:
             issues[side].append("service.data")
+        # A start whose {NAME} is unknown has that problem to fix first (often a misspelt port).
+        start_unpinned = any(where.endswith("start") for where, _ in unpinned[side])
+        if service.get("start", "").strip() and not start_unpinned and not receives_port(service):
+            issues[side].append(_NO_PORT)
         query["method"] = query.get("method", "GET").upper()
         if query.get("json") is not None and query["method"] == "GET":
             issues[side].append("query.json")
@@ -354,17 +409,27 @@ def _report_unpinned(
         reader.add(where, message)
 
 
+_NO_PORT = "service.start:port"  # an issue of start that is not a missing key
+
+
 def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
     """Report a problem once when both sides have it, else under the side that has it."""
-    for key in dict.fromkeys(issues["baseline"] + issues["candidate"]):
-        having = [side for side in SIDES if key in issues[side]]
+    for issue in dict.fromkeys(issues["baseline"] + issues["candidate"]):
+        having = [side for side in SIDES if issue in issues[side]]
+        key = issue.partition(":")[0]
         section = key.partition(".")[0]
         for side in having if len(having) == 1 else [None]:
             where = f"[{reader.prefix}{section}]"
             if side is not None:
                 where += f" or [{reader.prefix}{side}.{section}]"
             who = f" on the {side} side" if side else ""
-            if key == "query.json":
+            if issue == _NO_PORT:
+                message = (
+                    f"start never receives the port the harness picks{who}: write {{port}} in "
+                    "it (e.g. --port {port}), or pin it in service.env, e.g. "
+                    'env = { PORT = "{port}" }'
+                )
+            elif key == "query.json":
                 message = 'a JSON body needs method = "POST"; set it, or put the fields in params'
             elif key == "service.data":
                 message = (

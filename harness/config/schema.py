@@ -142,8 +142,21 @@ def _command(value: object) -> list[tuple[str, str]]:
 
     A {NAME} that is not the harness's own but could name an environment variable passes here:
     it must be a service.env pin of each side, which only the loader can tell after merging the
-    per-side overrides (`command_pins_needed`)."""
-    return _command_problems(value, pins_allowed=True)
+    per-side overrides (`command_pins_needed`). An empty command is a problem too."""
+    empty = [
+        (suffix, "is empty: give the command to run, e.g. " + EXAMPLES["service.start"])
+        for suffix, text in _strings(value, "")
+        if not text.strip()
+    ]
+    return empty + _command_problems(value, pins_allowed=True)
+
+
+def receives_port(service: Mapping[str, Any]) -> bool:
+    """Whether the service can know the port the harness picked: {port} or {url} in its start
+    command, directly or through a service.env pin (a {NAME} of start, or an environment
+    variable it reads, e.g. env = { PORT = "{port}" })."""
+    texts = [service.get("start", ""), *service.get("env", {}).values()]
+    return any(name in ("port", "url") for text in texts for name, _, _ in format_fields(text)[0])
 
 
 def command_pins_needed(text: str) -> list[str]:
@@ -156,6 +169,8 @@ def command_pins_needed(text: str) -> list[str]:
 
 
 def _build(value: str) -> list[tuple[str, str]]:
+    if not value.strip():
+        return [("", "is empty: remove the key when there is nothing to build")]
     used = [n for n in dict.fromkeys(PLACEHOLDER.findall(value)) if n in COMMAND_PLACEHOLDERS]
     return [
         ("", f"build is run as written, before any service exists: {{{name}}} is not filled in")
@@ -227,8 +242,8 @@ def _effect(value: float) -> list[tuple[str, str]]:
 
 
 def _tolerance(value: float) -> list[tuple[str, str]]:
-    ok = math.isfinite(value) and value >= 0
-    return [] if ok else [("", f"must be a finite fraction >= 0, not {value}")]
+    ok = math.isfinite(value) and 0 <= value < 1
+    return [] if ok else [("", f"must be a fraction at least 0 and below 1, not {value}")]
 
 
 _SERVICE: dict[str, Key] = {

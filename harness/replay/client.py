@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import jmespath
 
+from harness.boot.sandbox import OpenSocket, transport_for
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
 from harness.types import ErrorKind, QueryResult
@@ -194,6 +195,7 @@ def replay(
     concurrency: int = 1,
     on_result: OnResult | None = None,
     transport: httpx.BaseTransport | None = None,
+    open_socket: OpenSocket | None = None,
 ) -> tuple[QueryResult, ...]:
     """Send `query.warmup` unrecorded requests, then every (query_id, text) once, in order.
 
@@ -205,11 +207,14 @@ def replay(
     still returns results in item order. `on_result(done, total, result)` is called in this
     thread as each result arrives. The client never reads proxies or certificates from the
     environment (trust_env=False) and speaks HTTP/1.1 only; `transport` is for tests.
+    `open_socket` is `RunningService.open_socket`: in a bubblewrap sandbox every connection is a
+    socket made in the service's network namespace (None: plain loopback connections).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     warm = items if warmup_items is None else warmup_items
+    transport = transport or transport_for(open_socket, limits)
     with httpx.Client(trust_env=False, http2=False, limits=limits, transport=transport) as client:
         for index in range(query.warmup if warm else 0):
             query_id, text = warm[index % len(warm)]

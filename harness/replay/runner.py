@@ -22,11 +22,12 @@ from pathlib import Path
 from types import TracebackType
 
 from harness import __version__
+from harness.boot.isolation import data_source
 from harness.boot.service import running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
-from harness.errors import BuildError, ServiceError
+from harness.errors import BuildError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import replay
@@ -83,6 +84,8 @@ class RefSession:
             self.worktree = self._stack.enter_context(
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
+            # A data path or committed symlink leading out of the tree: refused before any boot.
+            data_source(self.side.service, self.worktree)
             if self.plan.keep:
                 print(
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
@@ -131,6 +134,7 @@ class RefSession:
         results: tuple[QueryResult, ...] = ()
         failure: RunFailure | None = None
         errors = 0
+        sandbox: str | None = None
 
         def on_result(done: int, total: int, result: QueryResult) -> None:
             nonlocal errors
@@ -145,6 +149,7 @@ class RefSession:
         )
         try:
             with svc_cm as svc:
+                sandbox = svc.sandbox
                 timings["boot"] = svc.boot_seconds
                 t0 = time.perf_counter()
                 results = replay(
@@ -153,6 +158,7 @@ class RefSession:
                     items,
                     concurrency=self.plan.concurrency,
                     on_result=on_result,
+                    open_socket=svc.open_socket,
                 )
                 timings["queries"] = time.perf_counter() - t0
             if self.ids:  # after the clock: adapting ids is not the service's latency
@@ -183,6 +189,7 @@ class RefSession:
             teardown_confirmed=confirmed,
             log_path=str(log_path),
             failure=failure,
+            sandbox=sandbox or svc_cm.sandbox,
         )
         self.repeats.append(rep)
         return rep
@@ -203,7 +210,12 @@ class RefSession:
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
         )
-        path = save_run(self.plan.results_dir, run)
+        try:
+            path = save_run(self.plan.results_dir, run)
+        except ResultsError as exc:
+            # What was measured still reaches the report; only its record is missing.
+            print(f"harness: warning: run record not saved: {exc.message}", file=sys.stderr)
+            return run
         return replace(run, record_path=str(path))
 
 

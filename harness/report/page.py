@@ -126,11 +126,27 @@ def _about(c: Comparison) -> tuple[str, ...]:
         f"{s.resamples} resamples{gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
     ]
+    if h.baseline.sandbox or h.candidate.sandbox:
+        lines.append(isolation_line(h.baseline.sandbox, h.candidate.sandbox))
     if h.excluded:
         shown = ", ".join(h.excluded[:10]) + (", ..." if len(h.excluded) > 10 else "")
         lines.append(f"left out (an errored or missing answer): {len(h.excluded)} ({shown})")
     lines += [f"warning: {w}" for w in c.warnings]
     return tuple(lines)
+
+
+ISOLATION = {
+    "bubblewrap": "each boot in a bubblewrap sandbox (own network, PID namespace, read-only files)",
+    "plain": "plain (allowlisted environment and temp dirs; no network, process or file sandbox)",
+    "mixed": "mixed (some boots sandboxed, some plain)",
+}
+
+
+def isolation_line(baseline: str | None, candidate: str | None) -> str:
+    """`isolation: ...` for the about block: one mode for both sides, else each side's."""
+    if baseline == candidate:
+        return f"isolation: {ISOLATION.get(str(baseline), str(baseline))}"
+    return f"isolation: baseline {baseline or 'unrecorded'}, candidate {candidate or 'unrecorded'}"
 
 
 def _quality(c: Comparison, mark: str) -> list[Block]:

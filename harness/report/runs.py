@@ -96,6 +96,7 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             "ref": run.ref,
             "sha": run.sha,
             "record": run.record_path,
+            "sandbox": sorted({rep.sandbox for rep in run.repeats if rep.sandbox is not None}),
             "repeats": len(run.repeats),
             "usable_repeats": summary.usable,
             "errors": dict(summary.errors),
@@ -110,6 +111,9 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     n_queries = len(run.repeats[0].results) if run.repeats else 0
     head = f"{run.ref} ({run.sha[:8]}{'+dirty' if '+dirty' in run.sha else ''}): "
     head += f"{len(run.repeats)} repeats of {queries(n_queries)}"
+    modes = {rep.sandbox for rep in run.repeats if rep.sandbox is not None}
+    if modes:
+        head += f"\nisolation: {', '.join(sorted(modes))}"
     if run.build_failure is not None:
         head += f"\nbuild failed: {run.build_failure.message}"
     rows = [

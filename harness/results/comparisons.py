@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
 from harness.results.files import (
-    new_directory,
+    new_directory_atomic,
     read_json,
     utc_stamp,
     write_json_new,
@@ -33,21 +33,26 @@ def save_comparison(
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
     gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
     (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
-    error details, which may quote response bodies."""
+    error details, which may quote response bodies.
+
+    Everything is written into a hidden temporary directory renamed into place at the end, so a
+    failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
     h = comparison.header
-    directory = new_directory(
+    saving = new_directory_atomic(
         results_dir, f"{utc_stamp()}_{h.baseline.sha[:8]}_{h.candidate.sha[:8]}"
     )
-    for side, run in zip(("baseline", "candidate"), runs, strict=False):
-        record = run_to_dict(run)
-        if redact:
-            for rep in record["repeats"]:
-                for result in rep["results"]:
-                    result["detail"] = None
-        write_json_new(directory / f"{side}.json", record)
-    write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
-    write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
-    return directory
+    with saving as directory:
+        for side, run in zip(("baseline", "candidate"), runs, strict=False):
+            record = run_to_dict(run)
+            if redact:
+                for rep in record["repeats"]:
+                    for result in rep["results"]:
+                        result["detail"] = None
+            write_json_new(directory / f"{side}.json", record)
+        write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+        write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
+    assert saving.path is not None  # the block ended without an exception
+    return saving.path
 
 
 def load_comparison(directory: Path) -> Comparison:

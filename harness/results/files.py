@@ -1,10 +1,21 @@
 """Files in a results directory, written the one safe way: atomically (temp file, fsync, link),
-never over an existing file, and directories claimed by mkdir so two runs never share one."""
+never over an existing file, and directories claimed by mkdir so two runs never share one.
+
+    check_writable(results)            # before anything runs: ResultsError if it cannot be written
+    with new_directory_atomic(results, stem) as tmp:   # write into tmp ...
+        ...
+    tmp_ctx.path                       # ... renamed to results/stem[-N] only when all is written
+
+Every OSError of a write (a full disk, a read-only mount) is a ResultsError naming the path.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -26,8 +37,11 @@ def write_text_new(path: Path, text: str) -> Path:
     (link fails if the target exists, unlike rename), so a reader never sees half a file and a
     crash never leaves one.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -40,9 +54,39 @@ def write_text_new(path: Path, text: str) -> Path:
                 f"{path}: already exists; results are never overwritten",
                 ["remove it, or write to another results directory"],
             ) from None
+    except OSError as exc:
+        raise _write_error(path, exc) from None
     finally:
-        os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
     return path
+
+
+def _write_error(path: Path, exc: OSError) -> ResultsError:
+    why = exc.strerror or str(exc)
+    hint = "free some space" if exc.errno == errno.ENOSPC else "check its permissions and mount"
+    return ResultsError(f"{path}: cannot be written ({why})", [f"{hint}, or pass --results DIR"])
+
+
+def check_writable(results: Path) -> Path:
+    """`results`, created if missing, once a file could be written into it and removed again;
+    ResultsError otherwise (a file in its place, a read-only mount, no permission). Checked
+    before anything is built or booted: a run that cannot save what it measured must not run."""
+    if results.exists() and not results.is_dir():
+        raise ResultsError(
+            f"--results {results}: is a file, not a directory", ["pass --results DIR"]
+        )
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results, prefix=".harness-probe-"):
+            pass
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise ResultsError(
+            f"--results {results}: cannot be written ({why})",
+            ["pass --results DIR naming a directory you can write, or fix its permissions"],
+        ) from None
+    return results
 
 
 def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
@@ -62,6 +106,57 @@ def read_json(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ResultsError(f"{path}: expected a JSON object at the top level")
     return document
+
+
+class AtomicDirectory(contextlib.AbstractContextManager[Path]):
+    """`with new_directory_atomic(parent, stem) as tmp:` yields a hidden temporary directory in
+    `parent`; when the block ends without an exception it is renamed to parent/stem (or stem-2,
+    stem-3, ... when taken) and `path` says where. On any exception it is removed: a failure
+    never leaves an empty or partial directory behind. An OSError becomes a ResultsError."""
+
+    def __init__(self, parent: Path, stem: str) -> None:
+        self.parent, self.stem = parent, stem
+        self.path: Path | None = None
+        self._tmp: Path | None = None
+
+    def __enter__(self) -> Path:
+        try:
+            self.parent.mkdir(parents=True, exist_ok=True)
+            self._tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{self.stem}-", dir=self.parent))
+        except OSError as exc:
+            raise _write_error(self.parent / self.stem, exc) from None
+        return self._tmp
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        tmp, self._tmp = self._tmp, None
+        assert tmp is not None  # entered
+        if exc is None:
+            try:
+                self.path = _rename_new(tmp, self.parent, self.stem)
+                return
+            except OSError as error:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise _write_error(self.parent / self.stem, error) from None
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def new_directory_atomic(parent: Path, stem: str) -> AtomicDirectory:
+    """See `AtomicDirectory`."""
+    return AtomicDirectory(parent, stem)
+
+
+def _rename_new(tmp: Path, parent: Path, stem: str) -> Path:
+    directory, n = parent / stem, 1
+    while True:
+        if not os.path.lexists(directory):
+            try:
+                os.rename(tmp, directory)  # a non-empty directory there makes it fail: next name
+                return directory
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        n += 1
+        directory = parent / f"{stem}-{n}"
 
 
 def new_directory(parent: Path, stem: str) -> Path:

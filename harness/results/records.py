@@ -117,6 +117,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
                 "teardown_confirmed": rep.teardown_confirmed,
                 "log_path": rep.log_path,
                 "failure": _failure_to_dict(rep.failure),
+                "sandbox": rep.sandbox,
                 "results": [_result_to_dict(r) for r in rep.results],
             }
             for rep in run.repeats
@@ -142,6 +143,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
                 teardown_confirmed=bool(rep.get("teardown_confirmed", False)),
                 log_path=rep.get("log_path"),
                 failure=_failure_from_dict(rep.get("failure")),
+                sandbox=rep.get("sandbox"),
             )
             for rep in data["repeats"]
         )

@@ -271,4 +271,11 @@ def _ref_info(side: str, run: RefRun, usable: int) -> RefInfo:
         reused=run.reused,
         config_hash=run.config_hash,
         record_path=run.record_path,
+        sandbox=sandbox_of(run),
     )
+
+
+def sandbox_of(run: RefRun) -> str | None:
+    """The isolation mode of every boot of `run` ("mixed" when they differ; None: unrecorded)."""
+    modes = {rep.sandbox for rep in run.repeats if rep.sandbox is not None}
+    return None if not modes else modes.pop() if len(modes) == 1 else "mixed"

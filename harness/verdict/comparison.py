@@ -128,6 +128,7 @@ class RefInfo:
     reused: bool
     config_hash: str
     record_path: str | None = None
+    sandbox: str | None = None  # how its boots were contained: "bubblewrap", "plain", "mixed"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""The one harness process inside a boot's sandbox: it starts the service and hands the harness
+sockets made in the sandbox's network namespace.
+
+    python -I inside.py FD /bin/sh -c START      # argv as bubblewrap runs it
+
+Standard library only, and run by path with `-I`: inside the sandbox the harness's own packages
+(or the user's site-packages) may be hidden with the real home.
+
+FD is this end of a SOCK_SEQPACKET socketpair whose other end the harness holds
+(`harness.boot.sandbox.SandboxLink`). Requests, one message each, served in order:
+
+    b"S"                       -> b"S" carrying one fd (SCM_RIGHTS): a fresh, unconnected TCP
+                                  socket of this network namespace; the harness connects it to
+                                  127.0.0.1:PORT from its own side, with its own timeout
+    b"P" + JSON {cmd, timeout} -> b"P" + JSON {status}: `/bin/sh -c cmd` run to completion (its
+                                  process group SIGKILLed after `timeout` s, status null); the
+                                  service's environment, cwd and log
+
+A socket belongs to the namespace it was created in, whichever process or thread later uses it,
+so nothing relays the timed requests: the harness's connections are direct loopback TCP. The
+service's exit status is this process's (128 + N for a signal); SIGTERM is passed on to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+
+def _serve(link: socket.socket, env_cwd: tuple[dict[str, str], str]) -> None:
+    env, cwd = env_cwd
+    while True:
+        try:
+            message = link.recv(1 << 16)
+        except OSError:
+            return
+        if not message:
+            return  # the harness closed its end
+        if message[:1] == b"S":
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as made:
+                socket.send_fds(link, [b"S"], [made.fileno()])
+        elif message[:1] == b"P":
+            request = json.loads(message[1:])
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", request["cmd"]],
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                status: int | None = proc.wait(timeout=request["timeout"])
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                status = None
+            link.send(b"P" + json.dumps({"status": status}).encode())
+
+
+def main(argv: list[str]) -> int:
+    link = socket.socket(fileno=int(argv[1]))
+    child = subprocess.Popen(argv[2:], stdin=subprocess.DEVNULL)
+    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    server = threading.Thread(target=_serve, args=(link, (dict(os.environ), os.getcwd())))
+    server.daemon = True
+    server.start()
+    status = child.wait()
+    return status if status >= 0 else 128 - status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,258 @@
+"""The sandbox of one boot: bubblewrap when it works here, the plain isolation otherwise.
+
+    mode = sandbox_mode()                       # "bubblewrap" or "plain" (one warning line)
+    link = SandboxLink()                        # the harness's way into the sandbox
+    argv = bwrap_prefix(link.child_fd, root=root, worktree=wt, readable=[venv])
+    spawn(command, ..., prefix=argv, pass_fds=(link.child_fd,)); link.started()
+    link.open_socket()                          # a TCP socket of the service's network namespace
+    transport_for(link.open_socket, limits)     # an httpx transport whose connections use it
+
+In bubblewrap mode (`bwrap`, Debian package bubblewrap) each boot gets:
+
+- its own network namespace with only loopback: a service binding 0.0.0.0 is reachable from
+  nowhere else, and every outbound connection (another loopback address of the host included)
+  fails;
+- its own PID namespace, --die-with-parent and a new session: every process of the boot, a
+  double-forked daemon with a cleared environment included, ends when the boot ends, and when
+  the harness itself is SIGKILLed (the namespace's init goes, and the kernel kills the rest);
+- a read-only view of the filesystem but for the boot's throwaway root (HOME, TMPDIR, XDG_*,
+  the data copy); the real home is an empty tmpfs, with the worktree, the build's venv and the
+  Python running the harness mounted back read-only where they lie inside it.
+
+The harness reaches the service without a relay: `harness.boot.inside`, the sandbox's first
+process, creates TCP sockets in the namespace and passes them over a socketpair (SCM_RIGHTS); the
+harness connects them to 127.0.0.1:PORT itself, so a timed request is plain loopback TCP.
+Unlike `setns`, this needs no privilege: it works for root and for an unprivileged user alike.
+
+Plain mode (HARNESS_SANDBOX=off, or bwrap missing, or user namespaces disabled): the
+`harness.boot.isolation` environment and throwaway root only; see the README for what that does
+not contain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import httpcore
+import httpx
+
+# httpcore's own stream over a connected socket: the one piece of its sync backend we reuse.
+from httpcore._backends.sync import SyncStream
+
+from harness.boot import inside
+
+BUBBLEWRAP = "bubblewrap"
+PLAIN = "plain"
+SANDBOX_ENV = "HARNESS_SANDBOX"
+"""`off` forces plain isolation; anything else (or unset) uses bubblewrap when it works."""
+
+PROBE_TIMEOUT_S = 10.0  # one `bwrap ... true`, once per harness process
+LINK_TIMEOUT_S = 10.0  # the sandbox's helper answering one socket request
+
+OpenSocket = Callable[[], socket.socket]
+
+
+@functools.cache
+def _probe(bwrap: str | None) -> str | None:
+    """Why bubblewrap cannot sandbox a boot here, or None when a trial sandbox ran."""
+    if bwrap is None:
+        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    argv = [bwrap, *_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not run ({exc})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return f"bwrap cannot create namespaces here ({last}; are user namespaces disabled?)"
+    return None
+
+
+@functools.cache
+def _warn_once(reason: str) -> None:
+    print(
+        f"harness: warning: no sandbox: {reason}; services run with plain isolation "
+        "(their own environment and temp dirs, but the host's network, processes and files)",
+        file=sys.stderr,
+    )
+
+
+def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
+    """BUBBLEWRAP when it can sandbox a boot here, else PLAIN (with a one-line warning to
+    stderr, once per process, unless HARNESS_SANDBOX=off asked for it)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(SANDBOX_ENV, "").lower() == "off":
+        return PLAIN
+    reason = _probe(shutil.which("bwrap"))
+    if reason is None:
+        return BUBBLEWRAP
+    _warn_once(reason)
+    return PLAIN
+
+
+_NAMESPACES = (
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+)
+
+
+def homes() -> list[Path]:
+    """The real home directories to hide: $HOME and the password database's, when they exist."""
+    found = []
+    with_home = os.environ.get("HOME")
+    if with_home:
+        found.append(Path(with_home))
+    with contextlib.suppress(KeyError):  # a uid with no passwd entry
+        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    resolved = [p.resolve() for p in found if p.is_dir()]
+    return [p for p in dict.fromkeys(resolved) if p != Path("/")]
+
+
+def bwrap_prefix(
+    child_fd: int,
+    *,
+    root: Path,
+    worktree: Path,
+    readable: Iterable[Path] = (),
+    hide: Iterable[Path] | None = None,
+) -> list[str]:
+    """The argv before `/bin/sh -c START`: bwrap, its namespaces and mounts, then the helper.
+
+    Mount order matters (bwrap applies them in order): everything read-only, a tmpfs over each
+    home in `hide` (default `homes()`), then read-only again what must stay visible inside them
+    (the worktree, `readable`, the Python running the harness and the helper), and last `root`
+    writable (HOME, TMPDIR, XDG_*, the data copy)."""
+    hidden = homes() if hide is None else [Path(p).resolve() for p in hide]
+    argv = [shutil.which("bwrap") or "bwrap", *_NAMESPACES]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for home in hidden:
+        argv += ["--tmpfs", str(home)]
+    helper = Path(inside.__file__).resolve()
+    back = [worktree, *readable, Path(sys.prefix), Path(sys.base_prefix), helper.parent]
+    back.append(Path(sys.executable).resolve().parent)
+    for path in dict.fromkeys(Path(p).resolve() for p in back):
+        if path.exists() and any(path.is_relative_to(h) for h in hidden):
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(root), str(root), "--chdir", str(worktree), "--"]
+    return [*argv, sys.executable, "-I", str(helper), str(child_fd)]
+
+
+class SandboxLink:
+    """The harness's end of a socketpair whose other end (`child_fd`, passed to the sandbox)
+    `harness.boot.inside` serves. Thread-safe: one request at a time."""
+
+    def __init__(self) -> None:
+        self._ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._theirs: socket.socket | None = theirs
+        self.child_fd = theirs.fileno()
+        self._lock = threading.Lock()
+
+    def started(self) -> None:
+        """Close the sandbox's end here once the sandbox has it (so its exit reads as EOF)."""
+        if self._theirs is not None:
+            self._theirs.close()
+            self._theirs = None
+
+    def _ask(self, message: bytes, timeout: float) -> tuple[bytes, list[int]]:
+        with self._lock:
+            self._ours.settimeout(timeout)
+            try:
+                self._ours.send(message)
+                answer, fds, _, _ = socket.recv_fds(self._ours, 1 << 16, 1)
+            except OSError as exc:  # a timeout too
+                raise ConnectionError(f"the sandbox did not answer ({exc})") from exc
+        if not answer:
+            raise ConnectionError("the sandbox has ended (the service exited)")
+        return answer, fds
+
+    def open_socket(self) -> socket.socket:
+        """A fresh, unconnected TCP socket made in the service's network namespace."""
+        _, fds = self._ask(b"S", LINK_TIMEOUT_S)
+        if len(fds) != 1:
+            raise ConnectionError("the sandbox answered without a socket")
+        return socket.socket(fileno=fds[0])
+
+    def run(self, command: str, timeout: float) -> int | None:
+        """Run `/bin/sh -c command` inside the sandbox (the service's environment, cwd and log);
+        its exit status, or None when it was killed after `timeout` seconds."""
+        body = json.dumps({"cmd": command, "timeout": timeout}).encode()
+        answer, _ = self._ask(b"P" + body, timeout + LINK_TIMEOUT_S)
+        status = json.loads(answer[1:])["status"]
+        return None if status is None else int(status)
+
+    def close(self) -> None:
+        self.started()
+        self._ours.close()
+
+
+class _Backend(httpcore.NetworkBackend):
+    """httpcore's connections, each on a socket from `open_socket` (so inside the sandbox)."""
+
+    def __init__(self, open_socket: OpenSocket) -> None:
+        self._open = open_socket
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        try:
+            sock = self._open()
+        except ConnectionError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        try:
+            sock.settimeout(timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as httpcore does
+            sock.connect((host, port))
+        except TimeoutError as exc:
+            sock.close()
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            sock.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        return SyncStream(sock)
+
+    def sleep(self, seconds: float) -> None:
+        httpcore.SyncBackend().sleep(seconds)
+
+
+class _SocketTransport(httpx.HTTPTransport):
+    def __init__(self, open_socket: OpenSocket, limits: httpx.Limits) -> None:
+        super().__init__(limits=limits, trust_env=False)
+        self._pool = httpcore.ConnectionPool(
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_Backend(open_socket),
+        )
+
+
+def transport_for(
+    open_socket: OpenSocket | None, limits: httpx.Limits | None = None
+) -> httpx.BaseTransport | None:
+    """An httpx transport (HTTP/1.1, no proxies) whose every connection is a socket from
+    `open_socket`; None when `open_socket` is None (plain mode: httpx's default transport)."""
+    if open_socket is None:
+        return None
+    return _SocketTransport(open_socket, limits or httpx.Limits())

@@ -1,0 +1,80 @@
+"""Every number the command line takes, checked before anything is read, built or booted.
+
+    check_args(args)     # HarnessError naming the option, the value given and the fix
+
+argparse has already made each value an int or a float; what it cannot know is the range. A bad
+value used to surface as a ValueError deep in a stage (after the baseline booted, or after the
+whole measurement): here it is one line, exit 2, before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.errors import HarnessError, clip
+
+
+@dataclass(frozen=True)
+class _Range:
+    rule: str  # "between 0 and 1 (exclusive)"
+    ok: Callable[[float], bool]
+    example: str  # "--alpha 0.05"
+
+
+_AT_LEAST_1 = ("1 or more", lambda v: v >= 1)
+_AT_LEAST_0 = ("0 or more", lambda v: v >= 0)
+_FRACTION = ("between 0 and 1 (exclusive)", lambda v: 0 < v < 1)
+
+_RANGES: dict[str, _Range] = {
+    "alpha": _Range(*_FRACTION, "--alpha 0.05"),
+    "min_effect": _Range(
+        "above 0 and at most 1 (a hit rate: 0.05 is 5 points)",
+        lambda v: 0 < v <= 1,
+        "--min-effect 0.05",
+    ),
+    "k": _Range(*_AT_LEAST_1, "--k 10"),
+    "concurrency": _Range(*_AT_LEAST_1, "--concurrency 1"),
+    "latency_tolerance": _Range(
+        "at least 0 and below 1 (a fraction: 0.10 is ±10%)",
+        lambda v: 0 <= v < 1,
+        "--latency-tolerance 0.10",
+    ),
+    "repeats": _Range(*_AT_LEAST_1, "--repeats 3"),
+    "max_errors": _Range(*_AT_LEAST_0, "--max-errors 0"),
+    "seed": _Range(*_AT_LEAST_0, "--seed 0"),
+    "bins": _Range(*_AT_LEAST_1, "--bins 10"),
+    "rel_level": _Range(*_AT_LEAST_0, "--rel-level 1"),
+    "exact_rare": _Range(*_AT_LEAST_0, "--exact-rare 20"),
+    "phrase": _Range(*_AT_LEAST_0, "--phrase 20"),
+    "nonsense": _Range(*_AT_LEAST_0, "--nonsense 5"),
+    "min_words": _Range(*_AT_LEAST_1, "--min-words 20"),
+    "max_words": _Range(*_AT_LEAST_1, "--max-words 2000"),
+    "phrase_words": _Range(*_AT_LEAST_1, "--phrase-words 3"),
+    "max_phrase_docs": _Range(*_AT_LEAST_1, "--max-phrase-docs 25"),
+    "older_than": _Range(*_AT_LEAST_0, "--older-than 30"),
+}
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Raise HarnessError for the first option whose value is out of its range (or a --k given
+    twice); options left unset (None) are the config's to check."""
+    for name, spec in _RANGES.items():
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            if item is None:
+                continue
+            if not (math.isfinite(item) and spec.ok(item)):
+                option = "--" + name.replace("_", "-")
+                raise HarnessError(
+                    f"{option} {clip(str(item))}: must be {spec.rule}, e.g. {spec.example}"
+                )
+    ks = getattr(args, "k", None)
+    if ks and len(set(ks)) != len(ks):
+        raise HarnessError(f"--k: the cutoff {_twice(ks)} is given twice; give each once")
+
+
+def _twice(values: list[int]) -> int:
+    return next(v for i, v in enumerate(values) if v in values[:i])
