@@ -12,8 +12,9 @@ there. It prints killed / survived / other counts per target and every survivor'
 show NAME` in the scratch directory (printed, kept with --keep) shows a survivor's diff.
 
 Tests run with `-m "not slow"`: the slow tests drive the CLI as a subprocess, which imports the
-unmutated package, so they cannot kill a mutant anyway. Hypothesis runs the "mutate" profile
-(fewer examples, tests/conftest.py). Needs mutmut (`pip install -e '.[dev]'`).
+unmutated package, so they cannot kill a mutant anyway; and without the purity tests (a mutated
+module imports mutmut's trampoline, which they rightly refuse). Hypothesis runs the "mutate"
+profile (fewer examples, tests/conftest.py). Needs mutmut (`pip install -e '.[dev]'`).
 """
 
 from __future__ import annotations
@@ -71,11 +72,29 @@ TARGETS = {
     "runner": Target(("harness/replay/runner.py",), ("tests/test_interleave.py",)),
 }
 
+# The purity tests fail under mutmut (every mutated module imports its trampoline): left out.
+PYTEST_ARGS = [
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not slow",
+    "-k",
+    "not nothing_that_does_io and not without_io",
+]
+
 # mutmut's `results` lines: "    harness.x.y.f__mutmut_3: survived"
 RESULT_LINE = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
-IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "mutants", "results", "__pycache__", ".mypy_cache", ".ruff_cache", "*.egg-info"
-)
+ANYWHERE = shutil.ignore_patterns("__pycache__", "*.egg-info")
+AT_ROOT = {".git", ".venv", "mutants", "results", ".mypy_cache", ".ruff_cache", ".hypothesis"}
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    """What the scratch copy leaves out: caches anywhere, the checkout's own state at its root
+    (not harness/results, which is code)."""
+    skipped = set(ANYWHERE(folder, names))
+    if Path(folder).resolve() == ROOT:
+        skipped |= AT_ROOT & set(names)
+    return skipped
 
 
 def mutmut_section(target: Target) -> str:
@@ -89,7 +108,7 @@ def mutmut_section(target: Target) -> str:
             'source_paths = ["harness"]',
             f"only_mutate = {toml_list(target.files)}",
             f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}",
-            f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-m', 'not slow'])}",
+            f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}",
             "",
         ]
     )
@@ -99,7 +118,7 @@ def run_target(
     name: str, target: Target, scratch: Path, children: int, budget: float
 ) -> Counter[str]:
     work = scratch / name
-    shutil.copytree(ROOT, work, ignore=IGNORE)
+    shutil.copytree(ROOT, work, ignore=_ignore)
     with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(mutmut_section(target))
     env = {**os.environ, "HARNESS_HYPOTHESIS_PROFILE": "mutate"}
