@@ -152,9 +152,7 @@ LOG_NAME = re.compile(r"_(baseline|candidate)_r(\d+)\.log$")
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    return build_sandbox(
-        tmp_path_factory.mktemp("interleave") / "s", {"other": {"bury": ["q01"]}}, repeats=3
-    )
+    return build_sandbox(tmp_path_factory.mktemp("interleave") / "s", {}, repeats=3)
 
 
 @pytest.mark.slow
@@ -162,10 +160,12 @@ def test_a_real_compare_boots_baseline_and_candidate_in_turn(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
+    # main against itself: the exit status is exactly 0, and both sides' boots are told apart by
+    # the side named in each log.
     done = sandbox.harness(
-        "compare", "--baseline", "main", "--candidate", "other", "--fresh", results=results
+        "compare", "--baseline", "main", "--candidate", "main", "--fresh", results=results
     )
-    assert done.returncode in (0, 1), done.stderr  # the verdict is not what this test is about
+    assert done.returncode == 0, done.stderr
     # Each boot's log names its side and repeat and says its pid; boots.log has the pids in the
     # order the services booted.
     booted_as = {}

@@ -524,7 +524,8 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
             harness.kill()
             harness.wait()
     assert json.loads(out) is True
-    assert harness.returncode != 0  # Terminated propagated: the harness did not carry on
+    # Terminated propagated, uncaught: the script did not carry on, and Python exits 1.
+    assert harness.returncode == 1
     assert not _alive(pid) and not processes.find_marked(run_id)
 
 
