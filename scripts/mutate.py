@@ -69,7 +69,9 @@ TARGETS = {
             "tests/test_report.py",
         ),
     ),
-    "runner": Target(("harness/replay/runner.py",), ("tests/test_interleave.py",)),
+    "runner": Target(
+        ("harness/replay/runner.py",), ("tests/test_interleave.py", "tests/test_runner.py")
+    ),
 }
 
 # The purity tests fail under mutmut (every mutated module imports its trampoline): left out.
