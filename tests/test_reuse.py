@@ -10,11 +10,13 @@ makes each of those "no" mean something (the same record, unchanged, is found).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_support import build_sandbox, config_text
 
 from harness import __version__
 from harness.results.records import find_reusable, load_run, save_run
@@ -177,3 +179,35 @@ def test_an_unreadable_record_is_skipped_not_reused(tmp_path: Path) -> None:
     save_run(tmp_path, clean_run())
     (tmp_path / "runs" / "99999999T999999Z_garbage.json").write_text('{"schema": "other"}')
     assert lookup(tmp_path) is not None
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+@pytest.mark.slow
+def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> None:
+    # The end-to-end configs set no corpus; this one does, so the CLI's corpus hash is the one
+    # that decides: the same inputs again reuse both records, one changed document does not.
+    sandbox = build_sandbox(tmp_path / "s", {})
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text((sandbox.repo / "data" / "corpus.jsonl").read_text())
+    config = tmp_path / "harness.toml"
+    text = config_text(
+        gold=str(sandbox.repo / "gold" / "gold.jsonl"), boot_counter=sandbox.boot_counter
+    )
+    config.write_text(text.replace("[gold]\n", f"[gold]\ncorpus = {json.dumps(str(corpus))}\n"))
+
+    def compare() -> int:
+        done = sandbox.harness(
+            "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1", config=config
+        )
+        assert done.returncode == 0, done.stderr
+        return sandbox.boots()
+
+    assert compare() == 2  # both measured (reuse is decided before either side runs)
+    assert compare() == 2  # both reused
+    with corpus.open("a") as f:
+        f.write(json.dumps({"id": "extra", "title": "Extra", "text": "one more page"}) + "\n")
+    assert compare() == 4  # a new corpus: both measured again
+    assert compare() == 4
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
