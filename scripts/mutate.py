@@ -64,6 +64,7 @@ TARGETS = {
         ("harness/results/*.py",),
         (
             "tests/test_results.py",
+            "tests/test_records.py",
             "tests/test_reuse.py",
             "tests/test_redaction.py",
             "tests/test_report.py",
