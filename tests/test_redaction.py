@@ -13,6 +13,7 @@ under results/logs/ are theirs, never rewritten by harness.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -88,6 +89,13 @@ def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -
     ]
     assert files_holding(out, needles) == {}
     assert "q60" in (out / "candidate.json").read_text()  # ids stay: only text goes
+    # The copies' details are null (not "" or a placeholder), everything else as recorded.
+    for side in ("baseline", "candidate"):
+        record = json.loads((out / f"{side}.json").read_text())
+        details = [r["detail"] for rep in record["repeats"] for r in rep["results"]]
+        assert details and all(d is None for d in details)
+        errors = [r["error"] for rep in record["repeats"] for r in rep["results"] if r["error"]]
+        assert errors == ([] if side == "baseline" else ["http_status", "http_status"])
 
 
 # --------------------------------------------------------------------------- a real compare
