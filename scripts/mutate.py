@@ -49,6 +49,7 @@ TARGETS = {
             "tests/test_metrics.py",
             "tests/test_metrics_generated_oracle.py",
             "tests/test_runfile.py",
+            "tests/test_evaluation_edges.py",
         ),
     ),
     "verdict": Target(
