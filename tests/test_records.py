@@ -9,7 +9,11 @@ failing test and not a silent change of every saved result (found by scripts/mut
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from harness.errors import ResultsError
 from harness.results.comparisons import load_comparison, save_comparison
 from harness.results.files import read_json, utc_stamp, write_json_new, write_text_new
 from harness.results.records import (
+    host_fingerprint,
     load_record,
     load_run,
     run_from_dict,
@@ -168,6 +173,8 @@ def test_a_saved_record_is_sorted_json_named_by_stamp_ref_and_sha(tmp_path: Path
         ("/weird//ref/", "weird-ref"),
         ("é", "ref"),
         ("a" * 50, "a" * 40),
+        ("Feat/X", "Feat-X"),
+        ("--Xy--", "Xy"),
     ],
 )
 def test_record_names_carry_a_filename_safe_slug_of_the_ref(
@@ -258,7 +265,75 @@ def test_load_record_reads_a_comparison_side_or_says_what_to_pass(tmp_path: Path
     ]
 
 
+def test_a_record_of_another_schema_version_names_the_file_and_says_what_to_do() -> None:
+    doc = {**EXPECTED, "schema_version": 2}
+    with pytest.raises(ResultsError) as caught:
+        run_from_dict(doc, "runs/new.json")
+    assert caught.value.message.startswith("runs/new.json: ")
+    assert "run record" in caught.value.message
+    assert "re-run with --fresh to measure it again" in caught.value.details
+
+
+def test_the_host_fingerprint_says_what_the_numbers_were_measured_on() -> None:
+    host = host_fingerprint()
+    assert set(host) == {
+        "python",
+        "implementation",
+        "platform",
+        "machine",
+        "cpu",
+        "cpu_count",
+        "hostname",
+    }
+    assert host["python"] == platform.python_version()
+    assert host["implementation"] == sys.implementation.name
+    assert host["platform"] == platform.platform() and host["machine"] == platform.machine()
+    assert host["cpu_count"] == str(os.cpu_count() or 0) and host["hostname"] == platform.node()
+    names = (
+        [
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        if Path("/proc/cpuinfo").is_file()
+        else []
+    )
+    assert host["cpu"] == (names[0] if names else platform.processor() or platform.machine())
+
+
 # --------------------------------------------------------------------------- files
+
+
+def test_utc_stamp_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kathmandu")  # +05:45: no whole-hour coincidence
+    time.tzset()
+    try:
+        before = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+        stamp = utc_stamp()
+        after = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert stamp[:13] in {before, after}
+
+
+def test_the_temp_file_is_linked_from_the_target_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A temp file elsewhere could sit on another file system, where link() fails: atomicity
+    # needs it beside the target.
+    linked: list[tuple[str, str]] = []
+    real_link = os.link
+
+    def recording_link(src: str, dst: str) -> None:
+        linked.append((str(src), str(dst)))
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", recording_link)
+    write_text_new(tmp_path / "out" / "a.md", "x")
+    ((src, dst),) = linked
+    assert Path(src).parent == Path(dst).parent == tmp_path / "out"
+    assert Path(src).name.startswith(".tmp-")  # hidden, never mistaken for a result
 
 
 def test_utc_stamp_is_utc_and_sortable() -> None:
@@ -339,3 +414,8 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
     assert load_comparison(first / "comparison.json") == comparison
     with pytest.raises(ResultsError, match="no such file"):
         load_comparison(tmp_path)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "comparison.json").write_text('{"schema": "harness-comparison"}')
+    with pytest.raises(ResultsError, match=rf"^{re.escape(str(broken / 'comparison.json'))}: "):
+        load_comparison(broken)
