@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text, git
 
 from harness import __version__
+from harness.boot.processes import TeardownReport
 from harness.config import load_config, side_hash
 from harness.gold import check_files
 from harness.replay.runner import RefSession, RunPlan, run_pair, run_ref
 from harness.results.records import host_fingerprint, load_run
-from harness.types import QueryResult
+from harness.types import ErrorKind, QueryResult, Repeat, RunFailure
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +168,111 @@ def test_a_session_removes_its_worktree_unless_kept(isolated: Sandbox, tmp_path:
     assert tree.is_dir()
     git(isolated.repo, "worktree", "remove", "--force", str(tree), home=isolated.home)
     git(isolated.repo, "worktree", "prune", home=isolated.home)
+
+
+def test_run_ref_always_measures_and_run_pair_reuses_unless_fresh(
+    isolated: Sandbox, tmp_path: Path
+) -> None:
+    p = plan(isolated, tmp_path / "results", [])
+    first = run_ref(p, "baseline", "main", repeats=1)
+    again = run_ref(p, "baseline", "main", repeats=1)  # `harness run`: the ref as it is now
+    assert not first.reused and not again.reused and again.record_path != first.record_path
+    base, cand = run_pair(p, "main", "main", repeats=1)  # a clean record of exactly these inputs
+    assert base.reused and cand.reused
+    base, cand = run_pair(p, "main", "main", repeats=1, fresh=True)
+    assert not base.reused and not cand.reused
+
+
+# --------------------------------------------------------------------------- what a repeat records
+# The service and the replay stood in for, to reach outcomes a healthy fixture never has.
+
+
+class FakeService:
+    """running_service's context as run_repeat uses it: entered, then its teardown report."""
+
+    def __init__(self, teardown: TeardownReport | None) -> None:
+        self.report = teardown
+        self.teardown: TeardownReport | None = None
+
+    def __enter__(self) -> SimpleNamespace:
+        return SimpleNamespace(url="http://127.0.0.1:9", boot_seconds=0.25)
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown = self.report
+
+
+def _replay_with_errors(url: str, query: object, items: Any, **kw: Any) -> tuple[QueryResult, ...]:
+    results = []
+    for done, (qid, _text) in enumerate(items, start=1):
+        failed = qid in ("q02", "q04")
+        result = (
+            QueryResult(qid, error=ErrorKind.TIMEOUT, detail="no answer", latency_ns=5)
+            if failed
+            else QueryResult(qid, ids=("d01",), status=200, latency_ns=5)
+        )
+        results.append(result)
+        kw["on_result"](done, len(items), result)
+    return tuple(results)
+
+
+def _repeat(
+    isolated: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    teardown: TeardownReport | None,
+    calls: list[Call] | None = None,
+) -> Repeat:
+    import harness.replay.runner as runner
+
+    p = plan(isolated, tmp_path / "results", calls if calls is not None else [])
+    monkeypatch.setattr(runner, "running_service", lambda *a, **kw: FakeService(teardown))
+    monkeypatch.setattr(runner, "replay", _replay_with_errors)
+    with RefSession(p, "candidate", "main") as session:
+        return session.run_repeat(0)
+
+
+def _report(**changes: Any) -> TeardownReport:
+    base = TeardownReport(confirmed=True, killed_pids=(1,), used_sigkill=False, seconds=0.5)
+    return replace(base, **changes)
+
+
+def test_a_service_that_died_while_queried_is_a_crashed_repeat(
+    isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rep = _repeat(isolated, tmp_path, monkeypatch, _report(died_before_teardown=True))
+    assert rep.failure == RunFailure("crashed", "the service exited while being queried")
+    assert len(rep.results) == GOLD_SIZE  # what it answered is kept, and the repeat is invalid
+
+
+def test_an_unconfirmed_teardown_is_recorded_as_such(
+    isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rep = _repeat(isolated, tmp_path, monkeypatch, _report(confirmed=False, survivors=(7,)))
+    assert rep.teardown_confirmed is False and rep.failure is None
+    assert rep.timings_s["teardown"] == 0.5 and rep.timings_s["boot"] == 0.25
+    (tmp_path / "b").mkdir()
+    assert not _repeat(isolated, tmp_path / "b", monkeypatch, None).teardown_confirmed
+
+
+def test_progress_counts_the_errors_so_far(
+    isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Call] = []
+    rep = _repeat(isolated, tmp_path, monkeypatch, _report(), calls)
+    assert rep.errors == 2 and rep.failure is None
+    assert [c[3] for c in calls[:6]] == [0, 0, 1, 1, 2, 2]  # booting, q01, q02 (error), ...
+    assert calls[-1][1:4] == (GOLD_SIZE, GOLD_SIZE, 2)
+
+
+def test_a_boot_failure_keeps_the_log_tail_and_timings_are_spans(
+    isolated: Sandbox, tmp_path: Path
+) -> None:
+    p = plan(isolated, tmp_path / "results", [])
+    started = time.perf_counter()
+    dead = run_ref(p, "candidate", "dead", repeats=1)
+    (failure,) = dead.failures
+    assert any("told to exit at boot" in line for line in failure.log_tail)
+    ok = run_ref(p, "baseline", "main", repeats=1)
+    elapsed = time.perf_counter() - started
+    (rep,) = ok.repeats
+    assert 0 < rep.timings_s["queries"] < elapsed and 0 < rep.timings_s["boot"] < elapsed
