@@ -59,6 +59,7 @@ TARGETS = {
             "tests/test_stats.py",
             "tests/test_run_summary.py",
             "tests/test_report.py",
+            "tests/test_verdict_edges.py",
         ),
     ),
     "results": Target(
