@@ -20,6 +20,7 @@ profile (fewer examples, tests/conftest.py). Needs mutmut (`pip install -e '.[de
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -119,6 +120,23 @@ def mutmut_section(target: Target) -> str:
     )
 
 
+def end_leftovers(work: Path) -> None:
+    """SIGKILL every process of ours whose command line or cwd lies inside `work`: services that
+    tests booted in sessions of their own outlive mutmut's process group when it is stopped."""
+    import psutil
+
+    inside = str(work)
+    for proc in psutil.process_iter(["pid", "uids", "cmdline", "cwd"]):
+        info = proc.info
+        if proc.pid == os.getpid() or info["uids"] is None or info["uids"].real != os.getuid():
+            continue
+        if any(inside in arg for arg in info["cmdline"] or ()) or (info["cwd"] or "").startswith(
+            inside
+        ):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
 def run_target(
     name: str, target: Target, scratch: Path, children: int, budget: float
 ) -> Counter[str]:
@@ -126,7 +144,10 @@ def run_target(
     shutil.copytree(ROOT, work, ignore=_ignore)
     with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(mutmut_section(target))
-    env = {**os.environ, "HARNESS_HYPOTHESIS_PROFILE": "mutate"}
+    # Every test's temporary directory inside the scratch copy, so that whatever a test started
+    # (a fixture service in its own session) can be found and ended if mutmut is stopped.
+    (work / "tmp").mkdir()
+    env = {**os.environ, "HARNESS_HYPOTHESIS_PROFILE": "mutate", "TMPDIR": str(work / "tmp")}
     started = time.monotonic()
     run = subprocess.Popen(
         [sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
@@ -145,6 +166,7 @@ def run_target(
         except subprocess.TimeoutExpired:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+        end_leftovers(work)
     listed = subprocess.run(
         [sys.executable, "-m", "mutmut", "results", "--all", "true"],
         cwd=work,
