@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline anywhere: the machine is shared and loaded, and a property either holds
+# or not whatever an example costs. "mutate" (scripts/mutate.py) runs fewer examples per test.
+settings.register_profile("default", deadline=None)
+settings.register_profile("mutate", deadline=None, max_examples=25)
+settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"

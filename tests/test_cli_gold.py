@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_support import run_cli
+from e2e_support import build_sandbox, config_text
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLD, CORPUS = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-corpus.jsonl"
@@ -75,3 +77,38 @@ def test_stats_json(tmp_path: Path) -> None:
     done = run_cli("harness", "gold", "stats", GOLD, "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["queries"] == 20
+
+
+@pytest.mark.parametrize("repeated", [False, True], ids=["dangling-id", "dangling-and-repeated"])
+def test_compare_fails_fast_on_a_bad_gold_set(tmp_path: Path, repeated: bool) -> None:
+    # A dangling document id (a finding of the check: CheckReport.raise_if_errors), and with it a
+    # repeated query id (the file cannot even be read: load_gold raises). Either way compare exits
+    # 2 naming every problem, before any ref is checked out, built or booted.
+    sandbox = build_sandbox(tmp_path / "s", {"other": {"bury": ["q01"]}})
+    lines = (sandbox.repo / "gold" / "gold.jsonl").read_text().splitlines()
+    row = json.loads(lines[3])
+    row["relevant"] = {"no-such-doc": 1}
+    lines[3] = json.dumps(row)
+    if repeated:
+        lines.append(lines[5])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines) + "\n")
+    config = tmp_path / "harness.toml"
+    text = config_text(gold=str(broken), boot_counter=sandbox.boot_counter)
+    corpus = sandbox.repo / "data" / "corpus.jsonl"
+    config.write_text(text.replace("[gold]\n", f"[gold]\ncorpus = {json.dumps(str(corpus))}\n"))
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "other", "--fresh", config=config
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("harness: error:"), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "no-such-doc" in done.stderr and row["id"] in done.stderr
+    if repeated:
+        assert json.loads(lines[5])["id"] in done.stderr
+    assert done.stdout == ""
+    assert sandbox.boots() == 0  # nothing booted
+    assert sandbox.worktrees() == []
+    assert list(sandbox.cache.iterdir()) == []  # no worktree, snapshot or build was ever made
+    assert not sandbox.results.exists()  # nothing measured, nothing saved
+    assert sandbox.leftovers() == []

@@ -468,7 +468,7 @@ queries_strategy = st.lists(
     min_size=1, max_size=6, unique_by=lambda q: q.id)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(queries_strategy, st.randoms())
 def test_write_then_load_gives_the_same_queries_and_hash(
         queries: list[GoldQuery], rng: Random) -> None:

@@ -121,7 +121,6 @@ def test_parse_metrics_keeps_order_and_drops_repeats() -> None:
         parse_metrics("ndcg@10,hit@0")
 
 
-@settings(deadline=None)  # a shared, loaded machine: no timing in tests
 @given(st.sampled_from(ALL_NAMES), st.integers(1, 10**6))
 def test_parse_is_the_inverse_of_str(name: str, k: int) -> None:
     spec = MetricSpec(name, k)
@@ -427,7 +426,7 @@ def reference(
     }[spec.name]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(rankings_st, judgements_st, specs_st, st.integers(1, 3))
 def test_vectorised_metrics_equal_the_scalar_reference(
     ranking: list[str], relevant: dict[str, int], specs: list[MetricSpec], level: int
@@ -438,7 +437,7 @@ def test_vectorised_metrics_equal_the_scalar_reference(
         assert 0.0 <= got[str(spec)] <= 1.0
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(st.lists(st.tuples(rankings_st, judgements_st), min_size=1, max_size=8), specs_st)
 def test_a_batch_scores_each_row_as_if_alone(
     cases: list[tuple[list[str], dict[str, int]]], specs: list[MetricSpec]
@@ -451,7 +450,6 @@ def test_a_batch_scores_each_row_as_if_alone(
         assert ev.aggregate[name] == pytest.approx(float(np.mean(column)))
 
 
-@settings(deadline=None)  # a shared, loaded machine: no timing in tests
 @given(judgements_st, st.integers(1, 15), st.data())
 def test_swapping_a_relevant_doc_below_a_lesser_one_never_raises_mrr_or_ndcg(
     relevant: dict[str, int], k: int, data: st.DataObject
@@ -471,7 +469,6 @@ def test_swapping_a_relevant_doc_below_a_lesser_one_never_raises_mrr_or_ndcg(
         assert after[name] <= before[name] + 1e-12, name
 
 
-@settings(deadline=None)  # a shared, loaded machine: no timing in tests
 @given(judgements_st, st.integers(1, 15), st.lists(st.sampled_from(DOCS), max_size=5))
 def test_a_perfect_ranking_scores_one(relevant: dict[str, int], k: int, junk: list[str]) -> None:
     # All positive grades, highest first (ties in any order), then anything.
@@ -486,7 +483,6 @@ def test_a_perfect_ranking_scores_one(relevant: dict[str, int], k: int, junk: li
         )
 
 
-@settings(deadline=None)  # a shared, loaded machine: no timing in tests
 @given(st.lists(st.sampled_from(DOCS)))
 def test_dedupe_is_idempotent_and_keeps_first_occurrences(ids: list[str]) -> None:
     once = dedupe(ids)

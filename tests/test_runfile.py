@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.errors import ResultsError
@@ -52,7 +52,6 @@ def test_trec_order_matches_pytrec_eval_on_ties() -> None:
     assert ordered == ["b", "B", "é", "a", "9", "10", "2"]
 
 
-@settings(deadline=None)  # a shared, loaded machine: no timing in tests
 @given(st.dictionaries(st.text("ab1Z", min_size=1, max_size=3), st.sampled_from([0.0, 0.5, 1.0])))
 def test_trec_order_is_score_then_docid_descending(scored: dict[str, float]) -> None:
     ordered = trec_order(scored.items())

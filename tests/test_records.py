@@ -1,0 +1,421 @@
+"""harness.results on disk, byte for byte: the run record's JSON (every field, and the defaults
+an older or hand-written record falls back to), its file name, the atomic never-overwrite
+writers, and a comparison directory's name and reading back.
+
+These pin what is written to disk, so that a change of a key, a default or a file name is a
+failing test and not a silent change of every saved result (found by scripts/mutate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from compare_support import make_gold, make_run, ranks
+from test_reuse import clean_run
+
+from harness.errors import ResultsError
+from harness.results.comparisons import load_comparison, save_comparison
+from harness.results.files import read_json, utc_stamp, write_json_new, write_text_new
+from harness.results.records import (
+    host_fingerprint,
+    load_record,
+    load_run,
+    run_from_dict,
+    run_to_dict,
+    save_run,
+)
+from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings
+
+
+def full_run() -> RefRun:
+    """A run with every field set to something other than its default."""
+    ok = QueryResult("q1", ids=("d1", "d2"), scores=(2.5, 1.0), status=200, latency_ns=1234)
+    no_scores = QueryResult("q2", ids=("d3",), scores=None, status=201, latency_ns=99)
+    failed = QueryResult(
+        "q3", status=503, error=ErrorKind.HTTP_STATUS, detail="HTTP 503: busy", latency_ns=7
+    )
+    return RefRun(
+        ref="feat/x",
+        sha="f" * 40,
+        config_hash="c" * 64,
+        gold_hash="g" * 64,
+        corpus_hash="d" * 64,
+        tool_version="9.9.9",
+        host={"hostname": "box", "cpu": "fast"},
+        repeats=(
+            Repeat(
+                index=0,
+                results=(ok, no_scores, failed),
+                timings_s={"boot": 0.5, "queries": 1.25, "teardown": 0.125},
+                teardown_confirmed=True,
+                log_path="results/logs/a.log",
+            ),
+            Repeat(
+                index=1,
+                results=(),
+                timings_s={},
+                teardown_confirmed=False,
+                log_path=None,
+                failure=RunFailure("boot", "exited at boot with status 3", ("line 1", "line 2")),
+            ),
+        ),
+        query_config={"method": "GET", "params": {"q": "{query}"}, "limit": 10},
+        build_failure=RunFailure("build", "pip exited 1", ("tail",)),
+        timings_s={"build": 3.5},
+        build_cached=False,
+    )
+
+
+EXPECTED: dict[str, Any] = {
+    "schema": "harness-run",
+    "schema_version": 1,
+    "ref": "feat/x",
+    "sha": "f" * 40,
+    "config_hash": "c" * 64,
+    "gold_hash": "g" * 64,
+    "corpus_hash": "d" * 64,
+    "tool_version": "9.9.9",
+    "host": {"hostname": "box", "cpu": "fast"},
+    "query_config": {"method": "GET", "params": {"q": "{query}"}, "limit": 10},
+    "build_failure": {"stage": "build", "message": "pip exited 1", "log_tail": ["tail"]},
+    "timings_s": {"build": 3.5},
+    "build_cached": False,
+    "repeats": [
+        {
+            "index": 0,
+            "timings_s": {"boot": 0.5, "queries": 1.25, "teardown": 0.125},
+            "teardown_confirmed": True,
+            "log_path": "results/logs/a.log",
+            "failure": None,
+            "results": [
+                {
+                    "query_id": "q1",
+                    "ids": ["d1", "d2"],
+                    "scores": [2.5, 1.0],
+                    "status": 200,
+                    "error": None,
+                    "detail": None,
+                    "latency_ns": 1234,
+                },
+                {
+                    "query_id": "q2",
+                    "ids": ["d3"],
+                    "scores": None,
+                    "status": 201,
+                    "error": None,
+                    "detail": None,
+                    "latency_ns": 99,
+                },
+                {
+                    "query_id": "q3",
+                    "ids": [],
+                    "scores": None,
+                    "status": 503,
+                    "error": "http_status",
+                    "detail": "HTTP 503: busy",
+                    "latency_ns": 7,
+                },
+            ],
+        },
+        {
+            "index": 1,
+            "timings_s": {},
+            "teardown_confirmed": False,
+            "log_path": None,
+            "failure": {
+                "stage": "boot",
+                "message": "exited at boot with status 3",
+                "log_tail": ["line 1", "line 2"],
+            },
+            "results": [],
+        },
+    ],
+}
+
+
+def test_a_run_record_holds_exactly_these_keys_and_values() -> None:
+    assert run_to_dict(full_run()) == EXPECTED
+
+
+def test_a_record_reads_back_equal_naming_its_source() -> None:
+    back = run_from_dict(json.loads(json.dumps(EXPECTED)), "runs/x.json")
+    assert back == RefRun(**{**full_run().__dict__, "record_path": "runs/x.json"})
+    assert run_from_dict(EXPECTED).record_path == "<memory>"
+
+
+def test_a_saved_record_is_sorted_json_named_by_stamp_ref_and_sha(tmp_path: Path) -> None:
+    path = save_run(tmp_path, full_run())
+    assert path.parent == tmp_path / "runs"
+    assert re.fullmatch(r"\d{8}T\d{6}Z_feat-x_ffffffff_[0-9a-f]{6}\.json", path.name), path.name
+    text = path.read_text(encoding="utf-8")
+    assert text == json.dumps(EXPECTED, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    assert load_run(path) == RefRun(**{**full_run().__dict__, "record_path": str(path)})
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    ("ref", "slug"),
+    [
+        ("main", "main"),
+        ("feat/x y", "feat-x-y"),
+        ("v1.2_rc-3", "v1.2_rc-3"),
+        ("/weird//ref/", "weird-ref"),
+        ("é", "ref"),
+        ("a" * 50, "a" * 40),
+        ("Feat/X", "Feat-X"),
+        ("--Xy--", "Xy"),
+    ],
+)
+def test_record_names_carry_a_filename_safe_slug_of_the_ref(
+    tmp_path: Path, ref: str, slug: str
+) -> None:
+    path = save_run(tmp_path, clean_run(ref=ref))
+    m = re.fullmatch(r"\d{8}T\d{6}Z_(.+)_aaaaaaaa_[0-9a-f]{6}\.json", path.name)
+    assert m is not None and m.group(1) == slug, path.name
+
+
+def test_an_older_record_without_optional_keys_reads_with_the_defaults() -> None:
+    minimal = {
+        "schema": "harness-run",
+        "schema_version": 1,
+        "ref": "main",
+        "sha": "a" * 40,
+        "config_hash": "c",
+        "gold_hash": "g",
+        "tool_version": "0.1",
+        "repeats": [
+            {
+                "index": 0,
+                "results": [{"query_id": "q1"}],
+            },
+            {"index": 1, "results": [], "failure": {"stage": "boot", "message": "m"}},
+        ],
+    }
+    run = run_from_dict(minimal)
+    assert run.corpus_hash is None and run.host == {} and run.query_config == {}
+    assert run.build_failure is None and run.timings_s == {} and run.build_cached is None
+    first, second = run.repeats
+    assert first.timings_s == {} and first.teardown_confirmed is False and first.log_path is None
+    assert first.failure is None
+    assert first.results == (QueryResult("q1", ids=(), scores=None, latency_ns=0),)
+    assert second.failure == RunFailure("boot", "m", ())
+
+
+def test_values_are_read_as_their_types() -> None:
+    doc = json.loads(json.dumps(EXPECTED))
+    doc["repeats"][0]["results"][0].update({"ids": [1, 2], "scores": [2, 1], "latency_ns": 5.0})
+    doc["repeats"][0]["timings_s"] = {"boot": 1}
+    doc["timings_s"] = {"build": 2}
+    doc["host"] = {"cpus": 4}
+    run = run_from_dict(doc)
+    result = run.repeats[0].results[0]
+    assert result.ids == ("1", "2") and result.scores == (2.0, 1.0) and result.latency_ns == 5
+    assert type(result.latency_ns) is int and all(type(s) is float for s in result.scores or ())
+    assert run.repeats[0].timings_s == {"boot": 1.0} and run.timings_s == {"build": 2.0}
+    assert run.host == {"cpus": "4"}
+    assert run.repeats[0].results[2].error is ErrorKind.HTTP_STATUS
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda d: d.pop("sha"),
+        lambda d: d.pop("repeats"),
+        lambda d: d["repeats"][0].pop("results"),
+        lambda d: d["repeats"][0]["results"][0].pop("query_id"),
+        lambda d: d["repeats"][0]["results"][2].update(error="on fire"),
+        lambda d: d["repeats"][0].update(index="first"),
+        lambda d: d["repeats"][1]["failure"].pop("stage"),
+    ],
+    ids=["sha", "repeats", "results", "query_id", "error kind", "index", "failure stage"],
+)
+def test_a_malformed_record_is_a_results_error_naming_the_file(breakage: Any) -> None:
+    doc = json.loads(json.dumps(EXPECTED))
+    breakage(doc)
+    with pytest.raises(ResultsError, match=r"^runs/bad\.json: malformed run record"):
+        run_from_dict(doc, "runs/bad.json")
+
+
+def test_load_record_reads_a_comparison_side_or_says_what_to_pass(tmp_path: Path) -> None:
+    saved = tmp_path / "cmp"
+    saved.mkdir()
+    write_json_new(saved / "baseline.json", run_to_dict(clean_run(ref="base")))
+    write_json_new(saved / "candidate.json", run_to_dict(clean_run(ref="cand")))
+    assert load_record(saved).ref == "cand"  # the candidate by default
+    assert load_record(saved, "baseline").ref == "base"
+    assert load_record(saved / "baseline.json").record_path == str(saved / "baseline.json")
+    with pytest.raises(ResultsError) as caught:
+        load_record(tmp_path, "baseline")
+    assert caught.value.message == (
+        f"{tmp_path}: neither a run record nor a comparison directory with baseline.json"
+    )
+    assert list(caught.value.details) == [
+        "pass results/runs/<record>.json, or a results/<stamp>_<sha8>_<sha8>/ directory"
+    ]
+
+
+def test_a_record_of_another_schema_version_names_the_file_and_says_what_to_do() -> None:
+    doc = {**EXPECTED, "schema_version": 2}
+    with pytest.raises(ResultsError) as caught:
+        run_from_dict(doc, "runs/new.json")
+    assert caught.value.message.startswith("runs/new.json: ")
+    assert "run record" in caught.value.message
+    assert "re-run with --fresh to measure it again" in caught.value.details
+
+
+def test_the_host_fingerprint_says_what_the_numbers_were_measured_on() -> None:
+    host = host_fingerprint()
+    assert set(host) == {
+        "python",
+        "implementation",
+        "platform",
+        "machine",
+        "cpu",
+        "cpu_count",
+        "hostname",
+    }
+    assert host["python"] == platform.python_version()
+    assert host["implementation"] == sys.implementation.name
+    assert host["platform"] == platform.platform() and host["machine"] == platform.machine()
+    assert host["cpu_count"] == str(os.cpu_count() or 0) and host["hostname"] == platform.node()
+    names = (
+        [
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        if Path("/proc/cpuinfo").is_file()
+        else []
+    )
+    assert host["cpu"] == (names[0] if names else platform.processor() or platform.machine())
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_utc_stamp_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kathmandu")  # +05:45: no whole-hour coincidence
+    time.tzset()
+    try:
+        before = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+        stamp = utc_stamp()
+        after = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert stamp[:13] in {before, after}
+
+
+def test_the_temp_file_is_linked_from_the_target_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A temp file elsewhere could sit on another file system, where link() fails: atomicity
+    # needs it beside the target.
+    linked: list[tuple[str, str]] = []
+    real_link = os.link
+
+    def recording_link(src: str, dst: str) -> None:
+        linked.append((str(src), str(dst)))
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", recording_link)
+    write_text_new(tmp_path / "out" / "a.md", "x")
+    ((src, dst),) = linked
+    assert Path(src).parent == Path(dst).parent == tmp_path / "out"
+    assert Path(src).name.startswith(".tmp-")  # hidden, never mistaken for a result
+
+
+def test_utc_stamp_is_utc_and_sortable() -> None:
+    moment = datetime(2026, 11, 29, 18, 45, 1, tzinfo=UTC)
+    assert utc_stamp(moment) == "20261129T184501Z"
+    assert re.fullmatch(r"\d{8}T\d{6}Z", utc_stamp())
+    now = datetime.now(UTC)
+    assert utc_stamp()[:8] in {
+        now.strftime("%Y%m%d"),
+        (now + timedelta(seconds=2)).strftime("%Y%m%d"),
+    }
+
+
+def test_write_json_new_writes_sorted_indented_utf8_and_refuses_to_overwrite(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deep" / "er" / "doc.json"  # parents made on the way
+    assert write_json_new(path, {"b": 1, "a": {"é": "ü"}}) == path
+    assert path.read_bytes() == '{\n "a": {\n  "é": "ü"\n },\n "b": 1\n}\n'.encode()
+    with pytest.raises(ResultsError) as caught:
+        write_json_new(path, {"other": True})
+    assert caught.value.message == f"{path}: already exists; results are never overwritten"
+    assert list(caught.value.details) == ["remove it, or write to another results directory"]
+    assert json.loads(path.read_text(encoding="utf-8")) == {"a": {"é": "ü"}, "b": 1}  # kept
+    assert [p.name for p in path.parent.iterdir()] == ["doc.json"]  # no temp file left
+
+
+def test_write_text_new_writes_exactly_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "report.md"
+    write_text_new(path, "naïve text\nno newline at the end")
+    assert path.read_bytes() == "naïve text\nno newline at the end".encode()
+    with pytest.raises(ResultsError):
+        write_text_new(path, "again")
+    assert path.read_text(encoding="utf-8").startswith("naïve")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_read_json_says_what_is_wrong_with_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match=r": no such file$"):
+        read_json(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ResultsError, match=r"bad\.json: cannot be read as JSON \("):
+        read_json(bad)
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    with pytest.raises(ResultsError, match=r"list\.json: expected a JSON object at the top level"):
+        read_json(listed)
+    good = tmp_path / "good.json"
+    good.write_text('{"é": 1}', encoding="utf-8")
+    assert read_json(good) == {"é": 1}
+    with pytest.raises(ResultsError, match="cannot be read as JSON"):
+        read_json(tmp_path)  # a directory: an OSError, said as such
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) -> None:
+    gold = make_gold()
+    base = make_run(gold, ranks())
+    cand = make_run(gold, ranks(), ref="feat/x", sha="2" * 40)
+    comparison = compare(gold, base, cand, CompareSettings(resamples=200))
+    first = save_comparison(tmp_path, comparison, (base, cand))
+    second = save_comparison(tmp_path, comparison)
+    assert re.fullmatch(r"\d{8}T\d{6}Z_11111111_22222222", first.name), first.name
+    assert sorted(p.name for p in first.iterdir()) == [
+        "baseline.json",
+        "candidate.json",
+        "comparison.json",
+        "report.md",
+    ]
+    assert sorted(p.name for p in second.iterdir()) == ["comparison.json", "report.md"]
+    assert second != first and first.parent == second.parent == tmp_path
+    assert load_run(first / "baseline.json").ref == "main"
+    assert load_run(first / "candidate.json").ref == "feat/x"
+    assert load_comparison(first) == comparison
+    assert load_comparison(first / "comparison.json") == comparison
+    with pytest.raises(ResultsError, match="no such file"):
+        load_comparison(tmp_path)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "comparison.json").write_text('{"schema": "harness-comparison"}')
+    with pytest.raises(ResultsError, match=rf"^{re.escape(str(broken / 'comparison.json'))}: "):
+        load_comparison(broken)

@@ -1,0 +1,162 @@
+"""`--redact`: "leave query and document text out of every output" (README), checked in every file
+a redacted compare writes, not only in the rendered report.
+
+What may carry text: a flip's query text (comparison.json, report.md, stdout) and a failed query's
+error detail, which quotes the response body, which many services fill with the query
+(baseline.json and candidate.json, the copies of the run records: results.comparisons). Each
+test first shows the unredacted output does hold the text, so that "absent" means redacted.
+
+Known gap, pinned below as a strict xfail: the run records under results/runs/ (written as each
+run finishes, before any comparison exists) keep their error details; and the services' own logs
+under results/logs/ are theirs, never rewritten by harness.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from compare_support import buried, candidate, make_gold, make_run, ranks
+from e2e_support import Sandbox, build_sandbox, query_id, query_ids
+
+from harness.results.comparisons import save_comparison
+from harness.types import ErrorKind, GoldSet, RefRun
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings
+
+SECRET = "told to fail on"  # every error detail below starts with this
+
+
+def files_holding(root: Path, needles: list[str]) -> dict[str, list[str]]:
+    """Every file under root (relative path) and which needles it holds."""
+    found = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        hits = [n for n in needles if n in text]
+        if hits:
+            found[str(path.relative_to(root))] = hits
+    return found
+
+
+# --------------------------------------------------------------------------- save_comparison
+
+
+def _with_quoting_details(run: RefRun, gold: GoldSet) -> RefRun:
+    """Every errored query's detail quotes the query text, as a chatty service's body would."""
+    text = {q.id: q.text for q in gold.queries}
+    reps = tuple(
+        replace(
+            rep,
+            results=tuple(
+                replace(r, detail=f"HTTP 500: {SECRET} {text[r.query_id]}") if r.error else r
+                for r in rep.results
+            ),
+        )
+        for rep in run.repeats
+    )
+    return replace(run, repeats=reps)
+
+
+def _saved(tmp_path: Path, redact: bool) -> tuple[Path, list[str]]:
+    gold = make_gold()
+    base = make_run(gold, ranks())
+    errors = {(0, "q60"): ErrorKind.HTTP_STATUS, (2, "q61"): ErrorKind.HTTP_STATUS}
+    cand = _with_quoting_details(
+        candidate(gold, ranks(buried(*range(41, 53))), errors=errors), gold
+    )
+    comparison = compare(gold, base, cand, CompareSettings(resamples=500, max_errors=2))
+    assert comparison.flips, "the fixture must flip queries, or there is no text to leave out"
+    out = save_comparison(tmp_path, comparison, (base, cand), redact=redact)
+    return out, [q.text for q in gold.queries] + [SECRET]
+
+
+def test_unredacted_saved_files_do_hold_query_text_and_details(tmp_path: Path) -> None:
+    out, needles = _saved(tmp_path, redact=False)
+    found = files_holding(out, needles)
+    assert set(found) == {"comparison.json", "report.md", "candidate.json"}
+    assert SECRET in found["candidate.json"]
+
+
+def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -> None:
+    out, needles = _saved(tmp_path, redact=True)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "baseline.json",
+        "candidate.json",
+        "comparison.json",
+        "report.md",
+    ]
+    assert files_holding(out, needles) == {}
+    assert "q60" in (out / "candidate.json").read_text()  # ids stay: only text goes
+    # The copies' details are null (not "" or a placeholder), everything else as recorded.
+    for side in ("baseline", "candidate"):
+        record = json.loads((out / f"{side}.json").read_text())
+        details = [r["detail"] for rep in record["repeats"] for r in rep["results"]]
+        assert details and all(d is None for d in details)
+        errors = [r["error"] for rep in record["repeats"] for r in rep["results"] if r["error"]]
+        assert errors == ([] if side == "baseline" else ["http_status", "http_status"])
+
+
+# --------------------------------------------------------------------------- a real compare
+
+ECHOED = query_ids(70, 71)
+BURIED = query_ids(1, 12)
+
+
+@pytest.fixture(scope="module")
+def redacted_compare(tmp_path_factory: pytest.TempPathFactory) -> tuple[Sandbox, Path, str]:
+    sandbox = build_sandbox(
+        tmp_path_factory.mktemp("redaction") / "s",
+        {"chatty": {"bury": BURIED, "error_on": ECHOED, "echo_errors": True}},
+    )
+    results = sandbox.root / "results-redacted"
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "chatty", "--redact", results=results
+    )
+    assert done.returncode == 3, done.stderr  # failed queries: invalid, whatever else it shows
+    assert sandbox.leftovers(sandbox.run_ids(results)) == []
+    return sandbox, results, done.stdout + done.stderr
+
+
+def _texts() -> list[str]:
+    return [f"tell me about topic {q}" for q in (*BURIED, *ECHOED)] + [SECRET]
+
+
+@pytest.mark.slow
+def test_a_redacted_compare_writes_no_text_into_its_comparison(
+    redacted_compare: tuple[Sandbox, Path, str],
+) -> None:
+    _, results, output = redacted_compare
+    (saved,) = [p for p in results.iterdir() if p.is_dir() and p.name not in ("runs", "logs")]
+    assert {p.name for p in saved.iterdir()} == {
+        "baseline.json",
+        "candidate.json",
+        "comparison.json",
+        "report.md",
+    }
+    assert files_holding(saved, _texts()) == {}
+    assert not [t for t in _texts() if t in output]  # nor on stdout or stderr
+    assert query_id(70) in (saved / "candidate.json").read_text()
+
+
+@pytest.mark.slow
+def test_the_fixture_does_echo_text_into_an_unredacted_record(
+    redacted_compare: tuple[Sandbox, Path, str],
+) -> None:
+    # The control for the test above: the candidate's errors really quote the query text.
+    _, results, _ = redacted_compare
+    records = files_holding(results / "runs", [f"{SECRET} tell me about topic {ECHOED[0]}"])
+    assert len(records) == 1 and "chatty" in next(iter(records))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: --redact redacts the comparison's copies, not results/runs/ (written first)",
+)
+def test_a_redacted_compare_writes_no_text_into_any_file_under_results(
+    redacted_compare: tuple[Sandbox, Path, str],
+) -> None:
+    _, results, _ = redacted_compare
+    assert files_holding(results, _texts()) == {}

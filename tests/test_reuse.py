@@ -1,0 +1,213 @@
+"""harness.results.records.find_reusable: a run record is reused only when every field of the reuse
+key matches and the record is clean.
+
+The key, read off find_reusable: sha, config_hash, gold_hash, corpus_hash, the tool version, at
+least `repeats` repeats; and clean: no build or repeat failure, no errored query, every teardown
+confirmed. Each test below saves one record that differs from the lookup in exactly one of these
+and asserts it is not reused; `test_a_record_matching_every_field_is_reused` is the control that
+makes each of those "no" mean something (the same record, unchanged, is found).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import build_sandbox, config_text
+
+from harness import __version__
+from harness.results.records import find_reusable, load_run, save_run
+from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+
+SHA = "a" * 40
+CONFIG = "c" * 64
+GOLD = "g" * 64
+CORPUS = "d" * 64
+REPEATS = 2
+
+
+def _repeat(index: int, **changes: Any) -> Repeat:
+    results = (
+        QueryResult("q1", ids=("d1", "d2"), scores=(2.0, 1.0), status=200, latency_ns=1_000),
+        QueryResult("q2", ids=("d2",), scores=(1.0,), status=200, latency_ns=2_000),
+    )
+    return replace(Repeat(index=index, results=results, teardown_confirmed=True), **changes)
+
+
+def clean_run(**changes: Any) -> RefRun:
+    """A record that matches the lookup in `lookup()` field for field, then `changes` applied."""
+    run = RefRun(
+        ref="main",
+        sha=SHA,
+        config_hash=CONFIG,
+        gold_hash=GOLD,
+        corpus_hash=CORPUS,
+        tool_version=__version__,
+        host={"hostname": "h"},
+        repeats=tuple(_repeat(i) for i in range(REPEATS)),
+    )
+    return replace(run, **changes)
+
+
+def lookup(results: Path, **changes: Any) -> RefRun | None:
+    key: dict[str, Any] = {
+        "sha": SHA,
+        "config_hash": CONFIG,
+        "gold_hash": GOLD,
+        "corpus_hash": CORPUS,
+        "repeats": REPEATS,
+    }
+    key.update(changes)
+    return find_reusable(results, **key)
+
+
+def test_a_record_matching_every_field_is_reused(tmp_path: Path) -> None:
+    path = save_run(tmp_path, clean_run())
+    found = lookup(tmp_path)
+    assert found is not None
+    assert found == load_run(path)
+
+
+def test_an_empty_results_directory_reuses_nothing(tmp_path: Path) -> None:
+    assert lookup(tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [
+        ("sha", "b" * 40),
+        ("config_hash", "x" * 64),
+        ("gold_hash", "y" * 64),
+        ("corpus_hash", "z" * 64),
+    ],
+    ids=lambda v: v if v.endswith("hash") or v == "sha" else "other",
+)
+def test_a_record_of_other_inputs_is_not_reused(tmp_path: Path, field: str, other: str) -> None:
+    save_run(tmp_path / "a", clean_run(**{field: other}))
+    assert lookup(tmp_path / "a") is None
+    # The same difference seen from the other side: the lookup asks for other inputs.
+    save_run(tmp_path / "b", clean_run())
+    assert lookup(tmp_path / "b", **{field: other}) is None
+
+
+def test_a_record_without_a_corpus_is_not_reused_for_a_lookup_with_one(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run(corpus_hash=None))
+    assert lookup(tmp_path) is None
+    assert lookup(tmp_path, corpus_hash=None) is not None
+
+
+def test_a_record_of_another_tool_version_is_not_reused(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run(tool_version=f"{__version__}.post1"))
+    assert lookup(tmp_path) is None
+
+
+def test_a_record_with_fewer_repeats_is_not_reused_and_one_with_more_is(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run(repeats=(_repeat(0),)))
+    assert lookup(tmp_path) is None
+    assert lookup(tmp_path, repeats=1) is not None  # exactly as many is enough
+
+
+def test_a_record_with_more_repeats_than_asked_is_reused(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run(repeats=tuple(_repeat(i) for i in range(REPEATS + 1))))
+    found = lookup(tmp_path)
+    assert found is not None and len(found.repeats) == REPEATS + 1
+
+
+def test_a_record_with_a_build_failure_is_never_reused(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run(build_failure=RunFailure("build", "pip exited 1")))
+    assert lookup(tmp_path) is None
+
+
+@pytest.mark.parametrize("bad", [0, REPEATS - 1])
+def test_a_record_with_a_failed_repeat_is_never_reused(tmp_path: Path, bad: int) -> None:
+    repeats = tuple(
+        _repeat(i, failure=RunFailure("boot", "exited 3")) if i == bad else _repeat(i)
+        for i in range(REPEATS)
+    )
+    save_run(tmp_path, clean_run(repeats=repeats))
+    assert lookup(tmp_path) is None
+
+
+@pytest.mark.parametrize("bad", [0, REPEATS - 1])
+def test_a_record_with_one_errored_query_is_never_reused(tmp_path: Path, bad: int) -> None:
+    errored = QueryResult("q2", status=500, error=ErrorKind.HTTP_STATUS, detail="HTTP 500")
+    repeats = tuple(
+        _repeat(i, results=(*_repeat(i).results[:1], errored)) if i == bad else _repeat(i)
+        for i in range(REPEATS)
+    )
+    save_run(tmp_path, clean_run(repeats=repeats))
+    assert lookup(tmp_path) is None
+
+
+@pytest.mark.parametrize("bad", [0, REPEATS - 1])
+def test_a_record_with_an_unconfirmed_teardown_is_never_reused(tmp_path: Path, bad: int) -> None:
+    repeats = tuple(
+        _repeat(i, teardown_confirmed=False) if i == bad else _repeat(i) for i in range(REPEATS)
+    )
+    save_run(tmp_path, clean_run(repeats=repeats))
+    assert lookup(tmp_path) is None
+
+
+def test_the_newest_matching_record_is_the_one_reused(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    older = save_run(tmp_path, clean_run(host={"hostname": "older"}))
+    newer = save_run(tmp_path, clean_run(host={"hostname": "newer"}))
+    # Record names start with a UTC stamp to the second; make the order unambiguous.
+    older.rename(runs / f"20000101T000000Z_{older.name}")
+    newer.rename(runs / f"29990101T000000Z_{newer.name}")
+    found = lookup(tmp_path)
+    assert found is not None and found.host == {"hostname": "newer"}
+
+
+def test_a_clean_match_is_found_past_newer_records_that_do_not_match(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    good = save_run(tmp_path, clean_run(host={"hostname": "good"}))
+    good.rename(runs / f"20000101T000000Z_{good.name}")
+    for i, bad in enumerate(
+        [clean_run(sha="b" * 40), clean_run(build_failure=RunFailure("build", "no"))]
+    ):
+        path = save_run(tmp_path, bad)
+        path.rename(runs / f"2999010{i + 1}T000000Z_{path.name}")
+    found = lookup(tmp_path)
+    assert found is not None and found.host == {"hostname": "good"}
+
+
+def test_an_unreadable_record_is_skipped_not_reused(tmp_path: Path) -> None:
+    save_run(tmp_path, clean_run())
+    (tmp_path / "runs" / "99999999T999999Z_garbage.json").write_text('{"schema": "other"}')
+    assert lookup(tmp_path) is not None
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+@pytest.mark.slow
+def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> None:
+    # The end-to-end configs set no corpus; this one does, so the CLI's corpus hash is the one
+    # that decides: the same inputs again reuse both records, one changed document does not.
+    sandbox = build_sandbox(tmp_path / "s", {})
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text((sandbox.repo / "data" / "corpus.jsonl").read_text())
+    config = tmp_path / "harness.toml"
+    text = config_text(
+        gold=str(sandbox.repo / "gold" / "gold.jsonl"), boot_counter=sandbox.boot_counter
+    )
+    config.write_text(text.replace("[gold]\n", f"[gold]\ncorpus = {json.dumps(str(corpus))}\n"))
+
+    def compare() -> int:
+        done = sandbox.harness(
+            "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1", config=config
+        )
+        assert done.returncode == 0, done.stderr
+        return sandbox.boots()
+
+    assert compare() == 2  # both measured (reuse is decided before either side runs)
+    assert compare() == 2  # both reused
+    with corpus.open("a") as f:
+        f.write(json.dumps({"id": "extra", "title": "Extra", "text": "one more page"}) + "\n")
+    assert compare() == 4  # a new corpus: both measured again
+    assert compare() == 4
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
