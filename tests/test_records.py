@@ -96,6 +96,7 @@ EXPECTED: dict[str, Any] = {
             "index": 0,
             "timings_s": {"boot": 0.5, "queries": 1.25, "teardown": 0.125},
             "teardown_confirmed": True,
+            "sandbox": None,
             "log_path": "results/logs/a.log",
             "failure": None,
             "results": [
@@ -132,6 +133,7 @@ EXPECTED: dict[str, Any] = {
             "index": 1,
             "timings_s": {},
             "teardown_confirmed": False,
+            "sandbox": None,
             "log_path": None,
             "failure": {
                 "stage": "boot",
