@@ -6,9 +6,9 @@ error detail, which quotes the response body, which many services fill with the 
 (baseline.json and candidate.json, the copies of the run records: results.comparisons). Each
 test first shows the unredacted output does hold the text, so that "absent" means redacted.
 
-Known gap, pinned below as a strict xfail: the run records under results/runs/ (written as each
-run finishes, before any comparison exists) keep their error details; and the services' own logs
-under results/logs/ are theirs, never rewritten by harness.
+The run records under results/runs/, written as each run finishes, are redacted as they are
+written (RunPlan.redact); the services' own logs under results/logs/ are theirs, never rewritten
+by harness (scrubbed of secrets only).
 """
 
 from __future__ import annotations
@@ -142,19 +142,17 @@ def test_a_redacted_compare_writes_no_text_into_its_comparison(
 
 @pytest.mark.slow
 def test_the_fixture_does_echo_text_into_an_unredacted_record(
-    redacted_compare: tuple[Sandbox, Path, str],
+    redacted_compare: tuple[Sandbox, Path, str], tmp_path: Path
 ) -> None:
-    # The control for the test above: the candidate's errors really quote the query text.
-    _, results, _ = redacted_compare
-    records = files_holding(results / "runs", [f"{SECRET} tell me about topic {ECHOED[0]}"])
+    # The control for the test below: without --redact, the candidate's errors really quote the
+    # query text into its run record.
+    sandbox, _, _ = redacted_compare
+    sandbox.harness("run", "--ref", "chatty", "--repeats", "1", results=tmp_path)
+    records = files_holding(tmp_path / "runs", [f"{SECRET} tell me about topic {ECHOED[0]}"])
     assert len(records) == 1 and "chatty" in next(iter(records))
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: --redact redacts the comparison's copies, not results/runs/ (written first)",
-)
 def test_a_redacted_compare_writes_no_text_into_any_file_under_results(
     redacted_compare: tuple[Sandbox, Path, str],
 ) -> None:

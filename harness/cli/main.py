@@ -388,6 +388,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         results_dir=results_dir,
         concurrency=args.concurrency,
         keep=args.keep,
+        redact=bool(getattr(args, "redact", False)),
         progress=Progress(),
     )
     settings = CompareSettings.from_config(

@@ -50,6 +50,7 @@ class RunPlan:
     results_dir: Path
     concurrency: int = 1
     keep: bool = False
+    redact: bool = False  # records under results/runs/ keep no error details (--redact)
     progress: Progress | None = field(default=None, compare=False)
 
 
@@ -211,7 +212,7 @@ class RefSession:
             build_cached=self.build_cached,
         )
         try:
-            path = save_run(self.plan.results_dir, run)
+            path = save_run(self.plan.results_dir, run, redact=self.plan.redact)
         except ResultsError as exc:
             # What was measured still reaches the report; only its record is missing.
             print(f"harness: warning: run record not saved: {exc.message}", file=sys.stderr)

@@ -15,7 +15,7 @@ from harness.results.files import (
     write_json_new,
     write_text_new,
 )
-from harness.results.records import run_to_dict
+from harness.results.records import redacted_record, run_to_dict
 from harness.types import RefRun
 from harness.verdict.comparison import Comparison
 
@@ -44,11 +44,9 @@ def save_comparison(
     with saving as directory:
         for side, run in zip(("baseline", "candidate"), runs, strict=False):
             record = run_to_dict(run)
-            if redact:
-                for rep in record["repeats"]:
-                    for result in rep["results"]:
-                        result["detail"] = None
-            write_json_new(directory / f"{side}.json", record)
+            write_json_new(
+                directory / f"{side}.json", redacted_record(record) if redact else record
+            )
         write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
         write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
     assert saving.path is not None  # the block ended without an exception

@@ -173,10 +173,23 @@ def _slug(ref: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", ref).strip("-")[:40] or "ref"
 
 
-def save_run(results_dir: Path, run: RefRun) -> Path:
-    """Write `run` as a new record under results_dir/runs/ and return its path."""
+def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
+    """Write `run` as a new record under results_dir/runs/ and return its path; with `redact`,
+    without the error details (`redacted_record`)."""
     name = f"{utc_stamp()}_{_slug(run.ref)}_{run.sha[:8]}_{secrets.token_hex(3)}.json"
-    return write_json_new(results_dir / "runs" / name, run_to_dict(run))
+    record = run_to_dict(run)
+    return write_json_new(
+        results_dir / "runs" / name, redacted_record(record) if redact else record
+    )
+
+
+def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A run record's JSON without what may quote a response body or the query text: every
+    answer's error detail becomes null (its error kind stays)."""
+    for rep in record["repeats"]:
+        for result in rep["results"]:
+            result["detail"] = None
+    return record
 
 
 def load_run(path: Path) -> RefRun:
