@@ -1,6 +1,8 @@
 """Exit statuses: the one place an outcome of the harness becomes a process exit status.
 
-    0  EXIT_OK          no regression; or a command that did its job
+    0  EXIT_OK          no regression; or a command that did its job; a latency verdict that
+                        is inconclusive (too few or too noisy rounds) or not compared (a stored
+                        run, --concurrency > 1): neither is a failure
     1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
     2  EXIT_USAGE       usage, configuration, gold-set or build error (every HarnessError
                         carries it as `exit_status`); a gold set that fails its check
@@ -30,7 +32,8 @@ _GATE = {
 
 
 def exit_status(verdicts: Sequence[Verdict]) -> int:
-    """harness compare and harness report: invalid beats regressed beats everything else."""
+    """harness compare and harness report: invalid beats regressed beats everything else
+    (improved, no difference, inconclusive, not compared: 0)."""
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
     if Verdict.REGRESSED in verdicts:

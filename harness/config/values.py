@@ -74,7 +74,8 @@ class QueryConfig:
     headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
     scores: str | None = None  # JMESPath to the scores, optional
     limit: int = 10
-    timeout: float = 10.0  # seconds per query (httpx: per connect/read/write phase)
+    timeout: float = 10.0  # seconds per query: the whole request's deadline, body included
+    max_bytes: int = 10_000_000  # the longest answer read (headers and body); longer: too_large
     warmup: int = 3  # queries sent first and not recorded
 
 
