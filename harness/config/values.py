@@ -156,6 +156,19 @@ _NOT_HASHED = frozenset(
     }
 )
 
+# Keys added after records were first saved: hashed only when set to something other than their
+# default, so the records saved before them are still found for reuse.
+_HASHED_WHEN_SET = frozenset({"max_bytes"})
+
+
+def _hashed(section: object, name: str) -> bool:
+    if name in _NOT_HASHED:
+        return False
+    if name in _HASHED_WHEN_SET:
+        default = next(f.default for f in fields(type(section)) if f.name == name)  # type: ignore[arg-type]
+        return bool(getattr(section, name) != default)
+    return True
+
 
 def side_hash(side: SideConfig) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces) of one side's effective config.
@@ -167,7 +180,7 @@ def side_hash(side: SideConfig) -> str:
         section: {
             f.name: _jsonable(getattr(getattr(side, section), f.name))
             for f in fields(getattr(side, section))
-            if f.name not in _NOT_HASHED
+            if _hashed(getattr(side, section), f.name)
         }
         for section in ("service", "query")
     }

@@ -193,6 +193,8 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
         lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
         each = ", ".join(f"{r:.2f}" for r in lat.test.rounds)
         lines.append(f"per-round ratios: {each}")
+    elif lat.not_compared is not None:
+        lines.append(f"candidate/baseline: not compared: {lat.words}")
     else:
         lines.append(f"candidate/baseline: {lat.words}")
     for side, flow in (

@@ -163,7 +163,7 @@ def compare(
     if latency.test is None and latency.not_compared is None and not invalid:
         invalid.append("no query latency was recorded on both sides; the runner must record it")
     if latency.not_compared is not None:
-        warnings.append(f"latency {latency.not_compared}")
+        warnings.append(f"latency not compared: {latency.not_compared}")
     busy = details.machine_warning(latency.machine)
     if busy is not None:
         warnings.append(busy)

@@ -179,19 +179,19 @@ def _not_together(base: RefRun, cand: RefRun, concurrency: int) -> str | None:
         which = " and ".join(stored)
         what = "is a stored run" if len(stored) == 1 else "are stored runs"
         return (
-            f"not compared: the {which} {what}"
+            f"the {which} {what}"
             " measured at another time, and numbers from different times are not a pair "
             "(a stored run serves quality, never latency); rerun with --fresh to measure both "
             "sides together"
         )
     if base.pair_id is None or base.pair_id != cand.pair_id:
         return (
-            "not compared: the two sides were not measured together in one invocation; "
+            "the two sides were not measured together in one invocation; "
             "rerun with --fresh to measure both sides together"
         )
     if concurrency > 1:
         return (
-            f"not compared: under --concurrency {concurrency} a query's latency includes the "
+            f"under --concurrency {concurrency} a query's latency includes the "
             "client's own queueing, so throughput is given instead; run with --concurrency 1 "
             "for a latency verdict"
         )

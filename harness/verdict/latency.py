@@ -120,9 +120,10 @@ def latency_test(
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), not {tolerance}")
     check_confidence(confidence)
-    logs = np.log(np.asarray(round_ratios, dtype=np.float64))
-    if logs.ndim != 1 or logs.size == 0 or not np.isfinite(logs).all():
+    values = np.asarray(round_ratios, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0 or not (np.isfinite(values) & (values > 0)).all():
         raise ValueError("round ratios must be a non-empty list of finite values > 0")
+    logs = np.log(values)
     n = int(logs.size)
     mean = float(logs.mean())
     ratio = float(np.exp(mean))
