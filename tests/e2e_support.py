@@ -113,7 +113,10 @@ def config_text(
     if build is not None:
         lines.append(f"build = {json.dumps(build)}")
     if boot_counter is not None:
-        lines.append(f"env = {{ E2E_BOOT_COUNTER = {json.dumps(str(boot_counter))} }}")
+        # Through the caller's environment, not an env pin: a pinned path outside the checkout
+        # is an input (harness.config.inputs hashes its contents), and this file changes on
+        # every boot, so no run would ever be reused.
+        lines.append('pass_env = ["E2E_BOOT_COUNTER"]')
     lines += [
         "",
         "[query]",
@@ -200,6 +203,7 @@ class Sandbox:
             "GIT_CONFIG_GLOBAL": os.devnull,
             "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "E2E_BOOT_COUNTER": str(self.boot_counter),
         }
         env.update(extra or {})
         return env

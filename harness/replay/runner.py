@@ -242,19 +242,7 @@ def run_interleaved(
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
         for i, session in enumerate(sessions):
-            plan = session.plan
-            found = None
-            if not fresh:
-                found = find_reusable(
-                    plan.results_dir,
-                    sha=session.sha,
-                    config_hash=session.config_hash,
-                    gold_hash=plan.gold.hash,
-                    corpus_hash=plan.corpus_hash,
-                    repeats=repeats,
-                    inputs_hash=session.inputs_hash,
-                    concurrency=plan.concurrency,
-                )
+            found = None if fresh else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
             else:
@@ -292,11 +280,35 @@ def run_pair(
         RefSession(plan, "baseline", baseline_ref),
         RefSession(plan, "candidate", candidate_ref),
     ]
-    same = {(s.sha, s.config_hash, s.inputs_hash) for s in sessions}
-    if fresh or len(same) == 1:
+    same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
+    stored = [None if fresh or same else _reusable(s, repeats) for s in sessions]
+    if all(found is None for found in stored):
         return _measured_together(sessions, repeats)
-    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=False)
+    runs = [
+        replace(found, repeats=found.repeats[:repeats], reused=True)
+        for found in stored
+        if found is not None
+    ]
+    alone = [s for s, found in zip(sessions, stored, strict=True) if found is None]
+    if alone:  # the other side is measured now, on its own: quality only
+        (run,) = run_interleaved(alone, repeats=repeats, fresh=True)
+        runs.insert(stored.index(None), run)
+    baseline, candidate = runs
     return baseline, candidate
+
+
+def _reusable(session: RefSession, repeats: int) -> RefRun | None:
+    plan = session.plan
+    return find_reusable(
+        plan.results_dir,
+        sha=session.sha,
+        config_hash=session.config_hash,
+        gold_hash=plan.gold.hash,
+        corpus_hash=plan.corpus_hash,
+        repeats=repeats,
+        inputs_hash=session.inputs_hash,
+        concurrency=plan.concurrency,
+    )
 
 
 def _measured_together(sessions: Sequence[RefSession], repeats: int) -> tuple[RefRun, RefRun]:

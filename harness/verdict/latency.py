@@ -89,7 +89,7 @@ class LatencyTest:
     rounds_needed: int | None = None
 
 
-MIN_ROUNDS = 3  # below this the spread between boots is too poorly known to give a verdict
+MIN_ROUNDS = 2  # one round shows nothing of the spread between boots
 _MOST_ROUNDS = 100  # beyond this "more rounds" is not advice
 
 
@@ -103,7 +103,8 @@ def latency_test(
     jitter; rounds are the independent replicates.  The estimate is the geometric mean of the
     round ratios; the CI is Student's t on their logarithms with R - 1 degrees of freedom
     (R rounds): boot-to-boot variance is inside it by construction, and with few rounds the
-    t quantile (4.30 at R = 3) widens it honestly.  A bootstrap over rounds was rejected: with
+    t quantile (12.71 at R = 2, 4.30 at R = 3) widens it honestly: two rounds can still call a
+    large, steady change, never a small or erratic one.  A bootstrap over rounds was rejected: with
     3 to 5 rounds it has a handful of distinct resamples and its percentile interval covers
     far less than 95%; one over queries (the old rule) ignored boots altogether, so one slow
     boot became a confident ratio.
@@ -133,7 +134,7 @@ def latency_test(
         words = f"{ratio_words(ratio)} over {n} round{'s' * (n != 1)}"
         reason = (
             f"{words}: too few rounds to tell boot-to-boot variance from a change; "
-            f"run with --repeats {MIN_ROUNDS} or more"
+            f"run with --repeats {MIN_ROUNDS + 1} or more"
         )
         return LatencyTest(ratio, ratio, ratio, Verdict.INCONCLUSIVE, reason, rounds, MIN_ROUNDS)
     spread = float(logs.std(ddof=1))
