@@ -6,8 +6,12 @@
         run = session.finish()                                  # a RefRun, saved under results/
 
 `run_ref` runs one ref; `run_pair` (compare) and `harness.sweep.run` open several sessions and
-interleave their repeats (`run_interleaved`). Nothing here turns a failure into a score: a
-build or boot failure is recorded as a RunFailure and the run is invalid.
+measure them together (`run_interleaved`): time-paired rounds, each booting every session's
+service and sending each query to all of them back to back, in an order drawn per query, so
+numbers that are compared were measured at the same moment.  Each repeat records what the
+machine was doing (`types.Machine`: load average, CPU count, the client's CPU per query).
+Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
+and the run is invalid.
 """
 
 from __future__ import annotations
@@ -234,10 +238,16 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
 def run_interleaved(
     sessions: Sequence[RefSession], *, repeats: int, fresh: bool = False
 ) -> tuple[RefRun, ...]:
-    """Every session `repeats` times, interleaved (a, b, c, a, b, c, ...) so machine drift hits
-    all alike; returns one RefRun per session, in order. A session whose record already exists
-    for exactly these inputs is reused unless `fresh` (its RefRun has `reused=True`) and boots
-    nothing: its ref is resolved, but no worktree is made."""
+    """Every session `repeats` rounds, measured together; one RefRun per session, in order.
+
+    A session whose record already exists for exactly these inputs is reused unless `fresh`
+    (its RefRun has `reused=True`, no pair_id) and boots nothing: its ref is resolved, but no
+    worktree is made.  The sessions measured now share a `pair_id` and, at concurrency 1, run
+    time-paired rounds (`_paired_round`: each round boots all of them, then sends each query to
+    all back to back, in an order drawn per query); under `concurrency > 1`, or with one
+    session, each round boots them one after the other (order alternating), each sending its
+    queries as a burst.
+    """
     runs: dict[int, RefRun] = {}
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
@@ -247,9 +257,17 @@ def run_interleaved(
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
             else:
                 live[i] = stack.enter_context(session)
+        together = list(live.values())
+        if len(together) > 1:
+            pair_id = secrets.token_hex(8)
+            for session in together:
+                session.pair_id = pair_id
         for index in range(repeats):
-            for session in live.values():
-                session.run_repeat(index)
+            if len(together) > 1 and together[0].plan.concurrency == 1:
+                _paired_round(together, index, repeats)
+            else:
+                for session in together if index % 2 == 0 else together[::-1]:
+                    session.run_repeat(index)
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
 
@@ -264,36 +282,22 @@ def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
 def run_pair(
     plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
 ) -> tuple[RefRun, RefRun]:
-    """Both refs, measured together: `repeats` rounds, each booting both services afresh (boot
-    order alternating) and sending every query to both back to back, in an order drawn per
-    query (seeded by compare.seed and the round), so a burst of machine load hits both sides of
-    a pair alike.  The two RefRuns share a `pair_id`: what `compare` requires before it gives a
-    latency verdict.
+    """Both refs through `run_interleaved`, measured together: `repeats` rounds, each booting
+    both services afresh (boot order alternating) and sending every query to both back to back,
+    in an order drawn per query (seeded by compare.seed and the round), so a burst of machine
+    load hits both sides of a pair alike.  The two RefRuns share a `pair_id`: what `compare`
+    requires before it gives a latency verdict.
 
     A stored run is reused (unless `fresh`) for quality only: the other side is then measured
     alone (no pair_id) and latency is not compared.  When both sides are the same ref and
     configuration (an A/A), nothing is reused: both are measured, never one record twice.
-    Under `plan.concurrency > 1` the sides take turns per round instead (each a burst at that
-    concurrency, for throughput), still sharing a pair_id.
     """
     sessions = [
         RefSession(plan, "baseline", baseline_ref),
         RefSession(plan, "candidate", candidate_ref),
     ]
     same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
-    stored = [None if fresh or same else _reusable(s, repeats) for s in sessions]
-    if all(found is None for found in stored):
-        return _measured_together(sessions, repeats)
-    runs = [
-        replace(found, repeats=found.repeats[:repeats], reused=True)
-        for found in stored
-        if found is not None
-    ]
-    alone = [s for s, found in zip(sessions, stored, strict=True) if found is None]
-    if alone:  # the other side is measured now, on its own: quality only
-        (run,) = run_interleaved(alone, repeats=repeats, fresh=True)
-        runs.insert(stored.index(None), run)
-    baseline, candidate = runs
+    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=fresh or same)
     return baseline, candidate
 
 
@@ -309,22 +313,6 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
         inputs_hash=session.inputs_hash,
         concurrency=plan.concurrency,
     )
-
-
-def _measured_together(sessions: Sequence[RefSession], repeats: int) -> tuple[RefRun, RefRun]:
-    pair_id = secrets.token_hex(8)
-    with contextlib.ExitStack() as stack:
-        live = [stack.enter_context(session) for session in sessions]
-        for session in live:
-            session.pair_id = pair_id
-        for index in range(repeats):
-            if live[0].plan.concurrency > 1:
-                for session in live if index % 2 == 0 else live[::-1]:
-                    session.run_repeat(index)
-            else:
-                _paired_round(live, index, repeats)
-        baseline, candidate = (session.finish() for session in live)
-    return baseline, candidate
 
 
 @dataclass

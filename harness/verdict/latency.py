@@ -139,8 +139,8 @@ def latency_test(
             f"{words}: too few rounds to tell boot-to-boot variance from a change; "
             f"run with --repeats {MIN_ROUNDS + 1} or more"
         )
-        needed = MIN_ROUNDS + 1  # two rounds call only large, steady changes: advise three
-        return LatencyTest(ratio, ratio, ratio, Verdict.INCONCLUSIVE, reason, rounds, needed)
+        advised = MIN_ROUNDS + 1  # two rounds call only large, steady changes: advise three
+        return LatencyTest(ratio, ratio, ratio, Verdict.INCONCLUSIVE, reason, rounds, advised)
     spread = float(logs.std(ddof=1))
     half = _half_width(spread, n, confidence)
     lo, hi = float(np.exp(mean - half)), float(np.exp(mean + half))
