@@ -455,6 +455,14 @@ def test_the_timed_path_keeps_one_connection_with_nodelay(misbehaving: str) -> N
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
+def test_a_keep_alive_connection_the_service_closed_is_reopened_once(misbehaving: str) -> None:
+    query = replace(GET, path="/once", scores=None)
+    with Channel(misbehaving, query) as channel:
+        results = [channel.ask(f"id{i}", f"q{i}") for i in range(3)]
+    # each answer came on a new connection; none is an error, none was sent twice
+    assert [(r.ids, r.error) for r in results] == [((f"q{i}",), None) for i in range(3)]
+
+
 def test_a_body_dripped_a_byte_a_second_fails_at_the_whole_request_deadline(
     misbehaving: str,
 ) -> None:

@@ -543,7 +543,7 @@ def test_a_ratio_past_the_band_with_a_wide_interval_is_inconclusive() -> None:
 def test_a_small_certain_slowdown_inside_the_band_is_not_a_call() -> None:
     # 1.05x with a tight interval entirely above 1: certain, but inside the ±10% tolerance
     test = latency_test([1.049, 1.05, 1.051])
-    assert 1 < test.ci_low and test.ci_high < 1.1
+    assert test.ci_low > 1 and test.ci_high < 1.1
     assert test.verdict is Verdict.NO_DIFFERENCE
 
 
