@@ -186,13 +186,15 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
     lines = []
     if lat.test is not None:
         rounds = len(lat.test.rounds)
-        paired = (
-            f"candidate/baseline, time-paired median over {queries(lat.n_paired)}, "
-            f"{rounds} round{'s' * (rounds != 1)} (each booting both)"
-        )
+        paired = f"candidate/baseline, paired median over {queries(lat.n_paired)}"
+        if rounds:  # a comparison saved before issue 12 has no rounds
+            paired = (
+                f"candidate/baseline, time-paired median over {queries(lat.n_paired)}, "
+                f"{rounds} round{'s' * (rounds != 1)} (each booting both)"
+            )
         lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
-        each = ", ".join(f"{r:.2f}" for r in lat.test.rounds)
-        lines.append(f"per-round ratios: {each}")
+        if rounds:
+            lines.append(f"per-round ratios: {', '.join(f'{r:.2f}' for r in lat.test.rounds)}")
     elif lat.not_compared is not None:
         lines.append(f"candidate/baseline: not compared: {lat.words}")
     else:
