@@ -84,6 +84,7 @@ class ErrorKind(enum.StrEnum):
     NOT_JSON = "not_json"
     NO_MATCH = "no_match"  # the ids JMESPath found nothing in the response
     BAD_SHAPE = "bad_shape"  # the ids path matched, but not a list of strings/numbers
+    TOO_LARGE = "too_large"  # the answer was longer than query.max_bytes
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,22 @@ class RunFailure:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """What the machine was doing during one repeat (pyperf records the same kind of thing).
+
+    `load_before` / `load_after` are the 1-minute load averages (os.getloadavg) around the
+    repeat's queries, `cpu_count` the CPUs the OS reports, `client_cpu_ns` the harness's own
+    CPU time (this thread, time.thread_time_ns) spent per timed query: the client's share of
+    what the clock saw.
+    """
+
+    load_before: float
+    load_after: float
+    cpu_count: int
+    client_cpu_ns: int = 0
+
+
+@dataclass(frozen=True)
 class Repeat:
     """One boot of a service on a fresh copy of its data, and every gold query sent once."""
 
@@ -130,6 +147,7 @@ class Repeat:
     log_path: str | None = None
     failure: RunFailure | None = None
     sandbox: str | None = None  # "bubblewrap" or "plain" (harness.boot.sandbox); None: unknown
+    machine: Machine | None = None
 
     @property
     def errors(self) -> int:
@@ -154,6 +172,11 @@ class RefRun:
     build_cached: bool | None = None  # None: nothing to build
     record_path: str | None = None
     reused: bool = False
+    # The invocation that measured it: two runs with the same pair_id were measured together,
+    # round by round and query by query (runner.run_pair); None when measured on its own.
+    pair_id: str | None = None
+    concurrency: int = 1
+    inputs_hash: str | None = None  # contents of every file the configuration names by path
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:
@@ -171,5 +194,7 @@ class Verdict(enum.StrEnum):
     IMPROVED = "improved"
     REGRESSED = "regressed"
     NO_DIFFERENCE = "no measurable difference"  # it could have seen a change, and did not
-    INCONCLUSIVE = "inconclusive"  # it could not have: too few queries, or too unstable
+    # It could not have: too few queries, too unstable, too few rounds; what would tell is said.
+    INCONCLUSIVE = "inconclusive"
     INVALID = "invalid"
+    NOT_COMPARED = "not compared"  # not measured together (a stored run): no latency verdict

@@ -85,6 +85,8 @@ def make_run(
     failures: Mapping[int, RunFailure] = (),
     unconfirmed: frozenset[int] = frozenset(),
     stale_first: frozenset[str] = frozenset(),
+    pair_id: str | None = "measured-together",
+    reused: bool = False,
 ) -> RefRun:
     errors, failures = dict(errors), dict(failures)
 
@@ -115,6 +117,8 @@ def make_run(
         host={},
         repeats=() if build_failure else reps,
         build_failure=build_failure,
+        pair_id=pair_id,
+        reused=reused,
     )
 
 

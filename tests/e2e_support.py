@@ -113,7 +113,10 @@ def config_text(
     if build is not None:
         lines.append(f"build = {json.dumps(build)}")
     if boot_counter is not None:
-        lines.append(f"env = {{ E2E_BOOT_COUNTER = {json.dumps(str(boot_counter))} }}")
+        # Through the caller's environment, not an env pin: a pinned path outside the checkout
+        # is an input (harness.config.inputs hashes its contents), and this file changes on
+        # every boot, so no run would ever be reused.
+        lines.append('pass_env = ["E2E_BOOT_COUNTER"]')
     lines += [
         "",
         "[query]",
@@ -203,6 +206,7 @@ class Sandbox:
             # The fixture service counts its boots in boots.log, outside its own box, which a
             # sandbox forbids: these tests run plain. tests/test_fault_matrix.py runs the sandbox.
             "HARNESS_SANDBOX": "off",
+            "E2E_BOOT_COUNTER": str(self.boot_counter),
         }
         env.update(extra or {})
         return env

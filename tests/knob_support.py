@@ -173,10 +173,11 @@ def knob_flag_config(sandbox: Sandbox, *, pinned: bool = True) -> Path:
     RANK_SINK pinned to "0" in service.env (or, with `pinned=False`, not pinned at all)."""
     text = config_text(gold="repo/gold/gold.jsonl", boot_counter=sandbox.boot_counter, repeats=1)
     start = '--data {data}"\n'
-    assert start in text and "env = { " in text  # the lines of e2e_support.config_text
+    counter = 'pass_env = ["E2E_BOOT_COUNTER"]'
+    assert start in text and counter in text  # the lines of e2e_support.config_text
     text = text.replace(start, '--data {data} --sink {RANK_SINK}"\n')
     if pinned:
-        text = text.replace("env = { ", 'env = { RANK_SINK = "0", ')
+        text = text.replace(counter, f'env = {{ RANK_SINK = "0" }}\n{counter}')
     path = sandbox.root / ("flag.toml" if pinned else "flag-unpinned.toml")
     path.write_text(text)
     return path

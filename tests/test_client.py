@@ -4,10 +4,16 @@ warm-up."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -16,7 +22,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.config import QueryConfig
-from harness.replay.client import RequestSpec, ask, make_request, replay
+from harness.replay.client import (
+    Channel,
+    RequestSpec,
+    ask,
+    encode_request,
+    make_request,
+    replay,
+)
 from harness.types import ErrorKind, QueryResult
 
 BASE = "http://127.0.0.1:1"  # never reached: MockTransport answers
@@ -396,3 +409,114 @@ def test_concurrent_replay_on_a_real_server_keeps_item_order(
     ]
     assert all(r.latency_ns > 0 for r in results)
     assert done == [1, 2, 3, 4, 5, 6]
+
+
+# --------------------------------------------------------------------------- the timed path
+
+
+MISBEHAVING = Path(__file__).parent / "fixtures" / "misbehaving" / "svc.py"
+
+
+@pytest.fixture(scope="module")
+def misbehaving() -> Iterator[str]:
+    """tests/fixtures/misbehaving/svc.py as a real subprocess on 127.0.0.1; its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, str(MISBEHAVING), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("listening on "), line
+        yield line.split()[-1]
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+    assert process.poll() is not None
+
+
+def test_the_timed_path_keeps_one_connection_with_nodelay(misbehaving: str) -> None:
+    query = replace(GET, scores=None, warmup=2)
+    before = json.loads(httpx.get(misbehaving + "/connections", trust_env=False).text)
+    items = [(f"id{i}", f"q {i}&x") for i in range(20)]
+    results = replay(misbehaving, query, items)
+    after = json.loads(httpx.get(misbehaving + "/connections", trust_env=False).text)
+    assert [(r.query_id, r.ids) for r in results] == [(f"id{i}", (f"q {i}&x",)) for i in range(20)]
+    # warm-up and 20 queries over one keep-alive connection (plus each /connections probe)
+    assert after["connections"] - before["connections"] == 2
+    with Channel(misbehaving, query, items) as channel:
+        channel.ask("id0", "q 0&x")
+        sock = channel._connection._sock if channel._connection else None
+        assert sock is not None
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_a_keep_alive_connection_the_service_closed_is_reopened_once(misbehaving: str) -> None:
+    query = replace(GET, path="/once", scores=None)
+    with Channel(misbehaving, query) as channel:
+        results = [channel.ask(f"id{i}", f"q{i}") for i in range(3)]
+    # each answer came on a new connection; none is an error, none was sent twice
+    assert [(r.ids, r.error) for r in results] == [((f"q{i}",), None) for i in range(3)]
+
+
+def test_a_body_dripped_a_byte_a_second_fails_at_the_whole_request_deadline(
+    misbehaving: str,
+) -> None:
+    query = replace(GET, path="/drip", params={}, scores=None, timeout=2.5)
+    with Channel(misbehaving, query) as channel:
+        result = channel.ask("q1", "tea")
+    # Every byte came within the per-read timeout a phase-by-phase deadline would allow; the
+    # whole request's deadline still cuts it off.
+    assert result.error is ErrorKind.TIMEOUT
+    assert result.detail == "no answer within query.timeout = 2.5 s (the whole request's deadline)"
+    assert result.latency_ns >= 2.5e9  # failed at the deadline, not before
+    assert result.ids == ()
+
+
+@pytest.mark.parametrize("path", ["/huge", "/huge-chunked"])
+def test_an_answer_over_max_bytes_is_too_large(misbehaving: str, path: str) -> None:
+    query = replace(GET, path=path, params={}, scores=None, max_bytes=10_000_000)
+    with Channel(misbehaving, query) as channel:
+        result = channel.ask("q1", "tea")
+        after = channel.ask("q2", "tea")  # the connection is reopened, not left mid-body
+    for r in (result, after):
+        assert r.error is ErrorKind.TOO_LARGE
+        assert r.detail is not None and "query.max_bytes = 10000000 bytes" in r.detail
+    bigger = replace(query, max_bytes=20_000_000)
+    with Channel(misbehaving, bigger) as channel:
+        assert channel.ask("q1", "tea").ids == ("a",)  # a cap, not a corruption
+
+
+def test_the_mock_transport_path_caps_the_body_too() -> None:
+    body = json.dumps({"results": [{"id": "a"}], "pad": "x" * 2000})
+    result = ask_with(
+        lambda request: httpx.Response(200, text=body), replace(GET, scores=None, max_bytes=1000)
+    )
+    assert result.error is ErrorKind.TOO_LARGE
+
+
+def test_the_timed_path_reads_a_real_answer_like_httpx_does(server: tuple[str, list[str]]) -> None:
+    base_url, _ = server
+    query = replace(GET, scores=None, warmup=0)
+    with Channel(base_url, query) as channel:
+        lean = channel.ask("id1", "q1")
+    with httpx.Client(trust_env=False) as client:
+        reference = ask(client, base_url, query, "id1", "q1")
+    assert (lean.ids, lean.status, lean.error) == (reference.ids, reference.status, None)
+
+
+def test_encode_request_builds_the_bytes_before_the_clock() -> None:
+    raw = encode_request("http://127.0.0.1:8080", make_request(POST, "tea {x}"))
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"POST /v1/search HTTP/1.1"
+    assert b"Host: 127.0.0.1:8080" in head and b"X-Limit: 7" in head
+    assert b"Content-Length: %d" % len(body) in head
+    assert json.loads(body)["q"] == "tea {x}"
+    get = encode_request("http://127.0.0.1:8080", make_request(GET, "a b&c"))
+    assert get.startswith(b"GET /search?q=a+b%26c&k=10 HTTP/1.1\r\n")
+    with pytest.raises(ValueError, match="plain http"):
+        encode_request("https://example.org", make_request(GET, "tea"))

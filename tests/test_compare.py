@@ -32,12 +32,14 @@ from purity import PURE_LIBRARIES, imported_modules
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from harness.cli.exits import EXIT_INVALID, EXIT_REGRESSED, exit_status
+from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
 from harness.types import (
     ErrorKind,
     GoldQuery,
+    Machine,
+    RefRun,
     RunFailure,
     Verdict,
 )
@@ -45,6 +47,7 @@ from harness.verdict import compare as compare_module
 from harness.verdict import comparison as comparison_module
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Direction
+from harness.verdict.comparison import Machine as ComparisonMachine
 from harness.verdict.power import detectable_queries
 
 # --------------------------------------------------------------------------- purity
@@ -280,6 +283,90 @@ def test_errored_answers_are_left_out_of_latency() -> None:
     c = run_pair(ranks(), errors=errors, s=replace(FAST, max_errors=1))
     assert c.latency.candidate is not None and c.latency.candidate.n == 3 * 86 - 1
     assert c.latency.n_paired == 85
+
+
+def test_a_reused_baseline_gives_quality_but_latency_not_compared() -> None:
+    gold = make_gold()
+    base = make_run(gold, ranks(), pair_id=None, reused=True)
+    c = compare(gold, base, candidate(gold, ranks(buried(*range(1, 13))), pair_id=None), FAST)
+    assert c.verdict_quality is Verdict.REGRESSED  # a stored run serves quality
+    assert c.verdict_latency is Verdict.NOT_COMPARED and c.latency.test is None
+    assert c.latency_reason.startswith("the baseline is a stored run")
+    assert "rerun with --fresh" in c.latency_reason
+    assert any(w.startswith("latency not compared") and "--fresh" in w for w in c.warnings)
+    assert exit_status(c.verdicts) == EXIT_REGRESSED  # from quality; not compared fails nothing
+
+
+def test_runs_from_different_invocations_are_not_a_pair() -> None:
+    gold = make_gold()
+    base = make_run(gold, ranks(), pair_id="monday")
+    c = compare(gold, base, candidate(gold, ranks(), pair_id="tuesday", ms=lambda r, q: 9.0), FAST)
+    assert c.verdict_latency is Verdict.NOT_COMPARED
+    assert "not measured together" in c.latency_reason
+    assert exit_status(c.verdicts) == EXIT_OK
+
+
+def test_a_burst_that_slows_one_round_on_both_sides_changes_no_verdict() -> None:
+    # Round 2 runs 9x slower on both sides (the 1.05 / 1.14 / 9.83 ms A/A): time-paired,
+    # its ratio is still 1, so the burst cannot become a confident ratio.
+    def burst(rep: int, q: GoldQuery) -> float:
+        return base_ms(rep, q) * (9.0 if rep == 2 else 1.0)
+
+    gold = make_gold()
+    c = compare(gold, make_run(gold, ranks(), ms=burst), candidate(gold, ranks(), ms=burst), FAST)
+    assert c.verdict_latency is Verdict.NO_DIFFERENCE
+    assert c.latency.test is not None and c.latency.test.rounds == (1.0, 1.0, 1.0)
+
+
+def test_a_slow_boot_on_one_side_only_is_inconclusive_not_a_verdict() -> None:
+    c = run_pair(ranks(), ms=lambda r, q: base_ms(r, q) * (3.0 if r == 1 else 1.0))
+    assert c.verdict_latency is Verdict.INCONCLUSIVE
+    test = c.latency.test
+    assert test is not None and test.rounds == pytest.approx((1.0, 3.0, 1.0))
+    assert "would likely tell" in c.latency_reason
+    assert exit_status(c.verdicts) == EXIT_OK
+
+
+def test_under_concurrency_throughput_is_given_and_latency_not_compared() -> None:
+    gold = make_gold()
+
+    def at_four(run: RefRun, seconds: float) -> RefRun:
+        reps = tuple(
+            replace(rep, timings_s={"queries": seconds * (1 + 0.1 * rep.index)})
+            for rep in run.repeats
+        )
+        return replace(run, repeats=reps, concurrency=4)
+
+    base = at_four(make_run(gold, ranks()), 0.086)  # 86 answers in 0.086 s: 1,000 queries/s
+    cand = at_four(candidate(gold, ranks()), 0.172)
+    c = compare(gold, base, cand, FAST)
+    assert c.verdict_latency is Verdict.NOT_COMPARED
+    assert "under --concurrency 4" in c.latency_reason and "queueing" in c.latency_reason
+    flow_b, flow_c = c.latency.throughput_baseline, c.latency.throughput_candidate
+    assert flow_b is not None and flow_c is not None
+    # rounds at 1000, 1000/1.1, 1000/1.2 queries/s; the candidate half of each
+    expected = np.mean([1000 / 1.0, 1000 / 1.1, 1000 / 1.2])
+    assert flow_b.qps == pytest.approx(expected)
+    assert flow_c.qps == pytest.approx(expected / 2)
+    assert flow_b.ci_low < flow_b.qps < flow_b.ci_high and flow_b.concurrency == 4
+
+
+def test_a_busy_machine_is_a_warning_saying_what_to_do() -> None:
+    gold = make_gold()
+
+    def loaded(run: RefRun, load: float) -> RefRun:
+        reps = tuple(replace(rep, machine=Machine(load, load, 2, 50_000)) for rep in run.repeats)
+        return replace(run, repeats=reps)
+
+    base, cand = make_run(gold, ranks()), candidate(gold, ranks())
+    quiet = compare(gold, loaded(base, 0.5), loaded(cand, 1.5), FAST)
+    assert quiet.latency.machine == ComparisonMachine(1.5, 2, 0.05, busy=False)
+    assert not quiet.warnings
+    busy = compare(gold, loaded(base, 3.2), loaded(cand, 1.0), FAST)
+    assert busy.latency.machine is not None and busy.latency.machine.busy
+    (warning,) = busy.warnings
+    assert "load average up to 3.20 on 2 CPUs" in warning
+    assert "close other work" in warning
 
 
 # --------------------------------------------------------------------------- invalid runs

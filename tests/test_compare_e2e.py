@@ -34,7 +34,7 @@ BRANCHES: dict[str, dict[str, object]] = {
     "random_twin": {"random_miss": 0.2},
     "empty30": {"random_empty": 0.3},
     "writes": {"write_checkout": True},
-    "slow": {"slow_ms": 25},
+    "slow": {"slow_ms": 30},
     "errors": {"error_on": ERRORING},
     "exits": {"exit_at_boot": 3},
     "crawl": {"slow_ms": 500},
@@ -139,16 +139,30 @@ def test_what_the_gold_set_cannot_see_is_inconclusive_and_strict_fails_it(
 
 
 def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_path: Path) -> None:
+    boots = sandbox.boots()
     done = compare(sandbox, "main", "main", tmp_path, "--format", "json")
 
     assert done.returncode == 0, done.stderr
+    assert sandbox.boots() == boots + 4  # both sides measured: 2 rounds x 2 services
     comparison = json.loads(done.stdout)
-    assert comparison["verdict"] == {"quality": NO_DIFFERENCE, "latency": NO_DIFFERENCE}
+    # Two rounds of a ref against itself: never a call, and never one record read twice.
+    assert comparison["verdict"]["quality"] == NO_DIFFERENCE
+    assert comparison["verdict"]["latency"] in (NO_DIFFERENCE, "inconclusive")
+    assert comparison["latency"]["test"] is not None
+    assert len(comparison["latency"]["test"]["rounds"]) == 2
     row = hit_row(comparison)
     assert (row["hit"]["test"]["b"], row["hit"]["test"]["c"]) == (0, 0)
     assert flipped(comparison) == {"hit@5": [], "hit@10": []}
     header = comparison["header"]
     assert header["baseline"]["sha"] == header["candidate"]["sha"] == sha(sandbox, "main")
+    assert header["baseline"]["record_path"] != header["candidate"]["record_path"]
+    assert not header["baseline"]["reused"] and not header["candidate"]["reused"]
+
+    # Again, with both records stored: an A/A is measured afresh, never one record twice.
+    again = compare(sandbox, "main", "main", tmp_path, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert sandbox.boots() == boots + 8
+    assert json.loads(again.stdout)["verdict"]["latency"] != "not compared"
 
 
 def test_random_misses_are_regressed_and_their_drift_excuses_nothing(
@@ -231,12 +245,14 @@ def test_a_service_writing_into_its_checkout_makes_the_run_invalid(
 # --------------------------------------------------------------------------- latency
 
 
-def test_a_slowed_candidate_is_a_latency_regression(sandbox: Sandbox, tmp_path: Path) -> None:
-    done = compare(sandbox, "main", "slow", tmp_path, "--repeats", "1")
+def test_a_30_ms_per_query_candidate_is_a_latency_regression(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    done = compare(sandbox, "main", "slow", tmp_path)
 
     assert done.returncode == 1, done.stderr
     assert f"quality: {NO_DIFFERENCE}" in done.stdout
-    # A 25 ms sleep against 5 ms: (25 + x) / (5 + x) is still 2x with x = 15 ms of overhead.
+    # A 30 ms sleep against 5 ms: (30 + x) / (5 + x) is still 2x with x = 20 ms of overhead.
     match = re.search(r"^latency: regressed: (\d+\.\d\d)x slower", done.stdout, re.MULTILINE)
     assert match is not None, done.stdout
     assert float(match[1]) > 2
@@ -313,12 +329,31 @@ def test_results_are_saved_rerendered_and_reused_unless_fresh(
     assert sandbox.boots() == boots  # no service was booted
     assert "baseline reused from" in reused.stdout and "candidate reused from" in reused.stdout
     assert len(saved_dirs(tmp_path)) == 2  # a new comparison, never an overwrite
+    # A stored run serves quality, never latency: numbers from different times are not a pair.
+    assert "latency: not compared: the baseline and candidate are stored runs" in reused.stdout
+    assert "rerun with --fresh" in reused.stdout
+    again = saved_dirs(tmp_path)[-1] / "comparison.json"
+    document = json.loads(again.read_text())
+    assert document["verdict"]["latency"] == "not compared"
+    assert any("latency not compared" in w and "--fresh" in w for w in document["warnings"])
 
     fresh = compare(sandbox, "main", "bury12", tmp_path, "--fresh")
     assert fresh.returncode == 1, fresh.stderr
     assert sandbox.boots() == boots + 4  # 2 refs x 2 repeats
     assert "reused from" not in fresh.stdout
+    assert "latency: not compared" not in fresh.stdout
     assert_nothing_left(sandbox, tmp_path)
+
+
+def test_a_stored_baseline_gives_latency_not_compared(sandbox: Sandbox, tmp_path: Path) -> None:
+    first = compare(sandbox, "main", "bury3", tmp_path)
+    assert first.returncode == 0, first.stderr
+    boots = sandbox.boots()
+    later = compare(sandbox, "main", "slow", tmp_path, "--format", "markdown")
+    assert later.returncode == 0, later.stderr  # not compared fails nothing
+    assert sandbox.boots() == boots + 2  # the candidate only, on its own
+    assert "**latency: not compared**: the baseline is a stored run" in later.stdout
+    assert "--fresh" in later.stdout
 
 
 def test_json_output_parses_and_markdown_has_a_table(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -14,7 +14,14 @@ from cli_support import run_cli
 
 DEMO_SLICES = ("entity", "exact_token", "freshness", "semantic", "superseded")
 Demo = tuple[Path, subprocess.CompletedProcess[str]]
-VERDICTS = ("improved", "regressed", "no measurable difference", "invalid")
+VERDICTS = (
+    "improved",
+    "regressed",
+    "no measurable difference",
+    "invalid",
+    "inconclusive",
+    "not compared",
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,9 @@
-"""harness.replay.runner.run_interleaved: repeats go round by round (baseline r1, candidate r1,
-baseline r2, ...) so that machine drift hits both refs alike, and a reusable record boots nothing.
+"""harness.replay.runner.run_interleaved: repeats go round by round, the boot order alternating
+(baseline r1, candidate r1, candidate r2, baseline r2, ...), so that machine drift hits both refs
+alike, and a reusable record boots nothing.  At concurrency 1 a round is time-paired
+(`_paired_round`: both booted, every query to both back to back); the recording sessions below
+run at concurrency 2, where each session's `run_repeat` is called in turn, and the real compare
+reads the paired rounds' boots back from the services' logs.
 
 Two views of the same promise: recording sessions (every call in order, no processes), and a real
 `compare` on the fixture service whose boots are read back from its own logs (which pid booted for
@@ -34,6 +38,7 @@ class FakePlan:
     results_dir: Path
     gold: FakeGold
     corpus_hash: str | None
+    concurrency: int = 1
 
 
 @dataclass
@@ -46,6 +51,8 @@ class RecordingSession:
     sha: str
     config_hash: str
     repeats: list[Repeat] = field(default_factory=list)
+    inputs_hash: str | None = None
+    pair_id: str | None = None
 
     def __enter__(self) -> RecordingSession:
         self.journal.append(f"enter {self.name}")
@@ -71,10 +78,10 @@ class RecordingSession:
 
 
 def sessions(
-    tmp_path: Path, names: list[str], corpus_hash: str | None = "d" * 64
+    tmp_path: Path, names: list[str], corpus_hash: str | None = "d" * 64, concurrency: int = 1
 ) -> tuple[list[RefSession], list[str]]:
     journal: list[str] = []
-    plan = FakePlan(tmp_path / "results", FakeGold("g" * 64), corpus_hash)
+    plan = FakePlan(tmp_path / "results", FakeGold("g" * 64), corpus_hash, concurrency)
     made = [
         RecordingSession(name, plan, journal, sha=f"{i + 1}" * 40, config_hash="c" * 64)
         for i, name in enumerate(names)
@@ -83,15 +90,15 @@ def sessions(
 
 
 def test_two_refs_alternate_repeat_by_repeat(tmp_path: Path) -> None:
-    refs, journal = sessions(tmp_path, ["baseline", "candidate"])
+    refs, journal = sessions(tmp_path, ["baseline", "candidate"], concurrency=2)
     runs = run_interleaved(refs, repeats=3)
     assert journal == [
         "enter baseline",
         "enter candidate",
         "baseline r1",
         "candidate r1",
-        "baseline r2",
         "candidate r2",
+        "baseline r2",
         "baseline r3",
         "candidate r3",
         "finish baseline",
@@ -104,10 +111,10 @@ def test_two_refs_alternate_repeat_by_repeat(tmp_path: Path) -> None:
 
 
 def test_a_sweep_of_three_goes_round_by_round(tmp_path: Path) -> None:
-    refs, journal = sessions(tmp_path, ["a", "b", "c"])
+    refs, journal = sessions(tmp_path, ["a", "b", "c"], concurrency=2)
     run_interleaved(refs, repeats=2)
     rounds = [line for line in journal if re.fullmatch(r"\w r\d", line)]
-    assert rounds == ["a r1", "b r1", "c r1", "a r2", "b r2", "c r2"]
+    assert rounds == ["a r1", "b r1", "c r1", "c r2", "b r2", "a r2"]
 
 
 def test_a_reusable_record_is_reused_and_its_ref_boots_nothing(tmp_path: Path) -> None:
@@ -130,8 +137,8 @@ def test_a_reusable_record_is_reused_and_its_ref_boots_nothing(tmp_path: Path) -
 
 
 def test_fresh_measures_again_even_with_a_reusable_record(tmp_path: Path) -> None:
-    refs, journal = sessions(tmp_path, ["baseline", "candidate"])
-    save_run(tmp_path / "results", clean_run(sha="1" * 40))
+    refs, journal = sessions(tmp_path, ["baseline", "candidate"], concurrency=2)
+    save_run(tmp_path / "results", clean_run(sha="1" * 40, concurrency=2))
     baseline, _ = run_interleaved(refs, repeats=2, fresh=True)
     assert not baseline.reused
     assert "baseline r1" in journal and "baseline r2" in journal
@@ -139,8 +146,10 @@ def test_fresh_measures_again_even_with_a_reusable_record(tmp_path: Path) -> Non
 
 def test_the_runner_looks_records_up_by_the_plans_corpus(tmp_path: Path) -> None:
     # The record matches in everything but the corpus of this invocation: measured again.
-    refs, journal = sessions(tmp_path, ["baseline", "candidate"], corpus_hash="e" * 64)
-    save_run(tmp_path / "results", clean_run(sha="1" * 40))
+    refs, journal = sessions(
+        tmp_path, ["baseline", "candidate"], corpus_hash="e" * 64, concurrency=2
+    )
+    save_run(tmp_path / "results", clean_run(sha="1" * 40, concurrency=2))
     baseline, _ = run_interleaved(refs, repeats=2)
     assert not baseline.reused and "baseline r1" in journal
 
@@ -178,8 +187,8 @@ def test_a_real_compare_boots_baseline_and_candidate_in_turn(
     assert order == [
         "baseline r1",
         "candidate r1",
-        "baseline r2",
         "candidate r2",
+        "baseline r2",
         "baseline r3",
         "candidate r3",
     ]

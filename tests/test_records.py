@@ -91,12 +91,16 @@ EXPECTED: dict[str, Any] = {
     "build_failure": {"stage": "build", "message": "pip exited 1", "log_tail": ["tail"]},
     "timings_s": {"build": 3.5},
     "build_cached": False,
+    "pair_id": None,
+    "concurrency": 1,
+    "inputs_hash": None,
     "repeats": [
         {
             "index": 0,
             "timings_s": {"boot": 0.5, "queries": 1.25, "teardown": 0.125},
             "teardown_confirmed": True,
             "sandbox": None,
+            "machine": None,
             "log_path": "results/logs/a.log",
             "failure": None,
             "results": [
@@ -134,6 +138,7 @@ EXPECTED: dict[str, Any] = {
             "timings_s": {},
             "teardown_confirmed": False,
             "sandbox": None,
+            "machine": None,
             "log_path": None,
             "failure": {
                 "stage": "boot",

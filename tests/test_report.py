@@ -70,12 +70,15 @@ def slow(rep: int, q: GoldQuery) -> float:
     return 1.5 * base_ms(rep, q) * (1 + 0.04 * (i % 5 - 2)) * (1 + 0.01 * ((rep + i) % 3))
 
 
-def regressed() -> Comparison:
+def regressed(reused: bool = False) -> Comparison:
     """Candidate loses 12 howto answers and 2 rare ones, wins back 2, pushes q05 to rank 7, is
-    1.5x slower, errors once (within max_errors); the baseline record was reused."""
+    1.5x slower, errors once (within max_errors); both measured together (`reused`: the
+    baseline record was a stored one, so latency is not compared)."""
     gold = make_gold()
     base = replace(
-        make_run(gold, ranks(buried(1, 2))), reused=True, record_path="results/runs/main.json"
+        make_run(gold, ranks(buried(1, 2)), pair_id=None if reused else "measured-together"),
+        reused=reused,
+        record_path="results/runs/main.json",
     )
     cand = candidate(
         gold,
@@ -115,8 +118,15 @@ def build_failed() -> Comparison:
     return compare(gold, make_run(gold, ranks()), cand, CompareSettings(resamples=500))
 
 
+def stale() -> Comparison:
+    """`regressed` with the stored baseline record reused: quality as before, latency not
+    compared, with the reason and --fresh."""
+    return regressed(reused=True)
+
+
 CASES = {
     "regressed": regressed,
+    "stale": stale,
     "invalid": invalid,
     "collapsed": collapsed,
     "too_small": too_small,
@@ -146,6 +156,15 @@ def test_other_comparisons_match_their_expected_text(
     check_expected(f"{name}.txt", render(comparisons[name], "text"))
 
 
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_a_stale_pair_says_latency_not_compared_in_every_format(
+    comparisons: dict[str, Comparison], fmt: str
+) -> None:
+    text = render(comparisons["stale"], fmt)
+    check_expected(f"stale.{SUFFIX[fmt]}", text)
+    assert "not compared" in text and "--fresh" in text
+
+
 def test_redacted_markdown_matches_the_expected_file(comparisons: dict[str, Comparison]) -> None:
     check_expected(
         "regressed-redacted.md", render(comparisons["regressed"], "markdown", redact=True)
@@ -162,7 +181,7 @@ def test_verdicts_in_words_come_first_then_the_hit_lines(
     lines = text.splitlines()
     assert lines[0] == f"harness: main ({BASE_SHA[:8]}) -> feat/x ({CAND_SHA[:8]})"
     assert lines[2] == "quality: regressed: hit@5, hit@10 regressed"
-    assert lines[3].startswith("latency: regressed: 1.51x slower (95% CI 1.4")
+    assert lines[3].startswith("latency: regressed: 1.51x slower (95% CI 1.5")
     # b = 12 howto + 2 rare + q05 (rank 7) = 15, c = q01, q02 = 2, on 79 queries (q33 errored).
     assert "hit@5: 0.975 -> 0.810 (-13 queries, b=15 c=2, McNemar exact p=0.0023): regressed" in (
         lines
@@ -276,8 +295,14 @@ def test_json_document_shape(comparisons: dict[str, Comparison]) -> None:
     assert doc["valid"] is True
     assert doc["settings"]["seed"] == 0
     vocabulary = {v.value for v in Verdict}
-    words = {"improved", "regressed", "no measurable difference", "inconclusive", "invalid"}
-    assert vocabulary == words
+    assert vocabulary == {
+        "improved",
+        "regressed",
+        "no measurable difference",
+        "invalid",
+        "inconclusive",
+        "not compared",
+    }
     for name in CASES:
         verdict = comparison_to_dict(comparisons[name])["verdict"]
         assert set(verdict.values()) <= vocabulary

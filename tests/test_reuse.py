@@ -188,7 +188,7 @@ def test_an_unreadable_record_is_skipped_not_reused(tmp_path: Path) -> None:
 def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> None:
     # The end-to-end configs set no corpus; this one does, so the CLI's corpus hash is the one
     # that decides: the same inputs again reuse both records, one changed document does not.
-    sandbox = build_sandbox(tmp_path / "s", {})
+    sandbox = build_sandbox(tmp_path / "s", {"twin": {"twin": True}})  # A/A is never reused
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text((sandbox.repo / "data" / "corpus.jsonl").read_text())
     config = tmp_path / "harness.toml"
@@ -199,7 +199,7 @@ def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> Non
 
     def compare() -> int:
         done = sandbox.harness(
-            "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1", config=config
+            "compare", "--baseline", "main", "--candidate", "twin", "--repeats", "1", config=config
         )
         assert done.returncode == 0, done.stderr
         return sandbox.boots()

@@ -19,10 +19,13 @@ from statsmodels.stats.multitest import multipletests
 from harness.types import Verdict
 from harness.verdict import resample
 from harness.verdict.latency import (
+    MIN_ROUNDS,
+    interval_words,
     latency_summary,
-    paired_latency_ratio,
-    per_query_latency_ms,
+    latency_test,
     ratio_words,
+    round_ratio,
+    throughput,
 )
 from harness.verdict.power import detectable_queries, power, repeat_noise
 from harness.verdict.stats import (
@@ -551,75 +554,139 @@ def test_latency_summary_rejects_empty() -> None:
         latency_summary([])
 
 
-def test_per_query_latency_is_the_median_over_repeats_in_ms() -> None:
-    ns = [[1e6, 3e6], [2e6, 1e6], [9e6, 2e6]]  # 3 repeats x 2 queries
-    assert per_query_latency_ms(ns).tolist() == [2.0, 2.0]
+def test_a_rounds_ratio_is_the_median_of_its_per_query_ratios() -> None:
+    # per-query ratios 2/1, 2/2, 4/4 = [2, 1, 1]: the median is 1, the ratio of sums would be 8/7
+    assert round_ratio([1.0, 2.0, 4.0], [2.0, 2.0, 4.0]) == 1.0
+    with pytest.raises(ValueError, match="> 0"):
+        round_ratio([1.0, 0.0], [1.0, 1.0])
 
 
-def _latencies(seed: int, n: int = 200) -> np.ndarray:
-    return np.random.default_rng(seed).lognormal(mean=np.log(10), sigma=0.5, size=n)
+T_975_2 = 4.302652729911275  # Student's t, 0.975 quantile, 2 degrees of freedom (tables: 4.303)
 
 
-def test_a_one_and_a_half_times_slower_candidate_regresses() -> None:
-    base = _latencies(1)
-    jitter = np.random.default_rng(2).normal(1, 0.03, size=base.size)
-    test = paired_latency_ratio(base, 1.5 * base * jitter, seed=0, resamples=2000)
+def test_three_rounds_at_half_again_regress_with_a_t_interval_on_the_logs() -> None:
+    test = latency_test(np.exp([0.3, 0.4, 0.5]))
+    # mean of the logs 0.4, standard deviation 0.1, half-width t * 0.1 / sqrt(3)
+    half = T_975_2 * 0.1 / np.sqrt(3)
+    assert test.ratio == pytest.approx(np.exp(0.4))  # 1.49
+    assert (test.ci_low, test.ci_high) == pytest.approx((np.exp(0.4 - half), np.exp(0.4 + half)))
+    assert test.ci_low > 1.1  # exp(0.152) = 1.16: the whole interval is past the band
     assert test.verdict is Verdict.REGRESSED
-    assert test.ratio == pytest.approx(1.5, rel=0.03)
-    assert 1.1 < test.ci_low <= test.ratio <= test.ci_high
-    assert test.reason.startswith(f"{test.ratio:.2f}x slower (95% CI of the ratio ")
+    assert test.reason == "1.49x slower (95% CI 1.16-1.91)"  # exp(0.152), exp(0.648)
+    assert test.rounds == pytest.approx(tuple(np.exp([0.3, 0.4, 0.5])))
 
 
-def test_a_faster_candidate_improves() -> None:
-    base = _latencies(3)
-    test = paired_latency_ratio(base, base / 1.25, seed=0, resamples=2000)
+def test_the_interval_matches_statsmodels_t_confidence_interval() -> None:
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    ratios = [1.21, 1.35, 1.18, 1.30, 1.26]
+    low, high = DescrStatsW(np.log(ratios)).tconfint_mean(alpha=0.05)
+    test = latency_test(ratios)
+    assert (test.ci_low, test.ci_high) == pytest.approx((np.exp(low), np.exp(high)))
+
+
+def test_a_faster_candidate_improves_and_says_so_in_one_unit() -> None:
+    test = latency_test([1 / 1.50, 1 / 1.52, 1 / 1.48])
     assert test.verdict is Verdict.IMPROVED
-    assert test.ratio == pytest.approx(1 / 1.25)
-    assert test.reason.startswith("1.25x faster")
+    assert test.ratio == pytest.approx(1 / 1.5, rel=1e-3)
+    # the interval in speed-ups too, low to high: never "1.50x faster (95% CI 0.64-0.69)"
+    low, high = 1 / test.ci_high, 1 / test.ci_low
+    assert test.reason == f"1.50x faster (95% CI {low:.2f}-{high:.2f})"
+    assert 1.1 < low < 1.5 < high
 
 
-def test_identical_latency_is_no_difference() -> None:
-    base = _latencies(4)
-    test = paired_latency_ratio(base, base.copy(), seed=0, resamples=2000)
+def test_identical_rounds_are_no_difference() -> None:
+    test = latency_test([1.0, 1.01, 1 / 1.01])
     assert test.verdict is Verdict.NO_DIFFERENCE
-    assert (test.ratio, test.ci_low, test.ci_high) == (1.0, 1.0, 1.0)
+    assert 1 / 1.1 <= test.ci_low <= test.ci_high <= 1.1
+
+
+def test_one_round_is_inconclusive_and_says_how_many() -> None:
+    test = latency_test([1.6])
+    assert MIN_ROUNDS == 2
+    assert test.verdict is Verdict.INCONCLUSIVE
+    assert test.rounds_needed == 3
     assert test.reason == (
-        "1.00x, the same, within noise (95% CI of the ratio 1.00 to 1.00 reaches into 1 ± 0.1)"
+        "1.60x slower over 1 round: too few rounds to tell boot-to-boot variance from a change; "
+        "run with --repeats 3 or more"
     )
 
 
-def test_a_slowdown_inside_the_tolerance_is_no_difference() -> None:
-    base = _latencies(5)
-    test = paired_latency_ratio(base, 1.05 * base, seed=0, resamples=2000)
-    assert test.ratio == pytest.approx(1.05)
-    assert test.verdict is Verdict.NO_DIFFERENCE
-
-
-def test_a_point_estimate_beyond_tolerance_is_not_enough() -> None:
-    # 20 queries with a noisy ~1.2x slowdown: the ratio is past 1.1, but the CI reaches below it.
-    base = _latencies(6, n=20)
-    noise = np.random.default_rng(7).lognormal(mean=np.log(1.2), sigma=0.2, size=20)
-    test = paired_latency_ratio(base, base * noise, seed=0, resamples=2000)
-    assert test.ratio == pytest.approx(float(np.median(noise)))
-    assert test.ratio > 1.1 > test.ci_low
-    assert test.verdict is Verdict.NO_DIFFERENCE
-    assert "reaches into 1 ± 0.1" in test.reason
-
-
-def test_latency_ratio_is_paired_across_heterogeneous_queries() -> None:
-    # Query latencies spread 10x, every query 1.2x slower give or take 5%: pairing cancels the
-    # spread, so the CI is tight around 1.2.  (The ratio of the two medians compares different
-    # queries and would not be.)
-    base = _latencies(8, n=100) * np.repeat([1.0, 10.0], 50)
-    noise = np.random.default_rng(9).normal(1.2, 0.06, size=100)
-    test = paired_latency_ratio(base, base * noise, seed=0, resamples=2000)
+def test_two_steady_rounds_can_call_a_large_change() -> None:
+    # logs 0.405 and 0.438: sd 0.0234, half-width 12.71 * 0.0234 / sqrt(2) = 0.21
+    test = latency_test([1.50, 1.55])
     assert test.verdict is Verdict.REGRESSED
-    assert 1.15 < test.ci_low <= test.ratio <= test.ci_high < 1.25
+    assert 1.1 < test.ci_low < 1.3 and 1.8 < test.ci_high < 1.9
 
 
-def test_latency_ratio_rejects_non_positive_latency() -> None:
-    with pytest.raises(ValueError, match="> 0"):
-        paired_latency_ratio([1.0, 0.0], [1.0, 1.0], seed=0)
+def test_one_slow_boot_is_inconclusive_not_a_confident_ratio() -> None:
+    # The A/A: repeat medians 1.05 / 1.14 / 9.83 ms on one side.  Time-paired, a burst
+    # slows both sides of its pairs; left over in one round's ratio, it widens the interval.
+    test = latency_test([1.02, 0.98, 2.2])
+    assert test.verdict is Verdict.INCONCLUSIVE
+    assert test.ci_low < 1 < 1.1 < test.ci_high
+    needed = test.rounds_needed
+    assert needed is not None and needed > 3
+    assert f"about {needed} rounds (--repeats {needed}) would likely tell" in test.reason
+    # at that many rounds, with the spread seen, the half-width fits beside the band edge
+    logs = np.log([1.02, 0.98, 2.2])
+    half = stats_t_half(float(logs.std(ddof=1)), needed)
+    assert half < abs(logs.mean())
+
+
+def stats_t_half(spread: float, n: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1) * spread / np.sqrt(n))
+
+
+def test_a_ratio_past_the_band_with_a_wide_interval_is_inconclusive() -> None:
+    test = latency_test([1.05, 1.4, 1.2])
+    assert test.ratio > 1.1 > test.ci_low
+    assert test.verdict is Verdict.INCONCLUSIVE
+    assert "the interval reaches 1.00, so the change is not certain" in test.reason
+
+
+def test_a_small_certain_slowdown_inside_the_band_is_not_a_call() -> None:
+    # 1.05x with a tight interval entirely above 1: certain, but inside the ±10% tolerance
+    test = latency_test([1.049, 1.05, 1.051])
+    assert test.ci_low > 1 and test.ci_high < 1.1
+    assert test.verdict is Verdict.NO_DIFFERENCE
+
+
+def test_beyond_the_band_and_certain_is_a_call_even_if_the_interval_reaches_into_it() -> None:
+    # 1.50x with the interval 1.06-2.13: above 1 throughout, so slower (asv's rule)
+    test = latency_test([1.3, 1.5, 1.72])
+    assert 1 < test.ci_low < 1.1 < test.ratio
+    assert test.verdict is Verdict.REGRESSED
+
+
+@given(st.lists(st.floats(0.2, 5.0), min_size=1, max_size=8))
+def test_swapping_the_sides_swaps_slower_and_faster(ratios: list[float]) -> None:
+    forward, backward = latency_test(ratios), latency_test([1 / r for r in ratios])
+    mirror = {Verdict.REGRESSED: Verdict.IMPROVED, Verdict.IMPROVED: Verdict.REGRESSED}
+    assert backward.verdict is mirror.get(forward.verdict, forward.verdict)
+    assert backward.ratio == pytest.approx(1 / forward.ratio)
+
+
+def test_latency_test_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="round ratios"):
+        latency_test([])
+    with pytest.raises(ValueError, match="round ratios"):
+        latency_test([1.0, 0.0])
+
+
+def test_interval_words_are_one_direction_and_one_unit() -> None:
+    assert interval_words(1.52, 1.45, 1.60) == "1.52x slower (95% CI 1.45-1.60)"
+    assert interval_words(1 / 1.52, 1 / 1.60, 1 / 1.45) == "1.52x faster (95% CI 1.45-1.60)"
+    assert interval_words(1.0, 0.95, 1.05) == "1.00x, the same (95% CI 0.95-1.05)"
+
+
+def test_throughput_is_the_mean_over_rounds_with_a_t_interval() -> None:
+    flow = throughput([1000.0, 1100.0, 1200.0], concurrency=4)
+    half = T_975_2 * 100.0 / np.sqrt(3)  # standard deviation of 1000, 1100, 1200 is 100
+    assert (flow.qps, flow.rounds, flow.concurrency) == (1100.0, 3, 4)
+    assert (flow.ci_low, flow.ci_high) == pytest.approx((1100.0 - half, 1100.0 + half))
 
 
 def test_ratio_words() -> None:

@@ -1,6 +1,8 @@
 """Exit statuses: the one place an outcome of the harness becomes a process exit status.
 
-    0  EXIT_OK          no regression; or a command that did its job
+    0  EXIT_OK          no regression; or a command that did its job; a latency verdict that
+                        is inconclusive (too few or too noisy rounds) or not compared (a stored
+                        run, --concurrency > 1): neither is a failure
     1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
     2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError carries it
                         as `exit_status`); a gold set that fails its check
@@ -33,13 +35,14 @@ _GATE = {
 
 
 def exit_status(verdicts: Sequence[Verdict], *, strict: bool = False) -> int:
-    """harness compare and harness report: invalid beats regressed beats inconclusive (a
-    failure only with `strict`) beats everything else."""
+    """harness compare and harness report, on (quality, latency): invalid beats regressed beats
+    everything else (improved, no difference, inconclusive, not compared: 0), except that with
+    `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE."""
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
     if Verdict.REGRESSED in verdicts:
         return EXIT_REGRESSED
-    if strict and Verdict.INCONCLUSIVE in verdicts:
+    if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
 

@@ -31,10 +31,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repo", type=Path, help="the git repository (default: the one holding the config)"
     )
-    p.add_argument("--repeats", type=int, help="boots per ref (default: compare.repeats)")
+    p.add_argument(
+        "--repeats", type=int, help="rounds, each booting every ref (default: compare.repeats)"
+    )
     p.add_argument("--results", default="results", help="where records go (default: ./results)")
     p.add_argument(
-        "--concurrency", type=int, default=1, help="queries in flight (default 1: latency fidelity)"
+        "--concurrency",
+        type=int,
+        default=1,
+        help="queries in flight (default 1: latency fidelity; above 1: throughput, no latency "
+        "verdict)",
     )
     p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
 
@@ -67,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on the bundled example (main vs feat/x in a throwaway repository)",
     )
     _add_run_options(p)
-    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="never reuse earlier run records (a stored run gives quality, never latency)",
+    )
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument(
         "--redact", action="store_true", help="leave query and document text out of every output"

@@ -2,6 +2,7 @@
 
     load_config(path=None, *, repo=None, cwd=None) -> HarnessConfig
     side_hash(side) -> str                 what makes two runs of one side comparable
+    inputs.inputs_hash(side, config)       the contents of the files it names outside the checkout
     substitute(template, values) -> str    literal {name} substitution, shared with the stages
 
 Discovery: with no path, `harness.toml` in cwd, then `pyproject.toml` there if it has a
@@ -31,7 +32,8 @@ parameter; it cannot remove one), while `json` (a whole body template) and the a
 and `pass_env` are replaced wholesale.
 
 The package: `values` (the frozen values, side_hash, differences, substitute), `schema` (every
-key, its type and checks) and `loader` (discovery, reading, locating problems, overrides).
+key, its type and checks), `loader` (discovery, reading, locating problems, overrides) and
+`inputs` (the files a side names by path outside the checkout, hashed into the reuse key).
 """
 
 from harness.config.loader import load_config

@@ -276,6 +276,7 @@ _QUERY: dict[str, Key] = {
     "id_field": Key("str", _id_field),
     "limit": Key("int", _at_least(1)),
     "timeout": Key("float", _positive),
+    "max_bytes": Key("int", _at_least(1)),
     "warmup": Key("int", _at_least(0)),
 }
 _GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}

@@ -78,7 +78,8 @@ class QueryConfig:
     id_pattern: str | None = None  # regex whose one group is the id inside each returned value
     id_field: str | None = None  # "text" | "title": returned values are that corpus field
     limit: int = 10
-    timeout: float = 10.0  # seconds per query (httpx: per connect/read/write phase)
+    timeout: float = 10.0  # seconds per query: the whole request's deadline, body included
+    max_bytes: int = 10_000_000  # the longest answer read (headers and body); longer: too_large
     warmup: int = 3  # queries sent first and not recorded
 
 
@@ -161,9 +162,19 @@ _NOT_HASHED = frozenset(
     }
 )
 
+# Keys added after records were first saved: hashed only when set to something other than their
+# default, so the records saved before them are still found for reuse.
+_HASHED_WHEN_SET = frozenset({"max_bytes", "rewrite", "select", "id_pattern", "id_field"})
 
-# Keys added after records were first saved: left out while unset, so those records still match.
-_HASHED_WHEN_SET = frozenset({"rewrite", "select", "id_pattern", "id_field"})
+
+def _hashed(section: object, name: str) -> bool:
+    if name in _NOT_HASHED:
+        return False
+    if name in _HASHED_WHEN_SET:
+        default = next(f.default for f in fields(type(section)) if f.name == name)  # type: ignore[arg-type]
+        return bool(getattr(section, name) != default)
+    return True
+
 
 
 def side_hash(side: SideConfig) -> str:
@@ -176,8 +187,7 @@ def side_hash(side: SideConfig) -> str:
         section: {
             f.name: _jsonable(getattr(getattr(side, section), f.name))
             for f in fields(getattr(side, section))
-            if f.name not in _NOT_HASHED
-            and not (f.name in _HASHED_WHEN_SET and getattr(getattr(side, section), f.name) is None)
+            if _hashed(getattr(side, section), f.name)
         }
         for section in ("service", "query")
     }

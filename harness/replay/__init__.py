@@ -1,9 +1,11 @@
 """How we ask, N rounds: the gold set replayed over HTTP against booted services.
 
     client.py  one query: the request built from the config, the answer's ids, scores and
-               latency, every failure kind named (never a score)
-    runner.py  RefSession (one ref: worktree, build, boots) and run_interleaved (the rounds of
-               several refs interleaved), into RefRun records flushed under results/
+               latency, every failure kind named (never a score); the timed path (Channel) is
+               one keep-alive socket per service with every request encoded beforehand
+    runner.py  RefSession (one ref: worktree, build, boots) and run_interleaved (time-paired
+               rounds: each boots every ref, then each query goes to all of them back to back),
+               into RefRun records flushed under results/
 
 In: a RunPlan (config, gold set, refs) and a repeat count. Out: RefRun values, one per ref,
 each holding every repeat's QueryResults and any RunFailure. Scores nothing.

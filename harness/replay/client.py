@@ -1,8 +1,17 @@
 """How we ask: one gold query over HTTP, timed, and the ranked ids read from the answer.
 
     make_request(query, text) -> RequestSpec                 pure: the request for one query
-    ask(client, base_url, query, query_id, text) -> QueryResult
+    Channel(base_url, query, items).ask(query_id, text)      the timed path: one persistent
+                                                             keep-alive socket, requests encoded
+                                                             before the clock starts
+    ask(client, base_url, query, query_id, text)             the same over httpx (MockTransport)
     replay(base_url, query, items, *, warmup_items=None, concurrency=1, on_result=None)
+
+Why not httpx on the clock: it adds about 0.4 ms per request at concurrency 1 (request and URL
+objects, header models, its connection pool), which on a 0.5 ms service reads a 1.6x slowdown
+as 1.35x; `scripts/bench_client.py` measures the lean path against a raw-socket loop.
+`query.timeout` is the whole request's deadline and `query.max_bytes` caps an answer (TIMEOUT,
+TOO_LARGE).
 
 A query either yields a ranking (possibly empty: a valid answer to an unanswerable query) or fails
 with an ErrorKind and a detail; a failure is never turned into an empty ranking, and nothing is
@@ -12,17 +21,22 @@ retried: a flaky service shows up as errors, not as a slower average.
 from __future__ import annotations
 
 import functools
+import json
 import math
+import socket
+import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import jmespath
 
-from harness.boot.sandbox import OpenSocket, transport_for
+from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
 from harness.types import ErrorKind, QueryResult
@@ -73,42 +87,84 @@ def _fill(template: object, values: Mapping[str, str], limit: int) -> object:
     return template
 
 
+class _Failure(Exception):
+    """A query that failed on the wire: its ErrorKind and the words of its detail."""
+
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
+        super().__init__(detail)
+        self.kind, self.detail = kind, detail
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_type: str
+    body: bytes  # decoded of any Content-Encoding
+
+
+def _timeout_detail(query: QueryConfig, what: str) -> str:
+    return f"no answer within query.timeout = {query.timeout:g} s ({what})"
+
+
+def _too_large(query: QueryConfig) -> _Failure:
+    return _Failure(
+        ErrorKind.TOO_LARGE,
+        f"the answer is longer than query.max_bytes = {query.max_bytes} bytes; "
+        "raise query.max_bytes if the service is right to send that much",
+    )
+
+
 def ask(
     client: httpx.Client, base_url: str, query: QueryConfig, query_id: str, text: str
 ) -> QueryResult:
-    """Send one query and read its ranking; never raises for what the service does.
+    """Send one query through an httpx client and read its ranking; never raises for what the
+    service does.  The path for `httpx.MockTransport` in tests; measured replays use `Channel`,
+    which reads answers the same way (`_interpret`) over a lean socket.
 
     `latency_ns` is time.perf_counter_ns around the complete request, from before it is sent to
     after the last byte of the body is read (JSON parsing excluded); a failed query records the
-    time until it failed. `query.timeout` applies to each of connect, write and read, as httpx
-    timeouts do. Outcomes: TIMEOUT, CONNECTION (any other transport failure), HTTP_STATUS (not
-    2xx; the detail quotes the body's first 200 characters), NOT_JSON, NO_MATCH (the ids path
-    finds nothing), BAD_SHAPE (ids not a list of strings or integers, a null among them, or
-    scores that are not finite numbers one per id). Integer ids become strings. JMESPath
-    projections such as `results[].id` silently drop results without an id; set `scores` with
-    the same projection to have such answers caught as BAD_SHAPE by the length check.
+    time until it failed. `query.timeout` is the whole request's deadline (connect, send and
+    every byte of the body); `query.max_bytes` caps the body. Outcomes: TIMEOUT, CONNECTION (any
+    other transport failure), TOO_LARGE, HTTP_STATUS (not 2xx; the detail quotes the body's
+    first 200 characters), NOT_JSON, NO_MATCH (the ids path finds nothing), BAD_SHAPE (ids not
+    a list of strings or integers, a null among them, or scores that are not finite numbers one
+    per id). Integer ids become strings. JMESPath projections such as `results[].id` silently
+    drop results without an id; set `scores` with the same projection to have such answers
+    caught as BAD_SHAPE by the length check.
     """
     spec = make_request(query, text)
     started = time.perf_counter_ns()
+    deadline = time.monotonic() + query.timeout
     try:
-        response = client.request(
+        with client.stream(
             spec.method,
             base_url.rstrip("/") + spec.path,
             params=spec.params,
             json=spec.json,
             headers=spec.headers,
             timeout=query.timeout,
-        )
+        ) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > query.max_bytes:
+                    raise _too_large(query)
+                if time.monotonic() > deadline:
+                    raise _Failure(ErrorKind.TIMEOUT, _timeout_detail(query, "body"))
+            answer = _Answer(
+                response.status_code, response.headers.get("content-type", ""), bytes(body)
+            )
+    except _Failure as failure:
+        return _failed(query_id, failure.kind, failure.detail, time.perf_counter_ns() - started)
     except httpx.TimeoutException as error:
-        kind = ErrorKind.TIMEOUT
-        detail = f"no answer within query.timeout = {query.timeout:g} s ({type(error).__name__})"
+        kind, detail = ErrorKind.TIMEOUT, _timeout_detail(query, type(error).__name__)
     except httpx.DecodingError as error:  # a body that its Content-Encoding cannot decode
         kind, detail = ErrorKind.NOT_JSON, f"undecodable body: {error}"
     except httpx.RequestError as error:
         kind = ErrorKind.CONNECTION
         detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     else:
-        return _read(response, query, query_id, time.perf_counter_ns() - started)
+        return _interpret(answer, query, query_id, time.perf_counter_ns() - started)
     return _failed(query_id, kind, detail, time.perf_counter_ns() - started)
 
 
@@ -118,22 +174,22 @@ def _failed(
     return QueryResult(query_id, status=status, error=kind, detail=detail, latency_ns=latency_ns)
 
 
-def _read(
-    response: httpx.Response, query: QueryConfig, query_id: str, latency_ns: int
-) -> QueryResult:
-    status = response.status_code
+def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: int) -> QueryResult:
+    status = answer.status
 
     def failed(kind: ErrorKind, detail: str) -> QueryResult:
         return _failed(query_id, kind, detail, latency_ns, status)
 
+    excerpt = answer.body[: 4 * EXCERPT].decode("utf-8", errors="replace")[:EXCERPT]
     if not 200 <= status < 300:
-        return failed(ErrorKind.HTTP_STATUS, f"HTTP {status}: {response.text[:EXCERPT]}")
+        return failed(ErrorKind.HTTP_STATUS, f"HTTP {status}: {excerpt}")
     try:
-        answer = html_document(response.content, query.select) if query.select else response.json()
+        decoded = (
+            html_document(answer.body, query.select) if query.select else json.loads(answer.body)
+        )
     except ValueError:
-        kind = response.headers.get("content-type", "no content-type")
-        return failed(ErrorKind.NOT_JSON, f"{kind}: {response.text[:EXCERPT]}")
-    found = _compiled(query.ids).search(answer)
+        return failed(ErrorKind.NOT_JSON, f"{answer.content_type or 'no content-type'}: {excerpt}")
+    found = _compiled(query.ids).search(decoded)
     if found is None:
         return failed(ErrorKind.NO_MATCH, f"ids path {query.ids!r} matched nothing")
     ids, problem = _ids(found, query.ids)
@@ -141,10 +197,280 @@ def _read(
         return failed(ErrorKind.BAD_SHAPE, problem)
     scores = None
     if query.scores is not None:
-        scores, problem = _scores(_compiled(query.scores).search(answer), query.scores, len(ids))
+        scores, problem = _scores(_compiled(query.scores).search(decoded), query.scores, len(ids))
         if problem:
             return failed(ErrorKind.BAD_SHAPE, problem)
     return QueryResult(query_id, ids=ids, scores=scores, status=status, latency_ns=latency_ns)
+
+
+# --------------------------------------------------------------------------- the timed path
+
+
+def encode_request(base_url: str, spec: RequestSpec) -> bytes:
+    """The bytes of `spec` as one HTTP/1.1 request to `base_url` (http only), keep-alive.
+
+    Built before the clock starts: the timed path only writes these bytes and reads the answer.
+    Params are form-encoded onto the path (spaces as "+", as httpx and browsers send them); a
+    JSON body is compact UTF-8 with its Content-Length.
+    """
+    url = urlsplit(base_url)
+    if url.scheme != "http" or url.hostname is None:
+        raise ValueError(f"the timed client speaks plain http to a local service, not {base_url}")
+    target = url.path.rstrip("/") + spec.path
+    if spec.params:
+        target += ("&" if "?" in target else "?") + urlencode(dict(spec.params))
+    host = url.netloc
+    lines = [f"{spec.method} {target} HTTP/1.1", f"Host: {host}", "Accept: */*"]
+    body = b""
+    if spec.json is not None:
+        body = json.dumps(spec.json, ensure_ascii=False, separators=(",", ":")).encode()
+        lines.append("Content-Type: application/json")
+    if body or spec.method not in ("GET", "HEAD"):
+        lines.append(f"Content-Length: {len(body)}")
+    lines += [f"{name}: {value}" for name, value in spec.headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+
+
+class Connection:
+    """One persistent keep-alive HTTP/1.1 connection to a local service, TCP_NODELAY set.
+
+    `exchange(raw, query)` writes a prepared request and reads the whole answer under one
+    deadline (`query.timeout`, counted from the call: connect, send and every byte of the body,
+    so a body dripped a byte at a time fails at the deadline) and one cap (`query.max_bytes`,
+    headers and body).  Content-Length, chunked and read-until-close bodies are read; gzip and
+    deflate bodies are decoded.  A kept-alive connection that the service had closed before our
+    request reached it is reopened once (the service never saw that request); nothing else is
+    retried.
+    """
+
+    def __init__(self, base_url: str, open_socket: OpenSocket | None = None) -> None:
+        url = urlsplit(base_url)
+        self.address = (url.hostname or "127.0.0.1", url.port or 80)
+        self._open_socket = open_socket
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buffer = b""
+
+    def _open(self, deadline: float) -> socket.socket:
+        if self._open_socket is None:
+            sock = socket.create_connection(self.address, timeout=_left(deadline))
+        else:  # a socket made inside the service's sandbox (harness.boot.inside), then connected
+            sock = self._open_socket()
+            try:
+                sock.settimeout(_left(deadline))
+                sock.connect(self.address)
+            except BaseException:
+                sock.close()
+                raise
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock, self._buffer = sock, b""
+        return sock
+
+    def exchange(self, raw: bytes, query: QueryConfig) -> _Answer:
+        deadline = time.monotonic() + query.timeout
+        reused = self._sock is not None
+        try:
+            try:
+                sock = self._sock or self._open(deadline)
+                sock.settimeout(_left(deadline))
+                sock.sendall(raw)
+                self._fill(sock, deadline, query, 1)
+            except (ConnectionError, _Closed):
+                if not reused:
+                    raise
+                self.close()  # a stale keep-alive connection: the request never arrived
+                sock = self._open(deadline)
+                sock.settimeout(_left(deadline))
+                sock.sendall(raw)
+                self._fill(sock, deadline, query, 1)
+            return self._response(sock, deadline, query)
+        except _Failure:
+            self.close()
+            raise
+        except TimeoutError:
+            self.close()
+            detail = _timeout_detail(query, "the whole request's deadline")
+            raise _Failure(ErrorKind.TIMEOUT, detail) from None
+        except _Closed:
+            self.close()
+            raise _Failure(
+                ErrorKind.CONNECTION, "RemoteProtocolError: the service closed the connection"
+            ) from None
+        except OSError as error:
+            self.close()
+            raise _Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
+
+    def _fill(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> int:
+        """Read until the buffer holds at least `size` bytes; raise _Closed at end of stream."""
+        while len(self._buffer) < size:
+            sock.settimeout(_left(deadline))
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise _Closed
+            self._buffer += chunk
+            if len(self._buffer) > query.max_bytes + _HEAD_ALLOWANCE:
+                raise _too_large(query)
+        return len(self._buffer)
+
+    def _take(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> bytes:
+        self._fill(sock, deadline, query, size)
+        taken, self._buffer = self._buffer[:size], self._buffer[size:]
+        return taken
+
+    def _line(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        while (end := self._buffer.find(b"\r\n")) < 0:
+            self._fill(sock, deadline, query, len(self._buffer) + 1)
+        line, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
+        return line
+
+    def _response(self, sock: socket.socket, deadline: float, query: QueryConfig) -> _Answer:
+        while True:  # 1xx answers come before the real one
+            status_line = self._line(sock, deadline, query)
+            parts = status_line.split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+                raise _Failure(
+                    ErrorKind.CONNECTION, f"RemoteProtocolError: bad status line {status_line!r}"
+                )
+            status = int(parts[1])
+            headers: dict[str, str] = {}
+            while line := self._line(sock, deadline, query):
+                name, _, value = line.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if not 100 <= status < 200:
+                break
+        close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = self._chunked(sock, deadline, query)
+        elif "content-length" in headers:
+            length = int(headers["content-length"])
+            if length > query.max_bytes:
+                raise _too_large(query)
+            body = self._take(sock, deadline, query, length)
+        elif status in (204, 304):
+            body = b""
+        else:
+            body = self._until_close(sock, deadline, query)
+            close = True
+        if close:
+            self.close()
+        return _Answer(status, headers.get("content-type", ""), _decode(body, headers))
+
+    def _chunked(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        body = bytearray()
+        while True:
+            size = int(self._line(sock, deadline, query).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self._line(sock, deadline, query):  # trailers, then the empty line
+                    pass
+                return bytes(body)
+            if len(body) + size > query.max_bytes:
+                raise _too_large(query)
+            body += self._take(sock, deadline, query, size)
+            self._take(sock, deadline, query, 2)
+
+    def _until_close(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        try:
+            while True:
+                self._fill(sock, deadline, query, len(self._buffer) + 1)
+                if len(self._buffer) > query.max_bytes:
+                    raise _too_large(query)
+        except _Closed:
+            body, self._buffer = self._buffer, b""
+            return body
+
+
+_HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_bytes
+
+
+class _Closed(Exception):
+    """The service closed the connection."""
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def _decode(body: bytes, headers: Mapping[str, str]) -> bytes:
+    encoding = headers.get("content-encoding", "identity").lower()
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            return zlib.decompress(body)
+    except zlib.error as error:
+        raise _Failure(ErrorKind.NOT_JSON, f"undecodable body: {error}") from None
+    return body
+
+
+class Channel:
+    """The timed path to one service: a persistent connection (or, in tests, an httpx client
+    over `transport`) and every request prepared before the clock starts.
+
+        channel = Channel(base_url, query, items)   # encodes every request once
+        result = channel.ask(query_id, text)        # one timed exchange -> QueryResult
+        channel.close()
+
+    On the clock: write the prepared bytes, read the answer; nothing else is built per query.
+    The client never reads proxies or certificates from the environment, speaks HTTP/1.1 only
+    and makes no TLS context (the service is plain http on 127.0.0.1).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        query: QueryConfig,
+        items: Sequence[tuple[str, str]] = (),
+        *,
+        transport: httpx.BaseTransport | None = None,
+        open_socket: OpenSocket | None = None,
+    ) -> None:
+        self.base_url, self.query = base_url, query
+        self._client = (
+            None
+            if transport is None
+            else httpx.Client(trust_env=False, http2=False, transport=transport)
+        )
+        self._connection = Connection(base_url, open_socket) if transport is None else None
+        self._prepared: dict[str, bytes] = {}
+        if self._connection is not None:
+            for _, text in items:
+                self._prepared[text] = encode_request(base_url, make_request(query, text))
+
+    def ask(self, query_id: str, text: str) -> QueryResult:
+        if self._client is not None:
+            return ask(self._client, self.base_url, self.query, query_id, text)
+        assert self._connection is not None
+        raw = self._prepared.get(text)
+        if raw is None:
+            raw = self._prepared[text] = encode_request(
+                self.base_url, make_request(self.query, text)
+            )
+        started = time.perf_counter_ns()
+        try:
+            answer = self._connection.exchange(raw, self.query)
+        except _Failure as failure:
+            return _failed(query_id, failure.kind, failure.detail, time.perf_counter_ns() - started)
+        return _interpret(answer, self.query, query_id, time.perf_counter_ns() - started)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._connection is not None:
+            self._connection.close()
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @functools.lru_cache(maxsize=64)
@@ -203,63 +529,82 @@ def replay(
     warm up alike, but a service that caches answers serves those first items from its cache:
     pass texts outside the measured set then. Warm-up outcomes are ignored, even when every
     one fails: the measured queries then record the errors themselves. Sequential by default,
-    for latency fidelity; `concurrency > 1` sends through a thread pool sharing one client and
-    still returns results in item order. `on_result(done, total, result)` is called in this
-    thread as each result arrives. The client never reads proxies or certificates from the
-    environment (trust_env=False) and speaks HTTP/1.1 only; `transport` is for tests.
+    for latency fidelity, over one `Channel`; `concurrency > 1` sends through a thread pool,
+    one Channel (connection) per thread, and still returns results in item order: its
+    latencies include the client's own queueing. `on_result(done, total, result)` is called in
+    this thread as each result arrives. `transport` is for tests (an httpx transport).
     `open_socket` is `RunningService.open_socket`: in a bubblewrap sandbox every connection is a
     socket made in the service's network namespace (None: plain loopback connections).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     warm = items if warmup_items is None else warmup_items
-    transport = transport or transport_for(open_socket, limits)
-    with httpx.Client(trust_env=False, http2=False, limits=limits, transport=transport) as client:
-        for index in range(query.warmup if warm else 0):
-            query_id, text = warm[index % len(warm)]
-            ask(client, base_url, query, query_id, text)
+    with Channel(base_url, query, items, transport=transport, open_socket=open_socket) as channel:
+        warm_up(channel, warm)
         if concurrency == 1:
-            return _sequential(client, base_url, query, items, on_result)
-        return _concurrent(client, base_url, query, items, concurrency, on_result)
+            return _sequential(channel, items, on_result)
+    return _concurrent(base_url, query, items, concurrency, on_result, transport, open_socket)
+
+
+def warm_up(channel: Channel, items: Sequence[tuple[str, str]]) -> None:
+    """`query.warmup` unrecorded requests through `channel`, cycling through `items`."""
+    for index in range(channel.query.warmup if items else 0):
+        query_id, text = items[index % len(items)]
+        channel.ask(query_id, text)
 
 
 def _sequential(
-    client: httpx.Client,
-    base_url: str,
-    query: QueryConfig,
-    items: Sequence[tuple[str, str]],
-    on_result: OnResult | None,
+    channel: Channel, items: Sequence[tuple[str, str]], on_result: OnResult | None
 ) -> tuple[QueryResult, ...]:
     results: list[QueryResult] = []
     for query_id, text in items:
-        results.append(ask(client, base_url, query, query_id, text))
+        results.append(channel.ask(query_id, text))
         if on_result is not None:
             on_result(len(results), len(items), results[-1])
     return tuple(results)
 
 
 def _concurrent(
-    client: httpx.Client,
     base_url: str,
     query: QueryConfig,
     items: Sequence[tuple[str, str]],
     concurrency: int,
     on_result: OnResult | None,
+    transport: httpx.BaseTransport | None,
+    open_socket: OpenSocket | None = None,
 ) -> tuple[QueryResult, ...]:
+    local = threading.local()
+    opened: list[Channel] = []
+    lock = threading.Lock()
+
+    def one(query_id: str, text: str) -> QueryResult:
+        channel = getattr(local, "channel", None)
+        if channel is None:
+            channel = local.channel = Channel(
+                base_url, query, transport=transport, open_socket=open_socket
+            )
+            with lock:
+                opened.append(channel)
+        result: QueryResult = channel.ask(query_id, text)
+        return result
+
     slots: dict[int, QueryResult] = {}
-    with ThreadPoolExecutor(concurrency, thread_name_prefix="harness-query") as pool:
-        futures = {
-            pool.submit(ask, client, base_url, query, query_id, text): index
-            for index, (query_id, text) in enumerate(items)
-        }
-        try:
-            for future in as_completed(futures):
-                slots[futures[future]] = future.result()
-                if on_result is not None:
-                    on_result(len(slots), len(items), slots[futures[future]])
-        except BaseException:  # Ctrl-C or a failing callback: send nothing more
-            for future in futures:
-                future.cancel()
-            raise
+    try:
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="harness-query") as pool:
+            futures = {
+                pool.submit(one, query_id, text): index
+                for index, (query_id, text) in enumerate(items)
+            }
+            try:
+                for future in as_completed(futures):
+                    slots[futures[future]] = future.result()
+                    if on_result is not None:
+                        on_result(len(slots), len(items), slots[futures[future]])
+            except BaseException:  # Ctrl-C or a failing callback: send nothing more
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        for channel in opened:
+            channel.close()
     return tuple(slots[index] for index in range(len(items)))

@@ -6,14 +6,20 @@
         run = session.finish()                                  # a RefRun, saved under results/
 
 `run_ref` runs one ref; `run_pair` (compare) and `harness.sweep.run` open several sessions and
-interleave their repeats (`run_interleaved`). Nothing here turns a failure into a score: a
-build or boot failure is recorded as a RunFailure and the run is invalid.
+measure them together (`run_interleaved`): time-paired rounds, each booting every session's
+service and sending each query to all of them back to back, in an order drawn per query, so
+numbers that are compared were measured at the same moment.  Each repeat records what the
+machine was doing (`types.Machine`: load average, CPU count, the client's CPU per query).
+Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
+and the run is invalid.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
+import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,18 +29,19 @@ from types import TracebackType
 
 from harness import __version__
 from harness.boot.isolation import data_source
-from harness.boot.service import running_service
+from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
+from harness.config.inputs import inputs_hash
 from harness.errors import BuildError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
-from harness.replay.client import replay
+from harness.replay.client import Channel, replay, warm_up
 from harness.replay.rewrite import rewritten
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
-from harness.types import GoldSet, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
@@ -66,6 +73,8 @@ class RefSession:
         self.resolved = resolve_ref(plan.config.repo, ref)
         self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
         self.config_hash = side_hash(self.side)
+        self.inputs_hash = inputs_hash(self.side, plan.config)
+        self.pair_id: str | None = None
         self.repeats: list[Repeat] = []
         self.build_failure: RunFailure | None = None
         self.worktree: Path | None = None
@@ -127,15 +136,13 @@ class RefSession:
             self.repeats.append(rep)
             return rep
         label = f"{self.side_name} {self.ref} ({self.sha[:8]}) repeat {index + 1}"
-        log_path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        rewrite = self.side.query.rewrite
-        items = [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
+        log_path = self._log_path(index)
+        items = self.items()
         timings: dict[str, float] = {}
         results: tuple[QueryResult, ...] = ()
         failure: RunFailure | None = None
+        machine: Machine | None = None
         errors = 0
-        sandbox: str | None = None
 
         def on_result(done: int, total: int, result: QueryResult) -> None:
             nonlocal errors
@@ -150,8 +157,8 @@ class RefSession:
         )
         try:
             with svc_cm as svc:
-                sandbox = svc.sandbox
                 timings["boot"] = svc.boot_seconds
+                load_before, cpu0 = _load(), time.thread_time_ns()
                 t0 = time.perf_counter()
                 results = replay(
                     svc.url,
@@ -162,18 +169,35 @@ class RefSession:
                     open_socket=svc.open_socket,
                 )
                 timings["queries"] = time.perf_counter() - t0
-            if self.ids:  # after the clock: adapting ids is not the service's latency
-                results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
+                machine = _machine(load_before, cpu0, len(results))
         except ServiceError as exc:
             failure = RunFailure(exc.stage, exc.message, exc.details)
-        teardown = svc_cm.teardown
+        return self._record(index, results, timings, svc_cm, log_path, failure, machine)
+
+    def _record(
+        self,
+        index: int,
+        results: tuple[QueryResult, ...],
+        timings: dict[str, float],
+        svc_cm: ServiceContext | None,
+        log_path: Path,
+        failure: RunFailure | None,
+        machine: Machine | None,
+    ) -> Repeat:
+        if self.ids:  # after the clock: adapting ids is not the service's latency
+            results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
+        teardown = None if svc_cm is None else svc_cm.teardown
         confirmed = teardown is not None and teardown.confirmed
         if teardown is not None:
             timings["teardown"] = teardown.seconds
             if failure is None and teardown.died_before_teardown:
                 # It answered some queries, then died: every later answer is suspect.
                 failure = RunFailure("crashed", "the service exited while being queried")
-        changed = tree_changes(self.tree, tree_fingerprint(self.worktree))
+        changed = (
+            []
+            if self.worktree is None
+            else tree_changes(self.tree, tree_fingerprint(self.worktree))
+        )
         if changed and failure is None:
             shown = "; ".join(changed[:5]) + (
                 f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
@@ -190,10 +214,21 @@ class RefSession:
             teardown_confirmed=confirmed,
             log_path=str(log_path),
             failure=failure,
-            sandbox=sandbox or svc_cm.sandbox,
+            sandbox=None if svc_cm is None else svc_cm.sandbox,
+            machine=machine,
         )
         self.repeats.append(rep)
         return rep
+
+    def items(self) -> list[tuple[str, str]]:
+        """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
+        rewrite = self.side.query.rewrite
+        return [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
+
+    def _log_path(self, index: int) -> Path:
+        path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def finish(self) -> RefRun:
         """The RefRun of every repeat so far, written as a new record under results/runs/."""
@@ -210,6 +245,9 @@ class RefSession:
             build_failure=self.build_failure,
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
+            pair_id=self.pair_id,
+            concurrency=self.plan.concurrency,
+            inputs_hash=self.inputs_hash,
         )
         try:
             path = save_run(self.plan.results_dir, run, redact=self.plan.redact)
@@ -241,38 +279,43 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "id_field": q.id_field,
         "limit": q.limit,
         "timeout": q.timeout,
+        "max_bytes": q.max_bytes,
     }
 
 
 def run_interleaved(
     sessions: Sequence[RefSession], *, repeats: int, fresh: bool = False
 ) -> tuple[RefRun, ...]:
-    """Every session `repeats` times, interleaved (a, b, c, a, b, c, ...) so machine drift hits
-    all alike; returns one RefRun per session, in order. A session whose record already exists
-    for exactly these inputs is reused unless `fresh` (its RefRun has `reused=True`) and boots
-    nothing: its ref is resolved, but no worktree is made."""
+    """Every session `repeats` rounds, measured together; one RefRun per session, in order.
+
+    A session whose record already exists for exactly these inputs is reused unless `fresh`
+    (its RefRun has `reused=True`, no pair_id) and boots nothing: its ref is resolved, but no
+    worktree is made.  The sessions measured now share a `pair_id` and, at concurrency 1, run
+    time-paired rounds (`_paired_round`: each round boots all of them, then sends each query to
+    all back to back, in an order drawn per query); under `concurrency > 1`, or with one
+    session, each round boots them one after the other (order alternating), each sending its
+    queries as a burst.
+    """
     runs: dict[int, RefRun] = {}
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
         for i, session in enumerate(sessions):
-            plan = session.plan
-            found = None
-            if not fresh:
-                found = find_reusable(
-                    plan.results_dir,
-                    sha=session.sha,
-                    config_hash=session.config_hash,
-                    gold_hash=plan.gold.hash,
-                    corpus_hash=plan.corpus_hash,
-                    repeats=repeats,
-                )
+            found = None if fresh else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
             else:
                 live[i] = stack.enter_context(session)
+        together = list(live.values())
+        if len(together) > 1:
+            pair_id = secrets.token_hex(8)
+            for session in together:
+                session.pair_id = pair_id
         for index in range(repeats):
-            for session in live.values():
-                session.run_repeat(index)
+            if len(together) > 1 and together[0].plan.concurrency == 1:
+                _paired_round(together, index, repeats)
+            else:
+                for session in together if index % 2 == 0 else together[::-1]:
+                    session.run_repeat(index)
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
 
@@ -287,10 +330,147 @@ def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
 def run_pair(
     plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
 ) -> tuple[RefRun, RefRun]:
-    """Both refs through `run_interleaved`: baseline, candidate, baseline, candidate, ..."""
-    baseline, candidate = run_interleaved(
-        [RefSession(plan, "baseline", baseline_ref), RefSession(plan, "candidate", candidate_ref)],
-        repeats=repeats,
-        fresh=fresh,
-    )
+    """Both refs through `run_interleaved`, measured together: `repeats` rounds, each booting
+    both services afresh (boot order alternating) and sending every query to both back to back,
+    in an order drawn per query (seeded by compare.seed and the round), so a burst of machine
+    load hits both sides of a pair alike.  The two RefRuns share a `pair_id`: what `compare`
+    requires before it gives a latency verdict.
+
+    A stored run is reused (unless `fresh`) for quality only: the other side is then measured
+    alone (no pair_id) and latency is not compared.  When both sides are the same ref and
+    configuration (an A/A), nothing is reused: both are measured, never one record twice.
+    """
+    sessions = [
+        RefSession(plan, "baseline", baseline_ref),
+        RefSession(plan, "candidate", candidate_ref),
+    ]
+    same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
+    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=fresh or same)
     return baseline, candidate
+
+
+def _reusable(session: RefSession, repeats: int) -> RefRun | None:
+    plan = session.plan
+    return find_reusable(
+        plan.results_dir,
+        sha=session.sha,
+        config_hash=session.config_hash,
+        gold_hash=plan.gold.hash,
+        corpus_hash=plan.corpus_hash,
+        repeats=repeats,
+        inputs_hash=session.inputs_hash,
+        concurrency=plan.concurrency,
+    )
+
+
+@dataclass
+class _Side:
+    """One session's boot within a paired round."""
+
+    session: RefSession
+    log_path: Path
+    svc_cm: ServiceContext | None = None
+    channel: Channel | None = None
+    failure: RunFailure | None = None
+    results: list[QueryResult] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
+    """One round: boot every session's service, then each query to all of them back to back
+    (order drawn per query), then tear them all down; one Repeat per session."""
+    plan = sessions[0].plan
+    items = sessions[0].items()  # query.rewrite is the same for every side (the loader says so)
+    rng = random.Random(f"harness-round:{plan.config.compare.seed}:{index}")
+    order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
+    sides = [_Side(s, s._log_path(index)) for s in order]
+    names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
+    label = f"round {index + 1}/{repeats}: {names}"
+    machine: Machine | None = None
+    with contextlib.ExitStack() as stack:
+        for side in sides:
+            session = side.session
+            if session.build_failure is not None or session.worktree is None:
+                side.failure = session.build_failure
+                continue
+            if plan.progress is not None:
+                plan.progress(label, 0, len(items), 0, None)  # booting
+            cm = running_service(
+                session.side.service,
+                session.worktree,
+                log_path=side.log_path,
+                extra_env=session.extra_env,
+            )
+            side.svc_cm = cm
+            try:
+                svc = cm.__enter__()
+            except ServiceError as exc:
+                side.failure = RunFailure(exc.stage, exc.message, exc.details)
+                continue
+            stack.push(_quiet_exit(cm, side))
+            side.timings["boot"] = svc.boot_seconds
+            side.channel = stack.enter_context(
+                Channel(svc.url, session.side.query, items, open_socket=svc.open_socket)
+            )
+        asking = [side for side in sides if side.channel is not None]
+        for side in asking:
+            assert side.channel is not None
+            warm_up(side.channel, items)
+        load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
+        errors = 0
+        for done, (query_id, text) in enumerate(items, start=1):
+            for side in rng.sample(asking, len(asking)):
+                assert side.channel is not None
+                result = side.channel.ask(query_id, text)
+                side.results.append(result)
+                errors += 0 if result.ok else 1
+            if plan.progress is not None:
+                plan.progress(label, done, len(items), errors, result)
+        elapsed = time.perf_counter() - t0
+        if asking:
+            machine = _machine(load_before, cpu0, len(items) * len(asking))
+        for side in asking:
+            side.timings["queries"] = elapsed
+    for side in sides:
+        side.session._record(
+            index,
+            tuple(side.results),
+            side.timings,
+            side.svc_cm,
+            side.log_path,
+            side.failure,
+            machine if side.channel is not None else None,
+        )
+
+
+def _quiet_exit(cm: ServiceContext, side: _Side) -> Callable[..., bool]:
+    """The exit of a booted service inside the round's stack: a ServiceError at teardown is the
+    side's failure (as run_repeat records it), not the round's end."""
+
+    def exit_(*exc_info: object) -> bool:
+        try:
+            cm.__exit__(*exc_info)  # type: ignore[arg-type]
+        except ServiceError as exc:
+            if side.failure is None:
+                side.failure = RunFailure(exc.stage, exc.message, exc.details)
+        return False
+
+    return exit_
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not every platform has one
+        return -1.0
+
+
+def _machine(load_before: float, cpu0: int, queries: int) -> Machine:
+    """What the machine was doing during a repeat's queries, measured now that they are done."""
+    spent = time.thread_time_ns() - cpu0
+    return Machine(
+        load_before=load_before,
+        load_after=_load(),
+        cpu_count=os.cpu_count() or 0,
+        client_cpu_ns=spent // max(queries, 1),
+    )

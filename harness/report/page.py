@@ -200,7 +200,8 @@ def _answers(c: Comparison, mark: str) -> list[Block]:
 
 def _latency(c: Comparison, mark: str) -> list[Block]:
     lat = c.latency
-    out = [Block("heading", (f"Latency, ms (errored answers excluded){mark}",))]
+    queueing = " (under --concurrency, queueing included)" if lat.concurrency > 1 else ""
+    out = [Block("heading", (f"Latency, ms (errored answers excluded){queueing}{mark}",))]
     rows = tuple(
         (side, str(x.n), ms(x.p50), ms(x.p95), ms(x.p99), ms(x.max), ms(x.mean))
         for side, x in (("baseline", lat.baseline), ("candidate", lat.candidate))
@@ -209,9 +210,40 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
     if rows:
         headers = ("ref", "n", "p50", "p95", "p99", "max", "mean")
         out.append(Block("table", headers=headers, rows=rows, align=("left", *["right"] * 6)))
-    verdict = f": {lat.test.verdict.value}" if lat.test else ""
-    paired = f"candidate/baseline, paired median over {queries(lat.n_paired)}"
-    out.append(Block("lines", (f"{paired}: {lat.words}{verdict}",)))
+    lines = []
+    if lat.test is not None:
+        rounds = len(lat.test.rounds)
+        paired = f"candidate/baseline, paired median over {queries(lat.n_paired)}"
+        if rounds:  # a comparison saved before issue 12 has no rounds
+            paired = (
+                f"candidate/baseline, time-paired median over {queries(lat.n_paired)}, "
+                f"{rounds} round{'s' * (rounds != 1)} (each booting both)"
+            )
+        lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
+        if rounds:
+            lines.append(f"per-round ratios: {', '.join(f'{r:.2f}' for r in lat.test.rounds)}")
+    elif lat.not_compared is not None:
+        lines.append(f"candidate/baseline: not compared: {lat.words}")
+    else:
+        lines.append(f"candidate/baseline: {lat.words}")
+    for side, flow in (
+        ("baseline", lat.throughput_baseline),
+        ("candidate", lat.throughput_candidate),
+    ):
+        if flow is not None:
+            lines.append(
+                f"throughput {side} at concurrency {flow.concurrency}: {flow.qps:,.0f} queries/s "
+                f"(95% CI {flow.ci_low:,.0f}-{flow.ci_high:,.0f}, {flow.rounds} rounds)"
+            )
+    if lat.machine is not None:
+        m = lat.machine
+        load = f"load average up to {m.load_max:.2f}" if m.load_max >= 0 else "load unknown"
+        busy = ": busy, see the warning" if m.busy else ""
+        lines.append(
+            f"machine: {load} on {m.cpu_count} CPUs{busy}; "
+            f"client CPU {m.client_cpu_ms:.3f} ms per query"
+        )
+    out.append(Block("lines", tuple(lines)))
     return out
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from harness import __version__
 from harness.errors import ResultsError, require_schema
 from harness.results.files import read_json, utc_stamp, write_json_new
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 1
@@ -70,6 +70,28 @@ def _failure_from_dict(data: Mapping[str, Any] | None) -> RunFailure | None:
     return RunFailure(str(data["stage"]), str(data["message"]), tuple(data.get("log_tail", ())))
 
 
+def _machine_to_dict(machine: Machine | None) -> dict[str, Any] | None:
+    if machine is None:
+        return None
+    return {
+        "load_before": machine.load_before,
+        "load_after": machine.load_after,
+        "cpu_count": machine.cpu_count,
+        "client_cpu_ns": machine.client_cpu_ns,
+    }
+
+
+def _machine_from_dict(data: Mapping[str, Any] | None) -> Machine | None:
+    if data is None:
+        return None
+    return Machine(
+        load_before=float(data["load_before"]),
+        load_after=float(data["load_after"]),
+        cpu_count=int(data["cpu_count"]),
+        client_cpu_ns=int(data.get("client_cpu_ns", 0)),
+    )
+
+
 def _result_to_dict(r: QueryResult) -> dict[str, Any]:
     return {
         "query_id": r.query_id,
@@ -110,6 +132,9 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "build_failure": _failure_to_dict(run.build_failure),
         "timings_s": dict(run.timings_s),
         "build_cached": run.build_cached,
+        "pair_id": run.pair_id,
+        "concurrency": run.concurrency,
+        "inputs_hash": run.inputs_hash,
         "repeats": [
             {
                 "index": rep.index,
@@ -118,6 +143,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
                 "log_path": rep.log_path,
                 "failure": _failure_to_dict(rep.failure),
                 "sandbox": rep.sandbox,
+                "machine": _machine_to_dict(rep.machine),
                 "results": [_result_to_dict(r) for r in rep.results],
             }
             for rep in run.repeats
@@ -144,6 +170,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
                 log_path=rep.get("log_path"),
                 failure=_failure_from_dict(rep.get("failure")),
                 sandbox=rep.get("sandbox"),
+                machine=_machine_from_dict(rep.get("machine")),
             )
             for rep in data["repeats"]
         )
@@ -161,6 +188,9 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             timings_s={str(k): float(v) for k, v in data.get("timings_s", {}).items()},
             build_cached=data.get("build_cached"),
             record_path=source,
+            pair_id=data.get("pair_id"),
+            concurrency=int(data.get("concurrency", 1)),
+            inputs_hash=data.get("inputs_hash"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
@@ -226,11 +256,19 @@ def find_reusable(
     gold_hash: str,
     corpus_hash: str | None,
     repeats: int,
+    inputs_hash: str | None = None,
+    concurrency: int = 1,
 ) -> RefRun | None:
     """The newest complete, clean record measured on exactly these inputs with this tool version.
 
-    A record with a failure, an errored query or an unconfirmed teardown is never reused: the
-    point of reuse is to skip re-measuring something already measured well.
+    The key: the commit (sha, with the dirty hash of an uncommitted tree), the side's effective
+    configuration (config_hash), the gold set and corpus hashes, the contents of every file the
+    configuration names by path outside the checkout (inputs_hash,
+    `harness.config.inputs`), the tool version, the concurrency, and at least `repeats`
+    repeats.  A record with a failure, an errored query or an unconfirmed teardown is never
+    reused: the point of reuse is to skip re-measuring something already measured well.  A
+    reused record serves quality only: its latencies were measured at another time and are
+    never paired with new ones (see `harness.verdict.compare`).
     """
     for run in iter_runs(results_dir):
         if (
@@ -239,6 +277,8 @@ def find_reusable(
             and run.gold_hash == gold_hash
             and run.corpus_hash == corpus_hash
             and run.tool_version == __version__
+            and run.inputs_hash == inputs_hash
+            and run.concurrency == concurrency
             and len(run.repeats) >= repeats
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)

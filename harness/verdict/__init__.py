@@ -3,12 +3,13 @@
     compare.py     compare(gold, baseline, candidate, settings) -> Comparison
     validity.py    what makes a run unusable (failures, errored answers) and the invalid verdict
     scopes.py      metrics per scope (overall, each slice) with their paired tests
-    details.py     flips, drift, answers to unanswerable queries, outranks pairs
+    details.py     flips, drift, answers to unanswerable queries, outranks pairs, latency
+                   (paired only for runs measured together), throughput, the machine's load
     summary.py     the quality and latency verdicts and their reasons
-    stats.py       the tests themselves: McNemar exact, sign-flip randomization, bootstrap,
-                   Holm, the paired latency ratio
+    stats.py       the tests themselves: McNemar exact, sign-flip randomization, bootstrap, Holm
+    latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
     comparison.py  the Comparison value tree that report/ renders and results/ stores
 
 No I/O, no clock, no subprocess; the only randomness is numpy's default_rng(seed), so a verdict
-is a function of its inputs and the seed.
+is a function of its inputs and the seed.  (The latency verdict uses no randomness at all.)
 """

@@ -31,9 +31,14 @@ What is compared, and how:
   have queries, per metric, and a slice row is only called when its adjusted p < alpha.  A slice
   row "collapses" when its metric falls to zero from non-zero, or when it is REGRESSED
   (Holm-adjusted p < alpha) while the overall row of that metric is not.
-- Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat;
-  paired on the analysed queries (all of them, answerable or not, with a latency > 0 on both
-  sides) through `latency.per_query_latency_ms` and `latency.paired_latency_ratio`.
+- Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat.
+  Paired only when both runs were measured together (one `pair_id`: each query timed on both
+  sides back to back, round by round); then per round `latency.round_ratio` over the analysed
+  queries (answerable or not, with a latency > 0 on both sides in that round) and
+  `latency.latency_test` over the rounds (Student's t on the log ratios: boots inside the
+  interval).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED with
+  the reason and the fix (--fresh), also as a warning; so does --concurrency N > 1, which gives
+  throughput per side instead.  A busy machine (load average above the CPU count) is a warning.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
   relevant document (grade >= rel_level, ranks over the deduplicated list, None = not returned)
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse
@@ -44,7 +49,8 @@ What is compared, and how:
   alpha).  Quality REGRESSED when one of them regressed; IMPROVED when one improved and none
   regressed; else NO_DIFFERENCE when every decisive row could have seen `min_effect` (its mde at
   most that), INCONCLUSIVE otherwise, naming what would: more queries, or more repeats.  Latency
-  from the paired ratio test.  INVALID for both when the run is invalid, which includes a side
+  from the paired test over rounds (IMPROVED, REGRESSED, NO_DIFFERENCE, INCONCLUSIVE) or
+  NOT_COMPARED.  INVALID for both when the run is invalid, which includes a side
   that returned nothing, or only ids that are neither judged nor in the corpus, or more ids
   unknown to the corpus than `max_unknown_ids` (`validity.id_space_problems`).
 
@@ -215,11 +221,19 @@ def compare(
         if fell:
             more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
             collapses.append(f"{scope.name} ({fell[0]}{more})")
-    latency = details.latency(analysed if in_analysis else [], usable, settings)
-    if latency.test is None and not invalid:
+    latency = details.latency(analysed if in_analysis else [], runs, usable, settings)
+    if latency.test is None and latency.not_compared is None and not invalid:
         invalid.append("no query latency was recorded on both sides; the runner must record it")
+    if latency.not_compared is not None:
+        warnings.append(f"latency not compared: {latency.not_compared}")
+    busy = details.machine_warning(latency.machine)
+    if busy is not None:
+        warnings.append(busy)
     quality, quality_reason, power = _headline(overall, settings, collapses)
-    speed = latency.test.verdict if latency.test else Verdict.INVALID
+    if latency.not_compared is not None:
+        speed = Verdict.NOT_COMPARED
+    else:
+        speed = latency.test.verdict if latency.test else Verdict.INVALID
     speed_reason = latency.words
     if speed is Verdict.NO_DIFFERENCE:
         speed_reason += f", inside the tolerance band of ±{settings.latency_tolerance:.0%}"

@@ -9,7 +9,8 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── overall: Scope, slices: Scope...      MetricRows; a hit@k row carries its HitDetail
     ├── power: Power                          what the headline's tests could have seen
     ├── no_answer: NoAnswer, outranks: Outranks
-    ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest
+    ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest,
+    │                                         Throughput per side under --concurrency, Machine
     └── flips: Flips...                       a Flip per query whose hit@k changed
 
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 from harness.errors import ConfigError
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import RefRun, Verdict
-from harness.verdict.latency import LatencySummary, LatencyTest
+from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
 
@@ -223,12 +224,27 @@ class Outranks:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """What the machine was doing while both sides were measured (over every usable repeat)."""
+
+    load_max: float  # the highest 1-minute load average seen around any repeat's queries
+    cpu_count: int
+    client_cpu_ms: float  # the client's own CPU time per timed query, median over repeats
+    busy: bool  # load_max > cpu_count: the figures are not to be trusted (a warning says why)
+
+
+@dataclass(frozen=True)
 class Latency:
     baseline: LatencySummary | None
     candidate: LatencySummary | None
     n_paired: int
     test: LatencyTest | None
-    words: str  # "1.52x slower (95% CI 1.40-1.65)"
+    words: str  # "1.52x slower (95% CI 1.40-1.65)", or why latency was not compared
+    not_compared: str | None = None  # why no latency verdict is given, and the fix
+    concurrency: int = 1
+    throughput_baseline: Throughput | None = None  # under --concurrency N > 1 only
+    throughput_candidate: Throughput | None = None
+    machine: Machine | None = None
 
 
 class Direction(enum.StrEnum):

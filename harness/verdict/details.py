@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.score.evaluation import Evaluation
-from harness.types import GoldSet, Repeat
+from harness.types import GoldSet, RefRun, Repeat
 from harness.verdict import stats, validity
 from harness.verdict.comparison import (
     CompareSettings,
@@ -20,14 +20,16 @@ from harness.verdict.comparison import (
     Flip,
     Flips,
     Latency,
+    Machine,
     NoAnswer,
     Outranks,
 )
 from harness.verdict.latency import (
+    Throughput,
     latency_summary,
-    paired_latency_ratio,
-    per_query_latency_ms,
-    ratio_words,
+    latency_test,
+    round_ratio,
+    throughput,
 )
 from harness.verdict.scopes import Side
 
@@ -107,30 +109,121 @@ def outranks(ids: set[str], sides: Sequence[Side]) -> Outranks:
     return Outranks(n, counts[0], counts[1])
 
 
+_BUSY_FIX = (
+    "close other work (or run on a quieter machine) and compare again with --fresh; "
+    "more --repeats narrow the interval but cannot make a busy machine quiet"
+)
+
+
 def latency(
-    ids: Sequence[str], repeats: Sequence[Sequence[Repeat]], settings: CompareSettings
+    ids: Sequence[str],
+    runs: Sequence[RefRun],
+    repeats: Sequence[Sequence[Repeat]],
+    settings: CompareSettings,
 ) -> Latency:
     """Per side, the latency of every non-errored answer of its usable `repeats`; paired, the
-    candidate/baseline ratio over the queries of `ids` timed in every repeat of both sides."""
+    candidate/baseline ratio per round over the queries of `ids` answered with a latency on both
+    sides in that round, and `latency.latency_test` over the rounds.
+
+    Only two runs measured together (the same `pair_id`: `runner.run_pair` timed each query on
+    both back to back, round by round) are paired; otherwise latency is not compared, with the
+    reason and the fix.  Under `concurrency > 1` latencies include the client's queueing:
+    throughput is given per side instead and latency is not compared either."""
     summaries = []
     for reps in repeats:
         ns = [r.latency_ns for rep in reps for r in rep.results if r.ok and r.latency_ns > 0]
         summaries.append(latency_summary(ns) if ns else None)
-    answers = [[validity.by_query(rep) for rep in reps] for reps in repeats]
-    paired = [qid for qid in ids if all(a[qid].latency_ns > 0 for side in answers for a in side)]
-    test = None
-    words = "no latency was measured on both sides"
-    if paired and all(answers):
-        ms = [
-            per_query_latency_ms([[a[qid].latency_ns for qid in paired] for a in side])
-            for side in answers
-        ]
-        test = paired_latency_ratio(
-            ms[0],
-            ms[1],
-            seed=settings.seed,
-            tolerance=settings.latency_tolerance,
-            resamples=settings.resamples,
+    concurrency = max(run.concurrency for run in runs)
+    base_run, cand_run = runs
+    why = _not_together(base_run, cand_run, concurrency)
+    flows: list[Throughput | None] = [None, None]
+    if concurrency > 1:
+        flows = [_throughput(reps, concurrency) for reps in repeats]
+    test, paired = None, 0
+    if why is None and all(repeats):
+        base_by, cand_by = ({rep.index: validity.by_query(rep) for rep in reps} for reps in repeats)
+        ratios = []
+        for index in sorted(set(base_by) & set(cand_by)):
+            b, c = base_by[index], cand_by[index]
+            both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
+            if both:
+                paired = max(paired, len(both))
+                ratios.append(
+                    round_ratio([b[q].latency_ns for q in both], [c[q].latency_ns for q in both])
+                )
+        if ratios:
+            test = latency_test(ratios, tolerance=settings.latency_tolerance)
+    if why is not None:
+        words = why
+    elif test is None:
+        words = "no latency was measured on both sides"
+    else:
+        words = test.reason
+    return Latency(
+        summaries[0],
+        summaries[1],
+        paired,
+        test,
+        words,
+        not_compared=why,
+        concurrency=concurrency,
+        throughput_baseline=flows[0],
+        throughput_candidate=flows[1],
+        machine=_machine([rep for reps in repeats for rep in reps]),
+    )
+
+
+def _not_together(base: RefRun, cand: RefRun, concurrency: int) -> str | None:
+    stored = [side for side, run in (("baseline", base), ("candidate", cand)) if run.reused]
+    if stored:
+        which = " and ".join(stored)
+        what = "is a stored run" if len(stored) == 1 else "are stored runs"
+        return (
+            f"the {which} {what}"
+            " measured at another time, and numbers from different times are not a pair "
+            "(a stored run serves quality, never latency); rerun with --fresh to measure both "
+            "sides together"
         )
-        words = f"{ratio_words(test.ratio)} (95% CI {test.ci_low:.2f}-{test.ci_high:.2f})"
-    return Latency(summaries[0], summaries[1], len(paired), test, words)
+    if base.pair_id is None or base.pair_id != cand.pair_id:
+        return (
+            "the two sides were not measured together in one invocation; "
+            "rerun with --fresh to measure both sides together"
+        )
+    if concurrency > 1:
+        return (
+            f"under --concurrency {concurrency} a query's latency includes the "
+            "client's own queueing, so throughput is given instead; run with --concurrency 1 "
+            "for a latency verdict"
+        )
+    return None
+
+
+def _throughput(reps: Sequence[Repeat], concurrency: int) -> Throughput | None:
+    qps = [
+        sum(r.ok for r in rep.results) / rep.timings_s["queries"]
+        for rep in reps
+        if rep.timings_s.get("queries", 0) > 0 and any(r.ok for r in rep.results)
+    ]
+    return throughput(qps, concurrency) if qps else None
+
+
+def _machine(reps: Sequence[Repeat]) -> Machine | None:
+    seen = [rep.machine for rep in reps if rep.machine is not None]
+    if not seen:
+        return None
+    loads = [x for m in seen for x in (m.load_before, m.load_after) if x >= 0]
+    load = max(loads, default=-1.0)
+    cpus = max(m.cpu_count for m in seen)
+    client = float(np.median([m.client_cpu_ns for m in seen])) / 1e6
+    return Machine(load, cpus, client, busy=cpus > 0 and load > cpus)
+
+
+def machine_warning(machine: Machine | None) -> str | None:
+    """The warning for a busy machine (pyperf warns likewise), or None."""
+    if machine is None or not machine.busy:
+        return None
+    return (
+        f"the machine was busy while measuring (1-minute load average up to "
+        f"{machine.load_max:.2f} on {machine.cpu_count} CPUs): other work competed with the "
+        f"services, so the latency figures may not be trusted; {_BUSY_FIX}"
+    )
