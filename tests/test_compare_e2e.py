@@ -270,7 +270,7 @@ def test_an_erroring_candidate_makes_the_comparison_invalid(
     assert done.returncode == 3, done.stderr
     assert "quality: invalid" in done.stdout and "latency: invalid" in done.stdout
     # 3 queries answered 500 in each of 2 repeats.
-    assert "6 errored answers (http_status 6; e.g. q05, q06, q07)" in done.stdout
+    assert "6 errored answers (http_status 6 (HTTP 500: 6); e.g. q05, q06, q07)" in done.stdout
     assert saved(tmp_path)["valid"] is False
     assert_nothing_left(sandbox, tmp_path)
 
