@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -497,7 +498,8 @@ def test_harness_sigkilled_mid_run_leaves_nothing_after_the_next_invocation(
     assert done.returncode == 0, done.stderr
     (line,) = [x for x in done.stderr.splitlines() if "cleaned up" in x]
     assert line.startswith(f"harness: cleaned up after an earlier run (pid {proc.pid})")
-    assert "removed 2 worktrees, 1 temp dir" in line
+    # both worktrees, and the temp dirs of the boots live at the kill (a round boots both sides)
+    assert re.search(r"removed 2 worktrees, \d+ temp dirs?", line), line
     assert ("process" in line) == (mode == "plain")  # plain: the orphaned service, by marker
     assert sandbox.worktrees() == []
     assert sandbox.leftovers(sandbox.run_ids(tmp_path)) == []

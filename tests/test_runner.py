@@ -93,6 +93,11 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
             "scores": "results[].score",
             "limit": 10,
             "timeout": p.config.side(side).query.timeout,
+            "max_bytes": 10_000_000,
+            "rewrite": None,
+            "select": None,
+            "id_pattern": None,
+            "id_field": None,
         }
         assert [rep.index for rep in run.repeats] == [0, 1]
         for rep in run.repeats:
@@ -119,18 +124,15 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
                 r.query_id for r in rep.results if r.ids[:1] != (f"d{r.query_id[1:]}",)
             } == missed
 
-    # Progress: one "booting" call per repeat, then one per query, with the running error count.
+    # Progress, round by round (time-paired: both sides booted, then each query to both): one
+    # "booting" call per side, then one per query, with the running error count.
+    pair = f"baseline main ({baseline.sha[:8]}) + candidate bury3 ({candidate.sha[:8]})"
     labels = [c[0] for c in calls if c[4] is None]
-    assert labels == [
-        f"baseline main ({baseline.sha[:8]}) repeat 1",
-        f"candidate bury3 ({candidate.sha[:8]}) repeat 1",
-        f"baseline main ({baseline.sha[:8]}) repeat 2",
-        f"candidate bury3 ({candidate.sha[:8]}) repeat 2",
-    ]
+    assert labels == [f"round {r}/2: {pair}" for r in (1, 1, 2, 2)]
     first = [c for c in calls if c[0] == labels[0]]
-    assert first[0] == (labels[0], 0, GOLD_SIZE, 0, None)
-    assert [c[1] for c in first[1:]] == list(range(1, GOLD_SIZE + 1))
-    assert all(c[2] == GOLD_SIZE and c[3] == 0 for c in first[1:])
+    assert first[:2] == [(labels[0], 0, GOLD_SIZE, 0, None)] * 2
+    assert [c[1] for c in first[2:]] == list(range(1, GOLD_SIZE + 1))
+    assert all(c[2] == GOLD_SIZE and c[3] == 0 for c in first[2:])
 
 
 def test_a_service_that_exits_at_boot_is_a_failed_repeat(isolated: Sandbox, tmp_path: Path) -> None:
@@ -177,8 +179,10 @@ def test_run_ref_always_measures_and_run_pair_reuses_unless_fresh(
     first = run_ref(p, "baseline", "main", repeats=1)
     again = run_ref(p, "baseline", "main", repeats=1)  # `harness run`: the ref as it is now
     assert not first.reused and not again.reused and again.record_path != first.record_path
-    base, cand = run_pair(p, "main", "main", repeats=1)  # a clean record of exactly these inputs
-    assert base.reused and cand.reused
+    # A clean record of exactly these inputs exists, but an A/A is always measured afresh
+    # (issue 12: one stored record compared with itself measures nothing).
+    base, cand = run_pair(p, "main", "main", repeats=1)
+    assert not base.reused and not cand.reused
     base, cand = run_pair(p, "main", "main", repeats=1, fresh=True)
     assert not base.reused and not cand.reused
 
@@ -190,12 +194,16 @@ def test_run_ref_always_measures_and_run_pair_reuses_unless_fresh(
 class FakeService:
     """running_service's context as run_repeat uses it: entered, then its teardown report."""
 
+    sandbox = "plain"
+
     def __init__(self, teardown: TeardownReport | None) -> None:
         self.report = teardown
         self.teardown: TeardownReport | None = None
 
     def __enter__(self) -> SimpleNamespace:
-        return SimpleNamespace(url="http://127.0.0.1:9", boot_seconds=0.25)
+        return SimpleNamespace(
+            url="http://127.0.0.1:9", boot_seconds=0.25, open_socket=None, sandbox="plain"
+        )
 
     def __exit__(self, *exc: object) -> None:
         self.teardown = self.report
