@@ -300,7 +300,7 @@ def test_harness_toml_is_the_commented_template(demo_repo: Path) -> None:
     assert query["limit"] == 10
     assert (demo_repo / config["gold"]["path"]).is_file()
     assert (demo_repo / config["gold"]["corpus"]).is_file()
-    assert (config["compare"]["repeats"], config["compare"]["k"]) == (3, [5, 10])
+    assert (config["compare"]["repeats"], config["compare"]["k"]) == (5, [5, 10])
     uncommon = [
         *("build", "prepare", "env", "pass_env", "json", "headers", "timeout", "warmup"),
         *("alpha", "latency_tolerance", "max_errors", "seed"),
