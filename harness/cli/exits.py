@@ -3,7 +3,8 @@
     0  EXIT_OK          no regression; or a command that did its job; a latency verdict that
                         is inconclusive (too few or too noisy rounds) or not compared (a stored
                         run, --concurrency > 1): neither is a failure
-    1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
+    1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell;
+                        a matrix constraint failed
     2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError carries it
                         as `exit_status`); a gold set that fails its check
     3  EXIT_INVALID     invalid: a failed build (recorded in the run, never raised), errored
@@ -55,6 +56,14 @@ def gate_status(outcome: str) -> int:
 def valid_status(valid: bool) -> int:
     """harness run and harness sweep: 3 when anything failed or errored, else 0."""
     return EXIT_OK if valid else EXIT_INVALID
+
+
+def matrix_status(valid: bool, constraint_failed: bool) -> int:
+    """harness matrix: 3 when a configuration's run is invalid, else 1 when a constraint
+    failed (like a regression), else 0."""
+    if not valid:
+        return EXIT_INVALID
+    return EXIT_REGRESSED if constraint_failed else EXIT_OK
 
 
 def check_status(ok: bool) -> int:

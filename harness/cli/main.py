@@ -25,6 +25,7 @@ from harness.cli.exits import (
     check_status,
     exit_status,
     gate_status,
+    matrix_status,
     signal_status,
     valid_status,
 )
@@ -228,6 +229,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return valid_status(sweep.valid)
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from harness.boot.processes import signals_unwind
+    from harness.matrix.render import render_matrix
+    from harness.matrix.run import plans, run_matrix, save_matrix
+    from harness.matrix.spec import read_matrix, unknown_slices
+    from harness.matrix.summary import summarise
+
+    matrix = read_matrix(args.matrix)
+    chosen = matrix.metrics or tuple(str(spec) for spec in _metric_specs(args.metrics))
+    metrics = list(dict.fromkeys([*chosen, *(c.metric for c in matrix.constraints)]))
+    plan, settings = _plan(args)
+    unknown_slices(matrix, plan.gold)
+    for each in plans(plan, args.side, matrix):  # every configuration is checked before any runs
+        _check_cutoffs(each.config, metrics, from_cli=False)
+    with signals_unwind():
+        runs = run_matrix(
+            plan, args.side, args.ref, matrix, repeats=_repeats(args, plan), fresh=args.fresh
+        )
+    result, comparisons = summarise(plan.gold, matrix, runs, metrics, settings, side=args.side)
+    saved = save_matrix(plan.results_dir, result, comparisons)
+    print(render_matrix(result, args.format), end="")
+    print(f"harness: results saved in {saved}", file=sys.stderr)
+    return matrix_status(result.valid, bool(result.failed))
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -436,6 +462,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "gold stats": cmd_gold_stats,
     "sweep": cmd_sweep,
     "gate": cmd_gate,
+    "matrix": cmd_matrix,
     "threshold": cmd_threshold,
     "demo": cmd_demo,
     "clean": cmd_clean,
