@@ -35,13 +35,16 @@ _GATE = {
 }
 
 
-def exit_status(verdicts: Sequence[Verdict], *, strict: bool = False) -> int:
+def exit_status(
+    verdicts: Sequence[Verdict], *, strict: bool = False, floors_failed: bool = False
+) -> int:
     """harness compare and harness report, on (quality, latency): invalid beats regressed beats
     everything else (improved, no difference, inconclusive, not compared: 0), except that with
-    `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE."""
+    `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE. A floor of [gate.floors] the
+    candidate does not meet is EXIT_REGRESSED, as a regression is."""
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
-    if Verdict.REGRESSED in verdicts:
+    if Verdict.REGRESSED in verdicts or floors_failed:
         return EXIT_REGRESSED
     if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
         return EXIT_INCONCLUSIVE

@@ -35,9 +35,10 @@ from harness.types import RefRun
 
 if TYPE_CHECKING:
     from harness.config import HarnessConfig
+    from harness.gate.floors import Floor
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
-    from harness.verdict.comparison import CompareSettings
+    from harness.verdict.comparison import CompareSettings, Comparison
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,6 +180,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
+    floors = _floors(plan)
     with signals_unwind():
         baseline, candidate = run_pair(
             plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
@@ -186,11 +188,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    comparison = _with_floors(comparison, floors, plan, candidate)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(f"harness: results saved in {saved}", file=sys.stderr)
-    return exit_status(comparison.verdicts, strict=args.strict)
+    return exit_status(
+        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -199,7 +204,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     comparison = load_comparison(args.dir)
     print(render(comparison, args.format, redact=args.redact), end="")
-    return exit_status(comparison.verdicts, strict=args.strict)
+    return exit_status(
+        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -258,15 +265,17 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from harness.gate.baseline_file import read_baseline, read_baseline_or_none, write_baseline
+    from harness.gate.floors import check_floors
     from harness.gate.measure import measure
     from harness.gate.render import render_gate
-    from harness.gate.rule import Outcome, conclude, gated_metrics
+    from harness.gate.rule import Outcome, conclude, gated_metrics, with_floors
 
     path: Path = args.baseline_file
     # A missing file is only fine when we are about to write it.
     recorded = read_baseline_or_none(path) if args.update_baseline else read_baseline(path)
     chosen = [str(spec) for spec in _metric_specs(args.metrics)] if args.metrics else None
     plan, _ = _plan(args)
+    floors = _floors(plan)
     run = _run_ref(plan, args)
     measured = measure(
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
@@ -278,6 +287,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         strict=args.strict,
         metrics=chosen,
     )
+    max_errors = plan.config.compare.max_errors
+    result = with_floors(result, check_floors(floors, plan.gold, run, max_errors=max_errors))
     if result.outcome is Outcome.UPDATED and measured.baseline is not None:
         written = write_baseline(path, measured.baseline)
         what = "rewritten" if written else "unchanged (the same bytes)"
@@ -365,6 +376,40 @@ def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
 
     with signals_unwind():
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
+
+
+def _floors(plan: RunPlan) -> tuple[Floor, ...]:
+    """The [gate.floors] of the config; ConfigError, before anything runs, for a slice the gold
+    set does not have."""
+    from harness.errors import ConfigError
+    from harness.gate.floors import floors_from, unknown_slices
+
+    gate = plan.config.gate
+    floors = floors_from(gate.floors, gate.slice_floors)
+    unknown = unknown_slices(floors, plan.gold)
+    if unknown:
+        raise ConfigError(
+            f"{plan.config.path}: gate.floors.slice.{unknown[0]}: the gold set has no slice "
+            f"{unknown[0]!r}",
+            hint=f"known slices: {', '.join(plan.gold.slices)}",
+        )
+    return floors
+
+
+def _with_floors(
+    comparison: Comparison, floors: Sequence[Floor], plan: RunPlan, candidate: RefRun
+) -> Comparison:
+    """The comparison carrying [gate.floors] checked on the candidate, when any is set."""
+    from dataclasses import replace
+
+    from harness.gate.floors import check_floors
+
+    if not floors:
+        return comparison
+    max_errors = plan.config.compare.max_errors
+    return replace(
+        comparison, floors=check_floors(floors, plan.gold, candidate, max_errors=max_errors)
+    )
 
 
 def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:

@@ -35,6 +35,7 @@ from harness.config.values import (
     COMMAND_PLACEHOLDERS,
     MERGED_TABLES,
     CompareConfig,
+    GateConfig,
     HarnessConfig,
     QueryConfig,
     ServiceConfig,
@@ -43,7 +44,7 @@ from harness.config.values import (
 from harness.errors import ConfigError, Problem
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_@\-.\"' ]+?)\s*=")  # @: "mrr@10" in [gate.floors]
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
@@ -163,7 +164,7 @@ def load_config(
             hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
-    gold, corpus, sides, compare = _validate(doc, reader, path.parent)
+    gold, corpus, sides, compare, gate = _validate(doc, reader, path.parent)
     root = _find_repo(path) if repo is None else _check_repo((cwd / repo).resolve())
     _check_inside(reader, root, path.parent, doc)
     if reader.problems or gold is None:  # a missing gold.path is one of the problems
@@ -180,6 +181,7 @@ def load_config(
         baseline=sides["baseline"],
         candidate=sides["candidate"],
         compare=compare,
+        gate=gate,
     )
 
 
@@ -291,7 +293,7 @@ def _check_repo(repo: Path) -> Path:
 
 def _validate(
     doc: Mapping[str, Any], reader: _Reader, base: Path
-) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig]:
+) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig, GateConfig]:
     top = [*SECTIONS, *SIDES]
     for key in doc:
         if key not in top:
@@ -364,7 +366,10 @@ def _validate(
             f"and {rewrites['candidate']!r}): both sides must be asked the same queries",
             hint="set query.rewrite once, in [query], not in [baseline.query] or [candidate.query]",
         )
-    return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
+    floors = dict(read["gate"].values.get("floors", {}))
+    by_slice = floors.pop("slice", {})
+    gate = GateConfig(floors, by_slice)
+    return gold, corpus_path, sides, CompareConfig(**read["compare"].values), gate
 
 
 def _uses_data(service: Mapping[str, Any]) -> bool:

@@ -104,6 +104,14 @@ class CompareConfig:
 
 
 @dataclass(frozen=True)
+class GateConfig:
+    """[gate.floors]: absolute floors, off unless set (harness.gate.floors states the rules)."""
+
+    floors: Mapping[str, float] = field(default_factory=dict)  # metric -> limit, overall
+    slice_floors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HarnessConfig:
     path: Path  # the config file it was read from (always the caller's tree)
     repo: Path
@@ -112,6 +120,7 @@ class HarnessConfig:
     baseline: SideConfig
     candidate: SideConfig
     compare: CompareConfig = field(default_factory=CompareConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
 
     def side(self, name: str) -> SideConfig:
         if name not in ("baseline", "candidate"):
