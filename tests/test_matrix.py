@@ -283,6 +283,17 @@ def test_matrix_file_errors_exit_2_before_anything_runs(
 
 
 @pytest.mark.slow
+def test_the_demos_own_ablation_matrix_runs_as_the_readme_shows(
+    demo: tuple[Path, dict[str, str]],
+) -> None:
+    done = _matrix(demo, "demo/ablation.toml")
+    assert done.returncode == 1, done.stderr  # its lexical constraint fails, by design
+    assert "Constraints: 1 of 2 failed" in done.stdout
+    assert "FAILED  lexical: ndcg@10 at most 0.05 below the reference" in done.stdout
+    assert "ok      hybrid: mrr@10 on slice semantic at least 0.3" in done.stdout
+
+
+@pytest.mark.slow
 def test_nothing_is_left_behind(demo: tuple[Path, dict[str, str]]) -> None:
     home, _ = demo
     assert list((home / "tmp").iterdir()) == []

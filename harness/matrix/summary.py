@@ -138,7 +138,8 @@ def _check(c: Constraint, rows: Mapping[str, Row], reference: str) -> Constraint
     if c.bound == "max_drop":
         drop = round(-(cell.delta or 0.0), _DIGITS) if cell is not None else 0.0
         passed = drop <= c.value
-        words = f"{value:.3f}, {drop:+.3f} below the reference ({ref_value or 0:.3f})"
+        side = f"{drop:.3f} below" if drop >= 0 else f"{-drop:.3f} above"
+        words = f"{value:.3f}, {side} the reference ({ref_value or 0:.3f})"
         return ConstraintResult(c, value, ref_value, passed, words)
     passed = v >= c.value if c.bound == "min" else v <= c.value
     return ConstraintResult(c, value, ref_value, passed, f"{value:.3f}")
