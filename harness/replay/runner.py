@@ -22,7 +22,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -33,12 +33,12 @@ from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
-from harness.config.inputs import inputs_hash
+from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import Channel, replay, warm_up
-from harness.replay.rewrite import rewritten
+from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
@@ -64,14 +64,28 @@ class RunPlan:
 class RefSession:
     """One ref checked out and built; boots its service once per repeat."""
 
-    def __init__(self, plan: RunPlan, side: str, ref: str, *, label: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: RunPlan,
+        side: str,
+        ref: str,
+        *,
+        label: str | None = None,
+        pins: Mapping[str, str] | None = None,
+    ) -> None:
         self.plan = plan
-        self.side: SideConfig = plan.config.side(side)
         self.side_name = side
         # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
         self.ref = label or ref
         self.resolved = resolve_ref(plan.config.repo, ref)
         self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
+        # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins
+        chosen = plan.config.side(side, ref, self.resolved.sha)
+        if pins:
+            chosen = replace(
+                chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
+            )
+        self.side: SideConfig = chosen
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -84,6 +98,10 @@ class RefSession:
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config.corpus)
+        # Rewritten once, before anything is built: a hook that fails on a query stops here.
+        self._items = rewritten_items(
+            ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
+        )
 
     @property
     def log_dir(self) -> Path:
@@ -95,17 +113,15 @@ class RefSession:
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
             # A data path or committed symlink leading out of the tree: refused before any boot.
-            data_source(self.side.service, self.worktree)
+            data_source(self.side.service, self.worktree, self.plan.config.config_dir)
             if self.plan.keep:
                 print(
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
                     file=sys.stderr,
                 )
+            service, sha_key = build_inputs(self.side.service, self.sha, self.plan.config)
             result = build(
-                self.worktree,
-                sha_key=self.sha,
-                service=self.side.service,
-                log_dir=self.log_dir,
+                self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
             )
             self.timings["build"] = result.seconds
             self.build_cached = result.cached if self.side.service.build else None
@@ -153,7 +169,11 @@ class RefSession:
         if self.plan.progress is not None:
             self.plan.progress(label, 0, len(items), 0, None)  # booting
         svc_cm = running_service(
-            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
+            self.side.service,
+            self.worktree,
+            log_path=log_path,
+            extra_env=self.extra_env,
+            config_dir=self.plan.config.config_dir,
         )
         try:
             with svc_cm as svc:
@@ -222,8 +242,7 @@ class RefSession:
 
     def items(self) -> list[tuple[str, str]]:
         """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
-        rewrite = self.side.query.rewrite
-        return [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
+        return list(self._items)
 
     def _log_path(self, index: int) -> Path:
         path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
@@ -271,6 +290,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "path": q.path,
         "params": dict(q.params),
         "json": None if q.json is None else dict(q.json),
+        **({} if q.form is None else {"form": dict(q.form)}),
         "ids": q.ids,
         "scores": q.scores,
         "rewrite": q.rewrite,
@@ -400,6 +420,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 session.worktree,
                 log_path=side.log_path,
                 extra_env=session.extra_env,
+                config_dir=plan.config.config_dir,
             )
             side.svc_cm = cm
             try:
