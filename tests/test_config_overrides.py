@@ -411,3 +411,38 @@ def test_a_bad_hook_name_is_an_error(repo: Path) -> None:
     path = write(repo, "", base=BASE.replace('ids = "', 'rewrite = "hooks/topic.py"\nids = "'))
     (problem,) = problems(path)
     assert 'or a hook "module:function"' in problem.message
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path) -> None:
+    """What compare, run --ref, sweep and gate measure: RefSession(plan, side, ref)."""
+    from e2e_support import git
+
+    from harness.gold import load_gold
+    from harness.replay.runner import RefSession, RunPlan
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "gold").mkdir()
+    (repo / "gold" / "gold.jsonl").write_text(
+        '{"format": "harness-gold", "version": 1}\n'
+        '{"id": "q1", "query": "Tea", "relevant": {"d1": 1}}\n'
+    )
+    write(repo, '\n[ref."v1.*".service]\nenv = { MODE = "legacy", RRF_K = "10" }\n'
+                '\n[ref."v1.*".query]\npath = "/v1/search"\n',
+          base=BASE.replace('ids = "', 'rewrite = "lower"\nids = "'))
+    git(repo, "init", "-q", "-b", "main", home=tmp_path)
+    git(repo, "add", "-A", home=tmp_path)
+    git(repo, "commit", "-q", "-m", "one", home=tmp_path)
+    git(repo, "tag", "v1.4", home=tmp_path)
+    config = load_config(repo / "harness.toml")
+    plan = RunPlan(config, load_gold(config.gold), None, tmp_path / "results")
+    session = RefSession(plan, "candidate", "v1.4", pins={"RRF_K": "60"})
+    assert session.side.query.path == "/v1/search"
+    assert session.side.service.env == {"MODE": "legacy", "RRF_K": "60"}  # the point wins
+    assert session.items() == [("q1", "tea")]
+    main = RefSession(plan, "candidate", "main")
+    assert main.side == config.candidate  # the same commit, but "main" matches no table
+    assert main.config_hash != session.config_hash
