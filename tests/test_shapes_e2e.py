@@ -15,6 +15,7 @@ sandboxed run passes only because the config folder is bound read-only into the 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -77,6 +78,13 @@ def box(tmp_path: Path) -> Box:
     return build_box(tmp_path / "box")
 
 
+def test_the_readme_quotes_the_configuration_verbatim() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- example: moving_api -->\s*```toml\n(.*?)```", readme, re.S)
+    assert found, "README.md has no toml block after <!-- example: moving_api -->"
+    assert found.group(1) == (FIXTURE / "user_tree" / "harness.toml").read_text(encoding="utf-8")
+
+
 def _ok(done: subprocess.CompletedProcess[str]) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -87,7 +95,9 @@ def _clean(box: Box) -> None:
 
 
 def test_compare_across_refs_whose_api_moved(box: Box) -> None:
-    done = box.harness("compare", "--baseline", "v1.0", "--candidate", "main", "--format", "json")
+    done = box.harness(
+        "compare", "--baseline", "v1.0", "--candidate", "main", "--repeats", "2", "--format", "json"
+    )
     _ok(done)
     report = json.loads(done.stdout)
     text = json.dumps(report)
@@ -128,7 +138,7 @@ def test_a_json_body_where_a_form_is_expected_gets_422(box: Box) -> None:
 def test_a_hook_failing_on_a_query_stops_before_anything_is_built(box: Box) -> None:
     hook = box.repo / "hooks" / "topic.py"
     hook.write_text(hook.read_text().replace('re.search(r"q\\d\\d"', 're.search(r"q0\\d"'))
-    done = box.harness("compare", "--baseline", "v1.0", "--candidate", "main")
+    done = box.harness("compare", "--baseline", "v1.0", "--candidate", "main", "--repeats", "1")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "query.rewrite = 'hooks.topic:rewrite' raised ValueError" in done.stderr
     assert "on query 'q10'" in done.stderr  # the first query it fails on
