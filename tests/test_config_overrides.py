@@ -446,3 +446,25 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     main = RefSession(plan, "candidate", "main")
     assert main.side == config.candidate  # the same commit, but "main" matches no table
     assert main.config_hash != session.config_hash
+
+
+def test_a_ref_table_lowering_the_limit_below_a_cutoff_is_refused(tmp_path: Path) -> None:
+    from e2e_support import git
+
+    from harness.gold import load_gold
+    from harness.replay.runner import RefSession, RunPlan
+
+    repo = tmp_path / "repo"
+    (repo / "gold").mkdir(parents=True)
+    (repo / "gold" / "gold.jsonl").write_text(
+        '{"format": "harness-gold", "version": 1}\n'
+        '{"id": "q1", "query": "Tea", "relevant": {"d1": 1}}\n'
+    )
+    write(repo, '\n[ref."main".query]\nlimit = 5\n')
+    git(repo, "init", "-q", "-b", "main", home=tmp_path)
+    git(repo, "add", "-A", home=tmp_path)
+    git(repo, "commit", "-q", "-m", "one", home=tmp_path)
+    config = load_config(repo / "harness.toml")
+    plan = RunPlan(config, load_gold(config.gold), None, tmp_path / "results")
+    with pytest.raises(ConfigError, match=r"query\.limit = 5 for main on the baseline side"):
+        RefSession(plan, "baseline", "main")

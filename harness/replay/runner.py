@@ -35,7 +35,7 @@ from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
-from harness.errors import BuildError, ResultsError, ServiceError
+from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import Channel, replay, warm_up
@@ -92,6 +92,7 @@ class RefSession:
                 chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
             )
         self.side: SideConfig = chosen
+        _check_limit(plan.config, side, ref, chosen)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -294,6 +295,18 @@ class RefSession:
             print(f"harness: warning: run record not saved: {exc.message}", file=sys.stderr)
             return run
         return replace(run, record_path=str(path))
+
+
+def _check_limit(config: HarnessConfig, side: str, ref: str, chosen: SideConfig) -> None:
+    """A ref table that lowers query.limit below a cutoff: the CLI checked only the sides."""
+    limit, deepest = chosen.query.limit, max(config.compare.k, default=0)
+    if limit < deepest and limit != config.side(side).query.limit:
+        raise ConfigError(
+            f"{config.path}: query.limit = {limit} for {ref} on the {side} side (from a "
+            f'[ref."PATTERN"] table) is below the cutoff {deepest}: its hit@{deepest} would be '
+            f"computed from {limit} results",
+            hint=f"raise query.limit to {deepest} or more in that table, or lower compare.k",
+        )
 
 
 def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
