@@ -4,8 +4,9 @@
     save_matrix(results_dir, result, comparisons) -> Path
 
 Each configuration is the side's config with its overrides and env pins applied
-(`harness.matrix.spec.apply_entry`), so each has its own config hash, run record and reusable
-measurements; the sessions of all configurations run with their repeats interleaved
+(`harness.matrix.spec.apply_entry`; a matching `[ref."PATTERN"]` table applies over its
+service/query overrides, and its env pins come last, as a sweep's), so each has its own config
+hash, run record and reusable measurements; the sessions of all configurations run with their repeats interleaved
 (`harness.replay.runner.run_interleaved`), as a sweep's values do.
 """
 
@@ -44,7 +45,8 @@ def run_matrix(
 ) -> tuple[RefRun, ...]:
     """One RefRun per configuration, in order; each record's `ref` is "REF [NAME]"."""
     sessions = [
-        RefSession(p, side, ref, label=f"{ref} [{entry.name}]")
+        # env pins last, over any [ref."PATTERN"] table, as a sweep's values are
+        RefSession(p, side, ref, label=f"{ref} [{entry.name}]", pins=dict(entry.env))
         for p, entry in zip(plans(plan, side, matrix), matrix.entries, strict=True)
     ]
     return run_interleaved(sessions, repeats=repeats, fresh=fresh)
