@@ -6,8 +6,8 @@
 Each configuration is the side's config with its overrides and env pins applied
 (`harness.matrix.spec.apply_entry`; a matching `[ref."PATTERN"]` table applies over its
 service/query overrides, and its env pins come last, as a sweep's), so each has its own config
-hash, run record and reusable measurements; the sessions of all configurations run with their repeats interleaved
-(`harness.replay.runner.run_interleaved`), as a sweep's values do.
+hash, run record and reusable measurements; the sessions of all configurations run with their
+repeats interleaved (`harness.replay.runner.run_interleaved`), as a sweep's values do.
 """
 
 from __future__ import annotations
