@@ -1,6 +1,7 @@
 """The comparison page: a Comparison in, text out.  It formats; it computes nothing.
 
-    render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json
+    render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json,
+                                                       html (`harness.report.html_page`)
 
 Text (a terminal) and Markdown (a PR comment) share one page, built once as `harness.report.layout`
 blocks: the verdicts in words first, any reason the run is invalid above everything, then the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
+from harness.errors import HarnessError
 from harness.report import layout
 from harness.report.document import comparison_to_dict
 from harness.report.layout import Block
@@ -315,12 +317,37 @@ def _render_json(c: Comparison, redact: bool) -> str:
     )
 
 
+# --------------------------------------------------------------------------- HTML
+
+
+PLOTLY_MISSING = (
+    "the HTML report needs plotly, which is not installed in this environment",
+    ["pip install 'plotly>=5.18' (a dependency of harness: `pip install .` installs it)"],
+)
+
+
+def html_available() -> bool:
+    """Whether the HTML report can be rendered here (plotly is importable)."""
+    import importlib.util
+
+    return importlib.util.find_spec("plotly") is not None
+
+
+def _render_html(c: Comparison, redact: bool) -> str:
+    if not html_available():
+        raise HarnessError(PLOTLY_MISSING[0], PLOTLY_MISSING[1])
+    from harness.report.html_page import render_html  # plotly is loaded only for HTML
+
+    return render_html(c, redact)
+
+
 # --------------------------------------------------------------------------- the registry
 
 RENDERERS: Mapping[str, Callable[[Comparison, bool], str]] = {
     "text": _render_text,
     "markdown": _render_markdown,
     "json": _render_json,
+    "html": _render_html,
 }
 
 

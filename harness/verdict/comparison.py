@@ -10,8 +10,12 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── power: Power                          what the headline's tests could have seen
     ├── no_answer: NoAnswer, outranks: Outranks
     ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest,
-    │                                         Throughput per side under --concurrency, Machine
-    └── flips: Flips...                       a Flip per query whose hit@k changed
+    │                                         Throughput per side under --concurrency, Machine,
+    │                                         each side's percentiles and the paired ratios'
+    ├── flips: Flips...                       a Flip per query whose hit@k changed
+    ├── repeats: RepeatMeans...               each usable repeat's metric means (drift, as a plot)
+    └── top_scores: TopScores...              per side with scores: answerable vs unanswerable
+                                              top-result scores and the chosen no-answer cutoff
 
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
 Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
@@ -156,7 +160,9 @@ class HitDetail:
 
     `drift_*` counts queries whose hit@k is not the same in every repeat of that side;
     `topk_drift_*` those whose deduplicated top-k list is not identical in every repeat (a
-    superset).  Drift is shown, and is inside the test; it never sets a bar.
+    superset).  Drift is shown, and is inside the test; it never sets a bar.  `ci_low`/`ci_high`:
+    the paired bootstrap interval of the delta of per-query hit rates (`stats.paired_bootstrap_ci`,
+    seeded), drawn in the HTML report; the verdict is the exact test's.
     """
 
     test: BinaryTest
@@ -164,6 +170,10 @@ class HitDetail:
     drift_candidate: int
     topk_drift_baseline: int
     topk_drift_candidate: int
+    # Paired bootstrap interval of the hit-rate delta (as for continuous rows), for a picture of
+    # its size; the verdict is the exact test's.
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +255,12 @@ class Latency:
     throughput_baseline: Throughput | None = None  # under --concurrency N > 1 only
     throughput_candidate: Throughput | None = None
     machine: Machine | None = None
+    # For the plots: each side's latency percentiles 0, 1, ..., 100 (ms, numpy "linear"), over
+    # the same answers as its summary; and the percentiles of every per-query paired ratio
+    # candidate/baseline of every round (empty when latency was not paired).
+    percentiles_baseline: tuple[float, ...] = ()
+    percentiles_candidate: tuple[float, ...] = ()
+    ratio_percentiles: tuple[float, ...] = ()
 
 
 class Direction(enum.StrEnum):
@@ -271,6 +287,35 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class RepeatMeans:
+    """One usable repeat of one side: the mean of each compared metric over the analysed
+    answerable queries (in the order of `Comparison.overall.rows`), and its latency p50 (ms)."""
+
+    side: str
+    index: int  # the repeat's index in its run (its round, for runs measured together)
+    means: tuple[float, ...]
+    latency_p50: float | None = None
+
+
+@dataclass(frozen=True)
+class TopScores:
+    """One side's top-result scores, answerable and unanswerable queries apart, sorted (what
+    `harness threshold` analyses: low median over repeats, empty answers counted apart), and the
+    no-answer cutoff it chooses, with its rates and words."""
+
+    side: str
+    answerable: tuple[float, ...]
+    unanswerable: tuple[float, ...]
+    empty_answerable: int
+    empty_unanswerable: int
+    cutoff: float | None
+    abstention_rate: float | None
+    false_answer_rate: float | None
+    separable: bool
+    words: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
 
@@ -290,6 +335,8 @@ class Comparison:
     latency: Latency
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
+    repeats: tuple[RepeatMeans, ...] = ()
+    top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
 
     @property
     def valid(self) -> bool:

@@ -90,6 +90,9 @@ def _hit_row(
     test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
+    _, ci_low, ci_high = stats.paired_bootstrap_ci(
+        rates[0], rates[1], seed=settings.seed, resamples=settings.resamples
+    )
     return MetricRow(
         metric=metric,
         n=n,
@@ -105,6 +108,8 @@ def _hit_row(
             drift_candidate=stats.drift(list(outcomes[1])),
             topk_drift_baseline=int(topk[0][sel].sum()),
             topk_drift_candidate=int(topk[1][sel].sum()),
+            ci_low=ci_low,
+            ci_high=ci_high,
         ),
         power=power(
             metric,
