@@ -177,6 +177,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.comparisons import save_comparison
     from harness.verdict.compare import compare
 
+    _require_html(args.format)
     plan, settings = _plan(args)
     with signals_unwind():
         baseline, candidate = run_pair(
@@ -186,10 +187,46 @@ def cmd_compare(args: argparse.Namespace) -> int:
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
-    print(render(comparison, args.format, redact=args.redact), end="", flush=True)
+    page = (
+        None
+        if _page_to_terminal(args.format)
+        else render(comparison, args.format, redact=args.redact)
+    )
+    if page is not None:
+        print(page, end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(f"harness: results saved in {saved}", file=sys.stderr)
+    _html_notes(page is None, saved / "report.html")
     return exit_status(comparison.verdicts, strict=args.strict)
+
+
+def _page_to_terminal(fmt: str) -> bool:
+    """An HTML page (megabytes of it) is not written to a terminal: only redirected."""
+    return fmt == "html" and sys.stdout.isatty()
+
+
+def _require_html(fmt: str) -> None:
+    """--format html without plotly: the error before anything is measured."""
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if fmt == "html" and not html_available():
+        raise HarnessError(*PLOTLY_MISSING)
+
+
+def _html_notes(withheld: bool, page: Path) -> None:
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if not html_available():
+        print(
+            f"harness: note: no report.html: {PLOTLY_MISSING[0]}; {PLOTLY_MISSING[1][0]}",
+            file=sys.stderr,
+        )
+    elif withheld:
+        print(
+            f"harness: the HTML page is not written to a terminal; open {page} "
+            "(or redirect: > page.html)",
+            file=sys.stderr,
+        )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -197,6 +234,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.results.comparisons import load_comparison
 
     comparison = load_comparison(args.dir)
+    _require_html(args.format)
+    if _page_to_terminal(args.format):
+        raise HarnessError(
+            "--format html writes a page of several MB: not to a terminal",
+            [f"redirect it: harness report {args.dir} --format html > page.html"],
+        )
     print(render(comparison, args.format, redact=args.redact), end="")
     return exit_status(comparison.verdicts, strict=args.strict)
 

@@ -78,7 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never reuse earlier run records (a stored run gives quality, never latency)",
     )
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="what to print (default text); html: the self-contained page, also saved as "
+        "report.html beside report.md",
+    )
     p.add_argument(
         "--redact", action="store_true", help="leave query and document text out of every output"
     )
@@ -113,7 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="re-render a saved comparison without running anything")
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="default text; html: the self-contained page (redirect it to a file)",
+    )
     p.add_argument("--redact", action="store_true")
     _add_strict(p)
 

@@ -45,8 +45,14 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
         height=height,
         font=FONT,
         margin={"l": 60, "r": 20, "t": 110, "b": 50},
-        legend={"orientation": "h", "yanchor": "top", "y": 0.995, "x": 1, "xanchor": "right",
-                "yref": "container"},
+        legend={
+            "orientation": "h",
+            "yanchor": "top",
+            "y": 0.995,
+            "x": 1,
+            "xanchor": "right",
+            "yref": "container",
+        },
     )
     return fig
 
@@ -108,15 +114,20 @@ def quality(c: Comparison) -> go.Figure | None:
                     error_x={
                         "type": "data",
                         "symmetric": False,
-                        "array": [0 if v is None else v[1] - r.delta for v, (_, r) in
-                                  zip(intervals, shown, strict=True)],
-                        "arrayminus": [0 if v is None else r.delta - v[0] for v, (_, r) in
-                                       zip(intervals, shown, strict=True)],
+                        "array": [
+                            0 if v is None else v[1] - r.delta
+                            for v, (_, r) in zip(intervals, shown, strict=True)
+                        ],
+                        "arrayminus": [
+                            0 if v is None else r.delta - v[0]
+                            for v, (_, r) in zip(intervals, shown, strict=True)
+                        ],
                         "color": "#333",
                         "thickness": 1.2,
                     },
-                    hovertext=[_hover(lab, r, v) for (lab, r), v in
-                               zip(shown, intervals, strict=True)],
+                    hovertext=[
+                        _hover(lab, r, v) for (lab, r), v in zip(shown, intervals, strict=True)
+                    ],
                     hoverinfo="text",
                     showlegend=False,
                     name=metric,
@@ -200,15 +211,28 @@ def latency(c: Comparison) -> go.Figure | None:
         )
         # Shapes after the trace: plotly leaves them off a subplot that is still empty.
         fig.add_hrect(
-            y0=1 / (1 + band), y1=1 + band, fillcolor="#9e9e9e", opacity=0.15, line_width=0,
-            row=1, col=2,
+            y0=1 / (1 + band),
+            y1=1 + band,
+            fillcolor="#9e9e9e",
+            opacity=0.15,
+            line_width=0,
+            row=1,
+            col=2,
         )
         fig.add_hrect(
-            y0=t.ci_low, y1=t.ci_high, fillcolor=VERDICT_COLOURS[t.verdict], opacity=0.25,
-            line_width=0, row=1, col=2,
+            y0=t.ci_low,
+            y1=t.ci_high,
+            fillcolor=VERDICT_COLOURS[t.verdict],
+            opacity=0.25,
+            line_width=0,
+            row=1,
+            col=2,
         )
         fig.add_hline(
-            y=t.ratio, line_color=VERDICT_COLOURS[t.verdict], row=1, col=2,
+            y=t.ratio,
+            line_color=VERDICT_COLOURS[t.verdict],
+            row=1,
+            col=2,
             annotation_text=f"{t.ratio:.2f} [{t.ci_low:.2f}, {t.ci_high:.2f}]",
             annotation_position="top left",
         )
@@ -239,17 +263,19 @@ def latency(c: Comparison) -> go.Figure | None:
 
 
 def scores(c: Comparison) -> go.Figure | None:
-    """Per side, overlaid histograms of answerable and unanswerable top scores and the cutoff."""
+    """Per side, overlaid histograms of answerable and unanswerable top scores (each as a
+    percentage of its own group, on shared bins) and the chosen cutoff, dashed."""
     if not c.top_scores:
         return None
+    titles = []
+    for t in c.top_scores:
+        cut = "no cutoff" if t.cutoff is None else f"cutoff {t.cutoff:.4g} (dashed)"
+        titles.append(
+            f"{t.side}: {cut}; returned nothing: {t.empty_answerable} answerable, "
+            f"{t.empty_unanswerable} unanswerable"
+        )
     fig = make_subplots(
-        rows=1,
-        cols=len(c.top_scores),
-        subplot_titles=[
-            f"{t.side}: {len(t.answerable)} answerable, {len(t.unanswerable)} unanswerable "
-            f"scored" for t in c.top_scores
-        ],
-        horizontal_spacing=0.08,
+        rows=1, cols=len(c.top_scores), subplot_titles=titles, horizontal_spacing=0.08
     )
     for j, t in enumerate(c.top_scores, start=1):
         for name, values, colour in (
@@ -259,33 +285,27 @@ def scores(c: Comparison) -> go.Figure | None:
             fig.add_trace(
                 go.Histogram(
                     x=list(values),
-                    name=name,
+                    name=f"{name} (scored)",
                     marker_color=colour,
                     opacity=0.6,
-                    nbinsx=30,
+                    nbinsx=40,
+                    histnorm="percent",
+                    bingroup=f"scores-{j}",
                     legendgroup=name,
                     showlegend=j == 1,
-                    hovertemplate=f"{name}: %{{y}} queries in %{{x}}<extra></extra>",
+                    hovertemplate=f"{name}: %{{y:.1f}}% of its queries at %{{x}}<extra></extra>",
                 ),
                 row=1,
                 col=j,
             )
         if t.cutoff is not None:
-            words = f"cutoff {t.cutoff:.4g}"
-            if t.abstention_rate is not None and t.false_answer_rate is not None:
-                words += (
-                    f": abstains on {t.abstention_rate:.0%}, "
-                    f"answers {t.false_answer_rate:.0%} of unanswerable"
-                )
-            fig.add_vline(
-                x=t.cutoff, line_dash="dash", line_color="#333", row=1, col=j,
-                annotation_text=words, annotation_position="top",
-            )
+            fig.add_vline(x=t.cutoff, line_dash="dash", line_color="#333", row=1, col=j)
         fig.update_xaxes(title_text="top-result score", row=1, col=j)
-    fig.update_yaxes(title_text="queries", row=1, col=1)
+    fig.update_yaxes(title_text="% of its group", row=1, col=1)
     fig.update_layout(barmode="overlay")
-    return _layout(fig, "Top-result scores: answerable vs unanswerable, and the no-answer cutoff",
-                   420)
+    return _layout(
+        fig, "Top-result scores: answerable vs unanswerable, and the no-answer cutoff", 420
+    )
 
 
 # --------------------------------------------------------------------------- drift per repeat
