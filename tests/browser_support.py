@@ -105,7 +105,9 @@ async (src) => {
   const ctx = canvas.getContext("2d"); ctx.drawImage(img, 0, 0);
   const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
   const seen = new Set();
-  for (let i = 0; i < data.length; i += 4 * 5) seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  for (let i = 0; i < data.length; i += 4 * 5) {
+    seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
   return {colours: seen.size, width: canvas.width, height: canvas.height};
 }
 """

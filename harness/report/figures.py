@@ -171,11 +171,12 @@ def latency(c: Comparison) -> go.Figure | None:
         )
         if values
     ]
-    if not sides:
+    test = lat.test
+    if not sides and test is None:
         return None
-    paired = lat.test is not None
-    titles = ["Latency ECDF, ms (log scale)"]
-    titles += ["Candidate/baseline per round", "Per-query ratio ECDF (log scale)"] if paired else []
+    titles = ["Latency ECDF, ms (log scale)"] if sides else []
+    titles += ["Candidate/baseline per round"] if test is not None else []
+    titles += ["Per-query ratio ECDF (log scale)"] if test and lat.ratio_percentiles else []
     fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.08)
     for side, values in sides:
         fig.add_trace(
@@ -191,10 +192,12 @@ def latency(c: Comparison) -> go.Figure | None:
             row=1,
             col=1,
         )
-    fig.update_xaxes(type="log", title_text="ms", row=1, col=1)
-    fig.update_yaxes(title_text="fraction of answers", range=[0, 1.02], row=1, col=1)
-    if lat.test is not None:
-        t = lat.test
+    if sides:
+        fig.update_xaxes(type="log", title_text="ms", row=1, col=1)
+        fig.update_yaxes(title_text="fraction of answers", range=[0, 1.02], row=1, col=1)
+    col = 1 + bool(sides)
+    if test is not None:
+        t = test
         rounds = list(range(1, len(t.rounds) + 1))
         band = c.settings.latency_tolerance
         fig.add_trace(
@@ -207,7 +210,7 @@ def latency(c: Comparison) -> go.Figure | None:
                 hovertemplate="round %{x}: %{y:.3f}<extra></extra>",
             ),
             row=1,
-            col=2,
+            col=col,
         )
         # Shapes after the trace: plotly leaves them off a subplot that is still empty.
         fig.add_hrect(
@@ -217,7 +220,7 @@ def latency(c: Comparison) -> go.Figure | None:
             opacity=0.15,
             line_width=0,
             row=1,
-            col=2,
+            col=col,
         )
         fig.add_hrect(
             y0=t.ci_low,
@@ -226,19 +229,19 @@ def latency(c: Comparison) -> go.Figure | None:
             opacity=0.25,
             line_width=0,
             row=1,
-            col=2,
+            col=col,
         )
         fig.add_hline(
             y=t.ratio,
             line_color=VERDICT_COLOURS[t.verdict],
             row=1,
-            col=2,
+            col=col,
             annotation_text=f"{t.ratio:.2f} [{t.ci_low:.2f}, {t.ci_high:.2f}]",
             annotation_position="top left",
         )
-        fig.add_hline(y=1, line_dash="dot", line_color="#333", row=1, col=2)
-        fig.update_xaxes(title_text="round", dtick=1, row=1, col=2)
-        fig.update_yaxes(title_text="ratio (> 1 slower)", row=1, col=2)
+        fig.add_hline(y=1, line_dash="dot", line_color="#333", row=1, col=col)
+        fig.update_xaxes(title_text="round", dtick=1, row=1, col=col)
+        fig.update_yaxes(title_text="ratio (> 1 slower)", row=1, col=col)
         if lat.ratio_percentiles:
             fig.add_trace(
                 go.Scatter(
@@ -251,11 +254,11 @@ def latency(c: Comparison) -> go.Figure | None:
                     customdata=list(range(101)),
                 ),
                 row=1,
-                col=3,
+                col=col + 1,
             )
-            fig.add_vline(x=1, line_dash="dot", line_color="#333", row=1, col=3)
-            fig.update_xaxes(type="log", title_text="candidate/baseline", row=1, col=3)
-            fig.update_yaxes(range=[0, 1.02], row=1, col=3)
+            fig.add_vline(x=1, line_dash="dot", line_color="#333", row=1, col=col + 1)
+            fig.update_xaxes(type="log", title_text="candidate/baseline", row=1, col=col + 1)
+            fig.update_yaxes(range=[0, 1.02], row=1, col=col + 1)
     return _layout(fig, f"Latency: {lat.words}", 420)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import PurePath
 
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
@@ -86,7 +85,7 @@ def _without_paths(c: Comparison) -> Comparison:
         h,
         baseline=replace(h.baseline, record_path=None),
         candidate=replace(h.candidate, record_path=None),
-        gold=replace(h.gold, source=PurePath(h.gold.source).name),
+        gold=replace(h.gold, source=h.gold.source.replace("\\", "/").rsplit("/", 1)[-1]),
     )
     return replace(redacted(c), header=header)
 
