@@ -322,6 +322,75 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from harness.config import load_config
+    from harness.errors import ConfigError, RefError
+    from harness.gold import load_gold
+    from harness.history.collect import commit_order, points_from_comparisons, points_from_records
+    from harness.history.render import render_history
+    from harness.history.table import aggregate
+    from harness.results.files import write_text_new
+
+    specs = _metric_specs(args.metrics)
+    if args.format == "html" and args.output is None and sys.stdout.isatty():
+        raise HarnessError(
+            "--format html writes a page of several MB: not to a terminal",
+            ["pass --output history.html (or redirect: > history.html)"],
+        )
+    config = None
+    if args.gold is None or args.repo is None:
+        try:
+            config = load_config(args.config, repo=args.repo)
+        except ConfigError:
+            if args.config is not None or (Path.cwd() / "harness.toml").is_file():
+                raise
+    repo = args.repo or (config.repo if config else Path.cwd())
+    if args.gold is not None:
+        gold = load_gold(args.gold)
+    elif config is not None:
+        gold = load_gold(config.gold, corpus=config.corpus)
+    if args.gold is not None or config is not None:
+        points, notes = points_from_records(args.results, gold, specs)
+        source = f"the run records in {args.results} scored on {gold.source}"
+    else:
+        points, notes = points_from_comparisons(args.results)
+        source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
+    try:
+        order: list[str] | None = commit_order(repo, args.ref)
+        ordered_by = f"git's commit order ({args.ref or 'every ref'})"
+    except RefError:
+        if args.ref:
+            raise
+        order, ordered_by = None, "the order they were measured (no git repository here)"
+    if order is not None and not args.ref and not {p.sha for p in points} & set(order):
+        order, ordered_by = None, f"the order they were measured (git at {repo} has none of them)"
+    if args.ref:
+        known = set(order or ())
+        points = [p for p in points if p.sha in known]
+        if not points:
+            raise HarnessError(
+                f"--ref {args.ref}: none of the measured commits is in it",
+                ["give a branch or range that holds them (git log --oneline REV)"],
+            )
+    history = aggregate(
+        points,
+        [str(s) for s in specs],
+        order,
+        ordered_by=ordered_by,
+        source=source,
+    )
+    history = replace(history, notes=(*notes, *history.notes))
+    text = render_history(history, args.format)
+    if args.output is not None:
+        write_text_new(args.output, text)
+        print(f"harness: wrote {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
     from harness.checkout.worktree import cache_dir
@@ -480,6 +549,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep,
     "gate": cmd_gate,
     "threshold": cmd_threshold,
+    "history": cmd_history,
     "demo": cmd_demo,
     "clean": cmd_clean,
 }

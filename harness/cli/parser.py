@@ -249,6 +249,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
+    p = sub.add_parser(
+        "history", help="metrics and latency per commit over the saved results (asv's graph)"
+    )
+    p.add_argument("--results", type=Path, default=Path("results"), help="default ./results")
+    p.add_argument(
+        "--metrics",
+        default="hit@5,mrr@10,ndcg@10,recall@10",
+        help="columns (default hit@5,mrr@10,ndcg@10,recall@10)",
+    )
+    p.add_argument(
+        "--gold",
+        type=Path,
+        help="the gold set to score the run records on (default: the config's; with neither, "
+        "the saved comparisons' numbers are used)",
+    )
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository giving the commit order")
+    p.add_argument(
+        "--ref",
+        metavar="REV",
+        help="only the commits of REV (a branch, or a range A..B), in its order "
+        "(default: every commit measured, in git's order)",
+    )
+    p.add_argument(
+        "--format", choices=("text", "markdown", "csv", "html"), default="text",
+        help="default text; html: a self-contained page with the plots",
+    )
+    p.add_argument(
+        "--output", type=Path, help="write to FILE (never overwritten) instead of stdout"
+    )
+
     p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
     p.add_argument(
         "--builds", action="store_true", help="also remove builds (per-commit venvs), not in use"
