@@ -5,8 +5,8 @@ no sandbox (CI runs as root), no GPU and none of Chromium's background traffic. 
 needs it asks for `browser_or_skip()`, which skips with the reason when Chromium or Playwright is
 absent (.ci/run installs Chromium with apt-get, non-fatally).
 
-    seen = open_page(path, screenshot=out.png)
-    seen.console_errors, seen.requests, seen.count("div.plot-container"), seen.text
+    seen = open_page(path, drawn=JS, screenshot=out.png)
+    seen.console_errors, seen.page_errors, seen.requests, seen.text, seen.evaluated["drawn"]
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ LAUNCH_ARGS = [
 ]
 
 
+# What each plot of a page holds once plotly.js has drawn it.
+DRAWN = """
+() => Array.from(document.querySelectorAll("div.plot")).map(d => ({
+  name: d.dataset.plot,
+  containers: d.querySelectorAll(".plot-container").length,
+  svgs: d.querySelectorAll("svg.main-svg").length,
+  marks: d.querySelectorAll("path, rect.bg, g.point").length,
+}))
+"""
+
+
 def chromium_or_skip() -> Path:
     if not CHROMIUM.is_file():
         found = shutil.which("chromium")
@@ -47,25 +58,22 @@ class Seen:
     console_errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)  # every URL the page asked for
-    counts: dict[str, int] = field(default_factory=dict)
     text: str = ""
     screenshot: bytes = b""
-    evaluated: dict[str, Any] = field(default_factory=dict)
-
-    def count(self, selector: str) -> int:
-        return self.counts[selector]
+    evaluated: dict[str, Any] = field(default_factory=dict)  # drawn, script, colours
 
 
 def open_page(
     path: Path,
     *,
-    selectors: tuple[str, ...],
+    drawn: str,
     screenshot: Path | None = None,
     script: str | None = None,
     width: int = 1280,
 ) -> Seen:
-    """Load `path` headless, wait for the plots to draw, count `selectors`, run `script` (its
-    value lands in `evaluated["script"]`), take a full-page screenshot; close the browser."""
+    """Load `path` headless, wait for the plots to draw, evaluate `drawn` (what is on the page)
+    and then `script` (an interaction), take a full-page screenshot and count its colours; close
+    the browser.  Values land in `evaluated["drawn"]`, `["script"]` and `["colours"]`."""
     executable = chromium_or_skip()
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
     seen = Seen()
@@ -83,7 +91,7 @@ def open_page(
                 "d => d.querySelector('.plot-container svg.main-svg'))",
                 timeout=60_000,
             )
-            seen.counts = {s: page.locator(s).count() for s in selectors}
+            seen.evaluated["drawn"] = page.evaluate(drawn)
             seen.text = page.inner_text("body")
             if script is not None:
                 seen.evaluated["script"] = page.evaluate(script)
@@ -125,3 +133,16 @@ def colours_of(browser: Any, png: bytes) -> dict[str, int]:
         return result
     finally:
         page.close()
+
+
+def check_page(seen: Seen, path: Path, plots: list[str]) -> None:
+    """What every page must show in the browser (see the module docstring)."""
+    assert seen.console_errors == [] and seen.page_errors == []
+    assert seen.requests == [path.resolve().as_uri()]  # itself, and nothing else
+    drawn = seen.evaluated["drawn"]
+    assert [d["name"] for d in drawn] == plots
+    for d in drawn:
+        assert d["containers"] == 1 and d["svgs"] >= 1 and d["marks"] > 0, d
+    shot = seen.evaluated["colours"]
+    assert shot["width"] >= 1000 and shot["height"] > 800
+    assert shot["colours"] > 50  # a blank (or one-colour) page has 1

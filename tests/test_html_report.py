@@ -15,51 +15,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from compare_support import (
-    base_ms,
-    buried,
-    candidate,
-    make_gold,
-    make_run,
-    ranks,
-)
+from compare_support import buried, candidate, make_gold, make_run, ranks, scored
 
 from harness.cli.main import main
 from harness.report import page
 from harness.report.page import render
 from harness.results import comparisons
 from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison, save_comparison
-from harness.types import GoldQuery, GoldSet, RefRun
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 
 SETTINGS = CompareSettings(resamples=500)
 MiB = 1024 * 1024
-
-
-def with_scores(run: RefRun, gold: GoldSet, top: float) -> RefRun:
-    """Every answer with results gets scores: `top` for an answerable query's first result
-    (0.2 for an unanswerable one's), falling by 0.01 a rank."""
-    reps = []
-    for rep in run.repeats:
-        results = []
-        for r in rep.results:
-            first = top if gold.by_id[r.query_id].answerable else 0.2
-            scores = tuple(first - 0.01 * i for i in range(len(r.ids))) if r.ids else ()
-            results.append(replace(r, scores=scores))
-        reps.append(replace(rep, results=tuple(results)))
-    return replace(run, repeats=tuple(reps))
-
-
-def slow(rep: int, q: GoldQuery) -> float:
-    return 1.5 * base_ms(rep, q) * (1 + 0.01 * ((rep + int(q.id[1:])) % 3))
-
-
-def scored() -> tuple[Comparison, RefRun, RefRun]:
-    gold = make_gold()
-    base = with_scores(make_run(gold, ranks()), gold, 0.9)
-    cand = with_scores(candidate(gold, ranks(buried(*range(41, 53))), ms=slow), gold, 0.8)
-    return compare(gold, base, cand, SETTINGS), base, cand
 
 
 @pytest.fixture(scope="module")
