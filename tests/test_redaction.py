@@ -75,7 +75,7 @@ def _saved(tmp_path: Path, redact: bool) -> tuple[Path, list[str]]:
 def test_unredacted_saved_files_do_hold_query_text_and_details(tmp_path: Path) -> None:
     out, needles = _saved(tmp_path, redact=False)
     found = files_holding(out, needles)
-    assert set(found) == {"comparison.json", "report.md", "candidate.json"}
+    assert set(found) == {"comparison.json", "report.md", "report.html", "candidate.json"}
     assert SECRET in found["candidate.json"]
 
 
@@ -85,9 +85,10 @@ def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     ]
-    assert files_holding(out, needles) == {}
+    assert files_holding(out, needles) == {}  # the page too
     assert "q60" in (out / "candidate.json").read_text()  # ids stay: only text goes
     # The copies' details are null (not "" or a placeholder), everything else as recorded.
     for side in ("baseline", "candidate"):
@@ -133,6 +134,7 @@ def test_a_redacted_compare_writes_no_text_into_its_comparison(
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     }
     assert files_holding(saved, _texts()) == {}

@@ -151,7 +151,7 @@ def _html(h: History) -> str:
         " th, td { border-bottom: 1px solid #e0e0e0; padding: 0.25em 0.6em; text-align: left; }"
         " .note { color: #555; }</style>"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>\n'
-        f"<h1>harness history: {len(h.table)} commits</h1>\n"
+        f"<h1>{e(words[0].partition(', from ')[0])}</h1>\n"
         + "".join(f'<p class="note">{e(w)}</p>' for w in words)
         + f'\n<div class="plot" data-plot="history">{div}</div>\n'
         + f'<table class="history"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
