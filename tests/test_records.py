@@ -414,7 +414,8 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
         "report.html",
         "report.md",
     ]
-    assert sorted(p.name for p in second.iterdir()) == ["comparison.json", "report.html", "report.md"]
+    names = sorted(p.name for p in second.iterdir())
+    assert names == ["comparison.json", "report.html", "report.md"]
     assert second != first and first.parent == second.parent == tmp_path
     assert load_run(first / "baseline.json").ref == "main"
     assert load_run(first / "candidate.json").ref == "feat/x"
