@@ -135,7 +135,8 @@ def quality(c: Comparison) -> go.Figure | None:
                 row=i,
                 col=j,
             )
-            fig.add_vline(x=0, line_width=1, line_color="#333", row=i, col=j)
+    # The zero line marks "no change" in every panel (one call: a shape per panel is slow).
+    fig.update_xaxes(zeroline=True, zerolinecolor="#333", zerolinewidth=1)
     ci = f"{100 * (1 - c.settings.alpha):g}%"
     title = (
         f"Candidate - baseline, per slice, with the {ci} interval "
