@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness.config import HarnessConfig
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
+    from harness.types import GoldSet
     from harness.verdict.comparison import CompareSettings
 
 
@@ -391,12 +392,38 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         redact=bool(getattr(args, "redact", False)),
         progress=Progress(),
     )
+    sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
     settings = CompareSettings.from_config(
         config.compare,
-        gate_on=getattr(args, "gate_on", None) or (),
+        gate_on=gates,
         query_differences=config.differences(),
+        context=_context_metrics(config, gold, sides, gates),
     )
     return plan, settings
+
+
+def _context_metrics(
+    config: HarnessConfig, gold: GoldSet, sides: Sequence[str], gate_on: Sequence[str]
+) -> bool:
+    """Whether the context metrics are measured: the gold set has answer spans and every side
+    measured sets query.texts.  Gating on one without query.texts is a configuration error."""
+    from harness.errors import ConfigError
+    from harness.score.metrics import parse_metric
+
+    without = [s for s in sides if config.side(s).query.texts is None]
+    for name in gate_on:
+        try:
+            needs = parse_metric(name).needs_texts
+        except ValueError:
+            continue  # CompareSettings reports unknown names
+        if needs and without:
+            raise ConfigError(
+                f"{name} reads the returned context text, but the {without[0]} sets no "
+                "query.texts",
+                hint='set query.texts to the JMESPath of each result\'s text, e.g. '
+                'texts = "results[].text"',
+            )
+    return not without and any(q.spans for q in gold.queries)
 
 
 def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: bool) -> None:

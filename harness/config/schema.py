@@ -270,6 +270,7 @@ _QUERY: dict[str, Key] = {
     "json": Key("json", _request),
     "headers": Key("table", _request),
     "scores": Key("str", _jmespath),
+    "texts": Key("str", _jmespath),
     "rewrite": Key("str", _rewrite),
     "select": Key("str", _selector),
     "id_pattern": Key("str", _id_pattern),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from harness.score.evaluation import evaluate
+from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import parse_metric
 from harness.types import GoldSet, RefRun
 from harness.verdict import validity
@@ -103,7 +103,13 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
     analysed = tuple(q for q in gold.queries if all(q.id in a and a[q.id].ok for a in usable))
     subset = replace(gold, queries=analysed)
     evaluations = [
-        evaluate(subset, {qid: r.ids for qid, r in a.items() if r.ok}, specs) for a in usable
+        evaluate(
+            subset,
+            {qid: r.ids for qid, r in a.items() if r.ok},
+            specs,
+            texts=returned_texts(a) if any(s.needs_texts for s in specs) else None,
+        )
+        for a in usable
     ]
     if not evaluations[0].n:
         reason = f"{run.ref} ({run.sha[:8]}): no answerable query was answered: nothing to gate"

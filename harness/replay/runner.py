@@ -273,6 +273,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "json": None if q.json is None else dict(q.json),
         "ids": q.ids,
         "scores": q.scores,
+        "texts": q.texts,
         "rewrite": q.rewrite,
         "select": q.select,
         "id_pattern": q.id_pattern,
@@ -360,6 +361,7 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
         repeats=repeats,
         inputs_hash=session.inputs_hash,
         concurrency=plan.concurrency,
+        texts=session.side.query.texts is not None,
     )
 
 

@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # only the type: the config loader reads files, this stage re
     from harness.config import CompareConfig
 
 _DEFAULT_METRICS = ("hit", "recall", "p", "mrr", "ndcg")
+# Compared at each k too when `CompareSettings.context` (spans in the gold set, query.texts set).
+_CONTEXT_METRICS = ("context_precision", "context_recall")
 
 
 # --------------------------------------------------------------------------- settings
@@ -52,7 +54,9 @@ class CompareSettings:
     able to see at 80% power for "no measurable difference"; short of it the verdict is
     inconclusive;
     `query_differences` are the config keys that differ between the sides
-    (`HarnessConfig.differences()`), shown in the header.
+    (`HarnessConfig.differences()`), shown in the header;
+    `context` adds context_precision@k and context_recall@k at every k (the gold set has answer
+    spans and every side measured sets query.texts).
     """
 
     k: tuple[int, ...] = (5, 10)
@@ -66,6 +70,7 @@ class CompareSettings:
     gate_on: tuple[str, ...] = ()
     query_differences: tuple[str, ...] = ()
     resamples: int = 10_000
+    context: bool = False
 
     def __post_init__(self) -> None:
         if not self.k or any(k < 1 for k in self.k) or len(set(self.k)) != len(self.k):
@@ -92,6 +97,7 @@ class CompareSettings:
         gate_on: Sequence[str] = (),
         query_differences: Sequence[str] = (),
         rel_level: int = 1,
+        context: bool = False,
     ) -> CompareSettings:
         return cls(
             k=config.k,
@@ -104,14 +110,16 @@ class CompareSettings:
             rel_level=rel_level,
             gate_on=tuple(gate_on),
             query_differences=tuple(query_differences),
+            context=context,
         )
 
     @property
     def specs(self) -> tuple[MetricSpec, ...]:
         """Every metric compared: the defaults at each k, then the gates, grouped by name."""
-        chosen = {MetricSpec(name, k) for name in _DEFAULT_METRICS for k in self.k}
+        names = _DEFAULT_METRICS + (_CONTEXT_METRICS if self.context else ())
+        chosen = {MetricSpec(name, k) for name in names for k in self.k}
         chosen |= {parse_metric(name) for name in self.gate_on}
-        order = {name: i for i, name in enumerate(_DEFAULT_METRICS)}
+        order = {name: i for i, name in enumerate(names)}
         return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), s.name, s.k)))
 
 
