@@ -221,3 +221,29 @@ def test_malformed_spans_are_problems_at_their_field(tmp_path, spans, field, wor
         load_gold(gold)
     text = "\n".join(raised.value.details)
     assert f"{gold}:1: {field}" in text and words in text
+
+
+# --------------------------------------------------------------------------- a real compare
+
+
+@pytest.mark.slow
+def test_a_compare_reports_the_context_metrics_of_a_real_service(tmp_path) -> None:
+    import json
+
+    from e2e_support import build_sandbox, query_ids
+
+    sandbox = build_sandbox(tmp_path / "s", {"bury12": {"bury": query_ids(1, 12)}}, texts=True)
+    done = sandbox.harness("compare", "--baseline", "main", "--candidate", "bury12",
+                           "--format", "json")
+    assert sandbox.leftovers(sandbox.run_ids()) == []
+    assert done.returncode in (0, 1), done.stderr
+    rows = {r["metric"]: r for r in json.loads(done.stdout)["overall"]["rows"]}
+    # Every top 5: the query's own document first (2 shared words), then d01, d02, ... (1 word,
+    # ties by id), each text "this document covers topic qNN in depth" = 39 characters, of which
+    # the span "covers topic qNN" is 16.  Burying drops the query's document from 12 of 80.
+    precision = 16 / (5 * 39)
+    assert rows["context_precision@5"]["baseline"] == pytest.approx(precision)
+    assert rows["context_precision@5"]["candidate"] == pytest.approx(68 / 80 * precision)
+    assert rows["context_recall@5"]["baseline"] == 1.0
+    assert rows["context_recall@5"]["candidate"] == pytest.approx(68 / 80)
+    assert rows["context_recall@10"]["verdict"] == "regressed"
