@@ -59,7 +59,12 @@ SPANS = {"d1": ("capital of France", "France", "capital of France"), "d2": ("Sei
 # d2's "The Seine river." 16.  Annotated: "capital of France" (17; "France" is inside it and
 # the repeat adds nothing) + "Seine" (5) = 22.
 RANKING = ["d3", "d1", "d1", "d2"]
-TEXTS = ["Lyon is big.", "Paris is the capital of France.", "capital of France again", "The Seine river."]
+TEXTS = [
+    "Lyon is big.",
+    "Paris is the capital of France.",
+    "capital of France again",
+    "The Seine river.",
+]
 
 
 def test_hand_worked_ratios_at_two_cutoffs() -> None:
@@ -91,7 +96,7 @@ def test_empty_ranking_and_no_spans_score_zero() -> None:
 def test_evaluate_needs_texts_for_the_context_metrics() -> None:
     query = GoldQuery("q1", "capital", relevant=RELEVANT, spans=SPANS)
     gold = GoldSet((query,), "mem", "native", "h")
-    with pytest.raises(ConfigError, match="query.texts"):
+    with pytest.raises(ConfigError, match=r"query\.texts"):
         evaluate(gold, {"q1": ["d1"]}, ["context_recall@5"])
     ev = evaluate(gold, {"q1": RANKING}, ["context_recall@3"], texts={"q1": tuple(TEXTS)})
     assert ev.aggregate["context_recall@3"] == 1.0
@@ -233,11 +238,16 @@ def test_a_compare_reports_the_context_metrics_of_a_real_service(tmp_path) -> No
     from e2e_support import build_sandbox, query_ids
 
     sandbox = build_sandbox(tmp_path / "s", {"bury12": {"bury": query_ids(1, 12)}}, texts=True)
+    # The answers of q01..q40 were graded correct, the rest wrong (one file for both sides).
+    answers = tmp_path / "answers.tsv"
+    answers.write_text("".join(f"{q}\t{int(q <= 'q40')}\n" for q in query_ids(1, 80)))
     done = sandbox.harness("compare", "--baseline", "main", "--candidate", "bury12",
-                           "--format", "json")
+                           "--format", "json", "--baseline-answers", str(answers),
+                           "--candidate-answers", str(answers))
     assert sandbox.leftovers(sandbox.run_ids()) == []
     assert done.returncode in (0, 1), done.stderr
-    rows = {r["metric"]: r for r in json.loads(done.stdout)["overall"]["rows"]}
+    document = json.loads(done.stdout)
+    rows = {r["metric"]: r for r in document["overall"]["rows"]}
     # Every top 5: the query's own document first (2 shared words), then d01, d02, ... (1 word,
     # ties by id), each text "this document covers topic qNN in depth" = 39 characters, of which
     # the span "covers topic qNN" is 16.  Burying drops the query's document from 12 of 80.
@@ -247,3 +257,14 @@ def test_a_compare_reports_the_context_metrics_of_a_real_service(tmp_path) -> No
     assert rows["context_recall@5"]["baseline"] == 1.0
     assert rows["context_recall@5"]["candidate"] == pytest.approx(68 / 80)
     assert rows["context_recall@10"]["verdict"] == "regressed"
+    # The 2x2 at k = 5: the baseline retrieves all 80; the candidate loses q01..q12, which were
+    # answered correctly all the same (the model's own knowledge).
+    table = document["twobytwo"]
+    cells = {c["cell"]: c["query_ids"] for c in table["candidate"]["cells"]}
+    assert cells["not retrieved, correct"] == query_ids(1, 12)
+    assert cells["retrieved, correct"] == query_ids(13, 40)
+    assert cells["retrieved, wrong"] == query_ids(41, 80)
+    moves = {(m["before"], m["after"]): m["query_ids"] for m in table["moves"]}
+    assert moves["retrieved, correct", "not retrieved, correct"] == query_ids(1, 12)
+    saved = [p for p in sandbox.results.iterdir() if (p / "report.md").is_file()]
+    assert "how queries moved" in (saved[0] / "report.md").read_text()

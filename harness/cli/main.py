@@ -34,10 +34,11 @@ from harness.types import RefRun
 
 if TYPE_CHECKING:
     from harness.config import HarnessConfig
+    from harness.gold.grades import Grades
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
     from harness.types import GoldSet
-    from harness.verdict.comparison import CompareSettings
+    from harness.verdict.comparison import CompareSettings, Comparison
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,6 +180,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
+    grades = _answer_grades(args, plan.gold)
     with signals_unwind():
         baseline, candidate = run_pair(
             plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
@@ -186,6 +188,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
@@ -278,6 +281,88 @@ def cmd_threshold(args: argparse.Namespace) -> int:
         gold = load_gold(config.gold, corpus=config.corpus)
     print(render_threshold(analyse(gold, run, bins=args.bins), args.format), end="")
     return EXIT_OK
+
+
+def cmd_twobytwo(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+    from harness.config.values import CompareConfig
+    from harness.gold import load_gold
+    from harness.gold.grades import read_grades
+    from harness.report.twobytwo import render_twobytwo
+    from harness.results.records import load_record
+    from harness.verdict.twobytwo import two_by_two
+
+    run = load_record(args.run, args.side)
+    k = args.k
+    if args.gold is not None:
+        gold = load_gold(args.gold)
+    else:
+        config = load_config(args.config, repo=args.repo)
+        gold = load_gold(config.gold, corpus=config.corpus)
+        k = k or config.compare.k[0]
+    k = k or CompareConfig().k[0]
+    if k < 1:
+        raise HarnessError(f"--k must be 1 or more, not {k}")
+    if run.gold_hash != gold.hash:
+        raise HarnessError(
+            f"{run.record_path}: measured against gold {run.gold_hash[:12]}, not the gold set "
+            f"given ({gold.hash[:12]})",
+            ["pass the gold set the run was measured with (--gold)"],
+        )
+    grades = read_grades(args.answers, known=gold.by_id.keys())
+    table = two_by_two(
+        gold, run, grades.correct, k, rel_level=args.rel_level, answers=str(args.answers)
+    )
+    print(render_twobytwo(table, args.format, run=f"{run.ref} ({run.sha[:8]})"), end="")
+    return EXIT_OK
+
+
+def _answer_grades(args: argparse.Namespace, gold: GoldSet) -> tuple[Grades, Grades] | None:
+    """Both sides' answer grades (compare --baseline-answers/--candidate-answers), read before
+    anything is built; one alone is a usage error: there is nothing to move between."""
+    from harness.gold.grades import read_grades
+
+    files = (getattr(args, "baseline_answers", None), getattr(args, "candidate_answers", None))
+    if files[0] is None and files[1] is None:
+        return None
+    if files[0] is None or files[1] is None:
+        raise HarnessError(
+            "--baseline-answers and --candidate-answers go together: give both, one file per "
+            "side (the same file twice when the answers were graded once)"
+        )
+    if args.answers_k is not None and args.answers_k < 1:
+        raise HarnessError(f"--answers-k must be 1 or more, not {args.answers_k}")
+    known = gold.by_id.keys()
+    return read_grades(files[0], known=known), read_grades(files[1], known=known)
+
+
+def _with_twobytwo(
+    args: argparse.Namespace,
+    gold: GoldSet,
+    comparison: Comparison,
+    runs: Sequence[RefRun],
+    grades: tuple[Grades, Grades] | None,
+) -> Comparison:
+    """The comparison with both sides' 2x2 and the movement matrix, when grades were given."""
+    from dataclasses import replace
+
+    from harness.verdict.twobytwo import movement, two_by_two
+
+    if grades is None:
+        return comparison
+    k = args.answers_k or comparison.settings.k[0]
+    tables = [
+        two_by_two(
+            gold,
+            run,
+            side.correct,
+            k,
+            rel_level=comparison.settings.rel_level,
+            answers=Path(side.source).name,
+        )
+        for side, run in zip(grades, runs, strict=True)
+    ]
+    return replace(comparison, twobytwo=movement(*tables))
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -464,6 +549,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep,
     "gate": cmd_gate,
     "threshold": cmd_threshold,
+    "twobytwo": cmd_twobytwo,
     "demo": cmd_demo,
     "clean": cmd_clean,
 }

@@ -21,6 +21,7 @@ from harness.report import layout
 from harness.report.document import comparison_to_dict
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
+from harness.report.twobytwo import movement_blocks
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.power import Power
 
@@ -101,6 +102,8 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
     for section in (_quality, _answers, _latency, _noise):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
+    if c.twobytwo is not None:
+        out += movement_blocks(c.twobytwo)
     return out
 
 

@@ -11,7 +11,8 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── no_answer: NoAnswer, outranks: Outranks
     ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest,
     │                                         Throughput per side under --concurrency, Machine
-    └── flips: Flips...                       a Flip per query whose hit@k changed
+    ├── flips: Flips...                       a Flip per query whose hit@k changed
+    └── twobytwo: TwoByTwoComparison | None   the retrieval/generation 2x2 per side, movement
 
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
 Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
@@ -33,6 +34,7 @@ from harness.types import RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
+from harness.verdict.twobytwo import TwoByTwoComparison
 
 if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
     from harness.config import CompareConfig
@@ -298,6 +300,8 @@ class Comparison:
     latency: Latency
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
+    # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
+    twobytwo: TwoByTwoComparison | None = None
 
     @property
     def valid(self) -> bool:
