@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from harness.score.definition import Definition
+
 # --------------------------------------------------------------------------- gold
 
 
@@ -183,6 +185,8 @@ class RefRun:
     pair_id: str | None = None
     concurrency: int = 1
     inputs_hash: str | None = None  # contents of every file the configuration names by path
+    # What defines the measurement (harness.score.definition); None in records made before it.
+    definition: Definition | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

@@ -94,6 +94,7 @@ EXPECTED: dict[str, Any] = {
     "pair_id": None,
     "concurrency": 1,
     "inputs_hash": None,
+    "definition": None,
     "repeats": [
         {
             "index": 0,

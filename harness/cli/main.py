@@ -201,6 +201,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.results.comparisons import load_comparison
 
     comparison = load_comparison(args.dir)
+    if args.against is not None:
+        from harness.verdict.comparable import same_definition
+
+        note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
+        print(f"harness: {note}", file=sys.stderr)
     print(render(comparison, args.format, redact=args.redact), end="")
     return exit_status(comparison.verdicts, strict=args.strict)
 

@@ -126,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--redact", action="store_true")
+    p.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="another saved comparison: refuse (naming what differs) unless both have the "
+        "same evaluation definition",
+    )
     _add_strict(p)
 
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")

@@ -42,9 +42,22 @@ def jsonable(value: object) -> object:
 
 
 def redacted(c: Comparison) -> Comparison:
-    """The comparison without any query text (each flip's `text` is None)."""
+    """The comparison without any query text (each flip's `text` is None) and without a local
+    path: the gold set is named by its file name, a reused record by its file name."""
     flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
-    return replace(c, flips=flips)
+    h = c.header
+    header = replace(
+        h,
+        gold=replace(h.gold, source=h.gold.source.rstrip("/").rsplit("/", 1)[-1]),
+        baseline=replace(h.baseline, record_path=_name(h.baseline.record_path)),
+        candidate=replace(h.candidate, record_path=_name(h.candidate.record_path)),
+    )
+    return replace(c, flips=flips, header=header)
+
+
+def _name(path: str | None) -> str | None:
+    """The last component of a path (the file name, or the folder of a BEIR set)."""
+    return None if path is None else path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.report import layout
-from harness.report.document import comparison_to_dict
+from harness.report.document import comparison_to_dict, redacted
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
@@ -129,6 +129,8 @@ def _about(c: Comparison) -> tuple[str, ...]:
         f"{s.resamples} resamples{gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
     ]
+    if h.definition is not None:
+        lines.append(f"evaluation definition: sha256 {h.definition.sha256}")
     if h.baseline.sandbox or h.candidate.sandbox:
         lines.append(isolation_line(h.baseline.sandbox, h.candidate.sandbox))
     if h.excluded:
@@ -301,11 +303,11 @@ def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
 
 
 def _render_text(c: Comparison, redact: bool) -> str:
-    return layout.text(_blocks(c, redact))
+    return layout.text(_blocks(redacted(c) if redact else c, redact))
 
 
 def _render_markdown(c: Comparison, redact: bool) -> str:
-    return layout.markdown(_blocks(c, redact))
+    return layout.markdown(_blocks(redacted(c) if redact else c, redact))
 
 
 # --------------------------------------------------------------------------- JSON

@@ -27,10 +27,12 @@ from typing import Any
 from harness import __version__
 from harness.errors import ResultsError, require_schema
 from harness.results.files import read_json, utc_stamp, write_json_new
+from harness.score.definition import Definition, definition_from_dict, differing
 from harness.types import ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 1
+REUSE_PARTS = ("gold", "corpus", "query", "config")  # what a record measured (find_reusable)
 
 
 def host_fingerprint() -> dict[str, str]:
@@ -167,6 +169,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "pair_id": run.pair_id,
         "concurrency": run.concurrency,
         "inputs_hash": run.inputs_hash,
+        "definition": None if run.definition is None else run.definition.to_dict(),
         "repeats": [
             {
                 "index": rep.index,
@@ -223,6 +226,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             pair_id=data.get("pair_id"),
             concurrency=int(data.get("concurrency", 1)),
             inputs_hash=data.get("inputs_hash"),
+            definition=definition_from_dict(data.get("definition")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
@@ -248,8 +252,11 @@ def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
 def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
     """A run record's JSON without what may quote a response body, the query text or a
     document: every answer's error detail and returned texts become null (its error kind and ids
-    stay). A record without texts is never reused for a run that asks for them."""
+    stay), and each log path becomes its file name (logs/ of the same results directory). A
+    record without texts is never reused for a run that asks for them."""
     for rep in record["repeats"]:
+        if rep.get("log_path"):
+            rep["log_path"] = Path(rep["log_path"]).name
         for result in rep["results"]:
             result["detail"] = None
             if "texts" in result:
@@ -294,6 +301,7 @@ def find_reusable(
     inputs_hash: str | None = None,
     concurrency: int = 1,
     texts: bool = False,
+    definition: Definition | None = None,
 ) -> RefRun | None:
     """The newest complete, clean record measured on exactly these inputs with this tool version.
 
@@ -303,7 +311,10 @@ def find_reusable(
     `harness.config.inputs`), the tool version, the concurrency, and at least `repeats`
     repeats.  A record with a failure, an errored query or an unconfirmed teardown is never
     reused: the point of reuse is to skip re-measuring something already measured well; nor,
-    when `texts` (query.texts is set), one whose answers lack their returned texts (redacted).  A
+    when `texts` (query.texts is set), one whose answers lack their returned texts (redacted);
+    nor one whose evaluation definition differs from `definition` in what it measured (gold,
+    corpus, query settings, configuration: `REUSE_PARTS`; a record made before definitions
+    were recorded is judged by the keys above alone).  A
     reused record serves quality only: its latencies were measured at another time and are
     never paired with new ones (see `harness.verdict.compare`).
     """
@@ -320,6 +331,11 @@ def find_reusable(
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
             and not (texts and any(r.texts is None for rep in run.repeats for r in rep.results))
+            and not (
+                definition is not None
+                and run.definition is not None
+                and differing(run.definition, definition, REUSE_PARTS)
+            )
         ):
             return run
     return None

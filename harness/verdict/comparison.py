@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
+from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
@@ -158,6 +159,8 @@ class Header:
     gold: GoldInfo
     query_differences: tuple[str, ...]
     excluded: tuple[str, ...]  # gold queries left out: errored or missing on some repeat
+    # What defines this measurement (harness.score.definition); None in comparisons saved before.
+    definition: Definition | None = None
 
 
 @dataclass(frozen=True)
