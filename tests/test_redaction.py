@@ -1,5 +1,5 @@
-"""`--redact`: "leave query and document text out of every output" (README), checked in every file
-a redacted compare writes, not only in the rendered report.
+"""`--redact`: "leave query, document and span text and local paths out of every output" (README),
+checked in every file a redacted compare writes, not only in the rendered report.
 
 What may carry text: a flip's query text (comparison.json, report.md, stdout) and a failed query's
 error detail, which quotes the response body, which many services fill with the query
