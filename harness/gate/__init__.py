@@ -38,6 +38,6 @@ after rounded to 6 decimals and tolerance = max(noise recorded, noise now), or 0
 The file also holds the gate's evaluation definition (`measure.gate_definition`: gold set,
 corpus, query settings, metric version); a run under another definition is NOT_COMPARABLE,
 naming the part that differs (a file written before definitions has none and is compared as
-before).  A gold set whose sha256 differs from the baseline's, or a gated metric the baseline does not
-hold, is NOT_COMPARABLE: never a pass. An invalid run is INVALID: never a pass either.
+before).  A gold set whose sha256 differs from the baseline's, or a gated metric the baseline
+does not hold, is NOT_COMPARABLE: never a pass. An invalid run is INVALID: never a pass either.
 """
