@@ -235,3 +235,28 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
     assert {"context_precision@5", "context_recall@10"} <= rows
     assert len(document["header"]["definition"]["sha256"]) == 64
     assert document["twobytwo"]["baseline"]["answers"] == "answers.tsv"
+
+
+def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
+    from harness.report.document import redacted
+    from harness.results.records import redacted_record, run_to_dict
+    from harness.types import RunFailure
+
+    gold = make_gold()
+    base = make_run(gold, ranks())
+    log = "/home/someone/project/results/logs/20261201_main_1.log"
+    failed = replace(
+        base,
+        repeats=(
+            replace(base.repeats[0], log_path=log,
+                    failure=RunFailure("boot", f"exited 3; see {log}", ("svc: tell me about q1",))),
+            *base.repeats[1:],
+        ),
+    )
+    comparison = compare(gold, failed, candidate(gold, ranks()), CompareSettings(resamples=200))
+    assert any(log in r for r in comparison.invalid_reasons)  # the control
+    clean = redacted(comparison)
+    assert not any("/home/someone" in t for t in (*clean.invalid_reasons, *clean.warnings))
+    assert any("20261201_main_1.log" in r for r in clean.invalid_reasons)
+    record = json.dumps(redacted_record(run_to_dict(failed)))
+    assert "/home/someone" not in record and "tell me about" not in record

@@ -26,6 +26,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import ResultsError, require_schema
+from harness.report.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_json_new
 from harness.score.definition import Definition, definition_from_dict, differing
 from harness.types import ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
@@ -252,8 +253,13 @@ def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
 def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
     """A run record's JSON without what may quote a response body, the query text or a
     document: every answer's error detail and returned texts become null (its error kind and ids
-    stay), and each log path becomes its file name (logs/ of the same results directory). A
+    stay), each log path becomes its file name (logs/ of the same results directory), and a
+    failure keeps its message without paths and no service log tail. A
     record without texts is never reused for a run that asks for them."""
+    for failure in [record.get("build_failure"), *(r.get("failure") for r in record["repeats"])]:
+        if failure:
+            failure["message"] = without_paths(failure["message"])
+            failure["log_tail"] = []  # the service's own words may quote a query
     for rep in record["repeats"]:
         if rep.get("log_path"):
             rep["log_path"] = Path(rep["log_path"]).name
