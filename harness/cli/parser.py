@@ -119,6 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METRIC",
         help="also let METRIC (e.g. mrr@10) decide the quality verdict",
     )
+    p.add_argument(
+        "--baseline-answers",
+        type=Path,
+        metavar="FILE",
+        help="the baseline's answer grades (JSONL or TSV, see `harness twobytwo`): adds the "
+        "retrieval/generation 2x2 of each side and how queries moved",
+    )
+    p.add_argument("--candidate-answers", type=Path, metavar="FILE", help="the candidate's")
+    p.add_argument(
+        "--answers-k", type=int, metavar="K", help="the 2x2's cutoff (default: the first k)"
+    )
 
     p = sub.add_parser("run", help="run one ref in isolation and record every answer")
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
@@ -135,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="default text; html: the self-contained page (redirect it to a file)",
     )
     p.add_argument("--redact", action="store_true")
+    p.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="another saved comparison: refuse (naming what differs) unless both have the "
+        "same evaluation definition",
+    )
     _add_strict(p)
 
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
@@ -288,6 +306,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--output", type=Path, help="write to FILE (never overwritten) instead of stdout"
     )
+
+    p = sub.add_parser(
+        "twobytwo", help="retrieval vs generation: a run's top-k hits against answer grades"
+    )
+    p.add_argument(
+        "--run", required=True, type=Path, help="a run record, or a comparison directory"
+    )
+    p.add_argument(
+        "--answers",
+        required=True,
+        type=Path,
+        help='answer grades: JSONL {"query_id": ..., "correct": true} or TSV qid<TAB>1/0',
+    )
+    p.add_argument("--k", type=int, help="retrieved = a relevant document in the top K "
+                   "(default: the config's first compare.k, else 5)")
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
     p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
     p.add_argument(

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.errors import HarnessError
 from harness.report import layout
-from harness.report.document import comparison_to_dict
+from harness.report.document import comparison_to_dict, redacted
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
+from harness.report.twobytwo import movement_blocks
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.power import Power
 
@@ -103,6 +104,8 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
     for section in (_quality, _answers, _latency, _noise):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
+    if c.twobytwo is not None:
+        out += movement_blocks(c.twobytwo)
     return out
 
 
@@ -128,6 +131,8 @@ def _about(c: Comparison) -> tuple[str, ...]:
         f"{s.resamples} resamples{gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
     ]
+    if h.definition is not None:
+        lines.append(f"evaluation definition: sha256 {h.definition.sha256}")
     if h.baseline.sandbox or h.candidate.sandbox:
         lines.append(isolation_line(h.baseline.sandbox, h.candidate.sandbox))
     if h.excluded:
@@ -302,11 +307,11 @@ def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
 
 
 def _render_text(c: Comparison, redact: bool) -> str:
-    return layout.text(_blocks(c, redact))
+    return layout.text(_blocks(redacted(c) if redact else c, redact))
 
 
 def _render_markdown(c: Comparison, redact: bool) -> str:
-    return layout.markdown(_blocks(c, redact))
+    return layout.markdown(_blocks(redacted(c) if redact else c, redact))
 
 
 # --------------------------------------------------------------------------- JSON

@@ -71,6 +71,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
@@ -258,6 +259,7 @@ def compare(
         ),
         query_differences=tuple(settings.query_differences),
         excluded=excluded,
+        definition=comparison_definition(gold, baseline, candidate, settings),
     )
     metrics = [r.metric for r in overall.rows]
     per_repeat = [
@@ -288,6 +290,37 @@ def compare(
         findings=_findings(overall, settings) if not invalid else (),
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
+    )
+
+
+def comparison_definition(
+    gold: GoldSet, baseline: RefRun, candidate: RefRun, settings: CompareSettings
+) -> Definition:
+    """What defines a comparison (`harness.score.definition`): the gold set, the corpus, both
+    sides' query settings, the cutoffs, every metric compared, both sides' configuration and
+    the settings that decide the verdict."""
+    s = settings
+    return definition(
+        gold=gold.hash,
+        corpus=gold.corpus.sha256 if gold.corpus else baseline.corpus_hash,
+        query={"baseline": baseline.query_config, "candidate": candidate.query_config},
+        k=s.k,
+        metrics=[str(spec) for spec in s.specs],
+        rel_level=s.rel_level,
+        config={
+            "baseline": baseline.config_hash,
+            "candidate": candidate.config_hash,
+            "compare": {
+                "alpha": s.alpha,
+                "min_effect": s.min_effect,
+                "latency_tolerance": s.latency_tolerance,
+                "max_errors": s.max_errors,
+                "max_unknown_ids": s.max_unknown_ids,
+                "seed": s.seed,
+                "resamples": s.resamples,
+                "gate_on": sorted(s.gate_on),
+            },
+        },
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from harness.score.evaluation import Evaluation, evaluate
+from harness.score.evaluation import Evaluation, evaluate, returned_texts
 from harness.score.metrics import Kind, dedupe
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
@@ -66,6 +66,7 @@ def score_side(
             {qid: r.ids for qid, r in a.items() if r.ok},
             settings.specs,
             settings.rel_level,
+            texts=returned_texts(a) if settings.context else None,
         )
         for a in answers
     )
