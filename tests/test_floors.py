@@ -192,19 +192,21 @@ def test_floor_errors_are_located(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     found = sorted(str(p).replace(str(path), "H") for p in caught.value.problems)
-    assert found == sorted(
-        [
-            "H:12: gate.floors.MRR@10: unknown metric 'MRR@10' (did you mean mrr@10?); known "
-            "metrics: hit@k, recall@k, p@k, mrr@k, ndcg@k, ndcg_burges@k, ap@k, with k >= 1, or "
-            "no_answer_fp (lower is better)",
-            "H:13: gate.floors.ndcg@10: must be a number from 0 to 1, not 1.5",
-            "H:14: gate.floors.recall: unknown metric 'recall'; known metrics: hit@k, recall@k, "
-            "p@k, mrr@k, ndcg@k, ndcg_burges@k, ap@k, with k >= 1, or no_answer_fp (lower is "
-            "better)",
-            "H:16: gate.floors.slice.entity.hit@5: must be a number from 0 to 1, not 'high'",
-            "H:18: gate.floor: unknown key 'floor' in [gate]; did you mean 'floors'?",
-        ]
-    ), found
+    expected = [
+        "H:12: gate.floors.MRR@10: unknown metric 'MRR@10' (did you mean mrr@10?); known metrics: ",
+        "H:13: gate.floors.ndcg@10: must be a number from 0 to 1, not 1.5",
+        "H:14: gate.floors.recall: unknown metric 'recall'; known metrics: ",
+        "H:16: gate.floors.slice.entity.hit@5: must be a number from 0 to 1, not 'high'",
+        "H:18: gate.floor: unknown key 'floor' in [gate]; did you mean 'floors'?",
+    ]
+    assert len(found) == len(expected), found
+    for line, want in zip(found, expected, strict=True):
+        assert line.startswith(want), (line, want)
+    assert all(
+        line.endswith("or no_answer_fp (lower is better)")
+        for line in found
+        if "unknown metric" in line
+    )
 
 
 # --------------------------------------------------------------------------- the real CLI
