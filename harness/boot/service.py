@@ -86,6 +86,7 @@ from harness.boot.sandbox import (
     transport_for,
 )
 from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
+from harness.checkout.interpreter import interpreter
 from harness.config import ServiceConfig
 from harness.errors import ServiceError
 
@@ -219,7 +220,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 "url": url,
                 "home": isolation["HOME"],
                 "worktree": str(self.worktree),
-                "python": _interpreter(self.extra_env),
+                "python": _interpreter(self.extra_env, spec),
             }
             if data is not None:
                 raw["data"] = str(data)
@@ -469,8 +470,11 @@ def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
     )
 
 
-def _interpreter(extra_env: Mapping[str, str]) -> str:
+def _interpreter(extra_env: Mapping[str, str], spec: ServiceConfig) -> str:
     """{python}: the per-commit venv's interpreter when the service has one (`service.venv`),
-    else the harness's own, so `start = "{python} svc.py"` runs where the build installed."""
+    else `service.python` when set, else the harness's own, so `start = "{python} svc.py"` runs
+    where the build installed."""
     venv = extra_env.get("VIRTUAL_ENV")
-    return str(Path(venv) / "bin" / "python") if venv else sys.executable
+    if venv:
+        return str(Path(venv) / "bin" / "python")
+    return str(interpreter(spec.python).path) if spec.python else sys.executable

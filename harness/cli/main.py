@@ -174,6 +174,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_pair
     from harness.report.page import render
+    from harness.report.runs import render_failures
     from harness.results.comparisons import save_comparison
     from harness.verdict.compare import compare
 
@@ -188,6 +189,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
+    for run in (baseline, candidate):  # the report names a failed build; its log says why
+        if run.build_failure is not None:
+            print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return exit_status(comparison.verdicts, strict=args.strict)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +55,9 @@ def _candidates(side: SideConfig) -> Iterator[str]:
         yield from value.split(":")
     if service.data:
         yield service.data
+    if service.python:  # the interpreter itself: an upgrade in place is another measurement
+        found = shutil.which(service.python) if "/" not in service.python else None
+        yield found or service.python
 
 
 def referenced_paths(side: SideConfig, repo: Path) -> tuple[Path, ...]:

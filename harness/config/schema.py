@@ -178,6 +178,27 @@ def _build(value: str) -> list[tuple[str, str]]:
     ]
 
 
+def _python(value: str) -> list[tuple[str, str]]:
+    if not value.strip():
+        return [("", 'is empty: give a command on PATH (e.g. "python3.12") or an absolute path')]
+    if "/" in value and not value.startswith(("/", "~", "{")):
+        why = f"is a relative path ({value!r}); give a command on PATH or an absolute path"
+        return [("", why)]
+    return []
+
+
+def _outputs(value: tuple[str, ...]) -> list[tuple[str, str]]:
+    if not value:
+        return [("", "lists no path; remove the key to keep the whole build's delta")]
+    found = []
+    for i, path in enumerate(value):
+        parts = path.strip("/").split("/")
+        if path.startswith("/") or ".." in parts or not path.strip("/") or ".git" in parts:
+            why = f'must be a path inside the checkout, e.g. "index/", not {path!r}'
+            found.append((f"[{i}]", why))
+    return found
+
+
 def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
     # env values take the harness's placeholders only: a pin naming a pin would need an order
     return _env_names(value) + _command_problems(value, pins_allowed=False)
@@ -206,7 +227,7 @@ def _rewrite(value: str) -> list[tuple[str, str]]:
 
 
 def _selector(value: str) -> list[tuple[str, str]]:
-    return [] if value.strip() else [("", "must be a CSS selector, e.g. \"a.result\"")]
+    return [] if value.strip() else [("", 'must be a CSS selector, e.g. "a.result"')]
 
 
 def _jmespath(value: str) -> list[tuple[str, str]]:
@@ -261,6 +282,8 @@ _SERVICE: dict[str, Key] = {
     "stop_timeout": Key("float", _positive),
     "probe_timeout": Key("float", _positive),
     "kill_wait": Key("float", _positive),
+    "python": Key("str", _python),
+    "build_outputs": Key("strs", _outputs),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),

@@ -60,6 +60,10 @@ class ServiceConfig:
     stop_timeout: float = 10.0  # grace between SIGTERM and SIGKILL
     probe_timeout: float = 2.0  # per readiness GET (capped by what is left of ready_timeout)
     kill_wait: float = 5.0  # after each SIGKILL round, for the killed processes to be gone
+    python: str | None = None  # interpreter (on PATH, or a path) the per-commit venv is made with
+    # What the build writes into the checkout that must come back with a cached build (paths
+    # relative to the checkout, a folder meaning all under it); None: the whole tree's delta.
+    build_outputs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,9 @@ _NOT_HASHED = frozenset(
 
 # Keys added after records were first saved: hashed only when set to something other than their
 # default, so the records saved before them are still found for reuse.
-_HASHED_WHEN_SET = frozenset({"max_bytes", "rewrite", "select", "id_pattern", "id_field"})
+_HASHED_WHEN_SET = frozenset(
+    {"max_bytes", "rewrite", "select", "id_pattern", "id_field", "python", "build_outputs"}
+)
 
 
 def _hashed(section: object, name: str) -> bool:
@@ -174,7 +180,6 @@ def _hashed(section: object, name: str) -> bool:
         default = next(f.default for f in fields(type(section)) if f.name == name)  # type: ignore[arg-type]
         return bool(getattr(section, name) != default)
     return True
-
 
 
 def side_hash(side: SideConfig) -> str:

@@ -31,6 +31,7 @@ from harness import __version__
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
+from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
 from harness.config.inputs import inputs_hash
@@ -72,6 +73,8 @@ class RefSession:
         self.ref = label or ref
         self.resolved = resolve_ref(plan.config.repo, ref)
         self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
+        # A missing service.python is a configuration error before anything is checked out.
+        interpreter(self.side.service.python)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -108,6 +111,8 @@ class RefSession:
                 log_dir=self.log_dir,
             )
             self.timings["build"] = result.seconds
+            if result.note:
+                print(f"harness: warning: {self.ref}: {result.note}", file=sys.stderr)
             self.build_cached = result.cached if self.side.service.build else None
             if result.venv is not None:
                 # The venv's bin goes first on the caller's PATH, never instead of it.

@@ -115,7 +115,8 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     if modes:
         head += f"\nisolation: {', '.join(sorted(modes))}"
     if run.build_failure is not None:
-        head += f"\nbuild failed: {run.build_failure.message}"
+        said = run.build_failure.message
+        head += "\n" + (said if said.startswith("build failed") else f"build failed: {said}")
     rows = [
         (
             str(rep.index + 1),
@@ -169,6 +170,8 @@ def render_failures(run: RefRun) -> str:
     ("harness: error: STAGE: message"), then the service log lines that say why."""
     lines = []
     for failure in dict.fromkeys(run.failures):
-        lines.append(f"harness: error: {failure.stage}: {failure.message}")
+        said = failure.message
+        said = said if said.startswith(failure.stage) else f"{failure.stage}: {said}"
+        lines.append(f"harness: error: {said}")
         lines += failure.log_tail
     return "".join(f"{line}\n" for line in lines)

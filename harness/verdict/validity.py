@@ -39,7 +39,7 @@ def run_failures(label: str, run: RefRun) -> list[str]:
     and every repeat that failed at any stage but teardown (with its log, when there is one)."""
     reasons = []
     if run.build_failure is not None:
-        reasons.append(f"{label}: build failed: {run.build_failure.message}")
+        reasons.append(f"{label}: {_build_failed(run.build_failure.message)}")
     elif not run.repeats:
         reasons.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
     for rep in run.repeats:
@@ -50,6 +50,11 @@ def run_failures(label: str, run: RefRun) -> list[str]:
                 f"{rep.failure.message}{log}"
             )
     return reasons
+
+
+def _build_failed(message: str) -> str:
+    """"build failed: ..." once, whether the recorded message says it already or not."""
+    return message if message.startswith("build failed") else f"build failed: {message}"
 
 
 def errored_problems(
