@@ -311,7 +311,7 @@ def _failure(
             'to an interpreter it supports (e.g. python = "python3.12", or a path)',
         )
     return BuildError(
-        f"build failed: `{command}` {how} (log: {log_path})",
+        f"build failed: `{clip(command)}` {how} (log: {log_path})",
         [f"last {len(lines)} lines of {log_path}:", *(f"  | {line}" for line in lines), *hints],
     )
 
