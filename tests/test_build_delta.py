@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from e2e_support import build_sandbox, config_text, git, load_json, record_paths
+
 from harness.checkout.build import DELTA, build, build_key
 from harness.config import ServiceConfig
 from harness.errors import BuildError

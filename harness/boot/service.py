@@ -49,6 +49,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -274,6 +277,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     "boot",
                     f"service exited at boot with status {status}{why} (start: {command!r})",
                     log_start,
+                    *_import_hints(text, command, env, spec),
                     "fix the start command, or run it by hand in the worktree to see why",
                 )
             boot_seconds = time.monotonic() - t0
@@ -468,6 +472,43 @@ def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
         ],
         stage="teardown",
     )
+
+
+_PYTHON_WORD = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+def _import_hints(
+    log: str, command: str, env: Mapping[str, str], spec: ServiceConfig
+) -> list[str]:
+    """When the service died of `No module named ...`: which interpreter ran it, and the fix."""
+    missing = re.search(r"No module named '?([\w.]+)", log)
+    if missing is None:
+        return []
+    module = missing.group(1)
+    venv = env.get("VIRTUAL_ENV")
+    if not venv:
+        return [
+            f"the service could not import {module!r}: set service.venv = true, install it "
+            'in service.build (e.g. build = "python -m pip install -r requirements.txt"), '
+            "and start it with {python}"
+        ]
+    ours = Path(venv) / "bin" / "python"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        if _PYTHON_WORD.match(word) or word.endswith("/python") or "/python3" in word:
+            found = shutil.which(word, path=env.get("PATH")) if "/" not in word else word
+            if found and Path(found).parent != ours.parent:
+                return [
+                    f"the service could not import {module!r}: `{word}` in service.start is "
+                    f"{found}, not the venv's interpreter {ours}; write {{python}} instead"
+                ]
+    return [
+        f"the service could not import {module!r} from the venv {venv}: install it in "
+        "service.build (e.g. python -m pip install -e .), and start it with {python}"
+    ]
 
 
 def _interpreter(extra_env: Mapping[str, str], spec: ServiceConfig) -> str:
