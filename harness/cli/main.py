@@ -160,7 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan, settings = _plan(args)
     run = _run_ref(plan, args)
     summary = summarise_run(plan.gold, run, settings)
-    print(render_run(summary, args.format), end="")
+    print(render_run(summary, args.format, redact=plan.redact), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: run record: {run.record_path}", file=sys.stderr)

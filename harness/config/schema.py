@@ -227,7 +227,7 @@ def _rewrite(value: str) -> list[tuple[str, str]]:
 
 
 def _selector(value: str) -> list[tuple[str, str]]:
-    return [] if value.strip() else [("", 'must be a CSS selector, e.g. "a.result"')]
+    return [] if value.strip() else [("", "must be a CSS selector, e.g. \"a.result\"")]
 
 
 def _jmespath(value: str) -> list[tuple[str, str]]:

@@ -182,6 +182,7 @@ def _hashed(section: object, name: str) -> bool:
     return True
 
 
+
 def side_hash(side: SideConfig) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces) of one side's effective config.
 

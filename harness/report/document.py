@@ -9,8 +9,8 @@ JSON text).  The document is the Comparison's dataclass tree as nested objects: 
 tuples as lists, None as null; the two verdicts are lifted into {"verdict": {"quality", "latency"}}
 and `valid` is added.  Reading it back rebuilds an equal Comparison from the field annotations,
 refusing unknown fields, absent required ones, wrong types and enum values outside the vocabulary.
-`redact=True` leaves every query text out (a Comparison holds no document text: ids, hashes and
-numbers only).
+`redact=True` leaves every query text and every sample of an errored answer's body out (a
+Comparison holds no other document text: ids, hashes and numbers only).
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ def jsonable(value: object) -> object:
 
 
 def redacted(c: Comparison) -> Comparison:
-    """The comparison without any query text (each flip's `text` is None)."""
+    """The comparison without any query text (each flip's `text` is None) and without any
+    answer's words (each error kind's sample body is None)."""
     flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
-    return replace(c, flips=flips)
+    errors = tuple(replace(e, sample=None) for e in c.errors)
+    return replace(c, flips=flips, errors=errors)
 
 
 def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.report import layout
 from harness.report.document import comparison_to_dict
+from harness.report.failures import error_lines
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
@@ -96,6 +97,7 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
     out.append(Block("verdicts", rows=verdicts))
     if c.findings:
         out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
+    out += layout.section("Errored answers, by kind", error_lines(c.errors, redact=redact))
     out.append(Block("lines", _about(c)))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
     for section in (_quality, _answers, _latency, _noise):

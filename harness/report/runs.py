@@ -1,8 +1,8 @@
 """The pages of one run and of a scored run file: `harness run` and `harness metrics`.
 
-    render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
-    render_run(summary, fmt) -> str                                      `harness run`
-    render_failures(run) -> str                                          `harness run`, on stderr
+render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
+render_run(summary, fmt) -> str                                      `harness run`
+render_failures(run) -> str                                          `harness run`, on stderr
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import csv
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tabulate import tabulate
 
 from harness.report.document import jsonable
+from harness.report.failures import error_lines
 from harness.report.numbers import ms, queries, rate
 from harness.score.evaluation import Evaluation
 from harness.types import GoldSet, RefRun
@@ -87,7 +89,7 @@ def render_evaluation(
     return "\n\n".join(parts) + "\n"
 
 
-def render_run(summary: RunSummary, fmt: str) -> str:
+def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
     """`harness run` output: "json" (the summary and the record's path) or "table": a line per
     repeat, latency, the metrics overall and per slice, drift and errors by kind."""
     run = summary.run
@@ -100,6 +102,9 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             "repeats": len(run.repeats),
             "usable_repeats": summary.usable,
             "errors": dict(summary.errors),
+            "error_kinds": [
+                jsonable(replace(e, sample=None) if redact else e) for e in summary.error_kinds
+            ],
             "failures": [f"{f.stage}: {f.message}" for f in run.failures],
             "latency_ms": None if summary.latency is None else jsonable(summary.latency),
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
@@ -135,7 +140,14 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     parts = [head, tabulate(rows, headers, tablefmt="simple", disable_numparse=True)]
     if summary.errors:
         kinds = ", ".join(f"{kind} {n}" for kind, n in summary.errors.items())
-        parts.append(f"errored answers (not scored): {kinds}")
+        parts.append(
+            "\n".join(
+                [
+                    f"errored answers (not scored): {kinds}",
+                    *error_lines(summary.error_kinds, redact=redact),
+                ]
+            )
+        )
     if summary.latency is not None:
         lat = summary.latency
         parts.append(

@@ -271,6 +271,11 @@ def compare(
         latency=latency,
         flips=tuple(flips),
         findings=_findings(overall, settings) if not invalid else (),
+        errors=tuple(
+            summary
+            for side, run in zip(("baseline", "candidate"), runs, strict=True)
+            for summary in validity.error_kinds(gold, run, side)
+        ),
     )
 
 

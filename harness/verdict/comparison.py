@@ -271,6 +271,21 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class ErrorKindSummary:
+    """The errored answers of one side of one kind: how many, by HTTP status, one sample of what
+    the service said (its first ~200 characters, None once redacted), and what to do."""
+
+    side: str
+    kind: str  # an ErrorKind value, or "missing"
+    count: int
+    asked: int  # answers expected over the usable repeats: the share is count / asked
+    statuses: tuple[tuple[int, int], ...]  # (HTTP status >= 300, answers), by status
+    sample: str | None  # one errored answer's detail (the body excerpt for an HTTP status)
+    sample_query: str | None  # the query id that sample answered
+    advice: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
 
@@ -290,6 +305,7 @@ class Comparison:
     latency: Latency
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
+    errors: tuple[ErrorKindSummary, ...] = ()  # per side and kind, when any answer errored
 
     @property
     def valid(self) -> bool:
@@ -328,6 +344,7 @@ class RunSummary:
     latency: LatencySummary | None
     scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
     drift: Mapping[str, int]
+    error_kinds: tuple[ErrorKindSummary, ...] = ()  # the same errors with statuses and advice
 
     @property
     def complete(self) -> bool:
