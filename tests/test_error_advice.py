@@ -198,5 +198,5 @@ def test_a_service_refusing_every_json_body_explains_itself_and_redact_hides_the
     saved = next((sandbox.root / "redacted").glob("*/comparison.json"))
     assert "SECRET" not in saved.read_text()
     assert all(e["sample"] is None for e in load_json(saved)["errors"])  # type: ignore[union-attr]
-    assert json.loads(saved.read_text())["errors"][0]["statuses"] == [[422, 80]]  # 80 queries, 1 round
+    assert json.loads(saved.read_text())["errors"][0]["statuses"] == [[422, 80]]  # 80 queries
     assert sandbox.worktrees() == [] and sandbox.leftovers() == []
