@@ -172,7 +172,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_demo(args)
     from harness.boot.processes import signals_unwind
     from harness.gold.corpus import load_corpus_ids
-    from harness.replay.runner import run_pair
+    from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.report.runs import render_failures
     from harness.results.comparisons import save_comparison
@@ -180,9 +180,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     plan, settings = _plan(args)
     with signals_unwind():
-        baseline, candidate = run_pair(
-            plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
-        )
+        if args.baseline_url:
+            baseline, candidate = run_deployed(
+                plan, args.baseline_url, args.candidate_url, repeats=_repeats(args, plan)
+            )
+        else:
+            baseline, candidate = run_pair(
+                plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
+            )
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
@@ -371,7 +376,13 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 
     # First of all: a run that cannot save what it measured must not measure.
     results_dir = check_writable(Path(args.results).resolve())
-    config = load_config(args.config, repo=args.repo)
+    deployed = bool(getattr(args, "baseline_url", None))
+    if deployed:
+        from harness.boot.deployed import check_url
+
+        args.baseline_url = check_url(args.baseline_url, "--baseline-url")
+        args.candidate_url = check_url(args.candidate_url, "--candidate-url")
+    config = load_config(args.config, repo=args.repo, deployed=deployed)
     overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in ("alpha", "min_effect", "latency_tolerance", "max_errors", "seed")

@@ -141,13 +141,18 @@ def _merge(base: _Read, over: _Read) -> dict[str, Any]:
 
 
 def load_config(
-    path: Path | None = None, *, repo: Path | None = None, cwd: Path | None = None
+    path: Path | None = None,
+    *,
+    repo: Path | None = None,
+    cwd: Path | None = None,
+    deployed: bool = False,
 ) -> HarnessConfig:
     """Read, validate and resolve the harness configuration; ConfigError lists every problem.
 
     `path` may be a harness.toml or a pyproject.toml (read from its [tool.harness]); relative
     paths are taken from `cwd` (default: the process's). `repo` defaults to the git repository
-    containing the config file.
+    containing the config file.  `deployed`: the services are already running (compare
+    --baseline-url): service.start is not needed (nor read), and no repository either.
     """
     cwd = (cwd or Path.cwd()).resolve()
     path = _discover(cwd) if path is None else (cwd / path).resolve()
@@ -163,8 +168,13 @@ def load_config(
             hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
-    gold, corpus, sides, compare = _validate(doc, reader, path.parent)
-    root = _find_repo(path) if repo is None else _check_repo((cwd / repo).resolve())
+    gold, corpus, sides, compare = _validate(doc, reader, path.parent, deployed=deployed)
+    if repo is not None:
+        root = _check_repo((cwd / repo).resolve())
+    elif deployed:
+        root = next((d for d in path.parents if (d / ".git").exists()), path.parent)
+    else:
+        root = _find_repo(path)
     _check_inside(reader, root, path.parent, doc)
     if reader.problems or gold is None:  # a missing gold.path is one of the problems
         count = len(reader.problems)
@@ -290,7 +300,7 @@ def _check_repo(repo: Path) -> Path:
 
 
 def _validate(
-    doc: Mapping[str, Any], reader: _Reader, base: Path
+    doc: Mapping[str, Any], reader: _Reader, base: Path, *, deployed: bool = False
 ) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig]:
     top = [*SECTIONS, *SIDES]
     for key in doc:
@@ -342,13 +352,19 @@ def _validate(
             for name, keys in REQUIRED.items()
             for key in keys
             if key not in read[name].present and key not in overrides[side][name].present
+            if not (deployed and name == "service")
         ]
         service, query = merged["service"], merged["query"]
-        if _uses_data(service) and "data" not in service:
+        if deployed:  # nothing is started: only ready (optional) and the timeouts are read
+            unpinned[side] = []
+            service.setdefault("start", "")
+            service.setdefault("ready", "")
+        elif _uses_data(service) and "data" not in service:
             issues[side].append("service.data")
         # A start whose {NAME} is unknown has that problem to fix first (often a misspelt port).
         start_unpinned = any(where.endswith("start") for where, _ in unpinned[side])
-        if service.get("start", "").strip() and not start_unpinned and not receives_port(service):
+        starts = service.get("start", "").strip() and not deployed
+        if starts and not start_unpinned and not receives_port(service):
             issues[side].append(_NO_PORT)
         query["method"] = query.get("method", "GET").upper()
         if query.get("json") is not None and query["method"] == "GET":

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness import __version__
+from harness.boot.deployed import DeployedContext, deployed
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
@@ -65,16 +66,27 @@ class RunPlan:
 class RefSession:
     """One ref checked out and built; boots its service once per repeat."""
 
-    def __init__(self, plan: RunPlan, side: str, ref: str, *, label: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: RunPlan,
+        side: str,
+        ref: str,
+        *,
+        label: str | None = None,
+        url: str | None = None,
+    ) -> None:
         self.plan = plan
         self.side: SideConfig = plan.config.side(side)
         self.side_name = side
         # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
         self.ref = label or ref
-        self.resolved = resolve_ref(plan.config.repo, ref)
-        self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
-        # A missing service.python is a configuration error before anything is checked out.
-        interpreter(self.side.service.python)
+        # A running deployment (compare --baseline-url): no ref, checkout, build or boot.
+        self.url = url
+        self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
+        # commit sha, or <sha>+dirty.<hash12> for WORKTREE, or "deployed-<hash12>" of the URL
+        self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
+        if url is None:  # a missing service.python: a config error before any checkout
+            interpreter(self.side.service.python)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -93,6 +105,8 @@ class RefSession:
         return self.plan.results_dir / "logs"
 
     def __enter__(self) -> RefSession:
+        if self.resolved is None:
+            return self  # a deployment: nothing to check out or build
         try:
             self.worktree = self._stack.enter_context(
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
@@ -134,9 +148,22 @@ class RefSession:
     ) -> None:
         self._stack.close()
 
+    def boot(self, log_path: Path) -> ServiceContext | DeployedContext:
+        """The context that boots this session's service (or checks a deployment's readiness)."""
+        if self.url is not None:
+            return deployed(self.url, self.side.service, log_path=log_path)
+        assert self.worktree is not None
+        return running_service(
+            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
+        )
+
+    @property
+    def bootable(self) -> bool:
+        return self.url is not None or (self.build_failure is None and self.worktree is not None)
+
     def run_repeat(self, index: int) -> Repeat:
         """Boot on a fresh data copy, replay every gold query once, tear down confirmed dead."""
-        if self.build_failure is not None or self.worktree is None:
+        if not self.bootable:
             rep = Repeat(index=index, results=(), failure=self.build_failure)
             self.repeats.append(rep)
             return rep
@@ -157,9 +184,7 @@ class RefSession:
 
         if self.plan.progress is not None:
             self.plan.progress(label, 0, len(items), 0, None)  # booting
-        svc_cm = running_service(
-            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
-        )
+        svc_cm = self.boot(log_path)
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
@@ -184,7 +209,7 @@ class RefSession:
         index: int,
         results: tuple[QueryResult, ...],
         timings: dict[str, float],
-        svc_cm: ServiceContext | None,
+        svc_cm: ServiceContext | DeployedContext | None,
         log_path: Path,
         failure: RunFailure | None,
         machine: Machine | None,
@@ -305,7 +330,8 @@ def run_interleaved(
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
         for i, session in enumerate(sessions):
-            found = None if fresh else _reusable(session, repeats)
+            # A deployment is never reused: what answers at a URL changes without a commit.
+            found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
             else:
@@ -354,6 +380,20 @@ def run_pair(
     return baseline, candidate
 
 
+def run_deployed(
+    plan: RunPlan, baseline_url: str, candidate_url: str, *, repeats: int
+) -> tuple[RefRun, RefRun]:
+    """Two running deployments measured together, exactly as `run_pair` measures two refs
+    (time-paired rounds, per-query order drawn, a shared pair_id), with nothing checked out,
+    built, booted or torn down; never reused (a URL's service changes without a commit)."""
+    sessions = [
+        RefSession(plan, "baseline", baseline_url, url=baseline_url),
+        RefSession(plan, "candidate", candidate_url, url=candidate_url),
+    ]
+    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=True)
+    return baseline, candidate
+
+
 def _reusable(session: RefSession, repeats: int) -> RefRun | None:
     plan = session.plan
     return find_reusable(
@@ -374,7 +414,7 @@ class _Side:
 
     session: RefSession
     log_path: Path
-    svc_cm: ServiceContext | None = None
+    svc_cm: ServiceContext | DeployedContext | None = None
     channel: Channel | None = None
     failure: RunFailure | None = None
     results: list[QueryResult] = field(default_factory=list)
@@ -395,17 +435,12 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
     with contextlib.ExitStack() as stack:
         for side in sides:
             session = side.session
-            if session.build_failure is not None or session.worktree is None:
+            if not session.bootable:
                 side.failure = session.build_failure
                 continue
             if plan.progress is not None:
                 plan.progress(label, 0, len(items), 0, None)  # booting
-            cm = running_service(
-                session.side.service,
-                session.worktree,
-                log_path=side.log_path,
-                extra_env=session.extra_env,
-            )
+            cm = session.boot(side.log_path)
             side.svc_cm = cm
             try:
                 svc = cm.__enter__()
@@ -448,7 +483,14 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
 
 
-def _quiet_exit(cm: ServiceContext, side: _Side) -> Callable[..., bool]:
+def _url_key(url: str) -> str:
+    """The stand-in for a commit sha of a deployment: stable per URL, never a real sha."""
+    import hashlib
+
+    return "url-" + hashlib.sha256(url.encode()).hexdigest()[:12]
+
+
+def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[..., bool]:
     """The exit of a booted service inside the round's stack: a ServiceError at teardown is the
     side's failure (as run_repeat records it), not the round's end."""
 
