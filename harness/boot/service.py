@@ -29,6 +29,8 @@ One boot, in order:
    after the service is torn down.
 5. Prepare. Each `spec.prepare` command in turn: same environment, cwd and log, each within
    spec.prepare_timeout; a non-zero exit is a ServiceError naming the command and its status.
+   Then `[service.load]`, when set: the corpus posted in batches and an index call
+   (`harness.boot.loader`). Each step is timed (`RunningService.prepare_steps`).
 6. Teardown, always (normal exit, exception, KeyboardInterrupt): see
    `harness.boot.processes.ProcessTree.stop`. If a process cannot be killed, the with-statement
    raises ServiceError naming the pids (or, when the body already raised, that exception carries the
@@ -59,7 +61,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -79,6 +81,7 @@ from harness.boot.isolation import (
     scrub_file,
     scrubber,
 )
+from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
     BUBBLEWRAP,
@@ -90,7 +93,7 @@ from harness.boot.sandbox import (
 )
 from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
 from harness.checkout.interpreter import interpreter
-from harness.config import ServiceConfig
+from harness.config import LoadConfig, ServiceConfig
 from harness.errors import ServiceError
 
 _PORT_IN_USE = ("address already in use", "eaddrinuse")
@@ -117,13 +120,15 @@ class RunningService:
     data: Path | None  # the fresh copy of spec.data, or None
     log_path: Path
     boot_seconds: float  # spawn to first 2xx readiness answer
-    prepare_seconds: float
+    prepare_seconds: float  # every prepare command and the loader, together
     root: Path  # the throwaway root holding home, tmp, xdg/* and data; gone after teardown
     run_id: str  # the MARKER_ENV value in its environment
     sandbox: str = "plain"  # "bubblewrap" or "plain" (harness.boot.sandbox)
     # In bubblewrap mode, a fresh unconnected TCP socket of the service's network namespace:
     # the only way to reach `url`. None in plain mode. See `transport()`.
     open_socket: OpenSocket | None = None
+    # Seconds of each step after readiness: "prepare[0]", ..., "load", "index".
+    prepare_steps: Mapping[str, float] = field(default_factory=dict)
 
     def transport(self, limits: httpx.Limits | None = None) -> httpx.BaseTransport | None:
         """The httpx transport that reaches `url` (pass it to httpx.Client(transport=...)):
@@ -163,8 +168,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
         on_teardown: Callable[[TeardownReport], None] | None = None,
         sandbox: str | None = None,
+        corpus: Path | None = None,
     ) -> None:
         self.spec = spec
+        self.corpus = corpus  # gold.corpus: what service.load posts when load.corpus is unset
         self.worktree = Path(worktree).resolve()
         self.log_path = Path(log_path)
         self.extra_env = dict(extra_env)
@@ -283,8 +290,13 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             boot_seconds = time.monotonic() - t0
             self._tree.collect()
             t1 = time.monotonic()
+            steps: dict[str, float] = {}
             for i, cmd in enumerate(spec.prepare):
+                t_step = time.monotonic()
                 self._prepare(expand_placeholders(cmd, quoted, key=f"prepare[{i}]"), i, env)
+                steps[f"prepare[{i}]"] = time.monotonic() - t_step
+            if spec.load is not None:
+                steps.update(self._load(spec.load, url, data, log_start))
             return RunningService(
                 url=url,
                 port=port,
@@ -294,6 +306,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 log_path=self.log_path,
                 boot_seconds=boot_seconds,
                 prepare_seconds=time.monotonic() - t1,
+                prepare_steps=steps,
                 root=self._root,
                 run_id=self.run_id,
                 sandbox=self.sandbox,
@@ -344,6 +357,21 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     full = timeout == spec.probe_timeout
                     slow = slow or (full and isinstance(exc, httpx.TimeoutException))
                 time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
+
+    def _load(
+        self, spec: LoadConfig, url: str, data: Path | None, log_start: int
+    ) -> dict[str, float]:
+        """[service.load]: the corpus posted through the same transport as the queries."""
+        open_socket = None if self._link is None else self._link.open_socket
+        try:
+            corpus = corpus_path(spec, data, self.corpus)
+            with httpx.Client(trust_env=False, transport=transport_for(open_socket)) as client:
+                return load_corpus(spec, client, url, corpus)
+        except ServiceError as exc:
+            tail = [self._scrub(line) for line in log_tail(self.log_path, log_start)]
+            raise ServiceError(
+                exc.message, [*exc.details, f"last lines of {self.log_path}:", *tail], "prepare"
+            ) from None
 
     def _prepare(self, command: str, index: int, env: Mapping[str, str]) -> None:
         timeout = self.spec.prepare_timeout
@@ -434,6 +462,7 @@ def running_service(
     limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
     on_teardown: Callable[[TeardownReport], None] | None = None,
     sandbox: str | None = None,
+    corpus: Path | None = None,
 ) -> ServiceContext:
     """Boot `spec.start` from `worktree` in isolation; see the module docstring for each step.
 
@@ -455,6 +484,7 @@ def running_service(
         limits=limits,
         on_teardown=on_teardown,
         sandbox=sandbox,
+        corpus=corpus,
     )
 
 

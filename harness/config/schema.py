@@ -21,7 +21,12 @@ from typing import Any
 import jmespath
 import jmespath.exceptions
 
-from harness.config.values import COMMAND_PLACEHOLDERS, PLACEHOLDER, REQUEST_PLACEHOLDERS
+from harness.config.values import (
+    COMMAND_PLACEHOLDERS,
+    PLACEHOLDER,
+    REQUEST_PLACEHOLDERS,
+    LoadConfig,
+)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -199,6 +204,87 @@ def _outputs(value: tuple[str, ...]) -> list[tuple[str, str]]:
     return found
 
 
+# [service.load]: each key, its kind (as for a section's keys) and its check.
+DOCUMENTS = "{documents}"
+
+
+def _load_body(value: Mapping[str, object]) -> list[tuple[str, str]]:
+    found = [s for s, text in _strings(value, "") if text == DOCUMENTS]
+    if len(found) != 1:
+        return [("", f'needs the placeholder "{DOCUMENTS}" as exactly one value (the batch)')]
+    other = [
+        (suffix, f"unknown placeholder {{{name}}}; the body takes only {DOCUMENTS}")
+        for suffix, text in _strings(value, "")
+        for name in PLACEHOLDER.findall(text)
+        if name != "documents"
+    ]
+    return other
+
+
+def _load_document(value: Mapping[str, object]) -> list[tuple[str, str]]:
+    if not any(PLACEHOLDER.search(text) for _, text in _strings(value, "")):
+        return [("", 'names no corpus field; e.g. document = { id = "{_id}", text = "{text}" }')]
+    return []
+
+
+def _relative(value: str) -> list[tuple[str, str]]:
+    parts = value.split("/")
+    if value.startswith("/") or ".." in parts or not value.strip():
+        return [("", f'must be a path inside the data copy, e.g. "corpus.jsonl", not {value!r}')]
+    return []
+
+
+LOAD_KEYS: dict[str, Key] = {
+    "path": Key("str", lambda v: _query_path(v)),
+    "method": Key("str", lambda v: _http_method(v)),
+    "batch": Key("int", _at_least(1)),
+    "body": Key("json", _load_body),
+    "document": Key("json", _load_document),
+    "index": Key("str", lambda v: _query_path(v)),
+    "index_method": Key("str", lambda v: _http_method(v)),
+    "corpus": Key("str", _relative),
+    "timeout": Key("float", _positive),
+}
+
+
+def _http_method(value: str) -> list[tuple[str, str]]:
+    ok = value.upper() in ("POST", "PUT", "PATCH", "GET")
+    return [] if ok else [("", f"must be POST, PUT, PATCH or GET, not {value!r}")]
+
+
+def _load_table(value: Mapping[str, Any]) -> tuple[LoadConfig | None, list[tuple[str, str]]]:
+    """[service.load] as a LoadConfig, or the problems of its keys (suffix ".key")."""
+    problems: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in LOAD_KEYS:
+            close = difflib.get_close_matches(key, list(LOAD_KEYS), n=1)
+            mean = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(LOAD_KEYS)
+            problems.append(
+                (f".{key}", f"unknown key {key!r} in [service.load]{mean}; known: {known}")
+            )
+            continue
+        converted, wrong = convert(LOAD_KEYS[key].kind, item)
+        if wrong:
+            problems.append((f".{key}", wrong))
+            continue
+        check = LOAD_KEYS[key].check
+        issues = check(converted) if check else []
+        problems += [(f".{key}{suffix}", message) for suffix, message in issues]
+        values[key] = converted
+    if "path" not in value:
+        problems.append(
+            (".path", 'is required: the endpoint the documents go to, e.g. "/documents"')
+        )
+    if problems:
+        return None, problems
+    for key in ("method", "index_method"):
+        if key in values:
+            values[key] = values[key].upper()
+    return LoadConfig(**values), []
+
+
 def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
     # env values take the harness's placeholders only: a pin naming a pin would need an order
     return _env_names(value) + _command_problems(value, pins_allowed=False)
@@ -284,6 +370,7 @@ _SERVICE: dict[str, Key] = {
     "kill_wait": Key("float", _positive),
     "python": Key("str", _python),
     "build_outputs": Key("strs", _outputs),
+    "load": Key("load"),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),
@@ -331,6 +418,7 @@ _KIND_NAMES = {
     "ints": "an array of integers",
     "table": "a table of strings",
     "json": "a table (the JSON body template)",
+    "load": "a table [service.load]",
 }
 
 EXAMPLES = {
@@ -400,6 +488,11 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
         return tuple(value), None
     if not isinstance(value, dict):
         return None, wrong
+    if kind == "load":
+        loaded, problems = _load_table(value)
+        if problems:
+            return None, "; ".join(f"load{suffix}: {message}" for suffix, message in problems)
+        return loaded, None
     if kind == "json":
         problem = _json_problem(value, "")
         return (value, None) if problem is None else (None, f"expected a JSON body: {problem}")

@@ -43,7 +43,7 @@ from harness.replay.client import Channel, replay, warm_up
 from harness.replay.rewrite import rewritten
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
-from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
@@ -154,7 +154,11 @@ class RefSession:
             return deployed(self.url, self.side.service, log_path=log_path)
         assert self.worktree is not None
         return running_service(
-            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
+            self.side.service,
+            self.worktree,
+            log_path=log_path,
+            extra_env=self.extra_env,
+            corpus=self.plan.config.corpus,
         )
 
     @property
@@ -188,6 +192,7 @@ class RefSession:
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
+                timings.update(_prepare_steps(svc))
                 load_before, cpu0 = _load(), time.thread_time_ns()
                 t0 = time.perf_counter()
                 results = replay(
@@ -449,6 +454,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 continue
             stack.push(_quiet_exit(cm, side))
             side.timings["boot"] = svc.boot_seconds
+            side.timings.update(_prepare_steps(svc))
             side.channel = stack.enter_context(
                 Channel(svc.url, session.side.query, items, open_socket=svc.open_socket)
             )
@@ -503,6 +509,13 @@ def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[.
         return False
 
     return exit_
+
+
+def _prepare_steps(svc: object) -> dict[str, float]:
+    """Each prepare command's and loader phase's seconds, keyed "prepare:<step>" in a Repeat's
+    timings_s ("prepare:prepare[0]", "prepare:load", "prepare:index"): apart from the queries."""
+    steps: dict[str, float] = dict(getattr(svc, "prepare_steps", {}))
+    return {f"{PREPARE_STEP}{name}": seconds for name, seconds in steps.items()}
 
 
 def _load() -> float:

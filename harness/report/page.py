@@ -18,8 +18,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.report import layout
+from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.document import comparison_to_dict
-from harness.report.failures import error_lines
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
@@ -248,6 +248,10 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
             f"client CPU {m.client_cpu_ms:.3f} ms per query"
         )
     out.append(Block("lines", tuple(lines)))
+    out += layout.section(
+        "Before the queries (prepare commands and loading; not part of latency), seconds",
+        prepare_lines(c.prepare),
+    )
     return out
 
 

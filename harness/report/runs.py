@@ -16,8 +16,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.document import jsonable
-from harness.report.failures import error_lines
 from harness.report.numbers import ms, queries, rate
 from harness.score.evaluation import Evaluation
 from harness.types import GoldSet, RefRun
@@ -109,6 +109,7 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
             "latency_ms": None if summary.latency is None else jsonable(summary.latency),
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
             "drift": dict(summary.drift),
+            "prepare_s": {s.step: s.median_s for s in summary.prepare},
         }
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt != "table":
@@ -148,6 +149,9 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
                 ]
             )
         )
+    if summary.prepare:
+        (line,) = prepare_lines(summary.prepare)
+        parts.append(f"before the queries (not latency): {line.removeprefix('run: ')}")
     if summary.latency is not None:
         lat = summary.latency
         parts.append(

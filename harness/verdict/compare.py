@@ -276,6 +276,11 @@ def compare(
             for side, run in zip(("baseline", "candidate"), runs, strict=True)
             for summary in validity.error_kinds(gold, run, side)
         ),
+        prepare=tuple(
+            step
+            for side, run in zip(("baseline", "candidate"), runs, strict=True)
+            for step in validity.prepare_steps(run, side)
+        ),
     )
 
 

@@ -271,6 +271,18 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class PrepareStep:
+    """One step between a side's readiness and its queries (a prepare command, the loader's
+    batches, its index call): the median seconds over the repeats that ran it. Never part of
+    query latency."""
+
+    side: str
+    step: str  # "prepare[0]", "load", "index"
+    median_s: float
+    repeats: int
+
+
+@dataclass(frozen=True)
 class ErrorKindSummary:
     """The errored answers of one side of one kind: how many, by HTTP status, one sample of what
     the service said (its first ~200 characters, None once redacted), and what to do."""
@@ -306,6 +318,7 @@ class Comparison:
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
     errors: tuple[ErrorKindSummary, ...] = ()  # per side and kind, when any answer errored
+    prepare: tuple[PrepareStep, ...] = ()  # per side and step, when anything ran after ready
 
     @property
     def valid(self) -> bool:
@@ -345,6 +358,7 @@ class RunSummary:
     scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
     drift: Mapping[str, int]
     error_kinds: tuple[ErrorKindSummary, ...] = ()  # the same errors with statuses and advice
+    prepare: tuple[PrepareStep, ...] = ()  # each step after readiness, median over repeats
 
     @property
     def complete(self) -> bool:

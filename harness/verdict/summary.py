@@ -67,4 +67,5 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
         scopes=tuple(scopes),
         drift=drift,
         error_kinds=validity.error_kinds(gold, run, "run"),
+        prepare=validity.prepare_steps(run, "run"),
     )

@@ -8,12 +8,13 @@ answers.
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 
 from harness.errors import clip
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict.comparison import CompareSettings, ErrorKindSummary
+from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
 
 _SIDES = ("baseline", "candidate")
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
@@ -182,6 +183,19 @@ def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary
             )
         )
     return tuple(found)
+
+
+def prepare_steps(run: RefRun, side: str) -> tuple[PrepareStep, ...]:
+    """The median seconds of each step after readiness over the repeats that ran it, in the
+    order the steps ran (the prepare commands, then the loader)."""
+    seen: dict[str, list[float]] = {}
+    for rep in run.repeats:
+        for step, seconds in rep.prepare_steps.items():
+            seen.setdefault(step, []).append(seconds)
+    return tuple(
+        PrepareStep(side, step, float(statistics.median(values)), len(values))
+        for step, values in seen.items()
+    )
 
 
 def id_space_problems(
