@@ -234,3 +234,19 @@ def test_a_refused_batch_fails_the_boot_with_the_batch_and_status(tmp_path: Path
     assert "to POST /documents: HTTP 413: " in done.stderr
     assert "at most 25 documents a batch" in done.stderr
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_compare_reports_the_loading_apart_from_latency(tmp_path: Path) -> None:
+    sandbox, config = loaded_sandbox(tmp_path, batch=25)
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1", config=config
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    section = done.stdout.partition("Before the queries (prepare commands and loading")[2]
+    assert "baseline: load " in section and "candidate: load " in section
+    assert "index " in section and "(median over 1 boot)" in section
+    saved = next(sandbox.results.glob("*/comparison.json"))
+    steps = {(s["side"], s["step"]) for s in load_json(saved)["prepare"]}  # type: ignore[union-attr]
+    assert steps == {
+        (side, step) for side in ("baseline", "candidate") for step in ("load", "index")
+    }
