@@ -4,7 +4,8 @@
     found = interpreter(None)           # the harness's own (sys.executable, sys.version)
 
 `service.python` is a command looked up on the caller's PATH (`python3.12`) or a path to an
-interpreter (`/opt/py312/bin/python3`, `~/.pyenv/versions/3.12.3/bin/python`); it is run once,
+interpreter (`/opt/py312/bin/python3`, `~/.pyenv/versions/3.12.3/bin/python`,
+`{config_dir}/.venv312/bin/python`); it is run once,
 `-c` printing its version and real executable, so its identity (resolved path and full version)
 can go into the build key: a venv made with 3.11 is never reused for 3.12, nor after the
 interpreter was upgraded in place. An interpreter that cannot be found or does not run is a
@@ -21,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.config.values import CONFIG_DIR
 from harness.errors import ConfigError
 
 _PROBE = "import sys; print(sys.executable); print(sys.version.replace(chr(10), ' '))"
@@ -86,8 +88,11 @@ def _probe(value: str, path_env: str) -> Interpreter:
     return Interpreter(path=path.absolute(), executable=lines[0], version=lines[1])
 
 
-def interpreter(value: str | None) -> Interpreter:
-    """`service.python` found and identified (cached per value and PATH); None: the harness's."""
+def interpreter(value: str | None, config_dir: Path | None = None) -> Interpreter:
+    """`service.python` found and identified (cached per value and PATH); None: the harness's.
+    A leading {config_dir} is the configuration file's folder (an interpreter in your tree)."""
     if value is None:
         return Interpreter(Path(sys.executable), sys.executable, sys.version.replace("\n", " "))
+    if config_dir is not None and value.startswith(CONFIG_DIR):
+        value = str(config_dir.resolve()) + value[len(CONFIG_DIR) :]
     return _probe(value, os.environ.get("PATH", os.defpath))

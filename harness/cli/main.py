@@ -179,6 +179,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
+    if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
+        settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
     with signals_unwind():
         if args.baseline_url:
             baseline, candidate = run_deployed(
@@ -412,6 +414,21 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         query_differences=config.differences(),
     )
     return plan, settings
+
+
+def _ref_differences(
+    config: HarnessConfig, settings: CompareSettings, baseline: str, candidate: str
+) -> CompareSettings:
+    """`settings` naming the keys that differ between the sides as they run these two refs."""
+    from dataclasses import replace
+
+    from harness.checkout.worktree import resolve_ref
+
+    sides = [
+        config.side(name, ref, resolve_ref(config.repo, ref).sha)
+        for name, ref in (("baseline", baseline), ("candidate", candidate))
+    ]
+    return replace(settings, query_differences=tuple(config.differences(*sides)))
 
 
 def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: bool) -> None:

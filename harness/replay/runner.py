@@ -22,7 +22,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -35,12 +35,12 @@ from harness.checkout.build import build, with_venv
 from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
-from harness.config.inputs import inputs_hash
-from harness.errors import BuildError, ResultsError, ServiceError
+from harness.config.inputs import build_inputs, inputs_hash
+from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import Channel, replay, warm_up
-from harness.replay.rewrite import rewritten
+from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
@@ -73,10 +73,10 @@ class RefSession:
         ref: str,
         *,
         label: str | None = None,
+        pins: Mapping[str, str] | None = None,
         url: str | None = None,
     ) -> None:
         self.plan = plan
-        self.side: SideConfig = plan.config.side(side)
         self.side_name = side
         # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
         self.ref = label or ref
@@ -85,8 +85,17 @@ class RefSession:
         self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
         # commit sha, or <sha>+dirty.<hash12> for WORKTREE, or "deployed-<hash12>" of the URL
         self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
+        # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins
+        commit = None if self.resolved is None else self.resolved.sha
+        chosen = plan.config.side(side, None if url is not None else ref, commit)
+        if pins:
+            chosen = replace(
+                chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
+            )
+        self.side: SideConfig = chosen
+        _check_limit(plan.config, side, ref, chosen)
         if url is None:  # a missing service.python: a config error before any checkout
-            interpreter(self.side.service.python)
+            interpreter(self.side.service.python, plan.config.config_dir)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -99,6 +108,10 @@ class RefSession:
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config.corpus)
+        # Rewritten once, before anything is built: a hook that fails on a query stops here.
+        self._items = rewritten_items(
+            ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
+        )
 
     @property
     def log_dir(self) -> Path:
@@ -112,17 +125,15 @@ class RefSession:
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
             # A data path or committed symlink leading out of the tree: refused before any boot.
-            data_source(self.side.service, self.worktree)
+            data_source(self.side.service, self.worktree, self.plan.config.config_dir)
             if self.plan.keep:
                 print(
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
                     file=sys.stderr,
                 )
+            service, sha_key = build_inputs(self.side.service, self.sha, self.plan.config)
             result = build(
-                self.worktree,
-                sha_key=self.sha,
-                service=self.side.service,
-                log_dir=self.log_dir,
+                self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
             )
             self.timings["build"] = result.seconds
             if result.note:
@@ -159,6 +170,7 @@ class RefSession:
             log_path=log_path,
             extra_env=self.extra_env,
             corpus=self.plan.config.corpus,
+            config_dir=self.plan.config.config_dir,
         )
 
     @property
@@ -257,8 +269,7 @@ class RefSession:
 
     def items(self) -> list[tuple[str, str]]:
         """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
-        rewrite = self.side.query.rewrite
-        return [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
+        return list(self._items)
 
     def _log_path(self, index: int) -> Path:
         path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
@@ -293,6 +304,18 @@ class RefSession:
         return replace(run, record_path=str(path))
 
 
+def _check_limit(config: HarnessConfig, side: str, ref: str, chosen: SideConfig) -> None:
+    """A ref table that lowers query.limit below a cutoff: the CLI checked only the sides."""
+    limit, deepest = chosen.query.limit, max(config.compare.k, default=0)
+    if limit < deepest and limit != config.side(side).query.limit:
+        raise ConfigError(
+            f"{config.path}: query.limit = {limit} for {ref} on the {side} side (from a "
+            f'[ref."PATTERN"] table) is below the cutoff {deepest}: its hit@{deepest} would be '
+            f"computed from {limit} results",
+            hint=f"raise query.limit to {deepest} or more in that table, or lower compare.k",
+        )
+
+
 def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
     """The side's IdAdapter (`harness.replay.answers`), reading the corpus when id_field asks."""
     documents = load_corpus(corpus) if query.id_field and corpus is not None else None
@@ -306,6 +329,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "path": q.path,
         "params": dict(q.params),
         "json": None if q.json is None else dict(q.json),
+        **({} if q.form is None else {"form": dict(q.form)}),
         "ids": q.ids,
         "scores": q.scores,
         "rewrite": q.rewrite,
