@@ -143,3 +143,11 @@ def test_the_schema_refuses_an_empty_or_relative_interpreter(tmp_path: Path) -> 
     text = str(caught.value)
     assert "service.python: is a relative path" in text
     assert "service.build_outputs: lists no path" in text
+
+
+def test_an_interpreter_in_your_tree_is_found_through_config_dir(tmp_path: Path) -> None:
+    (tmp_path / "py" / "bin").mkdir(parents=True)
+    (tmp_path / "py" / "bin" / "python").symlink_to(sys.executable)
+    found = interpreter("{config_dir}/py/bin/python", tmp_path)
+    assert found.path == tmp_path.resolve() / "py" / "bin" / "python"
+    assert Path(found.executable).resolve() == Path(sys.executable).resolve()
