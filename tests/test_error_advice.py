@@ -200,3 +200,14 @@ def test_a_service_refusing_every_json_body_explains_itself_and_redact_hides_the
     assert all(e["sample"] is None for e in load_json(saved)["errors"])  # type: ignore[union-attr]
     assert json.loads(saved.read_text())["errors"][0]["statuses"] == [[422, 80]]  # 80 queries
     assert sandbox.worktrees() == [] and sandbox.leftovers() == []
+
+
+def test_a_comparison_saved_before_errors_and_prepare_existed_reads_back() -> None:
+    from harness.report.document import comparison_from_dict
+
+    gold = make_gold()
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
+    document = comparison_to_dict(c)
+    del document["errors"], document["prepare"]
+    old = comparison_from_dict(json.loads(json.dumps(document)))
+    assert old.errors == () and old.prepare == ()
