@@ -110,6 +110,7 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
             "drift": dict(summary.drift),
             "prepare_s": {s.step: s.median_s for s in summary.prepare},
+            "definition": None if run.definition is None else run.definition.to_dict(),
         }
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt != "table":
@@ -120,6 +121,8 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
     modes = {rep.sandbox for rep in run.repeats if rep.sandbox is not None}
     if modes:
         head += f"\nisolation: {', '.join(sorted(modes))}"
+    if run.definition is not None:
+        head += f"\nevaluation definition: sha256 {run.definition.sha256}"
     if run.build_failure is not None:
         said = run.build_failure.message
         head += "\n" + (said if said.startswith("build failed") else f"build failed: {said}")
