@@ -23,9 +23,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-# scipy.special, not scipy.stats: the same functions (binom.cdf is bdtr) at a third of the
-# import (scipy.stats alone was 20% of a demo compare's CPU).
-from scipy.special import bdtr, gammaln
 
 from harness.types import Verdict
 from harness.verdict.resample import (
@@ -57,6 +54,10 @@ def mcnemar_exact(b: int, c: int) -> float:
     check_count("c", c)
     if b + c == 0 or b == c:
         return 1.0
+    # Imported on use (a third of a second that a metrics-only command never needs); from
+    # scipy.special, not scipy.stats: binom.cdf is bdtr, at a third of the import.
+    from scipy.special import bdtr
+
     return min(1.0, 2.0 * float(bdtr(min(b, c), b + c, 0.5)))
 
 
@@ -164,6 +165,8 @@ def sign_flip_exact(scaled: npt.ArrayLike) -> float:
 
 def _half_binomial_pmf(n: int) -> FloatArray:
     """P(X = k) for k = 0..n, X ~ Bin(n, 1/2), from log-gamma: C(n, k) / 2**n."""
+    from scipy.special import gammaln
+
     k = np.arange(n + 1, dtype=np.float64)
     log_pmf = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) - n * math.log(2.0)
     pmf: FloatArray = np.exp(log_pmf)
