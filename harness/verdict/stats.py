@@ -343,19 +343,75 @@ def continuous_test(
     alpha: float,
     seed: int,
     resamples: int = 10_000,
+    family: int = 1,
 ) -> ContinuousTest:
-    """Call a continuous metric from aligned per-query scores.
+    """Call a continuous metric from aligned per-query scores (`continuous_tests` of one)."""
+    return continuous_tests(
+        [(baseline, candidate)], alpha=alpha, seed=seed, resamples=resamples, family=family
+    )[0]
 
-    p from `paired_randomization_test`, CI from `paired_bootstrap_ci` at confidence 1 - alpha.
-    IMPROVED / REGRESSED (by the sign of the mean delta) only when p < alpha AND the CI
-    excludes 0; disagreement between the two, or p >= alpha, is NO_DIFFERENCE.
+
+def continuous_tests(
+    pairs: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    *,
+    alpha: float,
+    seed: int,
+    resamples: int = 10_000,
+    family: int = 1,
+) -> list[ContinuousTest]:
+    """Call continuous metrics from aligned per-query scores, one (baseline, candidate) pair
+    per metric, all on the same queries.
+
+    p from the sign-flip randomization test (exact when a metric has few non-zero deltas, as
+    `paired_randomization_test`; else sequential Monte Carlo against alpha / `family` and alpha,
+    `family` being the most tests the p is Holm-corrected across), CI from the percentile
+    bootstrap at confidence 1 - alpha (sequential on whether it excludes 0); both draw one
+    set of random numbers for every metric at once and stop once each answer is settled, with
+    the error bound `harness.verdict.sequential` states (at most 1e-3 that any stopped
+    decision differs from the full resampling's). IMPROVED / REGRESSED (by the sign of the mean
+    delta) only when p < alpha AND the CI excludes 0; disagreement between the two, or
+    p >= alpha, is NO_DIFFERENCE.
     """
+    from harness.verdict.sequential import bootstrap_intervals, sign_flip_p
+
     check_alpha(alpha)
-    base, cand = aligned(baseline, candidate)
-    p = paired_randomization_test(base, cand, seed=seed, resamples=resamples)
-    delta, lo, hi = paired_bootstrap_ci(
-        base, cand, seed=seed, resamples=resamples, confidence=1 - alpha
-    )
+    check_resamples(resamples)
+    if family < 1:
+        raise ValueError(f"family must be >= 1, not {family}")
+    if not pairs:
+        return []
+    sides = [aligned(b, c) for b, c in pairs]
+    if len({base.size for base, _ in sides}) != 1:
+        raise ValueError("every metric must be scored on the same queries")
+    deltas = np.stack([cand - base for base, cand in sides])
+    p = np.ones(len(sides))
+    ci = np.zeros((len(sides), 2))
+    sampled = []
+    for j, row in enumerate(deltas):
+        m = int(np.count_nonzero(row))
+        if 0 < m < 63 and (1 << m) <= resamples:
+            p[j] = paired_randomization_test(sides[j][0], sides[j][1], seed=seed)
+        elif m:
+            sampled.append(j)
+    if sampled:
+        p[sampled] = sign_flip_p(
+            deltas[sampled], seed=seed, resamples=resamples, bounds=(alpha / family, alpha)
+        )
+    moving = [j for j, row in enumerate(deltas) if row.any()]
+    if moving:
+        ci[moving] = bootstrap_intervals(
+            deltas[moving], seed=seed, resamples=resamples, confidence=1 - alpha
+        )
+    return [
+        _continuous_verdict(base, cand, float(p[j]), float(ci[j, 0]), float(ci[j, 1]), alpha)
+        for j, (base, cand) in enumerate(sides)
+    ]
+
+
+def _continuous_verdict(
+    base: FloatArray, cand: FloatArray, p: float, lo: float, hi: float, alpha: float
+) -> ContinuousTest:
+    delta = float((cand - base).mean())
     level = f"{100 * (1 - alpha):g}% CI [{lo:+.3f}, {hi:+.3f}]"
     excludes_zero = lo > 0 or hi < 0
     if p < alpha and excludes_zero:
