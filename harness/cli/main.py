@@ -174,8 +174,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_pair
     from harness.report.page import render
+    from harness.results.cache import cached_compare
     from harness.results.comparisons import save_comparison
-    from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
     with signals_unwind():
@@ -184,7 +184,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
-    comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    comparison, cached = cached_compare(
+        plan.results_dir,
+        plan.gold,
+        baseline,
+        candidate,
+        settings,
+        corpus_ids,
+        corpus_hash=plan.corpus_hash,
+    )
+    if cached:
+        print(
+            "harness: both runs and every setting as before: the comparison is read back "
+            "from the cache",
+            file=sys.stderr,
+        )
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
