@@ -14,6 +14,7 @@ re-compare with both runs reused at least 10x faster than cold at 10k queries.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     rng = np.random.default_rng(0)
     gold = gold_set(args.queries, 8, rng)
     settings = CompareSettings()

@@ -168,6 +168,7 @@ def end_to_end(args: argparse.Namespace) -> None:
         qrels, topics, run = write_files(Path(tmp), qids, rankings, judgements)
         del rankings, judgements
         size = run.stat().st_size / 2**20
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print(f"{args.queries:,} queries x {args.depth} results, seed {args.seed}: "
               f"run file {size:,.0f} MiB; suite {metrics}")
         tools = {

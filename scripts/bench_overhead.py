@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=1)
     parser.add_argument("--skip-demo", action="store_true")
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     startup(args.runs)
     if not args.skip_demo:
         demo(args.demos)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import time
 
 import numpy as np
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--slices", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     settings = CompareSettings()
     print(
         f"compare() with {args.repeats} repeats a side, {args.slices} slices, "
