@@ -10,8 +10,9 @@ harness version. So a re-compare of two reused runs with the same settings does 
 at all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
 set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
 one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
-redaction happens when a report is rendered), written atomically, never overwritten. An entry
-that cannot be read (another schema, a damaged file) is ignored and recomputed.
+redaction happens when a report is rendered), compact JSON written atomically, never
+overwritten. An entry that cannot be read (another schema, a damaged file) is ignored and
+recomputed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from harness import __version__
 from harness.errors import ResultsError
 from harness.report.document import comparison_from_dict, comparison_to_dict
-from harness.results.files import read_json, write_json_new
+from harness.results.files import read_json, write_text_new
 from harness.results.records import run_to_dict
 from harness.types import GoldSet, RefRun
 from harness.verdict.compare import compare
@@ -88,7 +89,10 @@ def cached_compare(
     comparison = compare(gold, baseline, candidate, settings, corpus_ids)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_new(path, comparison_to_dict(comparison))
+        # Compact: json's C encoder (an indented dump is pure Python, 10x slower); no one reads
+        # a cache entry but the harness.
+        text = json.dumps(comparison_to_dict(comparison), sort_keys=True, separators=(",", ":"))
+        write_text_new(path, text + "\n")
     except (OSError, ResultsError):
         pass  # the cache is an optimisation: the comparison itself is saved elsewhere
     return comparison, False
