@@ -96,3 +96,12 @@ def test_a_damaged_entry_is_recomputed_not_trusted(stored) -> None:  # type: ign
     entry.write_text("{not json")
     again, hit = cached_compare(results, gold, base, cand, FAST)
     assert not hit and again == first
+
+
+def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: ignore[no-untyped-def]
+    results, gold, base, cand = stored
+    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    assert not hit and not (results / CACHE_DIR).exists()
+    cached_compare(results, gold, base, cand, FAST)
+    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    assert not hit

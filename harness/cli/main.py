@@ -199,6 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings,
         corpus_ids,
         corpus_hash=plan.corpus_hash,
+        use=not args.redact,  # an entry holds query texts: none is written under --redact
     )
     if cached:
         print(

@@ -76,9 +76,14 @@ def cached_compare(
     corpus_ids: frozenset[str] | None = None,
     *,
     corpus_hash: str | None = None,
+    use: bool = True,
 ) -> tuple[Comparison, bool]:
     """(the comparison, whether it came from the cache): `compare` unless an entry for exactly
-    these inputs exists; a new result is stored for next time (a full disk only skips that)."""
+    these inputs exists; a new result is stored for next time (a full disk only skips that).
+    `use=False` (a --redact compare: an entry holds query texts and error details) neither reads
+    nor writes the cache."""
+    if not use:
+        return compare(gold, baseline, candidate, settings, corpus_ids), False
     key = comparison_key(gold, baseline, candidate, settings, corpus_hash)
     path = results_dir / CACHE_DIR / f"{key}.json"
     if path.is_file():
