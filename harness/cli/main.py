@@ -179,8 +179,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.report.runs import render_failures
+    from harness.results.cache import cached_compare
     from harness.results.comparisons import save_comparison
-    from harness.verdict.compare import compare
 
     _require_html(args.format)
     plan, settings = _plan(args)
@@ -199,7 +199,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
-    comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    comparison, cached = cached_compare(
+        plan.results_dir,
+        plan.gold,
+        baseline,
+        candidate,
+        settings,
+        corpus_ids,
+        corpus_hash=plan.corpus_hash,
+        use=not args.redact,  # an entry holds query texts: none is written under --redact
+    )
+    if cached:
+        print(
+            "harness: both runs and every setting as before: the comparison is read back "
+            "from the cache",
+            file=sys.stderr,
+        )
     comparison = _with_floors(comparison, floors, plan, candidate)
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
