@@ -673,6 +673,9 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 
         args.baseline_url = check_url(args.baseline_url, "--baseline-url")
         args.candidate_url = check_url(args.candidate_url, "--candidate-url")
+    ray = getattr(args, "ray", None)
+    if ray is not None:
+        _check_ray(ray, deployed)
     config = load_config(args.config, repo=args.repo, deployed=deployed)
     overrides: dict[str, object] = {
         name: getattr(args, name)
@@ -696,6 +699,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         keep=args.keep,
         redact=bool(getattr(args, "redact", False)),
         progress=Progress(),
+        ray=ray,
     )
     sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
     settings = CompareSettings.from_config(
@@ -705,6 +709,20 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         context=_context_metrics(config, gold, sides, gates),
     )
     return plan, settings
+
+
+def _check_ray(address: str, deployed: bool) -> None:
+    """--ray: Ray importable and an address given, before anything is read or built."""
+    from harness.replay.remote import require_ray
+
+    if deployed:
+        raise HarnessError(
+            "--ray measures refs; deployments (--baseline-url) are measured from this machine",
+            ["leave out --ray, or compare refs with --baseline and --candidate"],
+        )
+    if not address.strip():
+        raise HarnessError("--ray: give auto or a cluster address, e.g. --ray auto")
+    require_ray()
 
 
 def _context_metrics(

@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never reuse earlier run records (a stored run gives quality, never latency)",
     )
+    _add_ray(p)
     p.add_argument(
         "--format",
         choices=("text", "markdown", "json", "html"),
@@ -233,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
@@ -394,4 +396,13 @@ def _check_compare_sides(parser: argparse.ArgumentParser, args: argparse.Namespa
 def _add_strict(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strict", action="store_true", help="exit 4 when the quality verdict is inconclusive"
+    )
+
+
+def _add_ray(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="run each round as a Ray task (the [ray] extra): auto finds a running cluster or "
+        "starts a local one; ADDRESS is a cluster's (host:port, ray://...)",
     )

@@ -62,6 +62,8 @@ class RunPlan:
     keep: bool = False
     redact: bool = False  # records under results/runs/ keep no error details (--redact)
     progress: Progress | None = field(default=None, compare=False)
+    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
+    ray: str | None = None
 
 
 class RefSession:
@@ -81,6 +83,8 @@ class RefSession:
         self.side_name = side
         # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
         self.ref = label or ref
+        self.requested_ref, self.pins = ref, dict(pins or {})  # what a Ray worker opens again
+        self.host: dict[str, str] | None = None  # where its rounds ran, when not here (Ray)
         # A running deployment (compare --baseline-url): no ref, checkout, build or boot.
         self.url = url
         self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
@@ -286,7 +290,7 @@ class RefSession:
             gold_hash=self.plan.gold.hash,
             corpus_hash=self.plan.corpus_hash,
             tool_version=__version__,
-            host=host_fingerprint(),
+            host=self.host or host_fingerprint(),
             repeats=tuple(self.repeats),
             query_config=_query_config_dict(self.side),
             build_failure=self.build_failure,
@@ -375,6 +379,7 @@ def run_interleaved(
     queries as a burst.
     """
     runs: dict[int, RefRun] = {}
+    on_ray = bool(sessions) and sessions[0].plan.ray is not None
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
         for i, session in enumerate(sessions):
@@ -382,21 +387,32 @@ def run_interleaved(
             found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
-            else:
-                live[i] = stack.enter_context(session)
+            else:  # on Ray, each round's worker checks out and builds: nothing here
+                live[i] = session if on_ray else stack.enter_context(session)
         together = list(live.values())
         if len(together) > 1:
             pair_id = secrets.token_hex(8)
             for session in together:
                 session.pair_id = pair_id
-        for index in range(repeats):
-            if len(together) > 1 and together[0].plan.concurrency == 1:
-                _paired_round(together, index, repeats)
-            else:
-                for session in together if index % 2 == 0 else together[::-1]:
-                    session.run_repeat(index)
+        if on_ray and together:
+            from harness.replay.remote import run_rounds
+
+            run_rounds(together, repeats)
+        else:
+            for index in range(repeats):
+                play_round(together, index, repeats)
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
+
+
+def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
+    """Round `index` of entered sessions: time-paired (`_paired_round`) when there are several
+    at concurrency 1, else each session's repeat in turn (order alternating by round)."""
+    if len(sessions) > 1 and sessions[0].plan.concurrency == 1:
+        _paired_round(sessions, index, repeats)
+    else:
+        for session in sessions if index % 2 == 0 else sessions[::-1]:
+            session.run_repeat(index)
 
 
 def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
