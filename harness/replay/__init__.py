@@ -6,6 +6,8 @@
     runner.py  RefSession (one ref: worktree, build, boots) and run_interleaved (time-paired
                rounds: each boots every ref, then each query goes to all of them back to back),
                into RefRun records flushed under results/
+    remote.py  --ray: each round one Ray task (both sides booted on one worker), its Repeats
+               gathered back into the driver's sessions and records
 
 In: a RunPlan (config, gold set, refs) and a repeat count. Out: RefRun values, one per ref,
 each holding every repeat's QueryResults and any RunFailure. Scores nothing.
