@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -162,3 +163,38 @@ def test_harness_help_does_not_import_ray() -> None:
     code = "import sys, harness.cli.main, harness.replay.runner; print('ray' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "False"
+
+
+def test_ctrl_c_on_ray_tears_down_the_rounds_and_ray(
+    sandbox: Sandbox, tmp_path: Path, ray_tmp: Path
+) -> None:
+    boots = sandbox.boots()
+    proc = subprocess.Popen(
+        sandbox.command(
+            ["compare", "--baseline", "main", "--candidate", "main", "--fresh", "--ray", "auto"],
+            tmp_path,
+        ),
+        cwd=sandbox.repo,
+        env=sandbox.env({"RAY_TMPDIR": str(ray_tmp)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Interrupted once a round's worker has booted a service: mid-round.
+        for _ in range(1200):
+            if sandbox.boots() > boots or proc.poll() is not None:
+                break
+            psutil.wait_procs([psutil.Process(proc.pid)], timeout=0.1)
+        assert sandbox.boots() > boots
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "harness: interrupted; every service and worktree was torn down" in err
+    assert wait_gone(ray_tmp) == []
+    assert sandbox.leftovers(sandbox.run_ids(tmp_path)) == []
+    assert sandbox.worktrees() == []
