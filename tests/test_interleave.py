@@ -46,6 +46,7 @@ class FakePlan:
     corpus_hash: str | None
     concurrency: int = 1
     config: FakeConfig = field(default_factory=FakeConfig)
+    ray: str | None = None  # rounds here, never on Ray
 
 
 FAKE_SIDE = SideConfig(ServiceConfig(start="svc {port}", ready="/health"), QueryConfig("/s", "ids"))
