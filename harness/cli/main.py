@@ -408,9 +408,11 @@ def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: b
     cutoffs = [*config.compare.k]
     for name in gate_on:
         try:
-            cutoffs.append(parse_metric(name).k)
+            k = parse_metric(name).k
         except ValueError:
             continue  # CompareSettings reports unknown names
+        if k is not None:  # an uncut metric reads whatever was returned
+            cutoffs.append(k)
     where = "--k" if from_cli else f"{config.path}: compare.k"
     for side in ("baseline", "candidate"):
         limit = config.side(side).query.limit

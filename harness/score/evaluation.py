@@ -179,7 +179,7 @@ def evaluate(
     ranks = judge(
         [rankings.get(qid, ()) for qid in all_ids],
         list(map(attrgetter("relevant"), queries)),
-        max((s.k for s in chosen), default=1),
+        max((s.depth for s in chosen), default=1),
         rel_level,
     )
     answerable = ranks.answerable

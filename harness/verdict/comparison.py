@@ -112,7 +112,7 @@ class CompareSettings:
         chosen = {MetricSpec(name, k) for name in _DEFAULT_METRICS for k in self.k}
         chosen |= {parse_metric(name) for name in self.gate_on}
         order = {name: i for i, name in enumerate(_DEFAULT_METRICS)}
-        return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), s.name, s.k)))
+        return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), *s.sort_key())))
 
 
 # --------------------------------------------------------------------------- the Comparison tree

@@ -171,7 +171,7 @@ def score_scope(
     the scope's calls are corrected across."""
     power_alpha = settings.alpha / family
     rows = [
-        _hit_row(str(s), base, cand, sel, topk[s.k], settings, power_alpha)
+        _hit_row(str(s), base, cand, sel, topk[s.depth], settings, power_alpha)
         if s.kind is Kind.BINARY
         else _continuous_row(str(s), base, cand, sel, settings, power_alpha)
         for s in settings.specs
