@@ -541,8 +541,9 @@ def test_judged_queries_with_no_relevant_document_count_as_zero_like_trec_eval()
 @pytest.mark.parametrize(
     ("given", "name", "k"),
     [("nDCG@10", "ndcg", 10), ("P@5", "p", 5), ("RR@10", "mrr", 10), ("AP@100", "ap", 100),
-     ("R@100", "recall", 100), ("Success@5", "hit", 5), ("AP", "ap", None), ("nDCG", "ndcg", None),
-     ("RR", "mrr", None), ("P_5", "p", 5), ("ndcg_cut_10", "ndcg", 10), ("recall_100", "recall", 100),
+     ("R@100", "recall", 100), ("Success@5", "hit", 5), ("AP", "ap", None),
+     ("nDCG", "ndcg", None), ("RR", "mrr", None), ("P_5", "p", 5), ("ndcg_cut_10", "ndcg", 10),
+     ("recall_100", "recall", 100),
      ("map_cut_100", "ap", 100), ("success_5", "hit", 5), ("recip_rank", "mrr", None),
      ("map", "ap", None), ("ndcg", "ndcg", None), ("ap", "ap", None), ("mrr", "mrr", None)],
 )  # fmt: skip

@@ -156,7 +156,8 @@ def test_uncut_metrics_agree_with_ir_measures(seed: int) -> None:
     data = synthetic(seed, ties=False)
     names = ["AP", "nDCG", "RR"]
     expected: Scored = {}
-    for m in ir_measures.iter_calc(list(map(ir_measures.parse_measure, names)), data.qrels, data.run):
+    measures = list(map(ir_measures.parse_measure, names))
+    for m in ir_measures.iter_calc(measures, data.qrels, data.run):
         expected.setdefault(m.query_id, {})[str(m.measure)] = m.value
     ev = evaluate(data.gold, ranked(data.run), names)
     assert list(ev.columns) == names  # printed back as given
