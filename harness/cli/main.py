@@ -78,7 +78,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from harness.score.runfile import load_run, require_gold_queries
 
     specs = _metric_specs(args.metrics)
-    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
+    # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
+    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
     run = load_run(args.run)
     require_gold_queries(run, gold, args.gold)
     evaluation = evaluate(

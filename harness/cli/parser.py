@@ -120,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
     p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
     p.add_argument("--run", required=True, type=Path, help="TREC run file or native JSONL run")
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument(
+        "--queries",
+        type=Path,
+        help="topics file for TREC qrels (optional: scoring needs no query text; with it, "
+        "per-query output shows the texts)",
+    )
     p.add_argument("--corpus", type=Path, help="corpus JSONL: also check judged ids exist")
     p.add_argument("--metrics", default="hit@5,recall@10,mrr@10,ndcg@10,p@5")
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
