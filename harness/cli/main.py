@@ -280,6 +280,43 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.results.export import per_query_frame, to_table, to_trec
+    from harness.results.records import load_record
+
+    if args.format == "parquet" and args.output is None:
+        raise HarnessError("--format parquet writes a binary file: pass --output FILE")
+    run = load_record(args.run, args.side)
+    if args.format == "trec":
+        data = to_trec(run, args.repeat).encode("utf-8")
+    else:
+        from harness.gold import load_gold
+
+        gold = load_gold(args.gold) if args.gold is not None else None
+        specs = _metric_specs(args.metrics) if gold is not None else ()
+        data = to_table(per_query_frame(run, gold, specs), args.format)
+    if args.output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return EXIT_OK
+    _write_output(args.output, data, force=args.force)
+    print(f"harness: wrote {args.format} to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_output(path: Path, data: bytes, *, force: bool) -> None:
+    import os
+    import secrets
+
+    from harness.results.files import write_bytes_new
+
+    if path.exists() and not force:
+        raise HarnessError(f"{path}: already exists", ["pass --force to overwrite it"])
+    # Whole or not at all: written beside it, then renamed over it.
+    tmp = write_bytes_new(path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), data)
+    os.replace(tmp, path)
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
     from harness.checkout.worktree import cache_dir
@@ -442,6 +479,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "threshold": cmd_threshold,
     "demo": cmd_demo,
     "clean": cmd_clean,
+    "export": cmd_export,
 }
 
 if __name__ == "__main__":

@@ -243,6 +243,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
+    p = sub.add_parser(
+        "export", help="a run record as a TREC run file, or its per-query results as CSV/Parquet"
+    )
+    p.add_argument(
+        "run", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
+    )
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("trec", "csv", "parquet"),
+        default="trec",
+        help="trec: qid Q0 docid rank score tag (one repeat); csv, parquet: one row per "
+        "repeat and query (default trec)",
+    )
+    p.add_argument(
+        "--output", type=Path, help="write here (default: stdout; parquet needs a file)"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --output")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        help="trec: which repeat (round) to write, by its index in the record, from 0 "
+        "(default: the first)",
+    )
+    p.add_argument(
+        "--gold", type=Path, help="csv, parquet: add slice and per-query metric columns"
+    )
+    p.add_argument(
+        "--metrics",
+        default="hit@5,recall@10,mrr@10,ndcg@10",
+        help="csv, parquet with --gold: the metric columns "
+        "(default hit@5,recall@10,mrr@10,ndcg@10)",
+    )
+
     p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
     p.add_argument(
         "--builds", action="store_true", help="also remove builds (per-commit venvs), not in use"
