@@ -21,6 +21,7 @@ Parquet needs pyarrow (`pip install 'retrieval-harness[parquet]'`).
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import math
@@ -144,7 +145,7 @@ def to_table(frame: pd.DataFrame, fmt: str) -> bytes:
     if fmt != "parquet":
         raise HarnessError(f"--format {fmt}: not a table format; use csv or parquet")
     try:
-        import pyarrow  # noqa: F401
+        importlib.import_module("pyarrow")
     except ImportError:
         raise HarnessError(
             "--format parquet needs pyarrow, which is not installed",
