@@ -317,6 +317,13 @@ def _write_output(path: Path, data: bytes, *, force: bool) -> None:
     os.replace(tmp, path)
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from harness.schemas import schema_text
+
+    print(schema_text(args.name), end="")
+    return EXIT_OK
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
     from harness.checkout.worktree import cache_dir
@@ -480,6 +487,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo,
     "clean": cmd_clean,
     "export": cmd_export,
+    "schema": cmd_schema,
 }
 
 if __name__ == "__main__":

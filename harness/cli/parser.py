@@ -282,6 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(default hit@5,recall@10,mrr@10,ndcg@10)",
     )
 
+    p = sub.add_parser(
+        "schema", help="print the JSON Schema of comparison.json, a run record or harness.toml"
+    )
+    p.add_argument(
+        "name",
+        choices=("comparison", "run", "config"),
+        help="comparison: comparison.json; run: results/runs/*.json; config: harness.toml",
+    )
+
     p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
     p.add_argument(
         "--builds", action="store_true", help="also remove builds (per-commit venvs), not in use"
