@@ -49,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.leftovers import recover
 
         recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
-        return command(args)
+        try:
+            return command(args)
+        finally:
+            live = sys.modules.get("harness.cli.progress")  # loaded only by commands that run
+            if live is not None:
+                live.close_all()
     except HarnessError as exc:
         print(f"harness: error: {exc.message}", file=sys.stderr)
         for line in exc.details:
@@ -160,7 +165,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     plan, settings = _plan(args)
     run = _run_ref(plan, args)
+    _phase(plan, "analysis", "scoring")
     summary = summarise_run(plan.gold, run, settings)
+    _close(plan)
     print(render_run(summary, args.format), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     print(render_failures(run), end="", file=sys.stderr)
@@ -183,9 +190,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         baseline, candidate = run_pair(
             plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
         )
+    _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
@@ -215,6 +224,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     repeats = _repeats(args, plan)
     with signals_unwind():
         runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=repeats, fresh=args.fresh)
+    _phase(plan, "analysis", "every value against the reference")
     sweep, comparisons = summarise(
         plan.gold,
         grid.points,
@@ -225,6 +235,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         side=args.side,
         overridden=overridden_pins(plan.config, args.side, grid.params),
     )
+    _close(plan)
     saved = save_sweep(plan.results_dir, sweep, comparisons)
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
@@ -243,6 +254,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     chosen = [str(spec) for spec in _metric_specs(args.metrics)] if args.metrics else None
     plan, _ = _plan(args)
     run = _run_ref(plan, args)
+    _close(plan)
     measured = measure(
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
@@ -386,6 +398,18 @@ def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
 
 
+def _phase(plan: RunPlan, name: str, detail: str) -> None:
+    if plan.observer is not None:
+        plan.observer.phase(name, detail)
+
+
+def _close(plan: RunPlan) -> None:
+    """End the live progress display, if any, before a report goes to the terminal."""
+    close = getattr(plan.observer, "close", None)
+    if close is not None:
+        close()
+
+
 def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
     return int(args.repeats or plan.config.compare.repeats)
 
@@ -426,6 +450,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # The same checks as `harness gold check`, before anything is built or booted.
     gold, report = check_files(config.gold, config.corpus, alpha=config.compare.alpha)
     report.raise_if_errors()
+    progress = None if args.quiet else Progress()
     plan = RunPlan(
         config=config,
         gold=gold,
@@ -434,7 +459,8 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         concurrency=args.concurrency,
         keep=args.keep,
         redact=bool(getattr(args, "redact", False)),
-        progress=Progress(),
+        progress=progress,
+        observer=progress,
     )
     settings = CompareSettings.from_config(
         config.compare,

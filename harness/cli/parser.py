@@ -43,6 +43,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "verdict)",
     )
     p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress on stderr (the report is unchanged)"
+    )
 
 
 def _add_side(p: argparse.ArgumentParser) -> None:
