@@ -39,6 +39,7 @@ class FakePlan:
     gold: FakeGold
     corpus_hash: str | None
     concurrency: int = 1
+    observer: None = None  # told nothing here (the progress tests cover it)
 
 
 @dataclass
