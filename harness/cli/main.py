@@ -137,15 +137,18 @@ def cmd_gold_build(args: argparse.Namespace) -> int:
 
 def cmd_gold_convert(args: argparse.Namespace) -> int:
     from harness.gold import load_gold
-    from harness.gold.convert import convert
+    from harness.gold.convert import convert, written
 
-    gold = load_gold(args.gold, queries=args.queries, split=args.split)
+    # With --corpus every judged id is checked against it and its sha256 recorded (in the
+    # native header), which is what `gold check` needs to tell a stale gold set.
+    gold = load_gold(args.gold, queries=args.queries, split=args.split, corpus=args.corpus)
     warnings = convert(
         gold, args.to, args.out, overwrite=args.force, split=args.out_split, topics=args.topics
     )
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
-    print(f"harness: wrote {len(gold)} queries as {args.to} to {args.out}", file=sys.stderr)
+    count = written(gold, args.to)
+    print(f"harness: wrote {count} queries as {args.to} to {args.out}", file=sys.stderr)
     return EXIT_OK
 
 

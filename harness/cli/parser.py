@@ -168,7 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite --out")
 
     p = gold.add_parser("convert", help="native <-> BEIR <-> TREC, saying what was dropped")
-    p.add_argument("gold", type=Path)
+    p.add_argument("gold", type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        help="corpus JSONL or BEIR dir: check every judged id and record its sha256 in the "
+        "native header (what gold check needs to tell a stale gold set)",
+    )
     p.add_argument("--to", choices=("native", "beir", "trec"), required=True)
     p.add_argument("--out", type=Path, required=True, help="a file (native) or a directory")
     p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")

@@ -34,6 +34,11 @@ from typing import TYPE_CHECKING
 
 from harness.errors import GoldError
 from harness.gold.canonical import canonical_form, canonical_hash
+
+# Imported eagerly, unlike the other tools: a function named like its submodule would otherwise
+# be shadowed by the submodule itself once anything imports harness.gold.convert ("'module'
+# object is not callable"). It needs nothing heavy.
+from harness.gold.convert import convert
 from harness.gold.corpus import dangling, file_sha256, load_corpus, load_corpus_ids
 from harness.gold.documents import Corpus, Document
 from harness.gold.native import read_native, write_native
@@ -44,7 +49,6 @@ from harness.types import CorpusInfo, GoldSet
 if TYPE_CHECKING:
     from harness.gold.build import build_gold
     from harness.gold.check import CheckReport, Finding, SlicePower, check_gold
-    from harness.gold.convert import convert
     from harness.gold.render import render_check, render_stats
     from harness.gold.summary import GoldStats, gold_stats
 
@@ -75,7 +79,7 @@ __all__ = [
 
 _LAZY = {
     "build_gold": "build", "CheckReport": "check", "Finding": "check", "SlicePower": "check",
-    "check_gold": "check", "convert": "convert", "render_check": "render",
+    "check_gold": "check", "render_check": "render",
     "render_stats": "render", "GoldStats": "summary", "gold_stats": "summary",
 }
 
