@@ -181,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
+    from dataclasses import replace
+
     from harness.boot.processes import signals_unwind
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_pair
@@ -196,7 +198,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
-    comparison = compare(plan.gold, baseline, candidate, settings, corpus_ids)
+    # The gold set as the repository names it: the checkout's absolute path means nothing in a
+    # saved comparison or a pull-request comment.
+    gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
+    comparison = compare(gold, baseline, candidate, settings, corpus_ids)
     _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     print(render(comparison, args.format, redact=args.redact), end="", flush=True)
@@ -399,6 +404,14 @@ def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
 
     with signals_unwind():
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
+
+
+def _in_repo(path: str, repo: Path) -> str:
+    """`path` relative to the repository when it is inside it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(repo.resolve()))
+    except ValueError:
+        return path
 
 
 def _phase(plan: RunPlan, name: str, detail: str) -> None:
