@@ -76,3 +76,30 @@ def test_nothing_is_left_behind(demo: Demo) -> None:
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or ())
         assert str(home) not in cmdline, cmdline
+
+
+def test_the_demo_repository_ignores_what_compare_writes_in_it(tmp_path: Path) -> None:
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    (repo / "results" / "runs").mkdir(parents=True)
+    (repo / "results" / "runs" / "x.json").write_text("{}")
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert status.stdout == ""  # results/ is ignored, and nothing else is untracked
+
+
+def test_python_m_harness_demo_generate_runs_without_a_warning(tmp_path: Path) -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "harness.demo.generate", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr
+    assert (tmp_path / "out" / "gold.jsonl").is_file()
