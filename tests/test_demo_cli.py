@@ -103,3 +103,21 @@ def test_python_m_harness_demo_generate_runs_without_a_warning(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr
     assert (tmp_path / "out" / "gold.jsonl").is_file()
+
+
+def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -> None:
+    # scripts/readme_excerpt.py made the excerpt from a real run; the quality lines must stay
+    # true (the demo is deterministic), while latency figures move with the machine.
+    _, done = demo
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("Trimmed (whole lines left out", 1)[1].split("```text\n", 1)[1]
+    excerpt = excerpt.split("```", 1)[0]
+    quality = [
+        line
+        for line in excerpt.splitlines()
+        if line.startswith(("harness: main", "quality:", "hit@5:", "hit@10:", "Holm across",
+                            "mrr@10 ", "unanswerable", "outranks", "q0", "Flips at"))
+    ]  # fmt: skip
+    assert len(quality) >= 12
+    printed = set(done.stdout.splitlines())
+    assert [line for line in quality if line not in printed] == []
