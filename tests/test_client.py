@@ -145,6 +145,20 @@ def test_post_sends_the_json_body_with_an_integer_limit() -> None:
     assert bodies == [{"q": "tea", "k": 7, "opts": {"note": "top 7 for tea"}}]
 
 
+def test_post_sends_a_form_body_urlencoded_through_httpx_too() -> None:
+    form = replace(POST, json=None, form={"q": "{query}", "k": "{limit}"})
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"hits": ["a"]})
+
+    assert ask_with(handler, form, "tea & cake").ids == ("a",)
+    (request,) = seen
+    assert request.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert parse_qs(request.content.decode()) == {"q": ["tea & cake"], "k": [str(POST.limit)]}
+
+
 def test_integer_ids_become_strings() -> None:
     body = {"results": [{"id": 17, "score": 0.5}, {"id": 4, "score": 0.25}]}
     assert ask_with(answer(body)).ids == ("17", "4")

@@ -760,8 +760,8 @@ def test_an_unpinned_name_is_an_error_at_each_command_with_the_hint(repo: Path) 
     start, prepare, level = problems_of(write(repo, text))
     assert (start.field, start.line) == ("service.start", line_of(text, "start ="))
     assert start.message == (
-        "unknown placeholder {RRF_k} (did you mean {RRF_K}?); known: {data} {home} {port} "
-        "{python} {url} {worktree} and the service.env pins {MODE} {RRF_K}; "
+        "unknown placeholder {RRF_k} (did you mean {RRF_K}?); known: {config_dir} {data} {home} "
+        "{port} {python} {url} {worktree} and the service.env pins {MODE} {RRF_K}; "
         "write {{ and }} for literal braces, or pin RRF_k in service.env"
     )
     assert (prepare.field, prepare.line) == ("service.prepare[0]", line_of(text, "prepare ="))
@@ -798,7 +798,8 @@ def test_env_values_still_take_only_the_harness_placeholders(repo: Path) -> None
     text = PINNED.replace('MODE = "{home}/m"', 'MODE = "{RRF_K}"')
     (problem,) = problems_of(write(repo, text))
     assert (problem.field, problem.line) == ("service.env.MODE", line_of(text, "env ="))
-    assert problem.message.startswith("unknown placeholder {RRF_K}; known: {data} {home}")
+    known = "unknown placeholder {RRF_K}; known: {config_dir} {data} {home}"
+    assert problem.message.startswith(known)
     assert "pin" not in problem.message  # a pin cannot name another pin
 
 

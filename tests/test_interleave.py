@@ -54,6 +54,7 @@ class RecordingSession:
     repeats: list[Repeat] = field(default_factory=list)
     inputs_hash: str | None = None
     pair_id: str | None = None
+    url: str | None = None  # a RefSession of a running deployment has one
 
     def __enter__(self) -> RecordingSession:
         self.journal.append(f"enter {self.name}")

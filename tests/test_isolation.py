@@ -69,7 +69,8 @@ def test_an_unpinned_name_in_a_command_says_to_pin_it() -> None:
         check_placeholders(
             ServiceConfig(start="svc", ready="/h", prepare=("p {K}",), env={"J": "1"})
         )
-    assert "prepare[0]: unknown placeholder {K}; known: {data} {home} {port} {python} {url} " in (
+    known = "{config_dir} {data} {home} {port} {python} {url} "
+    assert f"prepare[0]: unknown placeholder {{K}}; known: {known}" in (
         str(caught.value)
     )
     assert "{worktree} {J}; or pin K in service.env" in str(caught.value)

@@ -193,23 +193,35 @@ def command_values(own: Mapping[str, str], pins: Mapping[str, str]) -> dict[str,
 # --------------------------------------------------------------------------- the throwaway root
 
 
-def data_source(spec: ServiceConfig, worktree: Path) -> Path | None:
-    """Where `spec.data` is (relative to `worktree` unless absolute); ConfigError if missing."""
+def data_source(
+    spec: ServiceConfig, worktree: Path, config_dir: Path | None = None
+) -> Path | None:
+    """Where `spec.data` is: relative to `worktree` unless absolute, or to `config_dir` (the
+    configuration file's folder, the user's tree) when it starts with {config_dir}; it must
+    stay inside that folder. ConfigError if it does not, or is missing."""
     if spec.data is None:
         return None
     from harness.config.loader import outside
+    from harness.config.values import CONFIG_DIR
 
-    src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
-    why = outside(src, worktree)
+    root, whose = worktree, "the ref's worktree"
+    if spec.data.startswith(CONFIG_DIR):
+        if config_dir is None:
+            raise ConfigError("service: {config_dir} in data, but no configuration folder given")
+        root, whose = config_dir, "the configuration's folder"
+        src = config_dir / (spec.data.removeprefix(CONFIG_DIR).lstrip("/") or ".")
+    else:
+        src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
+    why = outside(src, root)
     if why is None:
-        why = _link_out(src, worktree)
+        why = _link_out(src, root)
     if why is not None:
         raise ConfigError(
-            "service: the data to copy for each boot is not inside the ref's worktree",
+            f"service: the data to copy for each boot is not inside {whose}",
             [_problem("data", why + "; service.data must be a path inside the repository")],
         )
     if not src.exists():
-        why = f"{src} does not exist (a relative path is taken from the ref's worktree)"
+        why = f"{src} does not exist (a relative path is taken from {whose})"
         raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
     return src
 

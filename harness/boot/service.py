@@ -37,8 +37,9 @@ One boot, in order:
    the harness unwind like Ctrl-C.
 
 Placeholders, in `start`, `prepare` and `spec.env` values: {port} {url} {data} {home} {worktree}
-{python} (the per-commit venv's interpreter with `venv = true`, else the harness's own). `start` and
-`prepare` may also name a key of `spec.env`, {RRF_K}, and get that pin's value, its own
+{python} (the per-commit venv's interpreter with `venv = true`, else the harness's own)
+{config_dir} (the configuration file's folder, given as `config_dir`; read-only in the sandbox).
+`start` and `prepare` may also name a key of `spec.env`, {RRF_K}, and get that pin's value, its own
 placeholders expanded (how `harness sweep --param RRF_K=20,60` reaches a command line). In commands
 each value is shlex-quoted (a no-op for paths without spaces or shell metacharacters); in env values
 it is inserted verbatim. `{{` and `}}` are literal braces. Anything else is a ConfigError naming
@@ -87,6 +88,7 @@ from harness.boot.sandbox import (
 )
 from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
 from harness.config import ServiceConfig
+from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
 
 _PORT_IN_USE = ("address already in use", "eaddrinuse")
@@ -159,8 +161,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
         on_teardown: Callable[[TeardownReport], None] | None = None,
         sandbox: str | None = None,
+        config_dir: Path | None = None,
     ) -> None:
         self.spec = spec
+        self.config_dir = None if config_dir is None else Path(config_dir).resolve()
         self.worktree = Path(worktree).resolve()
         self.log_path = Path(log_path)
         self.extra_env = dict(extra_env)
@@ -183,7 +187,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             raise RuntimeError("a ServiceContext boots once; call running_service() again")
         self._entered = True
         check_placeholders(self.spec)
-        data_src = data_source(self.spec, self.worktree)
+        data_src = data_source(self.spec, self.worktree, self.config_dir)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         for attempt in range(1, self.limits.port_attempts):
             with contextlib.suppress(_PortTaken):
@@ -221,6 +225,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 "worktree": str(self.worktree),
                 "python": _interpreter(self.extra_env),
             }
+            if self.config_dir is not None:
+                raw["config_dir"] = str(self.config_dir)
             if data is not None:
                 raw["data"] = str(data)
             pins = {
@@ -242,9 +248,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             prefix: list[str] = []
             if self.sandbox == BUBBLEWRAP:
                 self._link = SandboxLink()
-                venv = [Path(v) for v in (self.extra_env.get("VIRTUAL_ENV"),) if v]
+                readable = [Path(v) for v in (self.extra_env.get("VIRTUAL_ENV"),) if v]
+                if self.config_dir is not None and uses(as_values(spec), "config_dir"):
+                    readable.append(self.config_dir)  # scripts and files of the user's tree
                 prefix = bwrap_prefix(
-                    self._link.child_fd, root=self._root, worktree=self.worktree, readable=venv
+                    self._link.child_fd, root=self._root, worktree=self.worktree, readable=readable
                 )
             t0 = time.monotonic()
             header = f"boot attempt {attempt} of {limits.port_attempts} on {url}"
@@ -429,6 +437,7 @@ def running_service(
     limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
     on_teardown: Callable[[TeardownReport], None] | None = None,
     sandbox: str | None = None,
+    config_dir: Path | None = None,
 ) -> ServiceContext:
     """Boot `spec.start` from `worktree` in isolation; see the module docstring for each step.
 
@@ -436,9 +445,10 @@ def running_service(
     stands in for os.environ; throwaway roots go under `temp_parent` (default: the system temp
     dir). The returned context's `teardown`, and `on_teardown`, give the TeardownReport.
     `sandbox` forces "bubblewrap" or "plain" (default: `harness.boot.sandbox.sandbox_mode`).
-    Raises ConfigError (bad placeholder, missing data) before anything starts, ServiceError when
-    the service exits at boot, is not ready in time, a prepare command fails, or it cannot be
-    killed.
+    `config_dir` is {config_dir} (the configuration file's folder), bound read-only into the
+    sandbox when a command or env value names it. Raises ConfigError (bad placeholder, missing
+    data) before anything starts, ServiceError when the service exits at boot, is not ready in
+    time, a prepare command fails, or it cannot be killed.
     """
     return ServiceContext(
         spec,
@@ -450,6 +460,7 @@ def running_service(
         limits=limits,
         on_teardown=on_teardown,
         sandbox=sandbox,
+        config_dir=config_dir,
     )
 
 

@@ -185,16 +185,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from harness.boot.processes import signals_unwind
     from harness.gold.corpus import load_corpus_ids
-    from harness.replay.runner import run_pair
+    from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.results.comparisons import save_comparison
     from harness.verdict.compare import compare
 
     plan, settings = _plan(args)
+    if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
+        settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
     with signals_unwind():
-        baseline, candidate = run_pair(
-            plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
-        )
+        if args.baseline_url:
+            baseline, candidate = run_deployed(
+                plan, args.baseline_url, args.candidate_url, repeats=_repeats(args, plan)
+            )
+        else:
+            baseline, candidate = run_pair(
+                plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
+            )
     _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
@@ -452,7 +459,13 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 
     # First of all: a run that cannot save what it measured must not measure.
     results_dir = check_writable(Path(args.results).resolve())
-    config = load_config(args.config, repo=args.repo)
+    deployed = bool(getattr(args, "baseline_url", None))
+    if deployed:
+        from harness.boot.deployed import check_url
+
+        args.baseline_url = check_url(args.baseline_url, "--baseline-url")
+        args.candidate_url = check_url(args.candidate_url, "--candidate-url")
+    config = load_config(args.config, repo=args.repo, deployed=deployed)
     overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in ("alpha", "min_effect", "latency_tolerance", "max_errors", "seed")
@@ -484,6 +497,21 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         query_differences=config.differences(),
     )
     return plan, settings
+
+
+def _ref_differences(
+    config: HarnessConfig, settings: CompareSettings, baseline: str, candidate: str
+) -> CompareSettings:
+    """`settings` naming the keys that differ between the sides as they run these two refs."""
+    from dataclasses import replace
+
+    from harness.checkout.worktree import resolve_ref
+
+    sides = [
+        config.side(name, ref, resolve_ref(config.repo, ref).sha)
+        for name, ref in (("baseline", baseline), ("candidate", candidate))
+    ]
+    return replace(settings, query_differences=tuple(config.differences(*sides)))
 
 
 def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: bool) -> None:

@@ -75,6 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run on the bundled example (main vs feat/x in a throwaway repository)",
     )
+    p.add_argument(
+        "--baseline-url",
+        metavar="URL",
+        help="compare running deployments instead of refs: the baseline's base URL "
+        "(nothing is checked out, built, booted or isolated)",
+    )
+    p.add_argument(
+        "--candidate-url", metavar="URL", help="the candidate deployment's base URL"
+    )
     _add_run_options(p)
     p.add_argument(
         "--fresh",
@@ -429,9 +438,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """`argv` (default sys.argv[1:]) parsed; a usage error exits with EXIT_USAGE."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "compare" and not args.demo and not (args.baseline and args.candidate):
-        parser.error("compare needs --baseline and --candidate (or --demo)")
+    if args.command == "compare":
+        _check_compare_sides(parser, args)
     return args
+
+
+def _check_compare_sides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    urls = (args.baseline_url, args.candidate_url)
+    if any(urls):
+        if not all(urls):
+            parser.error("--baseline-url and --candidate-url go together: give both")
+        if args.demo or args.baseline or args.candidate:
+            parser.error(
+                "--baseline-url/--candidate-url compare running deployments: drop --demo, "
+                "--baseline and --candidate"
+            )
+    elif not args.demo and not (args.baseline and args.candidate):
+        parser.error("compare needs --baseline and --candidate (or --demo, or the two --*-url)")
 
 
 def _add_strict(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,8 @@
 Discovery: with no path, `harness.toml` in cwd, then `pyproject.toml` there if it has a
 `[tool.harness]` table. `gold.path` and `gold.corpus` are relative to the config file's directory
 (the caller's tree: a candidate branch can never edit what it is measured against);
-`service.data` stays a string, relative to each ref's worktree.
+`service.data` stays a string, relative to each ref's worktree (or to the config's folder when it
+starts with {config_dir}).
 
 Validation reads the whole file before failing and raises one ConfigError listing every problem
 (unknown keys with a "did you mean", wrong types, missing required keys, bad values, JMESPath that
@@ -27,13 +28,25 @@ templates (`params`, `headers`, strings in `json`) take {query} and {limit}, fil
 
 Per-side overrides: `[baseline.service]`, `[baseline.query]`, `[candidate.service]` and
 `[candidate.query]` take the same keys as the base sections, all optional, and override them key
-by key. The tables `env`, `params` and `headers` are merged key by key too (a side can change one
-parameter; it cannot remove one), while `json` (a whole body template) and the arrays `prepare`
-and `pass_env` are replaced wholesale.
+by key. The tables `env`, `params` and `headers` are merged key by key too, while `json` and
+`form` (whole bodies) and the arrays `prepare` and `pass_env` are replaced wholesale. Any
+override table may hold `unset = ["params.q", "json"]`: inherited keys (back to their default)
+or entries removed before the table's own keys apply; a required or unknown name is a problem.
+
+Per-ref settings: `[ref."PATTERN".service]` and `[ref."PATTERN".query]` apply to every ref whose
+name as given, or whose commit, PATTERN matches (`overrides.matches`), over the side's settings,
+in file order: `config.side(name, ref, sha)` is the effective SideConfig a session measures
+(`config.side(name)` alone, or `config.baseline`, is the side without any ref table).
+
+{config_dir} is the configuration file's folder (`HarnessConfig.config_dir`): a placeholder of
+start, prepare, env values and build, and a prefix of service.data (and gold paths). Hashes keep
+it as written; `inputs` hashes the files it names by content.
 
 The package: `values` (the frozen values, side_hash, differences, substitute), `schema` (every
-key, its type and checks), `loader` (discovery, reading, locating problems, overrides) and
-`inputs` (the files a side names by path outside the checkout, hashed into the reuse key).
+key, its type and checks), `loader` (discovery, reading, locating problems), `overrides` (how a
+side's or a ref's table lands on what it inherits; pure) and `inputs` (the files a side names by
+path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed into the
+reuse key).
 """
 
 from harness.config.loader import load_config

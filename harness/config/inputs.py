@@ -1,8 +1,9 @@
 """The files a side's configuration names by path outside the checkout, and a hash of their
 contents: part of the key under which a stored run may be reused.
 
-    referenced_paths(side, repo) -> tuple[Path, ...]
+    referenced_paths(side, repo, config_dir=None) -> tuple[Path, ...]
     inputs_hash(side, config) -> str
+    build_inputs(service, sha_key, config) -> (service, sha_key)   what the build stage is given
 
 A commit's SHA covers every file inside its checkout, but a service can read more: a loader
 script given as `/opt/tools/load.py`, a config file `--config ~/svc/settings.toml`, a data folder
@@ -13,7 +14,11 @@ What counts as a path: every word of `start`, `build` and `prepare` (shell words
 `=` in `--flag=value` too), every `env` value (and each part of it split on `:`), and `data`;
 taken relative to the repository root (where the commands run), `~` expanded, and kept when it
 exists and lies outside the repository.  Words holding a `{placeholder}` are skipped: they point
-into the throwaway boot root or the worktree.  A file is hashed by its bytes (over 64 MiB: by
+into the throwaway boot root or the worktree, except {config_dir}: a word under it
+(`{config_dir}/load.py`, `data = "{config_dir}/corpus"`) is the configuration's folder, the
+user's tree rather than the ref's checkout, so it is hashed even when inside the repository (a
+bare `{config_dir}`, the whole folder, is not).  A `query.rewrite` hook's source file is hashed
+too (`harness.replay.hook`).  A file is hashed by its bytes (over 64 MiB: by
 size and mtime, so a model file is not read on every compare); a folder by every file under it,
 with its relative path, up to 10,000 files.
 """
@@ -24,9 +29,16 @@ import hashlib
 import os
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from harness.config.values import HarnessConfig, SideConfig
+from harness.config.values import (
+    CONFIG_DIR,
+    HarnessConfig,
+    QueryConfig,
+    ServiceConfig,
+    SideConfig,
+)
 
 _BIG = 64 * 1024 * 1024  # bytes: larger files are keyed by size and mtime, not read
 _MAX_FILES = 10_000  # files hashed under one named folder
@@ -56,11 +68,21 @@ def _candidates(side: SideConfig) -> Iterator[str]:
         yield service.data
 
 
-def referenced_paths(side: SideConfig, repo: Path) -> tuple[Path, ...]:
-    """Existing paths outside `repo` that the side's configuration names, sorted, once each."""
+def referenced_paths(
+    side: SideConfig, repo: Path, config_dir: Path | None = None
+) -> tuple[Path, ...]:
+    """Existing paths outside `repo`, or under `config_dir` through {config_dir}, that the
+    side's configuration names, sorted, once each."""
     root = repo.resolve()
     found: set[Path] = set()
     for word in _candidates(side):
+        if config_dir is not None and word.startswith(CONFIG_DIR):
+            rest = word.removeprefix(CONFIG_DIR).lstrip("/")
+            if rest and "{" not in rest:
+                path = (config_dir / rest).resolve()
+                if path.exists():
+                    found.add(path)
+            continue
         if not word or "{" in word or "://" in word:
             continue
         if not (word.startswith(("/", "~", ".")) or os.sep in word):
@@ -103,8 +125,37 @@ def _entries(path: Path) -> Iterator[tuple[str, str]]:
 
 def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:
     """sha256 over every referenced path and the digest of its contents (see the docstring)."""
+    from harness.replay.hook import hook_file, is_hook
+
     digest = hashlib.sha256()
-    for path in referenced_paths(side, config.repo):
+    for path in referenced_paths(side, config.repo, config.config_dir):
         for name, content in _entries(path):
             digest.update(f"{name}\0{content}\n".encode())
+    rewrite = side.query.rewrite
+    if rewrite and is_hook(rewrite):
+        hook = hook_file(rewrite, config.config_dir)
+        # Only when a hook is set, so the records saved before hooks existed keep their key.
+        content = _file_digest(hook) if hook is not None else "missing"
+        digest.update(f"query.rewrite\0{rewrite}\0{content}\n".encode())
     return digest.hexdigest()
+
+
+def build_inputs(
+    service: ServiceConfig, sha_key: str, config: HarnessConfig
+) -> tuple[ServiceConfig, str]:
+    """The service and key the build stage is given: {config_dir} in `service.build` filled in
+    (shell-quoted), and the contents of the files it names there joined to the key
+    (`<sha>+config.<hash12>`), so editing a build script of the user's tree rebuilds."""
+    if not service.build or CONFIG_DIR not in service.build:
+        return service, sha_key
+    folder = config.config_dir.resolve()
+    command = service.build.replace(CONFIG_DIR, shlex.quote(str(folder)))
+    digest = hashlib.sha256()
+    named = SideConfig(ServiceConfig(start="", ready="/", build=service.build), _NO_QUERY)
+    for path in referenced_paths(named, config.repo, folder):
+        for name, content in _entries(path):
+            digest.update(f"{name}\0{content}\n".encode())
+    return replace(service, build=command), f"{sha_key}+config.{digest.hexdigest()[:12]}"
+
+
+_NO_QUERY = QueryConfig(path="/", ids="[]")

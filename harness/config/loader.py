@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config.overrides import (
+    BODY_NEEDS_POST,
+    TWO_BODIES,
+    UNSET_ENTRIES,
+    apply,
+    side_problems,
+)
 from harness.config.schema import (
     EXAMPLES,
     REQUIRED,
@@ -33,10 +40,12 @@ from harness.config.schema import (
 )
 from harness.config.values import (
     COMMAND_PLACEHOLDERS,
-    MERGED_TABLES,
+    CONFIG_DIR,
     CompareConfig,
     HarnessConfig,
+    Overlay,
     QueryConfig,
+    RefSettings,
     ServiceConfig,
     SideConfig,
 )
@@ -77,6 +86,7 @@ class _Reader:
         self.prefix = prefix  # "tool.harness." inside pyproject.toml
         self.lines = _key_lines(text, prefix)
         self.problems: list[Problem] = []
+        self.patterns: list[str] = []  # of [ref."PATTERN"] tables: shown quoted in fields
 
     def add(self, key: str, message: str, near: str = "") -> None:
         """Record a problem at `key`, located at its line, else at `near`'s, else its table's."""
@@ -85,7 +95,14 @@ class _Reader:
             while name and line is None:
                 line = self.lines.get(name)
                 name = name.rpartition(".")[0]
-        self.problems.append(Problem(str(self.path), message, line, self.prefix + key))
+        self.problems.append(Problem(str(self.path), message, line, self.prefix + self.shown(key)))
+
+    def shown(self, key: str) -> str:
+        """`key` as the user would write it: a ref table's pattern quoted, ref."v1.*".query."""
+        for pattern in self.patterns:
+            if key == f"ref.{pattern}" or key.startswith(f"ref.{pattern}."):
+                return f'ref."{pattern}"' + key.removeprefix(f"ref.{pattern}")
+        return key
 
     def unknown(self, key: str, where: str, known: list[str], extra: str = "") -> None:
         leaf = key.rpartition(".")[2]
@@ -98,15 +115,35 @@ class _Reader:
     def table(self, value: object, key: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
-        self.add(key, f"expected a table [{self.prefix}{key}], got {describe(value)}")
+        self.add(key, f"expected a table [{self.prefix}{self.shown(key)}], got {describe(value)}")
         return {}
 
-    def section(self, raw: Mapping[str, Any], schema: Mapping[str, Key], name: str) -> _Read:
+    def section(
+        self,
+        raw: Mapping[str, Any],
+        schema: Mapping[str, Key],
+        name: str,
+        *,
+        override: bool = False,
+    ) -> _Read:
         values: dict[str, Any] = {}
+        unset: tuple[str, ...] = ()
         for key, value in raw.items():
             full = f"{name}.{key}"
+            if key == "unset" and override:
+                unset = self._unset(value, schema, full)
+                continue
+            if key == "unset":
+                where = f"[{self.prefix}{name}]"
+                self.add(
+                    full,
+                    f"unset removes an inherited key, so it only goes in an override table "
+                    f"([baseline.{name}], [candidate.{name}] or [ref.\"PATTERN\".{name}]), "
+                    f"not in {where}: leave the key out of {where} instead",
+                )
+                continue
             if key not in schema:
-                self.unknown(full, f"[{self.prefix}{name}]", list(schema))
+                self.unknown(full, f"[{self.prefix}{self.shown(name)}]", list(schema))
                 continue
             converted, wrong = convert(schema[key].kind, value)
             if wrong:
@@ -118,36 +155,81 @@ class _Reader:
                 self.add(full + suffix, message)
             if not issues:
                 values[key] = converted
-        return _Read(values, frozenset(raw))
+        return _Read(values, frozenset(raw) - {"unset"}, unset)
+
+    def _unset(self, value: object, schema: Mapping[str, Key], key: str) -> tuple[str, ...]:
+        """The names of `unset = [...]`: keys of the section, or "TABLE.ENTRY" for an entry of
+        env, params, headers, form or the top level of json; never a required key."""
+        names, wrong = convert("strs", value)
+        if wrong:
+            self.add(key, wrong)
+            return ()
+        section = key.split(".")[-2]
+        good = []
+        for index, name in enumerate(names):
+            where = f"{key}[{index}]"
+            table, dot, entry = name.partition(".")
+            if table not in schema:
+                close = difflib.get_close_matches(table, list(schema), n=1)
+                mean = f"; did you mean {close[0]!r}?" if close else ""
+                self.add(where, f"cannot unset {name!r}: no key {table!r} in [{section}]{mean}")
+            elif dot and (table not in UNSET_ENTRIES or not entry):
+                self.add(
+                    where,
+                    f"cannot unset {name!r}: only entries of "
+                    f"{', '.join(sorted(UNSET_ENTRIES))} are named one by one (TABLE.ENTRY)",
+                )
+            elif not dot and table in REQUIRED.get(section, ()):
+                self.add(
+                    where,
+                    f"cannot unset {table!r}: {section}.{table} is required; set it to another "
+                    "value instead",
+                )
+            else:
+                good.append(name)
+        return tuple(good)
 
 
 @dataclass(frozen=True)
 class _Read:
     values: Mapping[str, Any]  # keys that passed every check, converted
-    present: frozenset[str]  # every key written, valid or not
+    present: frozenset[str]  # every key written, valid or not (`unset` aside)
+    unset: tuple[str, ...] = ()  # the names `unset` removes (override tables only)
+
+    @property
+    def overlay(self) -> Overlay:
+        return Overlay(dict(self.values), self.unset)
 
 
 def _merge(base: _Read, over: _Read) -> dict[str, Any]:
-    merged = dict(base.values)
-    for key, value in over.values.items():
-        if key in MERGED_TABLES and key in merged:
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
-    return merged
+    return apply(base.values, over.overlay)
+
+
+def _inherits(values: Mapping[str, Any], name: str) -> bool:
+    """Whether `values` (what an override inherits) has what `unset` names."""
+    table, dot, entry = name.partition(".")
+    if not dot:
+        return table in values
+    inner = values.get(table)
+    return isinstance(inner, Mapping) and entry in inner
 
 
 # --------------------------------------------------------------------------- the loader
 
 
 def load_config(
-    path: Path | None = None, *, repo: Path | None = None, cwd: Path | None = None
+    path: Path | None = None,
+    *,
+    repo: Path | None = None,
+    cwd: Path | None = None,
+    deployed: bool = False,
 ) -> HarnessConfig:
     """Read, validate and resolve the harness configuration; ConfigError lists every problem.
 
     `path` may be a harness.toml or a pyproject.toml (read from its [tool.harness]); relative
     paths are taken from `cwd` (default: the process's). `repo` defaults to the git repository
-    containing the config file.
+    containing the config file.  `deployed`: the services are already running (compare
+    --baseline-url): service.start is not needed (nor read), and no repository either.
     """
     cwd = (cwd or Path.cwd()).resolve()
     path = _discover(cwd) if path is None else (cwd / path).resolve()
@@ -163,8 +245,13 @@ def load_config(
             hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
-    gold, corpus, sides, compare = _validate(doc, reader, path.parent)
-    root = _find_repo(path) if repo is None else _check_repo((cwd / repo).resolve())
+    gold, corpus, sides, compare, refs = _validate(doc, reader, path.parent, deployed=deployed)
+    if repo is not None:
+        root = _check_repo((cwd / repo).resolve())
+    elif deployed:
+        root = next((d for d in path.parents if (d / ".git").exists()), path.parent)
+    else:
+        root = _find_repo(path)
     _check_inside(reader, root, path.parent, doc)
     if reader.problems or gold is None:  # a missing gold.path is one of the problems
         count = len(reader.problems)
@@ -180,6 +267,7 @@ def load_config(
         baseline=sides["baseline"],
         candidate=sides["candidate"],
         compare=compare,
+        refs=refs,
     )
 
 
@@ -260,10 +348,17 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
             if all(whys):
                 reader.add(f"gold.{key}", f"{whys[0]}; keep the gold set in the repository")
     tables = [("service", doc.get("service"))]
-    tables += [(f"{side}.service", (doc.get(side) or {}).get("service")) for side in SIDES]
+    tables += [(f"{side}.service", _get(doc, side, "service")) for side in SIDES]
+    refs: Mapping[str, Any] = doc["ref"] if isinstance(doc.get("ref"), dict) else {}
+    tables += [(f"ref.{pattern}.service", _get(refs, pattern, "service")) for pattern in refs]
     for where, table in tables:
         value = table.get("data") if isinstance(table, dict) else None
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value.startswith(CONFIG_DIR):
+            rest = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
+            why = outside(base / rest, base)
+            if why:
+                reader.add(f"{where}.data", f"{why}; {{config_dir}}/... must stay in that folder")
+        elif isinstance(value, str) and value:
             # Relative to each ref's worktree, which mirrors the repository.
             why = outside(repo / value, repo)
             if why:
@@ -271,6 +366,22 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
                     f"{where}.data",
                     f"{why}; service.data must be a path inside the repository",
                 )
+
+
+def _index(doc: Mapping[str, Any], *keys: str) -> int:
+    """Where the name keys[-1] is in the unset list at keys[:-1] (for locating a problem)."""
+    names = _get(doc, *keys[:-1])
+    names = names.get("unset") if isinstance(names, Mapping) else None
+    return names.index(keys[-1]) if isinstance(names, list) and keys[-1] in names else 0
+
+
+def _get(doc: Mapping[str, Any], *keys: str) -> object:
+    for key in keys:
+        inner = doc.get(key) if isinstance(doc, Mapping) else None
+        if not isinstance(inner, Mapping):
+            return None
+        doc = inner
+    return doc
 
 
 def _find_repo(config: Path) -> Path:
@@ -290,9 +401,9 @@ def _check_repo(repo: Path) -> Path:
 
 
 def _validate(
-    doc: Mapping[str, Any], reader: _Reader, base: Path
-) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig]:
-    top = [*SECTIONS, *SIDES]
+    doc: Mapping[str, Any], reader: _Reader, base: Path, *, deployed: bool = False
+) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig, tuple[RefSettings, ...]]:
+    top = [*SECTIONS, *SIDES, "ref"]
     for key in doc:
         if key not in top:
             reader.unknown(key, "the top level", top)
@@ -309,26 +420,36 @@ def _validate(
                 reader.unknown(f"{side}.{key}", f"[{side}]", ["service", "query"], only)
         overrides[side] = {
             name: reader.section(
-                reader.table(raw.get(name, {}), f"{side}.{name}"), SECTIONS[name], f"{side}.{name}"
+                reader.table(raw.get(name, {}), f"{side}.{name}"),
+                SECTIONS[name],
+                f"{side}.{name}",
+                override=True,
             )
             for name in ("service", "query")
         }
+        for name in ("service", "query"):
+            for item in overrides[side][name].unset:
+                if not _inherits(read[name].values, item):
+                    reader.add(
+                        f"{side}.{name}.unset[{_index(doc, side, name, item)}]",
+                        f"nothing to unset: [{reader.prefix}{name}] does not set {item!r}",
+                    )
 
     gold_values = read["gold"].values
     if "path" not in read["gold"].present:
         reader.add("gold.path", 'missing required key: the gold set, e.g. path = "gold/gold.jsonl"')
-    gold = (
-        (base / Path(gold_values["path"]).expanduser()).resolve() if "path" in gold_values else None
-    )
+    gold = _gold_path(base, gold_values["path"]) if "path" in gold_values else None
     corpus = gold_values.get("corpus")
-    corpus_path = (base / Path(corpus).expanduser()).resolve() if corpus else None
+    corpus_path = _gold_path(base, corpus) if corpus else None
 
     sides: dict[str, SideConfig] = {}
     issues: dict[str, list[str]] = {}
     unpinned: dict[str, list[tuple[str, str]]] = {}
     pins: dict[str, frozenset[str]] = {}
+    merged_sides: dict[str, dict[str, dict[str, Any]]] = {}
     for side in SIDES:
         merged = {n: _merge(read[n], overrides[side][n]) for n in ("service", "query")}
+        merged_sides[side] = merged
         pins[side] = frozenset(merged["service"].get("env", {}))
         # an env table with a problem of its own is left out: its pins are unknown, not missing
         env_read = all(
@@ -342,21 +463,31 @@ def _validate(
             for name, keys in REQUIRED.items()
             for key in keys
             if key not in read[name].present and key not in overrides[side][name].present
+            if not (deployed and name == "service")
         ]
         service, query = merged["service"], merged["query"]
-        if _uses_data(service) and "data" not in service:
+        if deployed:  # nothing is started: only ready (optional) and the timeouts are read
+            unpinned[side] = []
+            service.setdefault("start", "")
+            service.setdefault("ready", "")
+        elif _uses_data(service) and "data" not in service:
             issues[side].append("service.data")
         # A start whose {NAME} is unknown has that problem to fix first (often a misspelt port).
         start_unpinned = any(where.endswith("start") for where, _ in unpinned[side])
-        if service.get("start", "").strip() and not start_unpinned and not receives_port(service):
+        starts = service.get("start", "").strip() and not deployed
+        if starts and not start_unpinned and not receives_port(service):
             issues[side].append(_NO_PORT)
         query["method"] = query.get("method", "GET").upper()
-        if query.get("json") is not None and query["method"] == "GET":
-            issues[side].append("query.json")
+        if query.get("json") is not None and query.get("form") is not None:
+            issues[side].append(_TWO_BODIES)
+        for body in ("json", "form"):
+            if query.get(body) is not None and query["method"] == "GET":
+                issues[side].append(f"query.{body}")
         if not issues[side] and not reader.problems:
             sides[side] = SideConfig(ServiceConfig(**merged["service"]), QueryConfig(**query))
     _report_side_issues(reader, issues)
     _report_unpinned(reader, unpinned, pins)
+    refs = _read_refs(doc, reader, merged_sides)
     rewrites = {side: config.query.rewrite for side, config in sides.items()}
     if len(set(rewrites.values())) > 1:
         raise ConfigError(
@@ -364,7 +495,105 @@ def _validate(
             f"and {rewrites['candidate']!r}): both sides must be asked the same queries",
             hint="set query.rewrite once, in [query], not in [baseline.query] or [candidate.query]",
         )
-    return gold, corpus_path, sides, CompareConfig(**read["compare"].values)
+    hook = next(iter(rewrites.values()), None)
+    if hook and ":" in hook:
+        _check_hook(reader, base, hook)
+    return gold, corpus_path, sides, CompareConfig(**read["compare"].values), refs
+
+
+def _gold_path(base: Path, value: str) -> Path:
+    """gold.path or gold.corpus: relative to the config file's folder, as {config_dir}/... is."""
+    if value.startswith(CONFIG_DIR):
+        value = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
+    return (base / Path(value).expanduser()).resolve()
+
+
+def _check_hook(reader: _Reader, base: Path, spec: str) -> None:
+    """query.rewrite = "module:function": importable from the config's folder, and callable."""
+    from harness.replay.hook import load_hook
+
+    try:
+        load_hook(spec, base)
+    except ConfigError as error:
+        reader.add("query.rewrite", error.message)
+
+
+def _read_refs(
+    doc: Mapping[str, Any], reader: _Reader, sides: Mapping[str, Mapping[str, Mapping[str, Any]]]
+) -> tuple[RefSettings, ...]:
+    """Every [ref."PATTERN"] table, in file order, each checked against both sides."""
+    value = doc.get("ref")
+    if value is None:
+        return ()
+    found = []
+    for pattern, raw in reader.table(value, "ref").items():
+        reader.patterns.append(pattern)
+        where = f"ref.{pattern}"
+        shown = f'ref."{pattern}"'
+        if not pattern.strip():
+            reader.add(where, "a ref pattern cannot be empty: name a branch, tag, SHA or glob")
+            continue
+        raw = reader.table(raw, where)
+        for key in raw:
+            if key not in ("service", "query"):
+                only = f"; only [{shown}.service] and [{shown}.query] can be set per ref"
+                reader.unknown(f"{where}.{key}", f"[{shown}]", ["service", "query"], only)
+        before = len(reader.problems)
+        read = {
+            name: reader.section(
+                reader.table(raw.get(name, {}), f"{where}.{name}"),
+                SECTIONS[name],
+                f"{where}.{name}",
+                override=True,
+            )
+            for name in ("service", "query")
+        }
+        if "rewrite" in read["query"].present or "rewrite" in read["query"].unset:
+            reader.add(
+                f"{where}.query.rewrite",
+                "query.rewrite cannot differ per ref: both sides must be asked the same "
+                "queries; set it once, in [query]",
+            )
+        lines = {
+            key.removeprefix(where + "."): line
+            for key, line in reader.lines.items()
+            if key == where or key.startswith(where + ".")
+        }
+        lines[""] = lines.pop(where, 0) or min(lines.values(), default=0)
+        layer = RefSettings(pattern, read["service"].overlay, read["query"].overlay, lines)
+        if len(reader.problems) == before:
+            _check_ref(doc, reader, layer, read, sides)
+        found.append(layer)
+    return tuple(found)
+
+
+def _check_ref(
+    doc: Mapping[str, Any],
+    reader: _Reader,
+    layer: RefSettings,
+    read: Mapping[str, _Read],
+    sides: Mapping[str, Mapping[str, Mapping[str, Any]]],
+) -> None:
+    """What one ref table makes of each side on its own: an unset of nothing, keys that no
+    longer fit together (each problem once, naming the side when only one has it)."""
+    where = f"ref.{layer.pattern}"
+    for name in ("service", "query"):
+        for item in read[name].unset:
+            if not any(_inherits(sides[side][name], item) for side in SIDES):
+                index = _index(doc, "ref", layer.pattern, name, item)
+                reader.add(
+                    f"{where}.{name}.unset[{index}]",
+                    f"nothing to unset: no side sets {name}.{item}",
+                )
+    found: dict[tuple[str, str], list[str]] = {}
+    for side in SIDES:
+        service = apply(sides[side]["service"], layer.service)
+        query = apply(sides[side]["query"], layer.query)
+        for key, message in side_problems(service, query):
+            found.setdefault((key, message), []).append(side)
+    for (key, message), having in found.items():
+        who = f" (on the {having[0]} side)" if len(having) == 1 else ""
+        reader.add(f"{where}.{key}", message + who, near=where)
 
 
 def _uses_data(service: Mapping[str, Any]) -> bool:
@@ -410,6 +639,8 @@ def _report_unpinned(
 
 
 _NO_PORT = "service.start:port"  # an issue of start that is not a missing key
+_TWO_BODIES = "query.form:json"  # both bodies set
+_BODY_NAMES = {"query.json": "JSON", "query.form": "form"}
 
 
 def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
@@ -429,8 +660,10 @@ def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> Non
                     "it (e.g. --port {port}), or pin it in service.env, e.g. "
                     'env = { PORT = "{port}" }'
                 )
-            elif key == "query.json":
-                message = 'a JSON body needs method = "POST"; set it, or put the fields in params'
+            elif issue == _TWO_BODIES:
+                message = TWO_BODIES
+            elif key in ("query.json", "query.form"):
+                message = BODY_NEEDS_POST.format(what=_BODY_NAMES[key])
             elif key == "service.data":
                 message = (
                     f"{{data}} is used{who} but data is not set: set it in {where} to a "

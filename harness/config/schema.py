@@ -171,11 +171,32 @@ def command_pins_needed(text: str) -> list[str]:
 def _build(value: str) -> list[tuple[str, str]]:
     if not value.strip():
         return [("", "is empty: remove the key when there is nothing to build")]
-    used = [n for n in dict.fromkeys(PLACEHOLDER.findall(value)) if n in COMMAND_PLACEHOLDERS]
+    used = [
+        n
+        for n in dict.fromkeys(PLACEHOLDER.findall(value))
+        if n in COMMAND_PLACEHOLDERS and n != "config_dir"
+    ]
     return [
-        ("", f"build is run as written, before any service exists: {{{name}}} is not filled in")
+        (
+            "",
+            f"build is run as written, before any service exists: {{{name}}} is not filled in "
+            "(only {config_dir} is)",
+        )
         for name in used
     ]
+
+
+def _data(value: str) -> list[tuple[str, str]]:
+    rest = value.removeprefix("{config_dir}")
+    if PLACEHOLDER.search(rest) or (rest != value and rest[:1] not in ("", "/")):
+        return [
+            (
+                "",
+                "takes one placeholder, {config_dir}, and only at its start "
+                '(data = "{config_dir}/corpus"); otherwise it is a path in the worktree',
+            )
+        ]
+    return []
 
 
 def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -197,12 +218,21 @@ def _id_field(value: str) -> list[tuple[str, str]]:
     return [] if value in ("text", "title") else [("", f'must be "text" or "title", not {value!r}')]
 
 
+_HOOK = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
 def _rewrite(value: str) -> list[tuple[str, str]]:
     from harness.replay.rewrite import REWRITES
 
-    if value in REWRITES:
+    if value in REWRITES or _HOOK.match(value):
         return []
-    return [("", f"must be one of {', '.join(sorted(REWRITES))}, not {value!r}")]
+    return [
+        (
+            "",
+            f"must be one of {', '.join(sorted(REWRITES))}, or a hook \"module:function\" "
+            f"(a module beside the config file), not {value!r}",
+        )
+    ]
 
 
 def _selector(value: str) -> list[tuple[str, str]]:
@@ -251,7 +281,7 @@ _SERVICE: dict[str, Key] = {
     "ready": Key("str", _slash_path),
     "build": Key("str", _build),
     "venv": Key("bool"),
-    "data": Key("str"),
+    "data": Key("str", _data),
     "prepare": Key("strs", _command),
     "env": Key("table", _env),
     "pass_env": Key("strs", _env_names),
@@ -268,6 +298,7 @@ _QUERY: dict[str, Key] = {
     "method": Key("str", _method),
     "params": Key("table", _request),
     "json": Key("json", _request),
+    "form": Key("table", _request),
     "headers": Key("table", _request),
     "scores": Key("str", _jmespath),
     "rewrite": Key("str", _rewrite),

@@ -16,7 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-COMMAND_PLACEHOLDERS = frozenset({"port", "url", "data", "home", "worktree", "python"})
+COMMAND_PLACEHOLDERS = frozenset(
+    {"port", "url", "data", "home", "worktree", "python", "config_dir"}
+)
+CONFIG_DIR = "{config_dir}"  # the configuration file's folder: the user's tree, not the ref's
 REQUEST_PLACEHOLDERS = frozenset({"query", "limit"})
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -71,6 +74,7 @@ class QueryConfig:
     method: str = "GET"  # or "POST"
     params: Mapping[str, str] = field(default_factory=dict)  # placeholders {query} {limit}
     json: Mapping[str, object] | None = None  # POST body template, same placeholders
+    form: Mapping[str, str] | None = None  # POST form body (urlencoded), same placeholders
     headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
     scores: str | None = None  # JMESPath to the scores, optional
     rewrite: str | None = None  # a name in harness.replay.rewrite.REWRITES, e.g. "fts5_or"
@@ -104,6 +108,29 @@ class CompareConfig:
 
 
 @dataclass(frozen=True)
+class Overlay:
+    """One override table ([candidate.query], [ref."v1.*".service], ...): the keys it sets,
+    checked and converted, and the keys it removes (`unset`: "json", "params.q"), applied first."""
+
+    values: Mapping[str, object] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.unset)
+
+
+@dataclass(frozen=True)
+class RefSettings:
+    """A `[ref."PATTERN"]` table: settings for every ref whose name or commit matches PATTERN
+    (`harness.config.overrides.matches`), applied on top of the side's, in file order."""
+
+    pattern: str
+    service: Overlay = field(default_factory=Overlay)
+    query: Overlay = field(default_factory=Overlay)
+    lines: Mapping[str, int] = field(default_factory=dict)  # "" (the table), "query.path", ...
+
+
+@dataclass(frozen=True)
 class HarnessConfig:
     path: Path  # the config file it was read from (always the caller's tree)
     repo: Path
@@ -112,23 +139,40 @@ class HarnessConfig:
     baseline: SideConfig
     candidate: SideConfig
     compare: CompareConfig = field(default_factory=CompareConfig)
+    refs: tuple[RefSettings, ...] = ()  # [ref."PATTERN"] tables, in file order
 
-    def side(self, name: str) -> SideConfig:
+    @property
+    def config_dir(self) -> Path:
+        """{config_dir}: the folder of the configuration file."""
+        return self.path.parent
+
+    def side(self, name: str, ref: str | None = None, sha: str | None = None) -> SideConfig:
+        """The effective configuration of side `name`: the base sections, then [name.*], then
+        every [ref."PATTERN"] table matching `ref` (as the user wrote it) or `sha` (its commit),
+        in file order. ConfigError when the result does not fit together (file:line: field)."""
         if name not in ("baseline", "candidate"):
             raise ValueError(f"side must be 'baseline' or 'candidate', not {name!r}")
         side: SideConfig = getattr(self, name)
-        return side
+        if (ref is None and sha is None) or not self.refs:
+            return side
+        from harness.config.overrides import for_ref
+
+        return for_ref(self, name, side, ref, sha)
 
     @property
     def sides_differ(self) -> bool:
         return self.baseline != self.candidate
 
-    def differences(self) -> list[str]:
-        """Sorted keys whose effective values differ between the sides, e.g. "query.params.q".
+    def differences(
+        self, baseline: SideConfig | None = None, candidate: SideConfig | None = None
+    ) -> list[str]:
+        """Sorted keys whose effective values differ between the sides, e.g. "query.params.q"
+        (between `baseline` and `candidate` when given: the sides for two refs).
 
         Entries of `env`, `params` and `headers` are named one by one; `json` is one value.
         """
-        base, cand = dict(_flat(self.baseline)), dict(_flat(self.candidate))
+        base = dict(_flat(baseline or self.baseline))
+        cand = dict(_flat(candidate or self.candidate))
         missing = object()
         return sorted(
             k for k in base.keys() | cand.keys() if base.get(k, missing) != cand.get(k, missing)
@@ -164,7 +208,9 @@ _NOT_HASHED = frozenset(
 
 # Keys added after records were first saved: hashed only when set to something other than their
 # default, so the records saved before them are still found for reuse.
-_HASHED_WHEN_SET = frozenset({"max_bytes", "rewrite", "select", "id_pattern", "id_field"})
+_HASHED_WHEN_SET = frozenset(
+    {"max_bytes", "rewrite", "select", "id_pattern", "id_field", "form"}
+)
 
 
 def _hashed(section: object, name: str) -> bool:

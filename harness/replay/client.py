@@ -54,6 +54,7 @@ class RequestSpec:
     path: str
     params: Mapping[str, str] = field(default_factory=dict)
     json: object | None = None  # the body, sent as JSON when not None
+    form: Mapping[str, str] | None = None  # the body, form-urlencoded, when not None
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -63,7 +64,8 @@ def make_request(query: QueryConfig, text: str) -> RequestSpec:
     Substitution is literal and single-pass (see config.substitute): braces in the query text are
     sent as typed and never expanded. In the JSON template a string that is exactly "{limit}"
     becomes the integer limit and one that is exactly "{query}" the text; any other string has
-    its placeholders replaced inside it. `path` is sent as written.
+    its placeholders replaced inside it. `form` values are filled like `params`. `path` is sent
+    as written.
     """
     values = {"query": text, "limit": str(query.limit)}
     return RequestSpec(
@@ -71,6 +73,9 @@ def make_request(query: QueryConfig, text: str) -> RequestSpec:
         path=query.path,
         params={name: substitute(value, values) for name, value in query.params.items()},
         json=None if query.json is None else _fill(query.json, values, query.limit),
+        form=None
+        if query.form is None
+        else {name: substitute(value, values) for name, value in query.form.items()},
         headers={name: substitute(value, values) for name, value in query.headers.items()},
     )
 
@@ -141,6 +146,7 @@ def ask(
             base_url.rstrip("/") + spec.path,
             params=spec.params,
             json=spec.json,
+            data=spec.form,
             headers=spec.headers,
             timeout=query.timeout,
         ) as response:
@@ -211,7 +217,9 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
 
     Built before the clock starts: the timed path only writes these bytes and reads the answer.
     Params are form-encoded onto the path (spaces as "+", as httpx and browsers send them); a
-    JSON body is compact UTF-8 with its Content-Length.
+    JSON body is compact UTF-8, a form body `application/x-www-form-urlencoded` (UTF-8, as
+    browsers and httpx encode it), each with its Content-Length. A Content-Type in
+    `query.headers` replaces the harness's own.
     """
     url = urlsplit(base_url)
     if url.scheme != "http" or url.hostname is None:
@@ -222,9 +230,15 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
     host = url.netloc
     lines = [f"{spec.method} {target} HTTP/1.1", f"Host: {host}", "Accept: */*"]
     body = b""
+    content_type = None
     if spec.json is not None:
         body = json.dumps(spec.json, ensure_ascii=False, separators=(",", ":")).encode()
-        lines.append("Content-Type: application/json")
+        content_type = "application/json"
+    elif spec.form is not None:
+        body = urlencode(dict(spec.form)).encode("ascii")
+        content_type = "application/x-www-form-urlencoded"
+    if content_type and not any(name.lower() == "content-type" for name in spec.headers):
+        lines.append(f"Content-Type: {content_type}")
     if body or spec.method not in ("GET", "HEAD"):
         lines.append(f"Content-Length: {len(body)}")
     lines += [f"{name}: {value}" for name, value in spec.headers.items()]

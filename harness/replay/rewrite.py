@@ -6,8 +6,9 @@
 Some services cannot take a question as typed: SQLite FTS5's MATCH rejects punctuation and
 operators in raw text (`what's new?` is a syntax error), so each term must be quoted and the
 terms joined with OR. A rewrite is part of how the gold set is asked, so both sides get the same
-one (the loader refuses a per-side `rewrite`); the gold set and the reports keep the text as
-written. Pure.
+one (the loader refuses a per-side or per-ref `rewrite`); the gold set and the reports keep the
+text as written. A user's own function, `rewrite = "module:function"`, is `harness.replay.hook`.
+Pure.
 """
 
 from __future__ import annotations

@@ -22,24 +22,25 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
 from harness import __version__
+from harness.boot.deployed import DeployedContext, deployed
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
-from harness.config.inputs import inputs_hash
-from harness.errors import BuildError, ResultsError, ServiceError
+from harness.config.inputs import build_inputs, inputs_hash
+from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import Channel, replay, warm_up
-from harness.replay.rewrite import rewritten
+from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
@@ -75,14 +76,34 @@ class RunPlan:
 class RefSession:
     """One ref checked out and built; boots its service once per repeat."""
 
-    def __init__(self, plan: RunPlan, side: str, ref: str, *, label: str | None = None) -> None:
+    def __init__(
+        self,
+        plan: RunPlan,
+        side: str,
+        ref: str,
+        *,
+        label: str | None = None,
+        pins: Mapping[str, str] | None = None,
+        url: str | None = None,
+    ) -> None:
         self.plan = plan
-        self.side: SideConfig = plan.config.side(side)
         self.side_name = side
         # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
         self.ref = label or ref
-        self.resolved = resolve_ref(plan.config.repo, ref)
-        self.sha = self.resolved.key  # commit sha, or <sha>+dirty.<hash12> for WORKTREE
+        # A running deployment (compare --baseline-url): no ref, checkout, build or boot.
+        self.url = url
+        self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
+        # commit sha, or <sha>+dirty.<hash12> for WORKTREE, or "deployed-<hash12>" of the URL
+        self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
+        # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins
+        commit = None if self.resolved is None else self.resolved.sha
+        chosen = plan.config.side(side, None if url is not None else ref, commit)
+        if pins:
+            chosen = replace(
+                chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
+            )
+        self.side: SideConfig = chosen
+        _check_limit(plan.config, side, ref, chosen)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -95,12 +116,18 @@ class RefSession:
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config.corpus)
+        # Rewritten once, before anything is built: a hook that fails on a query stops here.
+        self._items = rewritten_items(
+            ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
+        )
 
     @property
     def log_dir(self) -> Path:
         return self.plan.results_dir / "logs"
 
     def __enter__(self) -> RefSession:
+        if self.resolved is None:
+            return self  # a deployment: nothing to check out or build
         observer = self.plan.observer
         what = f"{self.side_name} {self.ref} ({self.sha[:8]})"
         try:
@@ -110,7 +137,7 @@ class RefSession:
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
             # A data path or committed symlink leading out of the tree: refused before any boot.
-            data_source(self.side.service, self.worktree)
+            data_source(self.side.service, self.worktree, self.plan.config.config_dir)
             if self.plan.keep:
                 print(
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
@@ -118,11 +145,9 @@ class RefSession:
                 )
             if observer is not None:
                 observer.phase("build", what)
+            service, sha_key = build_inputs(self.side.service, self.sha, self.plan.config)
             result = build(
-                self.worktree,
-                sha_key=self.sha,
-                service=self.side.service,
-                log_dir=self.log_dir,
+                self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
             )
             self.timings["build"] = result.seconds
             self.build_cached = result.cached if self.side.service.build else None
@@ -146,9 +171,26 @@ class RefSession:
     ) -> None:
         self._stack.close()
 
+    def boot(self, log_path: Path) -> ServiceContext | DeployedContext:
+        """The context that boots this session's service (or checks a deployment's readiness)."""
+        if self.url is not None:
+            return deployed(self.url, self.side.service, log_path=log_path)
+        assert self.worktree is not None
+        return running_service(
+            self.side.service,
+            self.worktree,
+            log_path=log_path,
+            extra_env=self.extra_env,
+            config_dir=self.plan.config.config_dir,
+        )
+
+    @property
+    def bootable(self) -> bool:
+        return self.url is not None or (self.build_failure is None and self.worktree is not None)
+
     def run_repeat(self, index: int) -> Repeat:
         """Boot on a fresh data copy, replay every gold query once, tear down confirmed dead."""
-        if self.build_failure is not None or self.worktree is None:
+        if not self.bootable:
             rep = Repeat(index=index, results=(), failure=self.build_failure)
             self.repeats.append(rep)
             return rep
@@ -169,9 +211,7 @@ class RefSession:
 
         if self.plan.progress is not None:
             self.plan.progress(label, 0, len(items), 0, None)  # booting
-        svc_cm = running_service(
-            self.side.service, self.worktree, log_path=log_path, extra_env=self.extra_env
-        )
+        svc_cm = self.boot(log_path)
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
@@ -196,7 +236,7 @@ class RefSession:
         index: int,
         results: tuple[QueryResult, ...],
         timings: dict[str, float],
-        svc_cm: ServiceContext | None,
+        svc_cm: ServiceContext | DeployedContext | None,
         log_path: Path,
         failure: RunFailure | None,
         machine: Machine | None,
@@ -239,8 +279,7 @@ class RefSession:
 
     def items(self) -> list[tuple[str, str]]:
         """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
-        rewrite = self.side.query.rewrite
-        return [(q.id, rewritten(q.text, rewrite)) for q in self.plan.gold.queries]
+        return list(self._items)
 
     def _log_path(self, index: int) -> Path:
         path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
@@ -275,6 +314,18 @@ class RefSession:
         return replace(run, record_path=str(path))
 
 
+def _check_limit(config: HarnessConfig, side: str, ref: str, chosen: SideConfig) -> None:
+    """A ref table that lowers query.limit below a cutoff: the CLI checked only the sides."""
+    limit, deepest = chosen.query.limit, max(config.compare.k, default=0)
+    if limit < deepest and limit != config.side(side).query.limit:
+        raise ConfigError(
+            f"{config.path}: query.limit = {limit} for {ref} on the {side} side (from a "
+            f'[ref."PATTERN"] table) is below the cutoff {deepest}: its hit@{deepest} would be '
+            f"computed from {limit} results",
+            hint=f"raise query.limit to {deepest} or more in that table, or lower compare.k",
+        )
+
+
 def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
     """The side's IdAdapter (`harness.replay.answers`), reading the corpus when id_field asks."""
     documents = load_corpus(corpus) if query.id_field and corpus is not None else None
@@ -288,6 +339,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         "path": q.path,
         "params": dict(q.params),
         "json": None if q.json is None else dict(q.json),
+        **({} if q.form is None else {"form": dict(q.form)}),
         "ids": q.ids,
         "scores": q.scores,
         "rewrite": q.rewrite,
@@ -317,7 +369,8 @@ def run_interleaved(
     with contextlib.ExitStack() as stack:
         live: dict[int, RefSession] = {}
         for i, session in enumerate(sessions):
-            found = None if fresh else _reusable(session, repeats)
+            # A deployment is never reused: what answers at a URL changes without a commit.
+            found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
         observer = sessions[0].plan.observer if sessions else None
@@ -370,6 +423,20 @@ def run_pair(
     return baseline, candidate
 
 
+def run_deployed(
+    plan: RunPlan, baseline_url: str, candidate_url: str, *, repeats: int
+) -> tuple[RefRun, RefRun]:
+    """Two running deployments measured together, exactly as `run_pair` measures two refs
+    (time-paired rounds, per-query order drawn, a shared pair_id), with nothing checked out,
+    built, booted or torn down; never reused (a URL's service changes without a commit)."""
+    sessions = [
+        RefSession(plan, "baseline", baseline_url, url=baseline_url),
+        RefSession(plan, "candidate", candidate_url, url=candidate_url),
+    ]
+    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=True)
+    return baseline, candidate
+
+
 def _reusable(session: RefSession, repeats: int) -> RefRun | None:
     plan = session.plan
     return find_reusable(
@@ -390,7 +457,7 @@ class _Side:
 
     session: RefSession
     log_path: Path
-    svc_cm: ServiceContext | None = None
+    svc_cm: ServiceContext | DeployedContext | None = None
     channel: Channel | None = None
     failure: RunFailure | None = None
     results: list[QueryResult] = field(default_factory=list)
@@ -411,17 +478,12 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
     with contextlib.ExitStack() as stack:
         for side in sides:
             session = side.session
-            if session.build_failure is not None or session.worktree is None:
+            if not session.bootable:
                 side.failure = session.build_failure
                 continue
             if plan.progress is not None:
                 plan.progress(label, 0, len(items), 0, None)  # booting
-            cm = running_service(
-                session.side.service,
-                session.worktree,
-                log_path=side.log_path,
-                extra_env=session.extra_env,
-            )
+            cm = session.boot(side.log_path)
             side.svc_cm = cm
             try:
                 svc = cm.__enter__()
@@ -464,7 +526,14 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
 
 
-def _quiet_exit(cm: ServiceContext, side: _Side) -> Callable[..., bool]:
+def _url_key(url: str) -> str:
+    """The stand-in for a commit sha of a deployment: stable per URL, never a real sha."""
+    import hashlib
+
+    return "url-" + hashlib.sha256(url.encode()).hexdigest()[:12]
+
+
+def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[..., bool]:
     """The exit of a booted service inside the round's stack: a ServiceError at teardown is the
     side's failure (as run_repeat records it), not the round's end."""
 

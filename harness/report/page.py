@@ -154,6 +154,8 @@ ISOLATION = {
     "bubblewrap": "each boot in a bubblewrap sandbox (own network, PID namespace, read-only files)",
     "plain": "plain (allowlisted environment and temp dirs; no network, process or file sandbox)",
     "mixed": "mixed (some boots sandboxed, some plain)",
+    "deployed": "none: running deployments compared by URL (nothing was checked out, built, "
+    "booted or isolated by harness)",
 }
 
 

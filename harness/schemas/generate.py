@@ -114,18 +114,26 @@ _KINDS: dict[str, dict[str, Any]] = {
 
 def config_schema() -> dict[str, Any]:
     """harness.toml: every section and key of harness.config.schema.SECTIONS with its type, the
-    required keys, and the per-side [baseline.*] / [candidate.*] overrides.  Checks beyond the
-    type (placeholders, JMESPath, ranges) stay the loader's: it names the line."""
+    required keys, the per-side [baseline.*] / [candidate.*] overrides and the per-ref
+    [ref."PATTERN".*] ones (the loader's `_validate` and `_read_refs` read the same layout).
+    Checks beyond the type (placeholders, JMESPath, ranges) stay the loader's: it names the
+    line."""
     from harness.config.schema import REQUIRED, SECTIONS, SIDES
 
     def section(name: str, required: bool) -> dict[str, Any]:
         keys = SECTIONS[name]
+        properties = {key: dict(_KINDS[k.kind]) for key, k in keys.items()}
+        if not required:  # an override table: `unset` removes inherited keys
+            properties["unset"] = {"type": "array", "items": {"type": "string"}}
         out: dict[str, Any] = {
             "type": "object",
-            "properties": {key: dict(_KINDS[k.kind]) for key, k in keys.items()},
+            "properties": properties,
             "additionalProperties": False,
         }
-        needed = [*REQUIRED.get(name, ()), *(("path",) if name == "gold" else ())]
+        # [service]'s keys are required only when harness starts the service: comparing
+        # deployments by URL (--baseline-url) reads none of them; the loader says which.
+        needed = [] if name == "service" else [*REQUIRED.get(name, ())]
+        needed += ["path"] if name == "gold" else []
         if required and needed:
             out["required"] = needed
         return out
@@ -143,8 +151,12 @@ def config_schema() -> dict[str, Any]:
         "properties": {
             **{name: section(name, True) for name in SECTIONS},
             **dict.fromkeys(SIDES, side),
+            # [ref."PATTERN"]: settings for the refs a pattern matches, as a side's overrides
+            "ref": {"type": "object", "additionalProperties": side},
         },
-        "required": ["service", "query", "gold"],
+        "description": "service.start and service.ready are required too, except when "
+        "compare measures deployed services by URL (--baseline-url, --candidate-url)",
+        "required": ["query", "gold"],
         "additionalProperties": False,
     }
 

@@ -60,10 +60,11 @@ def run_sweep(
     """
     sessions = [
         RefSession(
-            replace(plan, config=with_point(plan.config, side, point)),
+            plan,
             side,
             ref,
             label=f"{ref} [{label(point)}]",  # names the value in progress lines and records
+            pins=dict(point),  # over the side's and the ref's settings, last
         )
         for point in points
     ]

@@ -1,0 +1,230 @@
+"""The README's recipes, each run for real: a public-style service, its harness.toml as the
+README prints it, and a compare that must call the `worse` branch a regression.
+
+Each recipe lives in tests/fixtures/recipes/NAME/ (see its README); a recipe whose harness.toml
+uses a key this harness does not know fails here, as it would for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_support import Sandbox, git
+
+pytest.importorskip("fastapi", reason="the recipe services are FastAPI apps (test extra)")
+pytest.importorskip("uvicorn", reason="the recipe services run under uvicorn (test extra)")
+
+RECIPES = Path(__file__).resolve().parent / "fixtures" / "recipes"
+README = Path(__file__).resolve().parents[1] / "README.md"
+TOPICS = 80
+pytestmark = pytest.mark.slow
+
+
+def gold_lines() -> list[str]:
+    header = {"format": "harness-gold", "version": 1, "description": "recipes"}
+    rows = [
+        {"id": f"q{n:02d}", "query": f"what's topic q{n:02d} about?", "relevant": {f"d{n:02d}": 1}}
+        for n in range(1, TOPICS + 1)
+    ]
+    return [json.dumps(row, sort_keys=True) for row in (header, *rows)]
+
+
+def corpus_lines() -> list[str]:
+    docs = [
+        {"id": f"d{n:02d}", "title": f"Topic q{n:02d}", "text": f"notes on topic q{n:02d} in depth"}
+        for n in range(1, TOPICS + 1)
+    ]
+    docs += [
+        {"id": f"f{n:02d}", "title": "Filler", "text": f"unrelated filler page {n}"}
+        for n in range(1, 21)
+    ]
+    return [json.dumps(doc, sort_keys=True) for doc in docs]
+
+
+def recipe_sandbox(root: Path, name: str) -> Sandbox:
+    """A repository holding recipe `name` on main, and branch `worse` (see the fixtures' README)."""
+    sandbox = Sandbox(root)
+    for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
+        folder.mkdir(parents=True)
+    repo = sandbox.repo
+    for item in (RECIPES / name).iterdir():
+        if item.is_file():
+            shutil.copy(item, repo / item.name)
+    shutil.copy(RECIPES / "rank.py", repo / "rank.py")
+    (repo / "data").mkdir()
+    (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")
+    (repo / "gold").mkdir()
+    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold_lines()) + "\n")
+    (repo / ".gitignore").write_text("results/\n__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main", home=sandbox.home)
+    git(repo, "add", "-A", home=sandbox.home)
+    git(repo, "commit", "-q", "-m", "the service", home=sandbox.home)
+    git(repo, "checkout", "-q", "-b", "worse", home=sandbox.home)
+    (repo / "worse").write_text("drop the best answer of topics 1-20\n")
+    git(repo, "add", "-A", home=sandbox.home)
+    git(repo, "commit", "-q", "-m", "worse", home=sandbox.home)
+    git(repo, "checkout", "-q", "main", home=sandbox.home)
+    return sandbox
+
+
+def readme_recipe(name: str) -> str:
+    """The ```toml block that follows `<!-- recipe: NAME -->` in the README."""
+    text = README.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- recipe: {name} -->\s*```toml\n(.*?)```", text, re.S)
+    assert found, f"README.md has no toml block after <!-- recipe: {name} -->"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("name", ["text", "html", "form_fts5", "deployments"])
+def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
+    assert readme_recipe(name) == (RECIPES / name / "harness.toml").read_text(encoding="utf-8")
+
+
+def _compare(sandbox: Sandbox, *extra: str) -> subprocess.CompletedProcess[str]:
+    return sandbox.harness("compare", "--repeats", "2", *extra)
+
+
+def _regressed(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "regressed" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["text", "html", "form_fts5"])
+def test_recipe_calls_the_worse_branch_a_regression(tmp_path: Path, name: str) -> None:
+    if name == "html":
+        pytest.importorskip("bs4", reason="query.select needs the html extra")
+    sandbox = recipe_sandbox(tmp_path / "box", name)
+    done = _compare(sandbox, "--baseline", "main", "--candidate", "worse")
+    _regressed(done)
+    assert "unknown id" not in done.stdout.lower(), done.stdout
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_form_fts5_without_the_rewrite_fails_and_says_why(tmp_path: Path) -> None:
+    """Raw questions make FTS5's MATCH fail: every query errors, and the verdict is invalid."""
+    sandbox = recipe_sandbox(tmp_path / "box", "form_fts5")
+    config = sandbox.root / "raw.toml"
+    text = (sandbox.repo / "harness.toml").read_text().replace('rewrite = "fts5_or"', "")
+    config.write_text(text.replace('"gold/', f'"{sandbox.repo}/gold/').replace(
+        '"data/corpus', f'"{sandbox.repo}/data/corpus'))
+    done = sandbox.harness(
+        "compare", "--repeats", "1", "--baseline", "main", "--candidate", "worse", config=config
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "HTTP 500" in done.stdout + done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def deployments(tmp_path: Path) -> Iterator[tuple[Sandbox, str, str]]:
+    """Two running deployments of the recipe service, started by the test, not by harness:
+    the baseline from main, the candidate from the `worse` branch's tree."""
+    sandbox = recipe_sandbox(tmp_path / "box", "deployments")
+    procs: list[subprocess.Popen[bytes]] = []
+    urls = []
+    try:
+        for branch in ("main", "worse"):
+            tree = sandbox.root / f"deploy-{branch}"
+            shutil.copytree(sandbox.repo, tree, ignore=shutil.ignore_patterns(".git"))
+            if branch == "worse":
+                (tree / "worse").write_text("as on the worse branch\n")
+            port = _free_port()
+            env = {"PATH": "/usr/bin:/bin", "CORPUS": str(tree / "data" / "corpus.jsonl")}
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port)],
+                    cwd=tree,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            urls.append(f"http://127.0.0.1:{port}")
+        for url in urls:
+            _wait(url + "/health")
+        yield sandbox, urls[0], urls[1]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait(url: str) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).is_success:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
+
+
+def test_two_running_deployments_compared_by_url(
+    deployments: tuple[Sandbox, str, str],
+) -> None:
+    sandbox, baseline, candidate = deployments
+    done = _compare(sandbox, "--baseline-url", baseline, "--candidate-url", candidate)
+    _regressed(done)
+    assert "nothing was checked out, built, booted or isolated" in done.stdout
+    assert sandbox.worktrees() == []  # nothing checked out
+    # The same deployment on both sides: an A/A, no difference.
+    same = _compare(sandbox, "--baseline-url", baseline, "--candidate-url", baseline)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_a_deployment_that_is_not_there_is_invalid(
+    deployments: tuple[Sandbox, str, str],
+) -> None:
+    sandbox, baseline, _ = deployments
+    gone = f"http://127.0.0.1:{_free_port()}"
+    done = sandbox.harness(
+        "compare", "--repeats", "1", "--baseline-url", baseline, "--candidate-url", gone,
+        env={},
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert gone in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--baseline-url", "http://127.0.0.1:1"], "go together"),
+        (["--baseline-url", "ftp://x", "--candidate-url", "http://127.0.0.1:1"], "not an http"),
+        (
+            ["--baseline", "main", "--baseline-url", "http://a:1", "--candidate-url", "http://b:1"],
+            "drop --demo, --baseline and --candidate",
+        ),
+    ],
+)
+def test_url_options_are_checked_before_anything_runs(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    sandbox = recipe_sandbox(tmp_path / "box", "deployments")
+    done = sandbox.harness("compare", *argv)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
