@@ -53,11 +53,16 @@ def compare(sandbox: Sandbox, *extra: str, **kw: object) -> subprocess.Completed
     )
 
 
+PROGRESS = re.compile(r"harness: (checkout|build|boot|analysis): ")
+
+
 def assert_refused(done: subprocess.CompletedProcess[str], *phrases: str) -> str:
     """Exit 2, no traceback, a first line `harness: error: ...` holding every phrase."""
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    first = done.stderr.splitlines()[0]
+    # Progress lines (a checkout or build begun) may come first; then the error, first of all.
+    lines = [x for x in done.stderr.splitlines() if not PROGRESS.match(x)]
+    first = lines[0]
     assert first.startswith("harness: error: "), done.stderr
     for phrase in phrases:
         assert phrase in done.stderr, done.stderr
