@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from harness.score.definition import Definition
+
 # --------------------------------------------------------------------------- gold
 
 
@@ -32,6 +34,8 @@ class GoldQuery:
     `relevant` maps document id to an integer grade >= 0 (0 = judged, not relevant). A query with
     no grade >= 1 is unanswerable: its correct answer is an empty (or low-scored) list.
     `outranks` holds (correct_id, stale_id) pairs: the correction must rank above the stale fact.
+    `spans` maps a relevant document id to its answer spans: exact, verbatim substrings of that
+    document's text, the evidence the context metrics look for (`harness.score.context`).
     Frozen but not hashable (`relevant` is a dict): key queries by `id`.
     """
 
@@ -41,6 +45,7 @@ class GoldQuery:
     relevant: Mapping[str, int] = field(default_factory=dict)
     outranks: tuple[tuple[str, str], ...] = ()
     derivation: str | None = None
+    spans: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Where it came from, for messages: neither part of the content hash nor of equality.
     line: int | None = field(default=None, compare=False)
 
@@ -93,6 +98,8 @@ class QueryResult:
 
     `ids` are the raw result positions as returned (duplicates kept here; metrics drop later
     duplicates). `latency_ns` runs from request start to the last byte of the response.
+    `texts`, when `query.texts` is set, is the returned context text of each position (None
+    where the service sent none); None when not asked for, or redacted from a record.
     """
 
     query_id: str
@@ -102,6 +109,7 @@ class QueryResult:
     error: ErrorKind | None = None
     detail: str | None = None
     latency_ns: int = 0
+    texts: tuple[str | None, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -177,6 +185,8 @@ class RefRun:
     pair_id: str | None = None
     concurrency: int = 1
     inputs_hash: str | None = None  # contents of every file the configuration names by path
+    # What defines the measurement (harness.score.definition); None in records made before it.
+    definition: Definition | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
 from harness.verdict.compare import compare
@@ -136,3 +137,30 @@ def run_pair(
 
 def buried(*numbers: int) -> dict[str, int | None]:
     return {f"q{i:02d}": None for i in numbers}
+
+
+def with_scores(run: RefRun, gold: GoldSet, top: float) -> RefRun:
+    """Every answer with results gets scores: `top` for an answerable query's first result
+    (0.2 for an unanswerable one's), falling by 0.01 a rank."""
+    reps = []
+    for rep in run.repeats:
+        results = []
+        for r in rep.results:
+            first = top if gold.by_id[r.query_id].answerable else 0.2
+            scores = tuple(first - 0.01 * i for i in range(len(r.ids))) if r.ids else ()
+            results.append(replace(r, scores=scores))
+        reps.append(replace(rep, results=tuple(results)))
+    return replace(run, repeats=tuple(reps))
+
+
+def slower(rep: int, q: GoldQuery) -> float:
+    return 1.5 * base_ms(rep, q) * (1 + 0.01 * ((rep + int(q.id[1:])) % 3))
+
+
+def scored() -> tuple[Comparison, RefRun, RefRun]:
+    """A regression (q41-q52 buried, 1.5x slower) whose services return scores: every plot of
+    the HTML report has something to draw."""
+    gold = make_gold()
+    base = with_scores(make_run(gold, ranks()), gold, 0.9)
+    cand = with_scores(candidate(gold, ranks(buried(*range(41, 53))), ms=slower), gold, 0.8)
+    return compare(gold, base, cand, CompareSettings(resamples=500)), base, cand

@@ -62,13 +62,19 @@ def doc_id(n: int) -> str:
     return f"d{n:02d}"
 
 
-def gold_lines() -> list[str]:
+def span(n: int) -> str:
+    """The answer span of query n (with `gold_lines(spans=True)`): verbatim in document n."""
+    return f"covers topic {query_id(n)}"
+
+
+def gold_lines(*, spans: bool = False) -> list[str]:
     header = {"format": "harness-gold", "version": 1, "description": "e2e fixture"}
     rows = [
         {
             "id": query_id(n),
             "query": f"tell me about topic {query_id(n)}",
             "relevant": {doc_id(n): 1},
+            **({"spans": {doc_id(n): [span(n)]}} if spans else {}),
         }
         for n in range(1, GOLD_SIZE + 1)
     ]
@@ -98,6 +104,7 @@ def config_text(
     ready_timeout: float = 30.0,
     build: str | None = None,
     repeats: int = 2,
+    texts: bool = False,
 ) -> str:
     """A harness.toml for the fixture service. `stop_timeout` is short so that a service that
     ignores SIGTERM costs one second, not ten."""
@@ -124,6 +131,7 @@ def config_text(
         'params = { q = "{query}", k = "{limit}" }',
         'ids = "results[].id"',
         'scores = "results[].score"',
+        *(['texts = "results[].text"'] if texts else []),
         "limit = 10",
         "",
         "[gold]",
@@ -321,21 +329,30 @@ def build_sandbox(
     *,
     ready_timeout: float = 30.0,
     repeats: int = 2,
+    texts: bool = False,
 ) -> Sandbox:
     """Create the sandbox directories and its repository: main (BASE_BEHAVIOUR), then one branch
-    per entry of `branches`, each main plus one commit writing BASE_BEHAVIOUR updated with it."""
+    per entry of `branches`, each main plus one commit writing BASE_BEHAVIOUR updated with it.
+    With `texts`, every commit returns each result's text, the config reads it (query.texts)
+    and the gold set has one answer span per query (`span`)."""
     sandbox = Sandbox(root)
     for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
         folder.mkdir(parents=True)
     repo = sandbox.repo
     shutil.copyfile(SERVICE, repo / "svc.py")
-    (repo / "behaviour.json").write_text(_behaviour({}))
+    base = {"with_text": True} if texts else {}
+    (repo / "behaviour.json").write_text(_behaviour(base))
     (repo / "data").mkdir()
     (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")
     (repo / "gold").mkdir()
-    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold_lines()) + "\n")
+    (repo / "gold" / "gold.jsonl").write_text("\n".join(gold_lines(spans=texts)) + "\n")
     (repo / "harness.toml").write_text(
-        config_text(boot_counter=sandbox.boot_counter, ready_timeout=ready_timeout, repeats=repeats)
+        config_text(
+            boot_counter=sandbox.boot_counter,
+            ready_timeout=ready_timeout,
+            repeats=repeats,
+            texts=texts,
+        )
     )
     (repo / ".gitignore").write_text("results/\n")
     home = sandbox.home
@@ -344,7 +361,7 @@ def build_sandbox(
     git(repo, "commit", "--quiet", "-m", "fixture service, gold set and config", home=home)
     for name, behaviour in branches.items():
         git(repo, "checkout", "--quiet", "-b", name, "main", home=home)
-        (repo / "behaviour.json").write_text(_behaviour(behaviour))
+        (repo / "behaviour.json").write_text(_behaviour({**base, **behaviour}))
         git(repo, "commit", "--quiet", "-am", f"behaviour: {name}", home=home)
         git(repo, "checkout", "--quiet", "main", home=home)
     return sandbox

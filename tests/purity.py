@@ -33,6 +33,7 @@ PURE_LIBRARIES = frozenset(
         "dataclasses",
         "enum",
         "functools",
+        "html",
         "itertools",
         "json",
         "math",

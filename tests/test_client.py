@@ -534,3 +534,21 @@ def test_encode_request_builds_the_bytes_before_the_clock() -> None:
     assert get.startswith(b"GET /search?q=a+b%26c&k=10 HTTP/1.1\r\n")
     with pytest.raises(ValueError, match="plain http"):
         encode_request("https://example.org", make_request(GET, "tea"))
+
+
+# --------------------------------------------------------------------------- query.texts
+
+
+def test_texts_are_read_beside_the_ids_and_a_wrong_shape_is_bad_shape() -> None:
+    plain = replace(GET, scores=None)
+    texts = replace(plain, texts="texts")
+    body = {"results": [{"id": "a"}, {"id": "b"}], "texts": ["x y", None]}
+    got = ask_with(answer(body), texts)
+    assert got.ok and got.ids == ("a", "b") and got.texts == ("x y", None)
+    assert ask_with(answer(body), plain).texts is None  # not asked for
+    # A projection drops the results without a text, as for scores: caught by the length.
+    projected = replace(plain, texts="results[].text")
+    short = ask_with(answer({"results": [{"id": "a", "text": "x"}, {"id": "b"}]}), projected)
+    assert short.error is ErrorKind.BAD_SHAPE and "1 texts for 2 ids" in (short.detail or "")
+    number = ask_with(answer({"results": [{"id": "a"}], "texts": [3]}), texts)
+    assert number.error is ErrorKind.BAD_SHAPE and "texts[0]" in (number.detail or "")

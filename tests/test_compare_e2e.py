@@ -308,6 +308,7 @@ def test_results_are_saved_rerendered_and_reused_unless_fresh(
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     ]
     comparison = json.loads((directory / "comparison.json").read_text())

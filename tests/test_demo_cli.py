@@ -65,7 +65,26 @@ def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
     assert "compare --baseline main --candidate" in err
     (directory,) = [p.parent for p in (home / "results").glob("*_*_*/comparison.json")]
     names = {p.name for p in directory.iterdir()}
-    assert {"comparison.json", "report.md", "baseline.json", "candidate.json"} <= names
+    assert {"comparison.json", "report.md", "report.html", "baseline.json", "candidate.json"} <= (
+        names
+    )
+
+
+def test_the_demos_report_html_in_a_real_browser(demo: Demo, tmp_path: Path) -> None:
+    """The demo's own report.html, in Chromium (tests/test_browser.py's checks)."""
+    from browser_support import DRAWN, check_page, chromium_or_skip, open_page
+
+    chromium_or_skip()
+    home, _ = demo
+    (page,) = home.glob("results/*_*_*/report.html")
+    assert page.stat().st_size < 5 * 1024 * 1024
+    seen = open_page(page, drawn=DRAWN, screenshot=tmp_path / "demo-report.png")
+    check_page(seen, page, ["quality", "latency", "scores", "repeats"])
+    verdict = json.loads((page.parent / "comparison.json").read_text())["verdict"]
+    assert f"QUALITY\n{verdict['quality']}" in seen.text
+    assert f"LATENCY\n{verdict['latency']}" in seen.text
+    for name in DEMO_SLICES:
+        assert f"Slice {name} (n=" in seen.text
 
 
 def test_nothing_is_left_behind(demo: Demo) -> None:

@@ -14,6 +14,7 @@ import platform
 import re
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ EXPECTED: dict[str, Any] = {
     "pair_id": None,
     "concurrency": 1,
     "inputs_hash": None,
+    "definition": None,
     "repeats": [
         {
             "index": 0,
@@ -411,9 +413,11 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     ]
-    assert sorted(p.name for p in second.iterdir()) == ["comparison.json", "report.md"]
+    names = sorted(p.name for p in second.iterdir())
+    assert names == ["comparison.json", "report.html", "report.md"]
     assert second != first and first.parent == second.parent == tmp_path
     assert load_run(first / "baseline.json").ref == "main"
     assert load_run(first / "candidate.json").ref == "feat/x"
@@ -426,3 +430,20 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
     (broken / "comparison.json").write_text('{"schema": "harness-comparison"}')
     with pytest.raises(ResultsError, match=rf"^{re.escape(str(broken / 'comparison.json'))}: "):
         load_comparison(broken)
+
+
+def test_a_record_keeps_the_texts_a_cutoff_can_read_and_redaction_drops_them() -> None:
+    from harness.results.records import bounded_texts, redacted_record
+
+    ids = ("a", "b", "a", "c", "d")
+    texts = ("ta", "tb", "ta again", "tc", "td")
+    # limit 3: the first three unique ids a, b, c; the repeat of a keeps no text; d is past it.
+    assert bounded_texts(ids, texts, 3) == ["ta", "tb", None, "tc"]
+    assert bounded_texts(ids, texts, None) == ["ta", "tb", None, "tc", "td"]
+    run = replace(full_run(), query_config={"limit": 2})
+    result = replace(run.repeats[0].results[0], ids=ids, texts=texts)
+    run = replace(run, repeats=(replace(run.repeats[0], results=(result,)), *run.repeats[1:]))
+    record = run_to_dict(run)
+    assert record["repeats"][0]["results"][0]["texts"] == ["ta", "tb"]
+    assert run_from_dict(record).repeats[0].results[0].texts == ("ta", "tb")
+    assert redacted_record(record)["repeats"][0]["results"][0]["texts"] is None

@@ -1,5 +1,5 @@
-"""`--redact`: "leave query and document text out of every output" (README), checked in every file
-a redacted compare writes, not only in the rendered report.
+"""`--redact`: "leave query, document and span text and local paths out of every output" (README),
+checked in every file a redacted compare writes, not only in the rendered report.
 
 What may carry text: a flip's query text (comparison.json, report.md, stdout) and a failed query's
 error detail, which quotes the response body, which many services fill with the query
@@ -75,7 +75,7 @@ def _saved(tmp_path: Path, redact: bool) -> tuple[Path, list[str]]:
 def test_unredacted_saved_files_do_hold_query_text_and_details(tmp_path: Path) -> None:
     out, needles = _saved(tmp_path, redact=False)
     found = files_holding(out, needles)
-    assert set(found) == {"comparison.json", "report.md", "candidate.json"}
+    assert set(found) == {"comparison.json", "report.md", "report.html", "candidate.json"}
     assert SECRET in found["candidate.json"]
 
 
@@ -85,9 +85,10 @@ def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     ]
-    assert files_holding(out, needles) == {}
+    assert files_holding(out, needles) == {}  # the page too
     assert "q60" in (out / "candidate.json").read_text()  # ids stay: only text goes
     # The copies' details are null (not "" or a placeholder), everything else as recorded.
     for side in ("baseline", "candidate"):
@@ -133,6 +134,7 @@ def test_a_redacted_compare_writes_no_text_into_its_comparison(
         "baseline.json",
         "candidate.json",
         "comparison.json",
+        "report.html",
         "report.md",
     }
     assert files_holding(saved, _texts()) == {}
@@ -158,3 +160,105 @@ def test_a_redacted_compare_writes_no_text_into_any_file_under_results(
 ) -> None:
     _, results, _ = redacted_compare
     assert files_holding(results, _texts()) == {}
+
+
+# --------------------------------------------------------------------------- texts, spans, paths
+
+
+@pytest.fixture(scope="module")
+def redacted_with_texts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Sandbox, Path, str]:
+    """A real compare of a service that returns each document's text, over a gold set with
+    answer spans and a 2x2 answers file, with --redact."""
+    sandbox = build_sandbox(
+        tmp_path_factory.mktemp("redaction-texts") / "s", {"bury12": {"bury": BURIED}}, texts=True
+    )
+    answers = sandbox.root / "answers.tsv"
+    answers.write_text("".join(f"{q}\t1\n" for q in query_ids(1, 80)))
+    results = sandbox.root / "results-redacted"
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "bury12", "--redact",
+        "--baseline-answers", str(answers), "--candidate-answers", str(answers),
+        results=results,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert sandbox.leftovers(sandbox.run_ids(results)) == []
+    return sandbox, results, done.stdout
+
+
+def _gold_and_corpus_text() -> list[str]:
+    """Every query text, document title and body, and answer span of the texts fixture."""
+    from e2e_support import FILLERS, GOLD_SIZE, span
+
+    found = []
+    for n in range(1, GOLD_SIZE + 1):
+        qid = query_id(n)
+        found += [f"tell me about topic {qid}", f"Topic {qid}", span(n),
+                  f"this document covers topic {qid} in depth"]
+    return found + [f"unrelated filler page number {n}" for n in range(1, FILLERS + 1)]
+
+
+def _written_by_harness(results: Path) -> list[Path]:
+    """Every file harness wrote under the results directory: not logs/, where each service's
+    own stdout and stderr go (they are the service's words, never rewritten by harness)."""
+    return [p for p in results.rglob("*") if p.is_file() and "logs" not in p.relative_to(
+        results).parts]
+
+
+@pytest.mark.slow
+def test_the_texts_fixture_does_write_text_and_paths_when_not_redacted(
+    redacted_with_texts: tuple[Sandbox, Path, str], tmp_path: Path
+) -> None:
+    # The control: unredacted, a run record holds the documents' texts and local paths.
+    sandbox, _, _ = redacted_with_texts
+    sandbox.harness("run", "--ref", "main", "--repeats", "1", results=tmp_path)
+    (record,) = (tmp_path / "runs").glob("*.json")
+    text = record.read_text()
+    assert "this document covers topic q01 in depth" in text
+    assert str(tmp_path) in text  # the log path, as the redacted run's would be under its root
+
+
+@pytest.mark.slow
+def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
+    redacted_with_texts: tuple[Sandbox, Path, str],
+) -> None:
+    sandbox, results, stdout = redacted_with_texts
+    written = _written_by_harness(results)
+    names = {p.name for p in written}
+    assert {"comparison.json", "report.md", "baseline.json", "candidate.json"} <= names
+    assert len([p for p in written if p.parent.name == "runs"]) == 2  # both run records
+    needles = [*_gold_and_corpus_text(), str(sandbox.root), str(sandbox.repo)]
+    for path in written:
+        text = path.read_text(encoding="utf-8")
+        assert [n for n in needles if n in text] == [], path
+    assert [n for n in needles if n in stdout] == []
+    # What stays: ids, hashes and aggregates (the context metrics were measured).
+    document = json.loads(next(p for p in written if p.name == "comparison.json").read_text())
+    rows = {r["metric"] for r in document["overall"]["rows"]}
+    assert {"context_precision@5", "context_recall@10"} <= rows
+    assert len(document["header"]["definition"]["sha256"]) == 64
+    assert document["twobytwo"]["baseline"]["answers"] == "answers.tsv"
+
+
+def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
+    from harness.report.document import redacted
+    from harness.results.records import redacted_record, run_to_dict
+    from harness.types import RunFailure
+
+    gold = make_gold()
+    base = make_run(gold, ranks())
+    log = "/home/someone/project/results/logs/20261201_main_1.log"
+    failed = replace(
+        base,
+        repeats=(
+            replace(base.repeats[0], log_path=log,
+                    failure=RunFailure("boot", f"exited 3; see {log}", ("svc: tell me about q1",))),
+            *base.repeats[1:],
+        ),
+    )
+    comparison = compare(gold, failed, candidate(gold, ranks()), CompareSettings(resamples=200))
+    assert any(log in r for r in comparison.invalid_reasons)  # the control
+    clean = redacted(comparison)
+    assert not any("/home/someone" in t for t in (*clean.invalid_reasons, *clean.warnings))
+    assert any("20261201_main_1.log" in r for r in clean.invalid_reasons)
+    record = json.dumps(redacted_record(run_to_dict(failed)))
+    assert "/home/someone" not in record and "tell me about" not in record

@@ -250,9 +250,9 @@ def test_p_values_have_two_significant_digits(p: float | None, shown: str) -> No
 
 
 def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> None:
-    assert set(RENDERERS) == {"text", "markdown", "json"}
-    with pytest.raises(ValueError, match="unknown format 'html'; known: text, markdown, json"):
-        render(comparisons["regressed"], "html")
+    assert set(RENDERERS) == {"text", "markdown", "json", "html"}
+    with pytest.raises(ValueError, match="unknown format 'pdf'; known: text, markdown, json, html"):
+        render(comparisons["regressed"], "pdf")
 
 
 @pytest.mark.parametrize("source", [report.__file__, runs.__file__, document.__file__])
@@ -265,11 +265,14 @@ def test_report_computes_nothing(source: str) -> None:
 
 
 def test_the_page_and_the_document_are_built_without_io() -> None:
-    pages = ("layout", "numbers", "page", "runs", "document")
+    pages = ("layout", "numbers", "page", "runs", "document", "html_page", "figures")
     assert impurities(*(f"harness.report.{page}" for page in pages)) == {
         "harness.report.layout": [],
         "harness.report.numbers": [],
-        "harness.report.page": [],
+        "harness.report.page": ["importlib.util"],  # only to ask whether plotly is installed
+        # plotly draws; get_plotlyjs() reads plotly.min.js from the plotly package, nothing else
+        "harness.report.html_page": ["plotly.io", "plotly.offline"],
+        "harness.report.figures": ["plotly.graph_objects", "plotly.subplots"],
         "harness.report.runs": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
         "harness.report.document": [],
     }

@@ -91,6 +91,7 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
             "json": None,
             "ids": "results[].id",
             "scores": "results[].score",
+            "texts": None,
             "limit": 10,
             "timeout": p.config.side(side).query.timeout,
             "max_bytes": 10_000_000,

@@ -36,6 +36,7 @@ _RANGES: dict[str, _Range] = {
         "--min-effect 0.05",
     ),
     "k": _Range(*_AT_LEAST_1, "--k 10"),
+    "answers_k": _Range(*_AT_LEAST_1, "--answers-k 5"),
     "concurrency": _Range(*_AT_LEAST_1, "--concurrency 1"),
     "latency_tolerance": _Range(
         "at least 0 and below 1 (a fraction: 0.10 is ±10%)",
@@ -72,7 +73,7 @@ def check_args(args: argparse.Namespace) -> None:
                     f"{option} {clip(str(item))}: must be {spec.rule}, e.g. {spec.example}"
                 )
     ks = getattr(args, "k", None)
-    if ks and len(set(ks)) != len(ks):
+    if isinstance(ks, list) and len(set(ks)) != len(ks):
         raise HarnessError(f"--k: the cutoff {_twice(ks)} is given twice; give each once")
 
 

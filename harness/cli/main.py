@@ -34,9 +34,11 @@ from harness.types import RefRun
 
 if TYPE_CHECKING:
     from harness.config import HarnessConfig
+    from harness.gold.grades import Grades
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
-    from harness.verdict.comparison import CompareSettings
+    from harness.types import GoldSet
+    from harness.verdict.comparison import CompareSettings, Comparison
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,7 +192,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.comparisons import save_comparison
     from harness.verdict.compare import compare
 
+    _require_html(args.format)
     plan, settings = _plan(args)
+    grades = _answer_grades(args, plan.gold)
     if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
         settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
     with signals_unwind():
@@ -209,12 +213,49 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # saved comparison or a pull-request comment.
     gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
     comparison = compare(gold, baseline, candidate, settings, corpus_ids)
+    comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
-    print(render(comparison, args.format, redact=args.redact), end="", flush=True)
+    page = (
+        None
+        if _page_to_terminal(args.format)
+        else render(comparison, args.format, redact=args.redact)
+    )
+    if page is not None:
+        print(page, end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(f"harness: results saved in {saved}", file=sys.stderr)
+    _html_notes(page is None, saved / "report.html")
     return exit_status(comparison.verdicts, strict=args.strict)
+
+
+def _page_to_terminal(fmt: str) -> bool:
+    """An HTML page (megabytes of it) is not written to a terminal: only redirected."""
+    return fmt == "html" and sys.stdout.isatty()
+
+
+def _require_html(fmt: str) -> None:
+    """--format html without plotly: the error before anything is measured."""
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if fmt == "html" and not html_available():
+        raise HarnessError(*PLOTLY_MISSING)
+
+
+def _html_notes(withheld: bool, page: Path) -> None:
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if not html_available():
+        print(
+            f"harness: note: no report.html: {PLOTLY_MISSING[0]}; {PLOTLY_MISSING[1][0]}",
+            file=sys.stderr,
+        )
+    elif withheld:
+        print(
+            f"harness: the HTML page is not written to a terminal; open {page} "
+            "(or redirect: > page.html)",
+            file=sys.stderr,
+        )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -222,6 +263,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.results.comparisons import load_comparison
 
     comparison = load_comparison(args.dir)
+    _require_html(args.format)
+    if _page_to_terminal(args.format):
+        raise HarnessError(
+            "--format html writes a page of several MB: not to a terminal",
+            [f"redirect it: harness report {args.dir} --format html > page.html"],
+        )
+    if args.against is not None:
+        from harness.verdict.comparable import same_definition
+
+        note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
+        print(f"harness: {note}", file=sys.stderr)
     print(render(comparison, args.format, redact=args.redact), end="")
     return exit_status(comparison.verdicts, strict=args.strict)
 
@@ -349,6 +401,157 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     print(schema_text(args.name), end="")
     return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from harness.config import load_config
+    from harness.errors import ConfigError, RefError
+    from harness.gold import load_gold
+    from harness.history.collect import commit_order, points_from_comparisons, points_from_records
+    from harness.history.render import render_history
+    from harness.history.table import aggregate
+    from harness.results.files import write_text_new
+
+    specs = _metric_specs(args.metrics)
+    if args.format == "html" and args.output is None and sys.stdout.isatty():
+        raise HarnessError(
+            "--format html writes a page of several MB: not to a terminal",
+            ["pass --output history.html (or redirect: > history.html)"],
+        )
+    config = None
+    if args.gold is None or args.repo is None:
+        try:
+            config = load_config(args.config, repo=args.repo)
+        except ConfigError:
+            if args.config is not None or (Path.cwd() / "harness.toml").is_file():
+                raise
+    repo = args.repo or (config.repo if config else Path.cwd())
+    if args.gold is not None:
+        gold = load_gold(args.gold)
+    elif config is not None:
+        gold = load_gold(config.gold, corpus=config.corpus)
+    if args.gold is not None or config is not None:
+        points, notes = points_from_records(args.results, gold, specs)
+        source = f"the run records in {args.results} scored on {gold.source}"
+    else:
+        points, notes = points_from_comparisons(args.results)
+        source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
+    try:
+        order: list[str] | None = commit_order(repo, args.ref)
+        ordered_by = f"git's commit order ({args.ref or 'every ref'})"
+    except RefError:
+        if args.ref:
+            raise
+        order, ordered_by = None, "the order they were measured (no git repository here)"
+    if order is not None and not args.ref and not {p.sha for p in points} & set(order):
+        order, ordered_by = None, f"the order they were measured (git at {repo} has none of them)"
+    if args.ref:
+        known = set(order or ())
+        points = [p for p in points if p.sha in known]
+        if not points:
+            raise HarnessError(
+                f"--ref {args.ref}: none of the measured commits is in it",
+                ["give a branch or range that holds them (git log --oneline REV)"],
+            )
+    history = aggregate(
+        points,
+        [str(s) for s in specs],
+        order,
+        ordered_by=ordered_by,
+        source=source,
+    )
+    history = replace(history, notes=(*notes, *history.notes))
+    text = render_history(history, args.format)
+    if args.output is not None:
+        write_text_new(args.output, text)
+        print(f"harness: wrote {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def cmd_twobytwo(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+    from harness.config.values import CompareConfig
+    from harness.gold import load_gold
+    from harness.gold.grades import read_grades
+    from harness.report.twobytwo import render_twobytwo
+    from harness.results.records import load_record
+    from harness.verdict.twobytwo import two_by_two
+
+    run = load_record(args.run, args.side)
+    k = args.k
+    if args.gold is not None:
+        gold = load_gold(args.gold)
+    else:
+        config = load_config(args.config, repo=args.repo)
+        gold = load_gold(config.gold, corpus=config.corpus)
+        k = k or config.compare.k[0]
+    k = k or CompareConfig().k[0]
+    if k < 1:
+        raise HarnessError(f"--k must be 1 or more, not {k}")
+    if run.gold_hash != gold.hash:
+        raise HarnessError(
+            f"{run.record_path}: measured against gold {run.gold_hash[:12]}, not the gold set "
+            f"given ({gold.hash[:12]})",
+            ["pass the gold set the run was measured with (--gold)"],
+        )
+    grades = read_grades(args.answers, known=gold.by_id.keys())
+    table = two_by_two(
+        gold, run, grades.correct, k, rel_level=args.rel_level, answers=str(args.answers)
+    )
+    print(render_twobytwo(table, args.format, run=f"{run.ref} ({run.sha[:8]})"), end="")
+    return EXIT_OK
+
+
+def _answer_grades(args: argparse.Namespace, gold: GoldSet) -> tuple[Grades, Grades] | None:
+    """Both sides' answer grades (compare --baseline-answers/--candidate-answers), read before
+    anything is built; one alone is a usage error: there is nothing to move between."""
+    from harness.gold.grades import read_grades
+
+    files = (getattr(args, "baseline_answers", None), getattr(args, "candidate_answers", None))
+    if files[0] is None and files[1] is None:
+        return None
+    if files[0] is None or files[1] is None:
+        raise HarnessError(
+            "--baseline-answers and --candidate-answers go together: give both, one file per "
+            "side (the same file twice when the answers were graded once)"
+        )
+    if args.answers_k is not None and args.answers_k < 1:
+        raise HarnessError(f"--answers-k must be 1 or more, not {args.answers_k}")
+    known = gold.by_id.keys()
+    return read_grades(files[0], known=known), read_grades(files[1], known=known)
+
+
+def _with_twobytwo(
+    args: argparse.Namespace,
+    gold: GoldSet,
+    comparison: Comparison,
+    runs: Sequence[RefRun],
+    grades: tuple[Grades, Grades] | None,
+) -> Comparison:
+    """The comparison with both sides' 2x2 and the movement matrix, when grades were given."""
+    from dataclasses import replace
+
+    from harness.verdict.twobytwo import movement, two_by_two
+
+    if grades is None:
+        return comparison
+    k = args.answers_k or comparison.settings.k[0]
+    tables = [
+        two_by_two(
+            gold,
+            run,
+            side.correct,
+            k,
+            rel_level=comparison.settings.rel_level,
+            answers=Path(side.source).name,
+        )
+        for side, run in zip(grades, runs, strict=True)
+    ]
+    return replace(comparison, twobytwo=movement(*tables))
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -491,12 +694,38 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         progress=progress,
         observer=progress,
     )
+    sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
     settings = CompareSettings.from_config(
         config.compare,
-        gate_on=getattr(args, "gate_on", None) or (),
+        gate_on=gates,
         query_differences=config.differences(),
+        context=_context_metrics(config, gold, sides, gates),
     )
     return plan, settings
+
+
+def _context_metrics(
+    config: HarnessConfig, gold: GoldSet, sides: Sequence[str], gate_on: Sequence[str]
+) -> bool:
+    """Whether the context metrics are measured: the gold set has answer spans and every side
+    measured sets query.texts.  Gating on one without query.texts is a configuration error."""
+    from harness.errors import ConfigError
+    from harness.score.metrics import parse_metric
+
+    without = [s for s in sides if config.side(s).query.texts is None]
+    for name in gate_on:
+        try:
+            needs = parse_metric(name).needs_texts
+        except ValueError:
+            continue  # CompareSettings reports unknown names
+        if needs and without:
+            raise ConfigError(
+                f"{name} reads the returned context text, but the {without[0]} sets no "
+                "query.texts",
+                hint='set query.texts to the JMESPath of each result\'s text, e.g. '
+                'texts = "results[].text"',
+            )
+    return not without and any(q.spans for q in gold.queries)
 
 
 def _ref_differences(
@@ -554,6 +783,8 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep,
     "gate": cmd_gate,
     "threshold": cmd_threshold,
+    "history": cmd_history,
+    "twobytwo": cmd_twobytwo,
     "demo": cmd_demo,
     "clean": cmd_clean,
     "export": cmd_export,

@@ -90,7 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never reuse earlier run records (a stored run gives quality, never latency)",
     )
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="what to print (default text); html: the self-contained page, also saved as "
+        "report.html beside report.md",
+    )
     p.add_argument(
         "--redact", action="store_true", help="leave query and document text out of every output"
     )
@@ -116,6 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METRIC",
         help="also let METRIC (e.g. mrr@10) decide the quality verdict",
     )
+    p.add_argument(
+        "--baseline-answers",
+        type=Path,
+        metavar="FILE",
+        help="the baseline's answer grades (JSONL or TSV, see `harness twobytwo`): adds the "
+        "retrieval/generation 2x2 of each side and how queries moved",
+    )
+    p.add_argument("--candidate-answers", type=Path, metavar="FILE", help="the candidate's")
+    p.add_argument(
+        "--answers-k", type=int, metavar="K", help="the 2x2's cutoff (default: the first k)"
+    )
 
     p = sub.add_parser("run", help="run one ref in isolation and record every answer")
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
@@ -130,8 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="re-render a saved comparison without running anything")
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="default text; html: the self-contained page (redirect it to a file)",
+    )
     p.add_argument("--redact", action="store_true")
+    p.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="another saved comparison: refuse (naming what differs) unless both have the "
+        "same evaluation definition",
+    )
     _add_strict(p)
 
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
@@ -272,6 +301,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text")
 
     p = sub.add_parser(
+        "history", help="metrics and latency per commit over the saved results (asv's graph)"
+    )
+    p.add_argument("--results", type=Path, default=Path("results"), help="default ./results")
+    p.add_argument(
+        "--metrics",
+        default="hit@5,mrr@10,ndcg@10,recall@10",
+        help="columns (default hit@5,mrr@10,ndcg@10,recall@10)",
+    )
+    p.add_argument(
+        "--gold",
+        type=Path,
+        help="the gold set to score the run records on (default: the config's; with neither, "
+        "the saved comparisons' numbers are used)",
+    )
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository giving the commit order")
+    p.add_argument(
+        "--ref",
+        metavar="REV",
+        help="only the commits of REV (a branch, or a range A..B), in its order "
+        "(default: every commit measured, in git's order)",
+    )
+    p.add_argument(
+        "--format", choices=("text", "markdown", "csv", "html"), default="text",
+        help="default text; html: a self-contained page with the plots",
+    )
+    p.add_argument(
+        "--output", type=Path, help="write to FILE (never overwritten) instead of stdout"
+    )
+
+    p = sub.add_parser(
+        "twobytwo", help="retrieval vs generation: a run's top-k hits against answer grades"
+    )
+    p.add_argument(
+        "--run", required=True, type=Path, help="a run record, or a comparison directory"
+    )
+    p.add_argument(
+        "--answers",
+        required=True,
+        type=Path,
+        help='answer grades: JSONL {"query_id": ..., "correct": true} or TSV qid<TAB>1/0',
+    )
+    p.add_argument("--k", type=int, help="retrieved = a relevant document in the top K "
+                   "(default: the config's first compare.k, else 5)")
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+    p = sub.add_parser(
         "export", help="a run record as a TREC run file, or its per-query results as CSV/Parquet"
     )
     p.add_argument(
@@ -361,6 +447,7 @@ _HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help
     ("gate", "--format"): f"{_FORMAT}; markdown; json",
     ("threshold", "--format"): f"{_FORMAT} or json",
     ("demo", "dir"): "a new or empty directory",
+    ("twobytwo", "--format"): f"{_FORMAT}; markdown; json",
 }
 
 _EXITS = {
@@ -405,6 +492,9 @@ _EXAMPLES = {
     "schema": "harness schema comparison > comparison.schema.json",
     "clean": "harness clean --dry-run\n  harness clean --builds --older-than 30",
     "demo": "harness demo /tmp/harness-demo",
+    "history": "harness history --ref main --format markdown"
+    "\n  harness history --format html --output history.html",
+    "twobytwo": "harness twobytwo --run results/runs/RECORD.json --answers answers.tsv --k 5",
 }
 
 

@@ -301,6 +301,7 @@ _QUERY: dict[str, Key] = {
     "form": Key("table", _request),
     "headers": Key("table", _request),
     "scores": Key("str", _jmespath),
+    "texts": Key("str", _jmespath),
     "rewrite": Key("str", _rewrite),
     "select": Key("str", _selector),
     "id_pattern": Key("str", _id_pattern),

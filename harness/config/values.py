@@ -77,6 +77,7 @@ class QueryConfig:
     form: Mapping[str, str] | None = None  # POST form body (urlencoded), same placeholders
     headers: Mapping[str, str] = field(default_factory=dict)  # same placeholders
     scores: str | None = None  # JMESPath to the scores, optional
+    texts: str | None = None  # JMESPath to each result's returned context text, optional
     rewrite: str | None = None  # a name in harness.replay.rewrite.REWRITES, e.g. "fts5_or"
     select: str | None = None  # CSS selector: the answer is HTML (harness.replay.answers)
     id_pattern: str | None = None  # regex whose one group is the id inside each returned value
@@ -209,7 +210,7 @@ _NOT_HASHED = frozenset(
 # Keys added after records were first saved: hashed only when set to something other than their
 # default, so the records saved before them are still found for reuse.
 _HASHED_WHEN_SET = frozenset(
-    {"max_bytes", "rewrite", "select", "id_pattern", "id_field", "form"}
+    {"max_bytes", "rewrite", "select", "id_pattern", "id_field", "form", "texts"}
 )
 
 

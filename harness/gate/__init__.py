@@ -35,6 +35,9 @@ after rounded to 6 decimals and tolerance = max(noise recorded, noise now), or 0
 - after - before > tolerance                      -> "improved", passes (update the baseline);
 - otherwise                                       -> "ok" (inside the noise), passes.
 
-A gold set whose sha256 differs from the baseline's, or a gated metric the baseline does not
-hold, is NOT_COMPARABLE: never a pass. An invalid run is INVALID: never a pass either.
+The file also holds the gate's evaluation definition (`measure.gate_definition`: gold set,
+corpus, query settings, metric version); a run under another definition is NOT_COMPARABLE,
+naming the part that differs (a file written before definitions has none and is compared as
+before).  A gold set whose sha256 differs from the baseline's, or a gated metric the baseline
+does not hold, is NOT_COMPARABLE: never a pass. An invalid run is INVALID: never a pass either.
 """

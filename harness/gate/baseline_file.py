@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.errors import ResultsError, require_schema
 from harness.gate.measure import OVERALL, Baseline, ScopeValues, rounded
+from harness.score.definition import definition_from_dict
 from harness.score.metrics import parse_metric
 
 SCHEMA = "harness-baseline"
@@ -51,6 +52,7 @@ def baseline_to_dict(b: Baseline) -> dict[str, Any]:
         "metrics": list(b.metrics),
         "measured": {"sha": b.sha, "repeats": b.repeats},
         "rows": table,
+        **({"definition": b.definition.to_dict()} if b.definition is not None else {}),
     }
 
 
@@ -149,6 +151,7 @@ def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
             repeats=int(measured["repeats"]),
             overall=scopes.pop(OVERALL),
             slices=scopes,
+            definition=definition_from_dict(doc.get("definition")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from harness.score.evaluation import evaluate
+from harness.score.definition import Definition, definition
+from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import parse_metric
 from harness.types import GoldSet, RefRun
 from harness.verdict import validity
@@ -47,6 +48,8 @@ class Baseline:
     repeats: int
     overall: ScopeValues
     slices: Mapping[str, ScopeValues]
+    # The gate's evaluation definition (`gate_definition`); None in files written before it.
+    definition: Definition | None = None
 
     def scope(self, name: str) -> ScopeValues | None:
         return self.overall if name == OVERALL else self.slices.get(name)
@@ -92,6 +95,18 @@ def _scope(
     return ScopeValues(n, values, noise)
 
 
+def gate_definition(gold: GoldSet, run: RefRun) -> Definition:
+    """What a gate's numbers depend on besides the service: the gold set, the corpus, the query
+    settings and the metric version (the gated names are checked by the rule itself; the
+    service's configuration is what the gate judges, so it is left out)."""
+    return definition(
+        gold=gold.hash,
+        corpus=gold.corpus.sha256 if gold.corpus else run.corpus_hash,
+        query={"run": run.query_config},
+        k=(),
+    )
+
+
 def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: int = 0) -> Measured:
     """Score `run` for the gate (`harness.gate` states how); metrics are canonical names."""
     specs = tuple(parse_metric(m) for m in metrics)
@@ -103,7 +118,13 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
     analysed = tuple(q for q in gold.queries if all(q.id in a and a[q.id].ok for a in usable))
     subset = replace(gold, queries=analysed)
     evaluations = [
-        evaluate(subset, {qid: r.ids for qid, r in a.items() if r.ok}, specs) for a in usable
+        evaluate(
+            subset,
+            {qid: r.ids for qid, r in a.items() if r.ok},
+            specs,
+            texts=returned_texts(a) if any(s.needs_texts for s in specs) else None,
+        )
+        for a in usable
     ]
     if not evaluations[0].n:
         reason = f"{run.ref} ({run.sha[:8]}): no answerable query was answered: nothing to gate"
@@ -122,5 +143,6 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
         repeats=len(usable),
         overall=overall,
         slices=slices,
+        definition=gate_definition(gold, run),
     )
     return Measured(baseline, (), tuple(warnings), run.ref)

@@ -47,6 +47,7 @@ def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
         "rule: a row fails when it drops by more than its tolerance, max(noise recorded, noise "
         "now) (0 with --strict), falls to zero, or its slice vanishes",
         *result.details,
+        *((f"evaluation definition: sha256 {result.definition}",) if result.definition else ()),
     )
     out = [
         Block("title", (f"gate: {result.outcome.value.upper()}: {result.reason}",)),
@@ -104,6 +105,7 @@ def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
         "baseline_sha": result.baseline_sha,
         "ref": result.ref,
         "sha": result.sha,
+        "definition": result.definition,
         "details": list(result.details),
         "rows": [
             {

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.gate.measure import Baseline, Measured, ScopeValues, rounded
+from harness.score.definition import differing
 
 DEFAULT_METRICS = ("mrr@10", "recall@10")
 
@@ -55,6 +56,7 @@ class GateResult:
     baseline_sha: str | None = None
     ref: str = ""
     sha: str | None = None
+    definition: str | None = None  # the evaluation-definition sha256 of the run gated
 
     @property
     def failing(self) -> tuple[GateRow, ...]:
@@ -140,6 +142,16 @@ def check(
         )
         hint = "measure the base branch again with --update-baseline on the new gold set"
         return result(Outcome.NOT_COMPARABLE, reason, details=(hint,))
+    if recorded.definition is not None and current.definition is not None:
+        differ = differing(recorded.definition, current.definition)
+        if differ:
+            reason = (
+                f"the evaluation definition changed since the baseline was recorded "
+                f"({'; '.join(differ)}: sha256 {recorded.definition.sha256[:12]} then, "
+                f"{current.definition.sha256[:12]} now): not comparable, and this is not a pass"
+            )
+            hint = "measure the base branch again with --update-baseline under the new definition"
+            return result(Outcome.NOT_COMPARABLE, reason, details=(hint,))
     missing = [m for m in gated if m not in recorded.metrics or m not in current.metrics]
     if missing:
         reason = (
@@ -216,5 +228,9 @@ def conclude(
     """`update` when asked to (--update-baseline) or when there is no baseline yet, else
     `check` against the recorded baseline."""
     if update_baseline or recorded is None:
-        return update(recorded, now)
-    return check(recorded, now, strict=strict, metrics=metrics)
+        result = update(recorded, now)
+    else:
+        result = check(recorded, now, strict=strict, metrics=metrics)
+    if now.baseline is not None and now.baseline.definition is not None:
+        result = replace(result, definition=now.baseline.definition.sha256)
+    return result

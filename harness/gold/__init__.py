@@ -16,6 +16,7 @@ The gold-set tools behind `harness gold check|build|convert|stats`:
     convert(gold, to, out) -> [warnings]    convert.py: native, BEIR or TREC files, atomically
     gold_stats(gold) -> GoldStats           summary.py (pure)
     render_check / render_stats             render.py: text or JSON
+    read_grades(path, known) -> Grades      grades.py: a team's answer grades (the 2x2)
 
 The tools are imported on first use (PEP 562), so `load_gold` alone does not pull in scipy.
 

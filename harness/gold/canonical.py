@@ -9,6 +9,8 @@ sorted by query id:
 - `relevant` is sorted by doc id (JSON key order), grades are plain ints, grade-0 judgements are
   kept (a judged non-relevant document is content: it changes what a metric may count).
 - `outranks` keeps its order (it is a list the author wrote, not a set).
+- `"spans": {doc_id: [span, ...]}` (answer spans, sorted by doc id, each list in its order) is
+  present only when the query has spans, so gold sets without spans keep the hash they had.
 - `line` (where a query was read) and everything about the file (format, header, description,
   corpus, blank lines, key order, list-vs-object shorthand for `relevant`) is left out.
 
@@ -28,7 +30,7 @@ from harness.types import GoldQuery
 
 def canonical_form(query: GoldQuery) -> dict[str, object]:
     """The part of a query that its hash covers, as a JSON-ready dict."""
-    return {
+    form: dict[str, object] = {
         "derivation": query.derivation,
         "id": query.id,
         "outranks": [[correct, stale] for correct, stale in query.outranks],
@@ -36,6 +38,9 @@ def canonical_form(query: GoldQuery) -> dict[str, object]:
         "slice": query.slice,
         "text": query.text,
     }
+    if query.spans:
+        form["spans"] = {doc: list(spans) for doc, spans in sorted(query.spans.items())}
+    return form
 
 
 def _dumps(value: object) -> str:

@@ -9,6 +9,10 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
 
 - integrity (corpus): every `relevant` and `outranks` id is a document; a dangling id is an error.
   When no id the gold set names is in the corpus, one more error says it is the wrong corpus.
+  Every answer span (`spans.DOC[i]`) must occur verbatim in that document's text: an error
+  otherwise; and two spans of one document that overlap in its text, neither holding the other,
+  are an error (join them into one span: the context metrics count each annotated character
+  once).
 - staleness (corpus): the sha256 the header records differs from the corpus's: an error that
   counts how many labelled ids (distinct ids in `relevant` and `outranks`) still exist, so a stale
   file is not mistaken for a catastrophic regression. No sha256 recorded: an info.
@@ -150,6 +154,7 @@ def check_gold(gold: GoldSet, corpus: Corpus | None = None, *, alpha: float = 0.
     else:
         present = len(labelled & corpus.ids)
         found += _integrity(gold, corpus)
+        found += _spans(gold, corpus)
         found += _staleness(gold, corpus, len(labelled), present)
     for query in gold.queries:
         found += check_query(query, corpus) if corpus is not None else _nonsense(query, None)
@@ -215,6 +220,44 @@ def _integrity(gold: GoldSet, corpus: Corpus) -> list[Finding]:
                                 f"documents the gold set names is in {corpus.name}: is it the "
                                 "corpus the gold set was made for?"))
     return found
+
+
+def _spans(gold: GoldSet, corpus: Corpus) -> list[Finding]:
+    found = []
+    for query in gold.queries:
+        for doc, spans in query.spans.items():
+            document = corpus.by_id.get(doc)
+            if document is None:
+                continue  # the dangling id is already an integrity error
+            placed: list[tuple[int, int, int]] = []
+            for i, span in enumerate(spans):
+                start = document.text.find(span)
+                if start < 0:
+                    found.append(_error(query, "integrity", f"span {_excerpt(span)} is not in "
+                                        f"the text of document {doc!r}; copy it verbatim from "
+                                        "the document's text (case, spaces and punctuation "
+                                        "included)", f"spans.{doc}[{i}]"))
+                else:
+                    placed.append((start, start + len(span), i))
+            found += _overlaps(query, doc, spans, placed)
+    return found
+
+
+def _overlaps(query: GoldQuery, doc: str, spans: tuple[str, ...],
+              placed: list[tuple[int, int, int]]) -> list[Finding]:
+    found = []
+    for a, (start_a, end_a, i) in enumerate(placed):
+        for start_b, end_b, j in placed[a + 1:]:
+            nested = spans[i] in spans[j] or spans[j] in spans[i]
+            if not nested and start_a < end_b and start_b < end_a:
+                found.append(_error(query, "integrity", f"spans [{i}] and [{j}] of document "
+                                    f"{doc!r} overlap in its text; join them into one span",
+                                    f"spans.{doc}[{j}]"))
+    return found
+
+
+def _excerpt(span: str, width: int = 40) -> str:
+    return repr(span if len(span) <= width else span[: width - 3] + "...")
 
 
 def _staleness(gold: GoldSet, corpus: Corpus, labelled: int, present: int) -> list[Finding]:

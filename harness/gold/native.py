@@ -15,7 +15,9 @@ them with examples). Blank lines are skipped; line numbers are 1-based physical 
   an integer >= 0 (true and 2.0 are not integers; 0 = judged not relevant), or an array of distinct
   doc ids meaning grade 1 each; empty means an unanswerable query. Optional: "slice" (non-blank
   string, default "default"), "outranks" (array of [correct_id, stale_id] pairs of two distinct
-  non-empty strings), "derivation" (string).
+  non-empty strings), "derivation" (string), "spans" (an object {doc id: array of answer
+  spans}, each span a non-empty string, the doc id one judged relevant, grade >= 1, in this
+  query; `gold check --corpus` checks each span is verbatim in that document's text).
 - Everywhere: no unknown key, no key twice in one object, no NaN/Infinity, one JSON object a line,
   at least one query in the file.
 """
@@ -51,7 +53,7 @@ FORMAT_NAME = "harness-gold"
 VERSION = 1
 _HEADER_KEYS = ("format", "version", "corpus", "description")
 _CORPUS_KEYS = ("name", "sha256")
-_QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation")
+_QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation", "spans")
 _REQUIRED = ("id", "query", "relevant")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -178,13 +180,48 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
     label = query_id if isinstance(query_id, str) else f"at line {number}"
     relevant = _relevant(obj["relevant"], path, number, problems) if "relevant" in obj else {}
     outranks = parse_outranks(obj.get("outranks", []), path, number, problems)
+    spans = parse_spans(obj["spans"], relevant, path, number, problems) if "spans" in obj else {}
     refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
     refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
                 for i, pair in enumerate(outranks) for doc in pair)
     if not (isinstance(query_id, str) and isinstance(text, str) and isinstance(slice_, str)):
         return None
     note = derivation if isinstance(derivation, str) else None
-    return GoldQuery(query_id, text, slice_, relevant, outranks, note, number)
+    return GoldQuery(query_id, text, slice_, relevant, outranks, note, spans, number)
+
+
+def parse_spans(value: object, relevant: dict[str, int], path: str, number: int,
+                problems: Problems) -> dict[str, tuple[str, ...]]:
+    """{doc id: [span, ...]}: each doc judged relevant (grade >= 1), each span a non-empty
+    string; every fault is a problem at field spans.DOC[i]."""
+    if not isinstance(value, JsonObject):
+        problems.add(path, 'spans is an object {"doc_id": ["verbatim answer span", ...]}, got '
+                     f"{json_type(value)}", number, "spans")
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    for doc in value.duplicates:
+        problems.add(path, f"spans of document {doc!r} are given twice; merge them", number,
+                     f"spans.{doc}")
+    for doc, items in value.items():
+        where = f"spans.{doc}"
+        if relevant.get(doc, 0) < 1:
+            why = "is judged 0" if doc in relevant else "is not judged in this query"
+            problems.add(path, f"document {doc!r} {why}: spans are the evidence of a relevant "
+                         "document; judge it relevant (grade >= 1) or drop its spans", number,
+                         where)
+            continue
+        if not isinstance(items, list) or not items:
+            problems.add(path, f"{where} is a non-empty array of span strings, got "
+                         f"{json.dumps(items) if isinstance(items, list) else json_type(items)}",
+                         number, where)
+            continue
+        bad = [i for i, item in enumerate(items) if not (isinstance(item, str) and item)]
+        for i in bad:
+            problems.add(path, f"a span is a non-empty string copied verbatim from the "
+                         f"document's text, got {json.dumps(items[i])}", number, f"{where}[{i}]")
+        if not bad:
+            found[doc] = tuple(items)
+    return found
 
 
 def _relevant(value: object, path: str, number: int, problems: Problems) -> dict[str, int]:
@@ -246,6 +283,8 @@ def _record(query: GoldQuery) -> dict[str, object]:
         record["outranks"] = [list(pair) for pair in query.outranks]
     if query.derivation is not None:
         record["derivation"] = query.derivation
+    if query.spans:
+        record["spans"] = {doc: list(spans) for doc, spans in query.spans.items()}
     return record
 
 

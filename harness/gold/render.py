@@ -37,11 +37,13 @@ def render_check(report: CheckReport, fmt: str = "text") -> str:
 
 
 def _where(report: CheckReport, finding: Finding) -> str:
+    # A field that names one item of a list (spans.d4[1], outranks[0]) says which one.
+    field = f"{finding.field}: " if finding.field and "[" in finding.field else ""
     if finding.line is None:
-        return ""
+        return field
     if report.lines_in is None:
-        return f"line {finding.line}: "
-    return f"{report.lines_in}:{finding.line}: "
+        return f"line {finding.line}: {field}"
+    return f"{report.lines_in}:{finding.line}: {field}"
 
 
 def _finding_line(report: CheckReport, finding: Finding) -> str:

@@ -132,10 +132,11 @@ def ask(
     every byte of the body); `query.max_bytes` caps the body. Outcomes: TIMEOUT, CONNECTION (any
     other transport failure), TOO_LARGE, HTTP_STATUS (not 2xx; the detail quotes the body's
     first 200 characters), NOT_JSON, NO_MATCH (the ids path finds nothing), BAD_SHAPE (ids not
-    a list of strings or integers, a null among them, or scores that are not finite numbers one
-    per id). Integer ids become strings. JMESPath projections such as `results[].id` silently
-    drop results without an id; set `scores` with the same projection to have such answers
-    caught as BAD_SHAPE by the length check.
+    a list of strings or integers, a null among them, scores that are not finite numbers one
+    per id, or `query.texts` not one string or null per id). Integer ids become strings.
+    JMESPath projections such as `results[].id` silently drop results without an id; set
+    `scores` with the same projection to have such answers caught as BAD_SHAPE by the length
+    check.
     """
     spec = make_request(query, text)
     started = time.perf_counter_ns()
@@ -206,7 +207,14 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
         scores, problem = _scores(_compiled(query.scores).search(decoded), query.scores, len(ids))
         if problem:
             return failed(ErrorKind.BAD_SHAPE, problem)
-    return QueryResult(query_id, ids=ids, scores=scores, status=status, latency_ns=latency_ns)
+    texts = None
+    if query.texts is not None:
+        texts, problem = _texts(_compiled(query.texts).search(decoded), query.texts, len(ids))
+        if problem:
+            return failed(ErrorKind.BAD_SHAPE, problem)
+    return QueryResult(
+        query_id, ids=ids, scores=scores, status=status, latency_ns=latency_ns, texts=texts
+    )
 
 
 # --------------------------------------------------------------------------- the timed path
@@ -524,6 +532,19 @@ def _scores(found: object, path: str, count: int) -> tuple[tuple[float, ...] | N
     if len(found) != count:
         return None, f"{len(found)} scores for {count} ids; each id needs one score"
     return tuple(float(item) for item in found), None
+
+
+def _texts(
+    found: object, path: str, count: int
+) -> tuple[tuple[str | None, ...] | None, str | None]:
+    if not isinstance(found, list):
+        return None, f"texts path {path!r} matched {_kind(found)}, not an array"
+    for index, item in enumerate(found):
+        if item is not None and not isinstance(item, str):
+            return None, f"texts[{index}] is {_kind(item)}; texts must be strings (or null)"
+    if len(found) != count:
+        return None, f"{len(found)} texts for {count} ids; each id needs one text (or null)"
+    return tuple(found), None
 
 
 def replay(

@@ -43,6 +43,7 @@ from harness.replay.client import Channel, replay, warm_up
 from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
+from harness.score.definition import Definition, definition
 from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
@@ -304,6 +305,13 @@ class RefSession:
             pair_id=self.pair_id,
             concurrency=self.plan.concurrency,
             inputs_hash=self.inputs_hash,
+            definition=run_definition(
+                self.plan.gold.hash,
+                self.plan.corpus_hash,
+                _query_config_dict(self.side),
+                self.config_hash,
+                self.plan.config.compare.k,
+            ),
         )
         try:
             path = save_run(self.plan.results_dir, run, redact=self.plan.redact)
@@ -332,6 +340,16 @@ def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
     return adapter_for(query.id_pattern, query.id_field, documents)
 
 
+def run_definition(
+    gold: str, corpus: str | None, query: Mapping[str, object], config_hash: str, k: Sequence[int]
+) -> Definition:
+    """What a run record measured: its gold set, corpus, query settings, cutoffs, the metric
+    version and its side's configuration (the metric names are decided when it is scored)."""
+    return definition(
+        gold=gold, corpus=corpus, query={"run": query}, k=k, config={"side": config_hash}
+    )
+
+
 def _query_config_dict(side: SideConfig) -> dict[str, object]:
     q = side.query
     return {
@@ -342,6 +360,7 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
         **({} if q.form is None else {"form": dict(q.form)}),
         "ids": q.ids,
         "scores": q.scores,
+        "texts": q.texts,
         "rewrite": q.rewrite,
         "select": q.select,
         "id_pattern": q.id_pattern,
@@ -448,6 +467,14 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
         repeats=repeats,
         inputs_hash=session.inputs_hash,
         concurrency=plan.concurrency,
+        texts=session.side.query.texts is not None,
+        definition=run_definition(
+            plan.gold.hash,
+            plan.corpus_hash,
+            _query_config_dict(session.side),
+            session.config_hash,
+            plan.config.compare.k,
+        ),
     )
 
 

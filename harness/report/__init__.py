@@ -4,6 +4,7 @@
                  the `harness metrics` and `harness run` pages
     layout.py    the block layout shared by every page (text and Markdown from one build)
     document.py  the Comparison as a schema-versioned JSON document, and back
+    twobytwo.py  the retrieval/generation 2x2 (`harness twobytwo`, and its compare section)
 
 Pure: no file, clock or process; results/ writes what these return.
 """

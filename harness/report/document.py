@@ -16,6 +16,7 @@ numbers only).
 from __future__ import annotations
 
 import enum
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -41,10 +42,39 @@ def jsonable(value: object) -> object:
     return value
 
 
+# An absolute path: "/" then at least one "folder/" then a last component; it keeps its last part.
+_PATH = re.compile(r"(?<![\w.~/])/(?:[^\s/;,:()'\"]+/)+([^\s/;,:()'\"]+)")
+
+
+def without_paths(text: str) -> str:
+    """`text` with every absolute path cut to its last component (a log file's name)."""
+    return _PATH.sub(r"\1", text)
+
+
 def redacted(c: Comparison) -> Comparison:
-    """The comparison without any query text (each flip's `text` is None)."""
+    """The comparison without any query text (each flip's `text` is None) and without a local
+    path: the gold set is named by its file name, a reused record by its file name, and a path
+    quoted in an invalid reason or a warning (a service log) by its last component."""
     flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
-    return replace(c, flips=flips)
+    h = c.header
+    header = replace(
+        h,
+        gold=replace(h.gold, source=h.gold.source.rstrip("/").rsplit("/", 1)[-1]),
+        baseline=replace(h.baseline, record_path=_name(h.baseline.record_path)),
+        candidate=replace(h.candidate, record_path=_name(h.candidate.record_path)),
+    )
+    return replace(
+        c,
+        flips=flips,
+        header=header,
+        invalid_reasons=tuple(map(without_paths, c.invalid_reasons)),
+        warnings=tuple(map(without_paths, c.warnings)),
+    )
+
+
+def _name(path: str | None) -> str | None:
+    """The last component of a path (the file name, or the folder of a BEIR set)."""
+    return None if path is None else path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[str, Any]:

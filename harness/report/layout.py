@@ -18,6 +18,10 @@ the two always say the same things in the same order.  Pure: strings in, a strin
 A long page keeps its verdicts and headline in view in a pull request and folds the rest
 (per-slice tables, latency details, drift and power) between a fold and its end.
 
+`html` gives the same blocks as HTML elements (title h1, heading h3, alert a div, verdicts a dl,
+lines a ul, table a table, folded under <details> with its title), every string escaped with
+`html.escape`: the numbers part of the HTML report (`harness.report.html`).
+
 Every piece of Markdown text is backslash-escaped (`escape_markdown`), so that what a user
 named (query text, refs, slice names, paths) renders literally, in tables too; table headers
 are ours and are not.  Blocks are separated by a blank line; the page ends with a newline.
@@ -25,6 +29,7 @@ are ours and are not.  Blocks are separated by a blank line; the page ends with 
 
 from __future__ import annotations
 
+import html as _html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -116,3 +121,43 @@ def markdown(blocks: Iterable[Block]) -> str:
                 table = f"<details><summary>{md(b.fold)}</summary>\n\n{table}\n\n</details>"
             parts.append(table)
     return "\n\n".join(parts) + "\n"
+
+
+def html(blocks: Iterable[Block]) -> str:
+    """The blocks as HTML elements (a fragment, for a page's body)."""
+    e = _html.escape
+    parts = []
+    for b in blocks:
+        if b.kind == "title":
+            parts.append(f"<h1>{e(b.lines[0])}</h1>")
+        elif b.kind == "heading":
+            parts.append(f"<h3>{e(b.lines[0])}</h3>")
+        elif b.kind == "alert":
+            rest = "".join(f"<li>{e(x.removeprefix('- '))}</li>" for x in b.lines[1:])
+            parts.append(
+                f'<div class="alert"><strong>{e(b.lines[0])}</strong><ul>{rest}</ul></div>'
+            )
+        elif b.kind == "verdicts":
+            items = "".join(f"<dt>{e(label)}</dt><dd>{e(why)}</dd>" for label, why in b.rows)
+            parts.append(f"<dl>{items}</dl>")
+        elif b.kind == "lines":
+            parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b.lines) + "</ul>")
+        else:
+            align = b.align or ("left",) * len(b.headers)
+            head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
+            body = "".join(
+                "<tr>"
+                + "".join(
+                    f'<td class="{a}">{e(cell)}</td>' for a, cell in zip(align, row, strict=False)
+                )
+                + "</tr>"
+                for row in b.rows
+            )
+            table = (
+                f'<table class="numbers"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>"
+            )
+            if b.fold:
+                table = f"<details><summary>{e(b.fold)}</summary>{table}</details>"
+            parts.append(table)
+    return "\n".join(parts) + "\n"

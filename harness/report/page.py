@@ -1,6 +1,7 @@
 """The comparison page: a Comparison in, text out.  It formats; it computes nothing.
 
-    render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json
+    render(comparison, fmt, *, redact=False) -> str    fmt in RENDERERS: text, markdown, json,
+                                                       html (`harness.report.html_page`)
 
 Text (a terminal) and Markdown (a PR comment) share one page, built once as `harness.report.layout`
 blocks: the verdicts in words first, any reason the run is invalid above everything, then the
@@ -17,10 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
+from harness.errors import HarnessError
 from harness.report import layout
-from harness.report.document import comparison_to_dict
+from harness.report.document import comparison_to_dict, redacted
 from harness.report.layout import Block
 from harness.report.numbers import ms, p_value, queries, rank, rate, signed
+from harness.report.twobytwo import movement_blocks
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.power import Power
 
@@ -101,6 +104,8 @@ def _blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Block]:
     for section in (_quality, _answers, _latency, _noise):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
+    if c.twobytwo is not None:
+        out += movement_blocks(c.twobytwo)
     return out
 
 
@@ -141,6 +146,8 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         f"{s.resamples} resamples{gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
     ]
+    if h.definition is not None:
+        lines.append(f"evaluation definition: sha256 {h.definition.sha256}")
     if h.baseline.sandbox or h.candidate.sandbox:
         lines.append(isolation_line(h.baseline.sandbox, h.candidate.sandbox))
     if h.excluded:
@@ -324,11 +331,11 @@ def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
 
 
 def _render_text(c: Comparison, redact: bool) -> str:
-    return layout.text(_blocks(c, redact))
+    return layout.text(_blocks(redacted(c) if redact else c, redact))
 
 
 def _render_markdown(c: Comparison, redact: bool) -> str:
-    return layout.markdown(_blocks(c, redact, local=True))
+    return layout.markdown(_blocks(redacted(c) if redact else c, redact, local=True))
 
 
 # --------------------------------------------------------------------------- JSON
@@ -341,12 +348,37 @@ def _render_json(c: Comparison, redact: bool) -> str:
     )
 
 
+# --------------------------------------------------------------------------- HTML
+
+
+PLOTLY_MISSING = (
+    "the HTML report needs plotly, which is not installed in this environment",
+    ["pip install 'plotly>=5.18' (a dependency of harness: `pip install .` installs it)"],
+)
+
+
+def html_available() -> bool:
+    """Whether the HTML report can be rendered here (plotly is importable)."""
+    import importlib.util
+
+    return importlib.util.find_spec("plotly") is not None
+
+
+def _render_html(c: Comparison, redact: bool) -> str:
+    if not html_available():
+        raise HarnessError(PLOTLY_MISSING[0], PLOTLY_MISSING[1])
+    from harness.report.html_page import render_html  # plotly is loaded only for HTML
+
+    return render_html(c, redact)
+
+
 # --------------------------------------------------------------------------- the registry
 
 RENDERERS: Mapping[str, Callable[[Comparison, bool], str]] = {
     "text": _render_text,
     "markdown": _render_markdown,
     "json": _render_json,
+    "html": _render_html,
 }
 
 

@@ -106,6 +106,7 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             "latency_ms": None if summary.latency is None else jsonable(summary.latency),
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
             "drift": dict(summary.drift),
+            "definition": None if run.definition is None else run.definition.to_dict(),
         }
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     if fmt not in ("text", "table"):  # "table": the old name, kept as an alias
@@ -116,6 +117,8 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     modes = {rep.sandbox for rep in run.repeats if rep.sandbox is not None}
     if modes:
         head += f"\nisolation: {', '.join(sorted(modes))}"
+    if run.definition is not None:
+        head += f"\nevaluation definition: sha256 {run.definition.sha256}"
     if run.build_failure is not None:
         head += f"\nbuild failed: {run.build_failure.message}"
     rows = [

@@ -1,5 +1,5 @@
-"""Saved comparisons: a directory per comparison holding comparison.json, report.md and a copy of
-each side's run record."""
+"""Saved comparisons: a directory per comparison holding comparison.json, report.md, report.html
+(the self-contained page, when plotly is installed) and a copy of each side's run record."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.report.document import comparison_from_dict, comparison_to_dict
-from harness.report.page import render
+from harness.report.page import html_available, render
 from harness.results.files import (
     new_directory_atomic,
     read_json,
@@ -21,6 +21,7 @@ from harness.verdict.comparison import Comparison
 
 COMPARISON_FILE = "comparison.json"
 REPORT_FILE = "report.md"
+HTML_FILE = "report.html"
 
 
 def save_comparison(
@@ -31,9 +32,10 @@ def save_comparison(
     redact: bool = False,
 ) -> Path:
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
-    gets a -2, -3, ... suffix) holding comparison.json, report.md and a copy of each run record
-    (baseline.json, candidate.json); return the directory. With `redact`, the copies lose the
-    error details, which may quote response bodies.
+    gets a -2, -3, ... suffix) holding comparison.json, report.md, report.html (unless plotly is
+    missing: `html_available()`) and a copy of each run record (baseline.json, candidate.json);
+    return the directory. With `redact`, the copies lose the error details, which may quote
+    response bodies, and the reports hold no query text (nor, in the page, any path).
 
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
@@ -49,6 +51,8 @@ def save_comparison(
             )
         write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
         write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
+        if html_available():
+            write_text_new(directory / HTML_FILE, render(comparison, "html", redact=redact))
     assert saving.path is not None  # the block ended without an exception
     return saving.path
 

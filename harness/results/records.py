@@ -26,11 +26,14 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import ResultsError, require_schema
+from harness.report.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_json_new
+from harness.score.definition import Definition, definition_from_dict, differing
 from harness.types import ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 1
+REUSE_PARTS = ("gold", "corpus", "query", "config")  # what a record measured (find_reusable)
 
 
 def host_fingerprint() -> dict[str, str]:
@@ -92,8 +95,26 @@ def _machine_from_dict(data: Mapping[str, Any] | None) -> Machine | None:
     )
 
 
-def _result_to_dict(r: QueryResult) -> dict[str, Any]:
-    return {
+def bounded_texts(
+    ids: tuple[str, ...], texts: tuple[str | None, ...], limit: int | None
+) -> list[str | None]:
+    """The returned texts a record keeps: those of the first occurrence of each of the first
+    `limit` unique ids (what any cutoff <= query.limit reads), null elsewhere, trailing nulls
+    dropped; every text whole, so a record rescored gives the numbers measured."""
+    kept: list[str | None] = []
+    seen: set[str] = set()
+    for doc, text in zip(ids, texts, strict=False):
+        if limit is not None and len(seen) >= limit:
+            break
+        kept.append(None if doc in seen else text)
+        seen.add(doc)
+    while kept and kept[-1] is None:
+        kept.pop()
+    return kept
+
+
+def _result_to_dict(r: QueryResult, limit: int | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {
         "query_id": r.query_id,
         "ids": list(r.ids),
         "scores": None if r.scores is None else list(r.scores),
@@ -102,6 +123,9 @@ def _result_to_dict(r: QueryResult) -> dict[str, Any]:
         "detail": r.detail,
         "latency_ns": r.latency_ns,
     }
+    if r.texts is not None:  # only with query.texts: older records have no such key
+        record["texts"] = bounded_texts(r.ids, r.texts, limit)
+    return record
 
 
 def _result_from_dict(d: Mapping[str, Any]) -> QueryResult:
@@ -114,10 +138,21 @@ def _result_from_dict(d: Mapping[str, Any]) -> QueryResult:
         error=None if d.get("error") is None else ErrorKind(d["error"]),
         detail=d.get("detail"),
         latency_ns=int(d.get("latency_ns", 0)),
+        texts=_texts_from(d.get("texts")),
     )
 
 
+def _texts_from(value: object) -> tuple[str | None, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise TypeError(f"texts is a list of strings or nulls, not {type(value).__name__}")
+    return tuple(None if t is None else str(t) for t in value)
+
+
 def run_to_dict(run: RefRun) -> dict[str, Any]:
+    limit = run.query_config.get("limit")
+    limit = limit if isinstance(limit, int) else None
     return {
         "schema": RUN_SCHEMA,
         "schema_version": RUN_SCHEMA_VERSION,
@@ -135,6 +170,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "pair_id": run.pair_id,
         "concurrency": run.concurrency,
         "inputs_hash": run.inputs_hash,
+        "definition": None if run.definition is None else run.definition.to_dict(),
         "repeats": [
             {
                 "index": rep.index,
@@ -144,7 +180,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
                 "failure": _failure_to_dict(rep.failure),
                 "sandbox": rep.sandbox,
                 "machine": _machine_to_dict(rep.machine),
-                "results": [_result_to_dict(r) for r in rep.results],
+                "results": [_result_to_dict(r, limit) for r in rep.results],
             }
             for rep in run.repeats
         ],
@@ -191,6 +227,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             pair_id=data.get("pair_id"),
             concurrency=int(data.get("concurrency", 1)),
             inputs_hash=data.get("inputs_hash"),
+            definition=definition_from_dict(data.get("definition")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
@@ -214,11 +251,22 @@ def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
 
 
 def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A run record's JSON without what may quote a response body or the query text: every
-    answer's error detail becomes null (its error kind stays)."""
+    """A run record's JSON without what may quote a response body, the query text or a
+    document: every answer's error detail and returned texts become null (its error kind and ids
+    stay), each log path becomes its file name (logs/ of the same results directory), and a
+    failure keeps its message without paths and no service log tail. A
+    record without texts is never reused for a run that asks for them."""
+    for failure in [record.get("build_failure"), *(r.get("failure") for r in record["repeats"])]:
+        if failure:
+            failure["message"] = without_paths(failure["message"])
+            failure["log_tail"] = []  # the service's own words may quote a query
     for rep in record["repeats"]:
+        if rep.get("log_path"):
+            rep["log_path"] = Path(rep["log_path"]).name
         for result in rep["results"]:
             result["detail"] = None
+            if "texts" in result:
+                result["texts"] = None
     return record
 
 
@@ -258,6 +306,8 @@ def find_reusable(
     repeats: int,
     inputs_hash: str | None = None,
     concurrency: int = 1,
+    texts: bool = False,
+    definition: Definition | None = None,
 ) -> RefRun | None:
     """The newest complete, clean record measured on exactly these inputs with this tool version.
 
@@ -266,7 +316,11 @@ def find_reusable(
     configuration names by path outside the checkout (inputs_hash,
     `harness.config.inputs`), the tool version, the concurrency, and at least `repeats`
     repeats.  A record with a failure, an errored query or an unconfirmed teardown is never
-    reused: the point of reuse is to skip re-measuring something already measured well.  A
+    reused: the point of reuse is to skip re-measuring something already measured well; nor,
+    when `texts` (query.texts is set), one whose answers lack their returned texts (redacted);
+    nor one whose evaluation definition differs from `definition` in what it measured (gold,
+    corpus, query settings, configuration: `REUSE_PARTS`; a record made before definitions
+    were recorded is judged by the keys above alone).  A
     reused record serves quality only: its latencies were measured at another time and are
     never paired with new ones (see `harness.verdict.compare`).
     """
@@ -282,6 +336,12 @@ def find_reusable(
             and len(run.repeats) >= repeats
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
+            and not (texts and any(r.texts is None for rep in run.repeats for r in rep.results))
+            and not (
+                definition is not None
+                and run.definition is not None
+                and differing(run.definition, definition, REUSE_PARTS)
+            )
         ):
             return run
     return None

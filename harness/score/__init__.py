@@ -4,6 +4,8 @@
                    per-query values (trec_eval's conventions, checked against pytrec_eval)
     evaluation.py  a gold set and a ranking per query in, an Evaluation (per query, per slice,
                    overall) out
+    context.py     answer spans in returned texts: the characters of the context metrics
+    definition.py  the evaluation-definition hash, per part, and which part differs
     runfile.py     reading TREC and native run files into rankings (`harness metrics`); the one
                    module here that reads files
 

@@ -24,7 +24,7 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
-from harness.errors import NotComparableError
+from harness.errors import ConfigError, NotComparableError
 from harness.score.metrics import (
     MetricSpec,
     as_specs,
@@ -32,7 +32,7 @@ from harness.score.metrics import (
     no_answer_false_positive,
     outranks_holds,
 )
-from harness.types import GoldSet
+from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -163,6 +163,7 @@ def evaluate(
     scores: Mapping[str, Sequence[float]] | None = None,
     threshold: float | None = None,
     judged_as_zero: bool = False,
+    texts: Mapping[str, Sequence[str | None]] | None = None,
 ) -> Evaluation:
     """Score a run: every metric per answerable query, their means overall and per slice.
 
@@ -172,8 +173,16 @@ def evaluate(
     With `judged_as_zero` (`harness metrics`, trec_eval's rule), a query that has judgements
     but none at or above `rel_level` is averaged too, scoring 0 on every metric, as trec_eval
     counts it; it still goes to `no_answer`.
+    `texts` (the returned text of each position, per query) are needed by the context metrics
+    (`metrics.context_precision`); a query without them returns no context characters.
     """
     chosen = as_specs(specs)
+    if texts is None and (reading := [str(s) for s in chosen if s.needs_texts]):
+        raise ConfigError(
+            f"{', '.join(reading)} read the returned context texts, and this run has none",
+            hint="set query.texts to the JMESPath of each result's text (a native run file "
+            "has none: drop those metrics)",
+        )
     queries = gold.queries
     all_ids = list(map(attrgetter("id"), queries))
     ranks = judge(
@@ -181,6 +190,8 @@ def evaluate(
         list(map(attrgetter("relevant"), queries)),
         max((s.depth for s in chosen), default=1),
         rel_level,
+        texts=None if texts is None else [texts.get(qid) for qid in all_ids],
+        spans=None if texts is None else list(map(attrgetter("spans"), queries)),
     )
     answerable = ranks.answerable
     scored = answerable
@@ -232,6 +243,12 @@ def evaluate(
         missing=tuple(qid for qid in ids if qid not in rankings),
         extra=tuple(sorted(set(rankings).difference(all_ids))),
     )
+
+
+def returned_texts(answers: Mapping[str, QueryResult]) -> dict[str, tuple[str | None, ...]]:
+    """The returned texts of the answers that have them (query.texts); a query without them
+    returns no context character."""
+    return {qid: r.texts for qid, r in answers.items() if r.texts is not None}
 
 
 def per_query_matrix(

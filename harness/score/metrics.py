@@ -24,6 +24,13 @@ judgement); hit, recall and p always need one.
 Ranks are positions in the deduplicated list, in the order the service returned: nothing here
 breaks ties (a TREC run file is put in trec_eval's order by `harness.score.runfile`).
 
+The context metrics (context_precision, context_recall) read the returned text of each ranked
+chunk and the gold answer spans (`harness.score.context` counts their characters); `judge` fills
+their arrays only when it is given the texts.
+
+`METRICS_VERSION` names the definitions below: it changes whenever a metric's formula, duplicate
+rule or empty-ranking value changes, and it is part of the evaluation-definition hash.
+
 Unanswerable queries (no grade >= 1) have no quality score (`score_query` refuses them):
 `no_answer_false_positive` scores them; `outranks_holds` checks an `outranks` pair.  Scoring a
 whole run against a gold set (which queries are averaged, missing queries, slices) is
@@ -43,8 +50,13 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
+from harness.score.context import annotated_characters, first_texts, found_characters
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+
+# The version of the metric definitions (see the module docstring): 2 added the context metrics.
+METRICS_VERSION = "2"
 
 
 # --------------------------------------------------------------------------- judged ranks
@@ -58,6 +70,10 @@ class JudgedRanks:
     `relevant[q, j]` is grade >= rel_level; `n_relevant[q]` counts the query's judgements with
     grade >= rel_level; `ideal[q, j]` is the (j + 1)-th largest positive judged grade, else 0;
     `answerable[q]` is `GoldQuery.answerable` (some grade >= 1).
+
+    With returned texts (else None): `found[q, j]` is the found characters of the chunk at rank
+    j + 1 (`context.found_characters`), `length[q, j]` the length of its returned text (0 for a
+    missing text or past the list's end), `annotated[q]` the query's annotated characters.
     """
 
     gains: FloatArray
@@ -65,6 +81,9 @@ class JudgedRanks:
     n_relevant: FloatArray
     ideal: FloatArray
     answerable: BoolArray
+    found: FloatArray | None = None
+    length: FloatArray | None = None
+    annotated: FloatArray | None = None
 
     @property
     def width(self) -> int:
@@ -93,8 +112,15 @@ def judge(
     judgements: Sequence[Mapping[str, int]],
     max_k: int,
     rel_level: int = 1,
+    *,
+    texts: Sequence[Sequence[str | None] | None] | None = None,
+    spans: Sequence[Mapping[str, Sequence[str]]] | None = None,
 ) -> JudgedRanks:
-    """Look every ranking's top max_k unique ids up in its query's judgements, once."""
+    """Look every ranking's top max_k unique ids up in its query's judgements, once.
+
+    With `texts` (per query the returned text of each position, None for a query without
+    them) and `spans` (per query, `GoldQuery.spans`), the context arrays are filled too.
+    """
     _check_rel_level(rel_level)
     if len(rankings) != len(judgements):
         raise ValueError(f"{len(rankings)} rankings for {len(judgements)} judgement maps")
@@ -136,12 +162,40 @@ def judge(
     position = np.arange(len(ideal_owner)) - (np.cumsum(n_positive) - n_positive)[ideal_owner]
     keep = position < width
     ideal[ideal_owner[keep], position[keep]] = ideal_grade[keep]
-    return JudgedRanks(
+    judged = JudgedRanks(
         gains=np.maximum(ranked, 0.0),
         relevant=ranked >= rel_level,
         n_relevant=n_relevant,
         ideal=ideal,
         answerable=answerable,
+    )
+    if texts is None:
+        return judged
+    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k)
+
+
+def _with_context(
+    judged: JudgedRanks,
+    rankings: Sequence[Sequence[str]],
+    texts: Sequence[Sequence[str | None] | None],
+    spans: Sequence[Mapping[str, Sequence[str]]],
+    max_k: int,
+) -> JudgedRanks:
+    n, width = judged.gains.shape
+    if not len(texts) == len(spans) == n:
+        raise ValueError(f"{len(texts)} text lists and {len(spans)} span maps for {n} rankings")
+    found = np.zeros((n, width))
+    length = np.zeros((n, width))
+    for q, (ranking, returned, query_spans) in enumerate(zip(rankings, texts, spans, strict=True)):
+        if returned is None:
+            continue
+        for j, (doc, text) in enumerate(first_texts(ranking, returned, max_k)):
+            length[q, j] = len(text or "")
+            found[q, j] = found_characters(text, query_spans.get(doc, ()))
+    annotated = np.array([annotated_characters(s) for s in spans], dtype=np.float64)
+    return JudgedRanks(
+        judged.gains, judged.relevant, judged.n_relevant, judged.ideal, judged.answerable,
+        found=found, length=length, annotated=annotated,
     )
 
 
@@ -242,6 +296,39 @@ def average_precision(r: JudgedRanks, k: int) -> FloatArray:
     return _ratio(_row_sums(np.where(top, precision_at, 0.0)), r.n_relevant)
 
 
+def _context(r: JudgedRanks) -> tuple[FloatArray, FloatArray, FloatArray]:
+    if r.found is None or r.length is None or r.annotated is None:
+        raise ValueError("context metrics need the returned texts: set query.texts")
+    return r.found, r.length, r.annotated
+
+
+def context_precision(r: JudgedRanks, k: int) -> FloatArray:
+    """context_precision@k = found characters / returned characters, over the top k unique
+    chunks (`harness.score.context` defines both).
+
+    Which texts count: the returned text of each of the first k chunks of the ranking
+    deduplicated by id (a repeated chunk counts once, with its first text); a span is found
+    only in its own document's returned text, verbatim, and overlapping or nested spans are
+    unioned, so duplicates and overlaps cannot raise it.  Empty ranking, or no returned
+    character in the top k: 0 (as p@k scores an empty list).  A query without spans: 0 (none of
+    its returned characters is evidence).  Unanswerable queries are not scored; `rel_level` is
+    ignored (spans are only allowed on documents of grade >= 1).
+    """
+    found, length, _ = _context(r)
+    return _ratio(_row_sums(found[:, :k]), _row_sums(length[:, :k]))
+
+
+def context_recall(r: JudgedRanks, k: int) -> FloatArray:
+    """context_recall@k = found characters in the top k unique chunks / annotated characters.
+
+    Duplicates, overlaps and which texts count as for context_precision.  Empty ranking: 0.  A
+    query without spans (no annotated character): 0, as trec_eval's recall scores a query with
+    nothing relevant.  Never above 1: each chunk finds at most its document's evidence.
+    """
+    found, _, annotated = _context(r)
+    return _ratio(_row_sums(found[:, :k]), annotated)
+
+
 class Kind(enum.StrEnum):
     """Which paired test fits: McNemar for 0/1 per query, randomization for the rest."""
 
@@ -254,11 +341,13 @@ MetricFn = Callable[[JudgedRanks, int], FloatArray]
 
 @dataclass(frozen=True)
 class MetricDef:
-    """A registry entry: `fn(judged, k)` gives one value per row; `kind` picks the paired test."""
+    """A registry entry: `fn(judged, k)` gives one value per row; `kind` picks the paired test;
+    `texts` says it reads the returned context texts (`judge(..., texts=...)`)."""
 
     name: str
     kind: Kind
     fn: MetricFn
+    texts: bool = False
 
 
 METRICS: Mapping[str, MetricDef] = MappingProxyType(
@@ -272,6 +361,8 @@ METRICS: Mapping[str, MetricDef] = MappingProxyType(
             MetricDef("ndcg", Kind.CONTINUOUS, ndcg),
             MetricDef("ndcg_burges", Kind.CONTINUOUS, ndcg_burges),
             MetricDef("ap", Kind.CONTINUOUS, average_precision),
+            MetricDef("context_precision", Kind.CONTINUOUS, context_precision, texts=True),
+            MetricDef("context_recall", Kind.CONTINUOUS, context_recall, texts=True),
         )
     }
 )
@@ -347,6 +438,10 @@ class MetricSpec:
     def kind(self) -> Kind:
         return METRICS[self.name].kind
 
+    @property
+    def needs_texts(self) -> bool:
+        return METRICS[self.name].texts
+
     def compute(self, ranks: JudgedRanks) -> FloatArray:
         return METRICS[self.name].fn(ranks, ranks.width if self.k is None else self.k)
 
@@ -420,8 +515,12 @@ def score_query(
     relevant: Mapping[str, int],
     specs: Iterable[MetricSpec | str],
     rel_level: int = 1,
+    *,
+    texts: Sequence[str | None] | None = None,
+    spans: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, float]:
-    """Every metric for one answerable query, keyed by canonical name.
+    """Every metric for one answerable query, keyed by canonical name (`texts`, the returned
+    text of each position, and `spans`, the query's answer spans, for the context metrics).
 
     Raises ValueError for an unanswerable query (no grade >= 1): it has no quality score; use
     `no_answer_false_positive`.
@@ -429,7 +528,10 @@ def score_query(
     if not any(grade >= 1 for grade in relevant.values()):
         raise ValueError("query has no grade >= 1: score it with no_answer_false_positive")
     chosen = as_specs(specs)
-    ranks = judge([ranking], [relevant], max((s.depth for s in chosen), default=1), rel_level)
+    ranks = judge(
+        [ranking], [relevant], max((s.depth for s in chosen), default=1), rel_level,
+        texts=None if texts is None else [texts], spans=[spans or {}],
+    )
     return {str(s): float(s.compute(ranks)[0]) for s in chosen}
 
 

@@ -9,6 +9,8 @@
     stats.py       the tests themselves: McNemar exact, sign-flip randomization, bootstrap, Holm
     latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
     comparison.py  the Comparison value tree that report/ renders and results/ stores
+    twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
+    comparable.py  whether two saved comparisons share their evaluation definition
 
 No I/O, no clock, no subprocess; the only randomness is numpy's default_rng(seed), so a verdict
 is a function of its inputs and the seed.  (The latency verdict uses no randomness at all.)

@@ -44,6 +44,11 @@ What is compared, and how:
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse
   rank, as `stats.modal` resolves it to a miss.  Sorted by impact |1/after - 1/before| (None
   counts 0), largest first, then by query id.
+- For the plots (drawn by the HTML report, decided by nothing): each usable repeat's metric
+  means over the analysed answerable queries and latency p50 (`Comparison.repeats`), each side's
+  latency percentiles and those of the per-query paired ratios, the paired bootstrap interval of
+  each hit@k delta, and, for a service that returns scores, each side's `harness.threshold`
+  analysis (`Comparison.top_scores`).
 - Headline: the decisive rows are hit@k at every configured cutoff and every `gate_on` metric,
   their p Holm-adjusted across each other (a row keeps its call only when its adjusted p <
   alpha).  Quality REGRESSED when one of them regressed; IMPROVED when one improved and none
@@ -66,6 +71,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, MetricSpec, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
@@ -256,7 +262,18 @@ def compare(
         ),
         query_differences=tuple(settings.query_differences),
         excluded=excluded,
+        definition=comparison_definition(gold, baseline, candidate, settings),
     )
+    metrics = [r.metric for r in overall.rows]
+    per_repeat = [
+        m
+        for name, reps, scored in zip(("baseline", "candidate"), usable, sides, strict=True)
+        for m in details.repeat_means(name, reps, scored, metrics)
+    ]
+    scored_tops = [
+        details.top_scores(name, gold, run)
+        for name, run in zip(("baseline", "candidate"), runs, strict=True)
+    ]
     return Comparison(
         header=header,
         settings=settings,
@@ -274,6 +291,39 @@ def compare(
         latency=latency,
         flips=tuple(flips),
         findings=_findings(overall, settings) if not invalid else (),
+        repeats=tuple(per_repeat) if ids else (),
+        top_scores=tuple(t for t in scored_tops if t is not None),
+    )
+
+
+def comparison_definition(
+    gold: GoldSet, baseline: RefRun, candidate: RefRun, settings: CompareSettings
+) -> Definition:
+    """What defines a comparison (`harness.score.definition`): the gold set, the corpus, both
+    sides' query settings, the cutoffs, every metric compared, both sides' configuration and
+    the settings that decide the verdict."""
+    s = settings
+    return definition(
+        gold=gold.hash,
+        corpus=gold.corpus.sha256 if gold.corpus else baseline.corpus_hash,
+        query={"baseline": baseline.query_config, "candidate": candidate.query_config},
+        k=s.k,
+        metrics=[str(spec) for spec in s.specs],
+        rel_level=s.rel_level,
+        config={
+            "baseline": baseline.config_hash,
+            "candidate": candidate.config_hash,
+            "compare": {
+                "alpha": s.alpha,
+                "min_effect": s.min_effect,
+                "latency_tolerance": s.latency_tolerance,
+                "max_errors": s.max_errors,
+                "max_unknown_ids": s.max_unknown_ids,
+                "seed": s.seed,
+                "resamples": s.resamples,
+                "gate_on": sorted(s.gate_on),
+            },
+        },
     )
 
 

@@ -10,8 +10,13 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     ├── power: Power                          what the headline's tests could have seen
     ├── no_answer: NoAnswer, outranks: Outranks
     ├── latency: Latency                      latency.LatencySummary per side, latency.LatencyTest,
-    │                                         Throughput per side under --concurrency, Machine
-    └── flips: Flips...                       a Flip per query whose hit@k changed
+    │                                         Throughput per side under --concurrency, Machine,
+    │                                         each side's percentiles and the paired ratios'
+    ├── flips: Flips...                       a Flip per query whose hit@k changed
+    ├── repeats: RepeatMeans...               each usable repeat's metric means (drift, as a plot)
+    ├── top_scores: TopScores...              per side with scores: answerable vs unanswerable
+    │                                         top-result scores and the chosen no-answer cutoff
+    └── twobytwo: TwoByTwoComparison | None   the retrieval/generation 2x2 per side, movement
 
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
 Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
@@ -28,16 +33,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
+from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
+from harness.verdict.twobytwo import TwoByTwoComparison
 
 if TYPE_CHECKING:  # only the type: the config loader reads files, this stage reads none
     from harness.config import CompareConfig
 
 _DEFAULT_METRICS = ("hit", "recall", "p", "mrr", "ndcg")
+# Compared at each k too when `CompareSettings.context` (spans in the gold set, query.texts set).
+_CONTEXT_METRICS = ("context_precision", "context_recall")
 
 
 # --------------------------------------------------------------------------- settings
@@ -52,7 +61,9 @@ class CompareSettings:
     able to see at 80% power for "no measurable difference"; short of it the verdict is
     inconclusive;
     `query_differences` are the config keys that differ between the sides
-    (`HarnessConfig.differences()`), shown in the header.
+    (`HarnessConfig.differences()`), shown in the header;
+    `context` adds context_precision@k and context_recall@k at every k (the gold set has answer
+    spans and every side measured sets query.texts).
     """
 
     k: tuple[int, ...] = (5, 10)
@@ -66,6 +77,7 @@ class CompareSettings:
     gate_on: tuple[str, ...] = ()
     query_differences: tuple[str, ...] = ()
     resamples: int = 10_000
+    context: bool = False
 
     def __post_init__(self) -> None:
         if not self.k or any(k < 1 for k in self.k) or len(set(self.k)) != len(self.k):
@@ -92,6 +104,7 @@ class CompareSettings:
         gate_on: Sequence[str] = (),
         query_differences: Sequence[str] = (),
         rel_level: int = 1,
+        context: bool = False,
     ) -> CompareSettings:
         return cls(
             k=config.k,
@@ -104,14 +117,16 @@ class CompareSettings:
             rel_level=rel_level,
             gate_on=tuple(gate_on),
             query_differences=tuple(query_differences),
+            context=context,
         )
 
     @property
     def specs(self) -> tuple[MetricSpec, ...]:
         """Every metric compared: the defaults at each k, then the gates, grouped by name."""
-        chosen = {MetricSpec(name, k) for name in _DEFAULT_METRICS for k in self.k}
+        names = _DEFAULT_METRICS + (_CONTEXT_METRICS if self.context else ())
+        chosen = {MetricSpec(name, k) for name in names for k in self.k}
         chosen |= {parse_metric(name) for name in self.gate_on}
-        order = {name: i for i, name in enumerate(_DEFAULT_METRICS)}
+        order = {name: i for i, name in enumerate(names)}
         return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), *s.sort_key())))
 
 
@@ -148,6 +163,8 @@ class Header:
     gold: GoldInfo
     query_differences: tuple[str, ...]
     excluded: tuple[str, ...]  # gold queries left out: errored or missing on some repeat
+    # What defines this measurement (harness.score.definition); None in comparisons saved before.
+    definition: Definition | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,9 @@ class HitDetail:
 
     `drift_*` counts queries whose hit@k is not the same in every repeat of that side;
     `topk_drift_*` those whose deduplicated top-k list is not identical in every repeat (a
-    superset).  Drift is shown, and is inside the test; it never sets a bar.
+    superset).  Drift is shown, and is inside the test; it never sets a bar.  `ci_low`/`ci_high`:
+    the paired bootstrap interval of the delta of per-query hit rates (`stats.paired_bootstrap_ci`,
+    seeded), drawn in the HTML report; the verdict is the exact test's.
     """
 
     test: BinaryTest
@@ -164,6 +183,10 @@ class HitDetail:
     drift_candidate: int
     topk_drift_baseline: int
     topk_drift_candidate: int
+    # Paired bootstrap interval of the hit-rate delta (as for continuous rows), for a picture of
+    # its size; the verdict is the exact test's.
+    ci_low: float | None = None
+    ci_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +268,12 @@ class Latency:
     throughput_baseline: Throughput | None = None  # under --concurrency N > 1 only
     throughput_candidate: Throughput | None = None
     machine: Machine | None = None
+    # For the plots: each side's latency percentiles 0, 1, ..., 100 (ms, numpy "linear"), over
+    # the same answers as its summary; and the percentiles of every per-query paired ratio
+    # candidate/baseline of every round (empty when latency was not paired).
+    percentiles_baseline: tuple[float, ...] = ()
+    percentiles_candidate: tuple[float, ...] = ()
+    ratio_percentiles: tuple[float, ...] = ()
 
 
 class Direction(enum.StrEnum):
@@ -271,6 +300,35 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class RepeatMeans:
+    """One usable repeat of one side: the mean of each compared metric over the analysed
+    answerable queries (in the order of `Comparison.overall.rows`), and its latency p50 (ms)."""
+
+    side: str
+    index: int  # the repeat's index in its run (its round, for runs measured together)
+    means: tuple[float, ...]
+    latency_p50: float | None = None
+
+
+@dataclass(frozen=True)
+class TopScores:
+    """One side's top-result scores, answerable and unanswerable queries apart, sorted (what
+    `harness threshold` analyses: low median over repeats, empty answers counted apart), and the
+    no-answer cutoff it chooses, with its rates and words."""
+
+    side: str
+    answerable: tuple[float, ...]
+    unanswerable: tuple[float, ...]
+    empty_answerable: int
+    empty_unanswerable: int
+    cutoff: float | None
+    abstention_rate: float | None
+    false_answer_rate: float | None
+    separable: bool
+    words: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
 
@@ -290,6 +348,10 @@ class Comparison:
     latency: Latency
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
+    repeats: tuple[RepeatMeans, ...] = ()
+    top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
+    # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
+    twobytwo: TwoByTwoComparison | None = None
 
     @property
     def valid(self) -> bool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+from harness import threshold
 from harness.score.evaluation import Evaluation
 from harness.types import GoldSet, RefRun, Repeat
 from harness.verdict import stats, validity
@@ -23,6 +25,8 @@ from harness.verdict.comparison import (
     Machine,
     NoAnswer,
     Outranks,
+    RepeatMeans,
+    TopScores,
 )
 from harness.verdict.latency import (
     Throughput,
@@ -129,10 +133,11 @@ def latency(
     both back to back, round by round) are paired; otherwise latency is not compared, with the
     reason and the fix.  Under `concurrency > 1` latencies include the client's queueing:
     throughput is given per side instead and latency is not compared either."""
-    summaries = []
+    summaries, percentiles = [], []
     for reps in repeats:
         ns = [r.latency_ns for rep in reps for r in rep.results if r.ok and r.latency_ns > 0]
         summaries.append(latency_summary(ns) if ns else None)
+        percentiles.append(_percentiles(np.asarray(ns, dtype=np.float64) / 1e6))
     concurrency = max(run.concurrency for run in runs)
     base_run, cand_run = runs
     why = _not_together(base_run, cand_run, concurrency)
@@ -140,6 +145,7 @@ def latency(
     if concurrency > 1:
         flows = [_throughput(reps, concurrency) for reps in repeats]
     test, paired = None, 0
+    per_query: list[float] = []
     if why is None and all(repeats):
         base_by, cand_by = ({rep.index: validity.by_query(rep) for rep in reps} for reps in repeats)
         ratios = []
@@ -148,9 +154,9 @@ def latency(
             both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
             if both:
                 paired = max(paired, len(both))
-                ratios.append(
-                    round_ratio([b[q].latency_ns for q in both], [c[q].latency_ns for q in both])
-                )
+                b_ns, c_ns = [b[q].latency_ns for q in both], [c[q].latency_ns for q in both]
+                ratios.append(round_ratio(b_ns, c_ns))
+                per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
         if ratios:
             test = latency_test(ratios, tolerance=settings.latency_tolerance)
     if why is not None:
@@ -170,7 +176,17 @@ def latency(
         throughput_baseline=flows[0],
         throughput_candidate=flows[1],
         machine=_machine([rep for reps in repeats for rep in reps]),
+        percentiles_baseline=percentiles[0],
+        percentiles_candidate=percentiles[1],
+        ratio_percentiles=_percentiles(np.asarray(per_query if test else [], dtype=np.float64)),
     )
+
+
+def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:
+    """Percentiles 0, 1, ..., 100 of `values` (numpy "linear"): an ECDF to draw; () when empty."""
+    if values.size == 0:
+        return ()
+    return tuple(float(x) for x in np.percentile(values, np.arange(101), method="linear"))
 
 
 def _not_together(base: RefRun, cand: RefRun, concurrency: int) -> str | None:
@@ -226,4 +242,43 @@ def machine_warning(machine: Machine | None) -> str | None:
         f"the machine was busy while measuring (1-minute load average up to "
         f"{machine.load_max:.2f} on {machine.cpu_count} CPUs): other work competed with the "
         f"services, so the latency figures may not be trusted; {_BUSY_FIX}"
+    )
+
+
+def repeat_means(
+    side: str, reps: Sequence[Repeat], scored: Side, metrics: Sequence[str]
+) -> tuple[RepeatMeans, ...]:
+    """Per usable repeat of one side: each metric's mean over the analysed answerable queries
+    (`scored`'s rows) and the p50 of its non-errored latencies (ms)."""
+    if not scored.evaluations or scored.rows.size == 0:
+        return ()
+    matrices = [scored.matrix(m).mean(axis=1) for m in metrics]
+    out = []
+    for i, rep in enumerate(reps):
+        ms = [r.latency_ns / 1e6 for r in rep.results if r.ok and r.latency_ns > 0]
+        p50 = float(np.percentile(ms, 50, method="linear")) if ms else None
+        out.append(RepeatMeans(side, rep.index, tuple(float(m[i]) for m in matrices), p50))
+    return tuple(out)
+
+
+def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
+    """`harness.threshold`'s analysis of one side, for the report's score plot; None when the
+    service returns no scores (some answer with results carries none), when no answer returned
+    a scored result, or when the run was measured on another gold set (the run is invalid)."""
+    answers = [r for rep in validity.usable(run) for r in rep.results if r.ok and r.ids]
+    if run.gold_hash != gold.hash or not answers or any(r.scores is None for r in answers):
+        return None
+    t = threshold.analyse(gold, run)
+    c = t.cutoff
+    return TopScores(
+        side=side,
+        answerable=tuple(sorted(s.score for s in t.side(True) if s.score is not None)),
+        unanswerable=tuple(sorted(s.score for s in t.side(False) if s.score is not None)),
+        empty_answerable=sum(s.score is None for s in t.side(True)),
+        empty_unanswerable=sum(s.score is None for s in t.side(False)),
+        cutoff=None if c is None else c.value,
+        abstention_rate=None if c is None else c.abstention_rate,
+        false_answer_rate=None if c is None else c.false_answer_rate,
+        separable=t.separable,
+        words=t.words,
     )

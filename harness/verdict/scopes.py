@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from harness.score.evaluation import Evaluation, evaluate
+from harness.score.evaluation import Evaluation, evaluate, returned_texts
 from harness.score.metrics import Kind, dedupe
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
@@ -66,6 +66,7 @@ def score_side(
             {qid: r.ids for qid, r in a.items() if r.ok},
             settings.specs,
             settings.rel_level,
+            texts=returned_texts(a) if settings.context else None,
         )
         for a in answers
     )
@@ -90,6 +91,9 @@ def _hit_row(
     test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
+    _, ci_low, ci_high = stats.paired_bootstrap_ci(
+        rates[0], rates[1], seed=settings.seed, resamples=settings.resamples
+    )
     return MetricRow(
         metric=metric,
         n=n,
@@ -105,6 +109,8 @@ def _hit_row(
             drift_candidate=stats.drift(list(outcomes[1])),
             topk_drift_baseline=int(topk[0][sel].sum()),
             topk_drift_candidate=int(topk[1][sel].sum()),
+            ci_low=ci_low,
+            ci_high=ci_high,
         ),
         power=power(
             metric,

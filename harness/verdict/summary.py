@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.score.evaluation import evaluate
+from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import Kind
 from harness.types import GoldSet, RefRun
 from harness.verdict import latency, stats, validity
@@ -36,7 +36,13 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
         queries=tuple(q for q in gold.queries if all(q.id in a and a[q.id].ok for a in answers)),
     )
     evaluations = [
-        evaluate(scored, {qid: r.ids for qid, r in a.items()}, settings.specs, settings.rel_level)
+        evaluate(
+            scored,
+            {qid: r.ids for qid, r in a.items()},
+            settings.specs,
+            settings.rel_level,
+            texts=returned_texts(a) if settings.context else None,
+        )
         for a in answers
     ]
     scopes: list[tuple[str, int, Mapping[str, float]]] = []

@@ -1,0 +1,148 @@
+"""A real browser for the HTML pages: Debian's Chromium (/usr/bin/chromium) driven by Playwright.
+
+Never downloads a browser: Playwright launches the system's Chromium by its path, headless, with
+no sandbox (CI runs as root), no GPU and none of Chromium's background traffic.  A test that
+needs it asks for `browser_or_skip()`, which skips with the reason when Chromium or Playwright is
+absent (.ci/run installs Chromium with apt-get, non-fatally).
+
+    seen = open_page(path, drawn=JS, screenshot=out.png)
+    seen.console_errors, seen.page_errors, seen.requests, seen.text, seen.evaluated["drawn"]
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+# What each plot of a page holds once plotly.js has drawn it.
+DRAWN = """
+() => Array.from(document.querySelectorAll("div.plot")).map(d => ({
+  name: d.dataset.plot,
+  containers: d.querySelectorAll(".plot-container").length,
+  svgs: d.querySelectorAll("svg.main-svg").length,
+  marks: d.querySelectorAll("path, rect.bg, g.point").length,
+}))
+"""
+
+
+def chromium_or_skip() -> Path:
+    if not CHROMIUM.is_file():
+        found = shutil.which("chromium")
+        if found is None:
+            pytest.skip("Chromium is not installed (apt-get install -y chromium; .ci/run does)")
+        return Path(found)
+    return CHROMIUM
+
+
+@dataclass
+class Seen:
+    """What the browser saw of one page."""
+
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for
+    text: str = ""
+    screenshot: bytes = b""
+    evaluated: dict[str, Any] = field(default_factory=dict)  # drawn, script, colours
+
+
+def open_page(
+    path: Path,
+    *,
+    drawn: str,
+    screenshot: Path | None = None,
+    script: str | None = None,
+    width: int = 1280,
+) -> Seen:
+    """Load `path` headless, wait for the plots to draw, evaluate `drawn` (what is on the page)
+    and then `script` (an interaction), take a full-page screenshot and count its colours; close
+    the browser.  Values land in `evaluated["drawn"]`, `["script"]` and `["colours"]`."""
+    executable = chromium_or_skip()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    seen = Seen()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(executable), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.on("console", lambda m: m.type == "error" and seen.console_errors.append(m.text))
+            page.on("pageerror", lambda e: seen.page_errors.append(str(e)))
+            page.on("request", lambda r: seen.requests.append(r.url))
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            # Plotly draws on load; a drawn figure has its main SVG.
+            page.wait_for_function(
+                "Array.from(document.querySelectorAll('div.plot')).every("
+                "d => d.querySelector('.plot-container svg.main-svg'))",
+                timeout=60_000,
+            )
+            seen.evaluated["drawn"] = page.evaluate(drawn)
+            seen.text = page.inner_text("body")
+            if script is not None:
+                seen.evaluated["script"] = page.evaluate(script)
+            shot = page.screenshot(full_page=True)
+            seen.screenshot = shot
+            seen.evaluated["colours"] = colours_of(browser, shot)
+            if screenshot is not None:
+                screenshot.write_bytes(shot)
+        finally:
+            browser.close()
+    return seen
+
+
+COUNT_COLOURS = """
+async (src) => {
+  const img = new Image(); img.src = src; await img.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+  const ctx = canvas.getContext("2d"); ctx.drawImage(img, 0, 0);
+  const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+  const seen = new Set();
+  for (let i = 0; i < data.length; i += 4 * 5) {
+    seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return {colours: seen.size, width: canvas.width, height: canvas.height};
+}
+"""
+
+
+def colours_of(browser: Any, png: bytes) -> dict[str, int]:
+    """Distinct colours (every 5th pixel) of a PNG, decoded by the browser itself: no imaging
+    library needed."""
+    import base64
+
+    page = browser.new_page()
+    try:
+        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        result: dict[str, int] = page.evaluate(COUNT_COLOURS, src)
+        return result
+    finally:
+        page.close()
+
+
+def check_page(seen: Seen, path: Path, plots: list[str]) -> None:
+    """What every page must show in the browser (see the module docstring)."""
+    assert seen.console_errors == [] and seen.page_errors == []
+    assert seen.requests == [path.resolve().as_uri()]  # itself, and nothing else
+    drawn = seen.evaluated["drawn"]
+    assert [d["name"] for d in drawn] == plots
+    for d in drawn:
+        assert d["containers"] == 1 and d["svgs"] >= 1 and d["marks"] > 0, d
+    shot = seen.evaluated["colours"]
+    assert shot["width"] >= 1000 and shot["height"] > 800
+    assert shot["colours"] > 50  # a blank (or one-colour) page has 1
