@@ -371,14 +371,9 @@ METRICS: Mapping[str, MetricDef] = MappingProxyType(
 # and trec_eval's (`ndcg_cut_10`, `P_5`, `recip_rank`, `map`).  A spec prints back as it was
 # written, so a user's `nDCG@10` is `nDCG@10` in every table; equality and hashing use the
 # canonical (name, k), so `nDCG@10 == ndcg@10 == ndcg_cut_10`.
-_AT_K = {  # NAME@k
-    "hit": "hit", "Success": "hit",
-    "recall": "recall", "R": "recall",
-    "p": "p", "P": "p",
-    "mrr": "mrr", "RR": "mrr",
-    "ndcg": "ndcg", "nDCG": "ndcg",
-    "ndcg_burges": "ndcg_burges",
-    "ap": "ap", "AP": "ap",
+_AT_K = {  # NAME@k: every registry name, then the other tools' spellings
+    **{name: name for name in METRICS},
+    "Success": "hit", "R": "recall", "P": "p", "RR": "mrr", "nDCG": "ndcg", "AP": "ap",
 }  # fmt: skip
 _TREC_K = {  # trec_eval's NAME_k
     "success": "hit", "recall": "recall", "P": "p", "ndcg_cut": "ndcg", "map_cut": "ap",
