@@ -195,6 +195,25 @@ class RefRun:
         return tuple(found)
 
 
+# --------------------------------------------------------------------------- floors
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """One absolute floor (`[gate.floors]`) checked on one run: `scope` is "overall" or a slice,
+    `bound` "at least" (a floor) or "at most" (a ceiling, for a lower-is-better metric), `value`
+    the run's (None: not measured), over `n` queries; `passed` is False when it is not met or
+    could not be measured."""
+
+    scope: str
+    metric: str
+    bound: str
+    limit: float
+    value: float | None
+    n: int
+    passed: bool
+
+
 # --------------------------------------------------------------------------- verdicts
 
 

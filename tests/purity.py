@@ -62,6 +62,8 @@ IO_STAGES = (
     "harness.results",
     "harness.score.runfile",
     "harness.sweep.run",
+    "harness.matrix.spec",
+    "harness.matrix.run",
 )
 
 

@@ -255,8 +255,15 @@ def test_materialise_makes_main_and_feat_x_differing_exactly_by_the_diff(demo_re
     assert _git(demo_repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert _git(demo_repo, "status", "--porcelain") == ""
     assert _git(demo_repo, "ls-files").split() == sorted(
-        [".gitignore", "README.md", "data/corpus.jsonl", "gold/gold.jsonl", "harness.toml",
-         "svc.py"]
+        [
+            ".gitignore",
+            "README.md",
+            "ablation.toml",
+            "data/corpus.jsonl",
+            "gold/gold.jsonl",
+            "harness.toml",
+            "svc.py",
+        ]
     )
     assert _git(demo_repo, "diff", "--name-only", "main", CANDIDATE).split() == ["svc.py"]
     assert _git(demo_repo, "rev-list", "--count", f"main..{CANDIDATE}").strip() == "1"

@@ -3,7 +3,8 @@
     0  EXIT_OK          no regression; or a command that did its job; a latency verdict that
                         is inconclusive (too few or too noisy rounds) or not compared (a stored
                         run, --concurrency > 1): neither is a failure
-    1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell
+    1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell;
+                        a matrix constraint failed
     2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError carries it
                         as `exit_status`); a gold set that fails its check
     3  EXIT_INVALID     invalid: a failed build (recorded in the run, never raised), errored
@@ -34,13 +35,16 @@ _GATE = {
 }
 
 
-def exit_status(verdicts: Sequence[Verdict], *, strict: bool = False) -> int:
+def exit_status(
+    verdicts: Sequence[Verdict], *, strict: bool = False, floors_failed: bool = False
+) -> int:
     """harness compare and harness report, on (quality, latency): invalid beats regressed beats
     everything else (improved, no difference, inconclusive, not compared: 0), except that with
-    `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE."""
+    `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE. A floor of [gate.floors] the
+    candidate does not meet is EXIT_REGRESSED, as a regression is."""
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
-    if Verdict.REGRESSED in verdicts:
+    if Verdict.REGRESSED in verdicts or floors_failed:
         return EXIT_REGRESSED
     if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
         return EXIT_INCONCLUSIVE
@@ -55,6 +59,14 @@ def gate_status(outcome: str) -> int:
 def valid_status(valid: bool) -> int:
     """harness run and harness sweep: 3 when anything failed or errored, else 0."""
     return EXIT_OK if valid else EXIT_INVALID
+
+
+def matrix_status(valid: bool, constraint_failed: bool) -> int:
+    """harness matrix: 3 when a configuration's run is invalid, else 1 when a constraint
+    failed (like a regression), else 0."""
+    if not valid:
+        return EXIT_INVALID
+    return EXIT_REGRESSED if constraint_failed else EXIT_OK
 
 
 def check_status(ok: bool) -> int:

@@ -25,6 +25,7 @@ from harness.cli.exits import (
     check_status,
     exit_status,
     gate_status,
+    matrix_status,
     signal_status,
     valid_status,
 )
@@ -34,6 +35,7 @@ from harness.types import RefRun
 
 if TYPE_CHECKING:
     from harness.config import HarnessConfig
+    from harness.gate.floors import Floor
     from harness.gold.grades import Grades
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
@@ -194,6 +196,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _require_html(args.format)
     plan, settings = _plan(args)
+    floors = _floors(plan)
     grades = _answer_grades(args, plan.gold)
     if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
         settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
@@ -213,6 +216,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # saved comparison or a pull-request comment.
     gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
     comparison = compare(gold, baseline, candidate, settings, corpus_ids)
+    comparison = _with_floors(comparison, floors, plan, candidate)
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
@@ -226,7 +230,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
     print(f"harness: results saved in {saved}", file=sys.stderr)
     _html_notes(page is None, saved / "report.html")
-    return exit_status(comparison.verdicts, strict=args.strict)
+    return exit_status(
+        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
+    )
 
 
 def _page_to_terminal(fmt: str) -> bool:
@@ -275,7 +281,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
         print(f"harness: {note}", file=sys.stderr)
     print(render(comparison, args.format, redact=args.redact), end="")
-    return exit_status(comparison.verdicts, strict=args.strict)
+    return exit_status(
+        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -309,17 +317,44 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return valid_status(sweep.valid)
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from harness.boot.processes import signals_unwind
+    from harness.matrix.render import render_matrix
+    from harness.matrix.run import plans, run_matrix, save_matrix
+    from harness.matrix.spec import read_matrix, unknown_slices
+    from harness.matrix.summary import summarise
+
+    matrix = read_matrix(args.matrix)
+    chosen = matrix.metrics or tuple(str(spec) for spec in _metric_specs(args.metrics))
+    metrics = list(dict.fromkeys([*chosen, *(c.metric for c in matrix.constraints)]))
+    plan, settings = _plan(args)
+    unknown_slices(matrix, plan.gold)
+    for each in plans(plan, args.side, matrix):  # every configuration is checked before any runs
+        _check_cutoffs(each.config, metrics, from_cli=False)
+    with signals_unwind():
+        runs = run_matrix(
+            plan, args.side, args.ref, matrix, repeats=_repeats(args, plan), fresh=args.fresh
+        )
+    result, comparisons = summarise(plan.gold, matrix, runs, metrics, settings, side=args.side)
+    saved = save_matrix(plan.results_dir, result, comparisons)
+    print(render_matrix(result, args.format), end="")
+    print(f"harness: results saved in {saved}", file=sys.stderr)
+    return matrix_status(result.valid, bool(result.failed))
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from harness.gate.baseline_file import read_baseline, read_baseline_or_none, write_baseline
+    from harness.gate.floors import check_floors
     from harness.gate.measure import measure
     from harness.gate.render import render_gate
-    from harness.gate.rule import Outcome, conclude, gated_metrics
+    from harness.gate.rule import Outcome, conclude, gated_metrics, with_floors
 
     path: Path = args.baseline_file
     # A missing file is only fine when we are about to write it.
     recorded = read_baseline_or_none(path) if args.update_baseline else read_baseline(path)
     chosen = [str(spec) for spec in _metric_specs(args.metrics)] if args.metrics else None
     plan, _ = _plan(args)
+    floors = _floors(plan)
     run = _run_ref(plan, args)
     _close(plan)
     measured = measure(
@@ -332,6 +367,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         strict=args.strict,
         metrics=chosen,
     )
+    max_errors = plan.config.compare.max_errors
+    result = with_floors(result, check_floors(floors, plan.gold, run, max_errors=max_errors))
     if result.outcome is Outcome.UPDATED and measured.baseline is not None:
         written = write_baseline(path, measured.baseline)
         what = "rewritten" if written else "unchanged (the same bytes)"
@@ -636,6 +673,40 @@ def _close(plan: RunPlan) -> None:
         close()
 
 
+def _floors(plan: RunPlan) -> tuple[Floor, ...]:
+    """The [gate.floors] of the config; ConfigError, before anything runs, for a slice the gold
+    set does not have."""
+    from harness.errors import ConfigError
+    from harness.gate.floors import floors_from, unknown_slices
+
+    gate = plan.config.gate
+    floors = floors_from(gate.floors, gate.slice_floors)
+    unknown = unknown_slices(floors, plan.gold)
+    if unknown:
+        raise ConfigError(
+            f"{plan.config.path}: gate.floors.slice.{unknown[0]}: the gold set has no slice "
+            f"{unknown[0]!r}",
+            hint=f"known slices: {', '.join(plan.gold.slices)}",
+        )
+    return floors
+
+
+def _with_floors(
+    comparison: Comparison, floors: Sequence[Floor], plan: RunPlan, candidate: RefRun
+) -> Comparison:
+    """The comparison carrying [gate.floors] checked on the candidate, when any is set."""
+    from dataclasses import replace
+
+    from harness.gate.floors import check_floors
+
+    if not floors:
+        return comparison
+    max_errors = plan.config.compare.max_errors
+    return replace(
+        comparison, floors=check_floors(floors, plan.gold, candidate, max_errors=max_errors)
+    )
+
+
 def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
     return int(args.repeats or plan.config.compare.repeats)
 
@@ -782,6 +853,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "gold stats": cmd_gold_stats,
     "sweep": cmd_sweep,
     "gate": cmd_gate,
+    "matrix": cmd_matrix,
     "threshold": cmd_threshold,
     "history": cmd_history,
     "twobytwo": cmd_twobytwo,

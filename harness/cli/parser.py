@@ -262,6 +262,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
     p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
 
+    p = sub.add_parser("matrix", help="an ablation matrix: named configurations vs a reference")
+    p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
+    p.add_argument("--matrix", required=True, type=Path, help="the matrix file (TOML)")
+    p.add_argument(
+        "--metrics",
+        default="ndcg@10,mrr@10,recall@10,hit@5",
+        help="columns, unless the file lists metrics (default: ndcg@10,mrr@10,recall@10,hit@5)",
+    )
+    _add_side(p)
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+
     p = sub.add_parser("gate", help="fail when a ref drops below a committed baseline")
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
     p.add_argument(

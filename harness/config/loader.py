@@ -42,6 +42,7 @@ from harness.config.values import (
     COMMAND_PLACEHOLDERS,
     CONFIG_DIR,
     CompareConfig,
+    GateConfig,
     HarnessConfig,
     Overlay,
     QueryConfig,
@@ -52,7 +53,7 @@ from harness.config.values import (
 from harness.errors import ConfigError, Problem
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_@\-.\"' ]+?)\s*=")  # @: "mrr@10" in [gate.floors]
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
@@ -245,7 +246,9 @@ def load_config(
             hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
     reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
-    gold, corpus, sides, compare, refs = _validate(doc, reader, path.parent, deployed=deployed)
+    gold, corpus, sides, compare, refs, gate = _validate(
+        doc, reader, path.parent, deployed=deployed
+    )
     if repo is not None:
         root = _check_repo((cwd / repo).resolve())
     elif deployed:
@@ -268,6 +271,7 @@ def load_config(
         candidate=sides["candidate"],
         compare=compare,
         refs=refs,
+        gate=gate,
     )
 
 
@@ -402,7 +406,14 @@ def _check_repo(repo: Path) -> Path:
 
 def _validate(
     doc: Mapping[str, Any], reader: _Reader, base: Path, *, deployed: bool = False
-) -> tuple[Path | None, Path | None, dict[str, SideConfig], CompareConfig, tuple[RefSettings, ...]]:
+) -> tuple[
+    Path | None,
+    Path | None,
+    dict[str, SideConfig],
+    CompareConfig,
+    tuple[RefSettings, ...],
+    GateConfig,
+]:
     top = [*SECTIONS, *SIDES, "ref"]
     for key in doc:
         if key not in top:
@@ -498,7 +509,9 @@ def _validate(
     hook = next(iter(rewrites.values()), None)
     if hook and ":" in hook:
         _check_hook(reader, base, hook)
-    return gold, corpus_path, sides, CompareConfig(**read["compare"].values), refs
+    floors = dict(read["gate"].values.get("floors", {}))
+    gate = GateConfig(floors, floors.pop("slice", {}))
+    return gold, corpus_path, sides, CompareConfig(**read["compare"].values), refs, gate
 
 
 def _gold_path(base: Path, value: str) -> Path:

@@ -322,11 +322,19 @@ _COMPARE: dict[str, Key] = {
     "max_errors": Key("int", _at_least(0)),
     "seed": Key("int", _at_least(0)),
 }
+def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
+    from harness.gate.floors import floor_problems
+
+    return floor_problems(value)
+
+
+_GATE: dict[str, Key] = {"floors": Key("floors", _floors)}  # [gate.floors]: harness.gate.floors
 SECTIONS: dict[str, dict[str, Key]] = {
     "service": _SERVICE,
     "query": _QUERY,
     "gold": _GOLD,
     "compare": _COMPARE,
+    "gate": _GATE,
 }
 REQUIRED = {"service": ("start", "ready"), "query": ("path", "ids")}
 SIDES = ("baseline", "candidate")
@@ -340,6 +348,7 @@ _KIND_NAMES = {
     "ints": "an array of integers",
     "table": "a table of strings",
     "json": "a table (the JSON body template)",
+    "floors": 'a table of metric = value, e.g. "mrr@10" = 0.78',
 }
 
 EXAMPLES = {
@@ -409,6 +418,8 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
         return tuple(value), None
     if not isinstance(value, dict):
         return None, wrong
+    if kind == "floors":  # checked entry by entry by its Key's check
+        return value, None
     if kind == "json":
         problem = _json_problem(value, "")
         return (value, None) if problem is None else (None, f"expected a JSON body: {problem}")

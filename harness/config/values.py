@@ -109,6 +109,14 @@ class CompareConfig:
 
 
 @dataclass(frozen=True)
+class GateConfig:
+    """[gate.floors]: absolute floors, off unless set (harness.gate.floors states the rules)."""
+
+    floors: Mapping[str, float] = field(default_factory=dict)  # metric -> limit, overall
+    slice_floors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Overlay:
     """One override table ([candidate.query], [ref."v1.*".service], ...): the keys it sets,
     checked and converted, and the keys it removes (`unset`: "json", "params.q"), applied first."""
@@ -141,6 +149,7 @@ class HarnessConfig:
     candidate: SideConfig
     compare: CompareConfig = field(default_factory=CompareConfig)
     refs: tuple[RefSettings, ...] = ()  # [ref."PATTERN"] tables, in file order
+    gate: GateConfig = field(default_factory=GateConfig)
 
     @property
     def config_dir(self) -> Path:

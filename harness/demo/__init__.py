@@ -31,7 +31,12 @@ BASELINE = "main"
 CANDIDATE = "feat/x"
 GIT_TIMEOUT = 60.0  # seconds for one git command; they take milliseconds
 
-_FILES = {"svc.py": "svc.py", "harness.toml": "harness.toml", "README.md": "README.md"}
+_FILES = {
+    "svc.py": "svc.py",
+    "harness.toml": "harness.toml",
+    "README.md": "README.md",
+    "ablation.toml": "ablation.toml",
+}
 _DIFF = "feat_x.diff"
 _BASELINE_DATE = "2024-06-01T09:00:00+00:00"
 _CANDIDATE_DATE = "2024-06-01T10:00:00+00:00"

@@ -1,6 +1,10 @@
 """A small retrieval service over an engineering wiki: the system under test of `compare --demo`.
 
     python svc.py --port 8080 --data DIR        # DIR/corpus.jsonl: {"id","title","text","age_days"}
+    RANKING=lexical python svc.py ...           # one channel only: lexical, concept; or hybrid
+
+    RANKING (environment) selects the channels fused in step 3: "hybrid" (the default: both),
+    "lexical" (step 1 alone) or "concept" (step 2 alone), for an ablation of the channels.
 
     GET /health                 200 {"status": "ok"} once the index is built, 503 while loading
     GET /search?q=TEXT&k=N      200 {"results": [{"id": ..., "score": ...}, ...]}, best first
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -39,6 +44,7 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import parse_qs, urlsplit
 
+RANKINGS = {"hybrid": ("lexical", "concept"), "lexical": ("lexical",), "concept": ("concept",)}
 RRF_K = 60
 CHANNEL_DEPTH = 40
 MIN_RANK = 30
@@ -138,7 +144,8 @@ class Doc:
 class Index:
     """Both channels in one in-memory SQLite database, guarded by a lock (one connection)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ranking: str = "hybrid") -> None:
+        self.channels = RANKINGS[ranking]
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._lock = threading.Lock()
         self._docs: list[Doc] = []  # rowid - 1 -> Doc
@@ -180,7 +187,8 @@ class Index:
         self.ready.set()
 
     def _channel(self, sql: str, terms: list[str]) -> list[int]:
-        if not terms:
+        name = sql.split(" WHERE ")[1].split()[0]  # the channel's table: lexical or concept
+        if not terms or name not in self.channels:
             return []
         with self._lock:
             rows = self._db.execute(sql, (fts_or_query(terms), CHANNEL_DEPTH)).fetchall()
@@ -257,8 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--data", type=Path, required=True, help="folder holding corpus.jsonl")
     args = parser.parse_args(argv)
+    ranking = os.environ.get("RANKING", "hybrid")
+    if ranking not in RANKINGS:
+        parser.error(f"RANKING={ranking!r}: expected one of {', '.join(RANKINGS)}")
 
-    index = Index()
+    index = Index(ranking)
     server = Server((args.host, args.port), index)
     failed: list[BaseException] = []
 

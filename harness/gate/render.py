@@ -14,6 +14,7 @@ from typing import Any
 from harness.gate.rule import GateResult, GateRow
 from harness.report import layout
 from harness.report.layout import Block
+from harness.report.numbers import floor_lines
 
 _HEADERS = ("scope", "metric", "baseline", "now", "change", "tolerance", "status")
 
@@ -57,6 +58,11 @@ def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
         out += [
             Block("heading", ("Failing rows",)),
             Block("table", headers=_HEADERS, rows=_table_rows(result.failing)),
+        ]
+    if result.floors:
+        out += [
+            Block("heading", ("Floors ([gate.floors])",)),
+            Block("lines", floor_lines(result.floors)),
         ]
     if result.rows:
         out += [
@@ -107,6 +113,18 @@ def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
         "sha": result.sha,
         "definition": result.definition,
         "details": list(result.details),
+        "floors": [
+            {
+                "scope": f.scope,
+                "metric": f.metric,
+                "bound": f.bound,
+                "limit": f.limit,
+                "value": f.value,
+                "n": f.n,
+                "passed": f.passed,
+            }
+            for f in result.floors
+        ],
         "rows": [
             {
                 "scope": r.scope,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from harness.gate.measure import Baseline, Measured, ScopeValues, rounded
 from harness.score.definition import differing
+from harness.types import FloorRow
 
 DEFAULT_METRICS = ("mrr@10", "recall@10")
 
@@ -56,11 +57,27 @@ class GateResult:
     baseline_sha: str | None = None
     ref: str = ""
     sha: str | None = None
+    floors: tuple[FloorRow, ...] = ()  # [gate.floors], checked on the run (harness.gate.floors)
     definition: str | None = None  # the evaluation-definition sha256 of the run gated
 
     @property
     def failing(self) -> tuple[GateRow, ...]:
         return tuple(r for r in self.rows if r.failed)
+
+
+def with_floors(result: GateResult, floors: Sequence[FloorRow]) -> GateResult:
+    """`result` carrying the floors; a pass becomes a fail when a floor is not met (a fail,
+    not comparable or invalid stays what it is; --update-baseline only reports them)."""
+    failed = sum(not f.passed for f in floors)
+    result = replace(result, floors=tuple(floors))
+    if not failed:
+        return result
+    words = f"{failed} floor{'s' * (failed != 1)} of [gate.floors] not met"
+    if result.outcome is Outcome.PASS:
+        return replace(result, outcome=Outcome.FAIL, reason=words)
+    if result.outcome is Outcome.FAIL:
+        return replace(result, reason=f"{result.reason}; {words}")
+    return result
 
 
 def _row(

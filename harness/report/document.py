@@ -82,6 +82,8 @@ def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[
     c = redacted(comparison) if redact else comparison
     body = {f.name: jsonable(getattr(c, f.name)) for f in fields(c)}
     quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
+    if not c.floors:  # [gate.floors] unset: the document is what it was before floors existed
+        del body["floors"]
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

@@ -3,6 +3,10 @@ digits or "<0.0001", latencies in ms with 1 decimal, counts of queries in words.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from harness.types import FloorRow
+
 
 def rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
@@ -29,3 +33,15 @@ def rank(rank: int | None) -> str:
 
 def queries(n: int) -> str:
     return f"{n} quer{'y' if n == 1 else 'ies'}"
+
+
+def floor_lines(rows: Sequence[FloorRow]) -> tuple[str, ...]:
+    """One line per floor, failing ones in capitals first: "FAILED overall mrr@10 0.700 (n=180),
+    at least 0.78"."""
+    ordered = sorted(rows, key=lambda r: r.passed)
+    return tuple(
+        f"{'ok' if r.passed else 'FAILED'}: {r.scope} {r.metric} "
+        + ("not measured" if r.value is None else f"{r.value:.3f}")
+        + f" (n={r.n}), {r.bound} {r.limit:g}"
+        for r in ordered
+    )

@@ -22,7 +22,7 @@ from harness.errors import HarnessError
 from harness.report import layout
 from harness.report.document import comparison_to_dict, redacted
 from harness.report.layout import Block
-from harness.report.numbers import ms, p_value, queries, rank, rate, signed
+from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.power import Power
@@ -101,6 +101,12 @@ def _blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Block]:
         out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
     out += _folded("What was compared", [Block("lines", _about(c, local=local))])
+    if c.floors:
+        failed = sum(not f.passed for f in c.floors)
+        head = "Floors of [gate.floors] on the candidate: " + (
+            f"{failed} of {len(c.floors)} not met" if failed else "all met"
+        )
+        out += [Block("heading", (head,)), Block("lines", floor_lines(c.floors))]
     for section in (_quality, _answers, _latency, _noise):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)

@@ -350,6 +350,22 @@ class MetricDef:
     texts: bool = False
 
 
+# Rates over a gold set's unanswerable queries, beside the per-query metrics: no cutoff, and
+# lower is better. `no_answer_fp` = unanswerable queries that returned anything / unanswerable
+# queries (what `no_answer_false_positive(...).returned_any` counts), as compare reports it.
+NO_ANSWER_FP = "no_answer_fp"
+LOWER_IS_BETTER: frozenset[str] = frozenset({NO_ANSWER_FP})
+
+
+def lower_is_better(name: str) -> bool:
+    """Whether a smaller value of `name` is better: a rate of LOWER_IS_BETTER, or a metric spec
+    (every metric in METRICS is higher-better); ValueError for a name that is neither."""
+    if name in LOWER_IS_BETTER:
+        return True
+    parse_metric(name)
+    return False
+
+
 METRICS: Mapping[str, MetricDef] = MappingProxyType(
     {
         d.name: d

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from harness.errors import ConfigError
 from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
-from harness.types import RefRun, Verdict
+from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
@@ -348,6 +348,7 @@ class Comparison:
     latency: Latency
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
+    floors: tuple[FloorRow, ...] = ()  # [gate.floors] on the candidate (harness.gate.floors)
     repeats: tuple[RepeatMeans, ...] = ()
     top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
     # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
@@ -356,6 +357,10 @@ class Comparison:
     @property
     def valid(self) -> bool:
         return not self.invalid_reasons
+
+    @property
+    def floors_failed(self) -> bool:
+        return any(not f.passed for f in self.floors)
 
     @property
     def verdicts(self) -> tuple[Verdict, Verdict]:
