@@ -464,6 +464,7 @@ _HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help
     ("threshold", "--format"): f"{_FORMAT} or json",
     ("demo", "dir"): "a new or empty directory",
     ("twobytwo", "--format"): f"{_FORMAT}; markdown; json",
+    ("matrix", "--format"): f"{_FORMAT}; markdown; json",
 }
 
 _EXITS = {
@@ -478,6 +479,10 @@ _EXITS = {
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
 }
 _EXITS["report"] = _EXITS["compare"]
+_EXITS["matrix"] = (
+    "0 every constraint met\n  1 a constraint failed\n  2 usage or configuration error"
+    "\n  3 a configuration's run is invalid"
+)
 _EXITS["sweep"] = _EXITS["run"].replace("the service", "a value's service")
 _DEFAULT_EXITS = "0 done\n  2 usage error or bad input (the message names the file, line or option)"
 
@@ -510,6 +515,7 @@ _EXAMPLES = {
     "demo": "harness demo /tmp/harness-demo",
     "history": "harness history --ref main --format markdown"
     "\n  harness history --format html --output history.html",
+    "matrix": "harness matrix --ref main --matrix ablation.toml",
     "twobytwo": "harness twobytwo --run results/runs/RECORD.json --answers answers.tsv --k 5",
 }
 

@@ -109,6 +109,20 @@ _KINDS: dict[str, dict[str, Any]] = {
     "ints": {"type": "array", "items": {"type": "integer"}},
     "table": {"type": "object", "additionalProperties": {"type": "string"}},
     "json": {"type": "object"},
+    # [gate.floors]: "metric" = value, and [gate.floors.slice.NAME] tables of the same
+    "floors": {
+        "type": "object",
+        "properties": {
+            "slice": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number"},
+                },
+            }
+        },
+        "additionalProperties": {"type": "number"},
+    },
 }
 
 
