@@ -4,7 +4,7 @@
     ├── GoldError                the gold set is malformed or does not match its corpus
     ├── ConfigError              harness.toml / [tool.harness] is malformed
     ├── RefError                 a git ref cannot be resolved or checked out
-    ├── BuildError               the service's build command failed
+    ├── BuildError               the service's build command failed (exit 3: could not measure)
     ├── ServiceError             the service would not boot, get ready, or answer
     ├── ResultsError             a run record or comparison on disk is unreadable
     └── NotComparableError       two runs differ in something that makes them incomparable
@@ -93,7 +93,11 @@ class RefError(HarnessError):
 
 
 class BuildError(HarnessError):
-    """The build command of a ref failed."""
+    """The build command of a ref failed: like a service that crashed, the ref could not be
+    measured, so the outcome is invalid (exit 3), not a usage error. The runner records it in
+    the run (`RunFailure("build", ...)`); the status holds wherever else it surfaces."""
+
+    exit_status = 3
 
 
 class ServiceError(HarnessError):

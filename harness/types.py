@@ -144,6 +144,11 @@ class Machine:
     client_cpu_ns: int = 0
 
 
+PREPARE_STEP = "prepare:"
+"""The prefix of a Repeat's timings_s keys that time the steps between readiness and the queries
+("prepare:prepare[0]" for a prepare command, "prepare:load" and "prepare:index" for the loader)."""
+
+
 @dataclass(frozen=True)
 class Repeat:
     """One boot of a service on a fresh copy of its data, and every gold query sent once."""
@@ -160,6 +165,12 @@ class Repeat:
     @property
     def errors(self) -> int:
         return sum(1 for r in self.results if not r.ok)
+
+    @property
+    def prepare_steps(self) -> dict[str, float]:
+        """Seconds of each step after readiness, by name ("prepare[0]", "load", "index")."""
+        cut = len(PREPARE_STEP)
+        return {k[cut:]: v for k, v in self.timings_s.items() if k.startswith(PREPARE_STEP)}
 
 
 @dataclass(frozen=True)

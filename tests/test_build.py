@@ -156,7 +156,9 @@ def test_failed_build_names_command_status_and_log_tail(
     with pytest.raises(BuildError) as caught:
         run(worktree, tmp_path, svc)
     error = caught.value
-    assert error.message == f"build failed: `{command}` exited with status 3"
+    log = tmp_path / "logs" / f"build-{build_key('a' * 40, svc)}.log"
+    assert error.message == f"build failed: `{command}` exited with status 3 (log: {log})"
+    assert error.exit_status == 3  # could not measure, like a crashed service
     tail = [d for d in error.details if d.startswith("  | ")]
     assert tail == [f"  | line {i}" for i in range(11, 31)]  # the last 20 of 30 lines
     assert "service.build" in error.details[-1]
@@ -177,7 +179,7 @@ def test_timeout_kills_the_whole_process_group(worktree: Path, tmp_path: Path, c
     svc = service(command, build_timeout=0.5, stop_timeout=1.0)
     with pytest.raises(BuildError) as caught:
         run(worktree, tmp_path, svc)
-    assert caught.value.message == f"build failed: `{command}` timed out after 0.5s"
+    assert caught.value.message.startswith(f"build failed: `{command}` timed out after 0.5s (log: ")
     assert "build_timeout" in caught.value.details[-1]
     assert gone(int(pidfile.read_text()))  # the background child died with its shell
     assert not (cache / "builds" / build_key("a" * 40, svc)).exists()

@@ -384,7 +384,8 @@ def test_an_errored_query_makes_the_run_invalid_with_kinds_counts_and_ids() -> N
     assert exit_status([c.verdict_quality, c.verdict_latency]) == EXIT_INVALID
     assert c.invalid_reasons == (
         f"candidate feat/x ({CAND_SHA[:8]}): 3 errored answers (http_status 1, timeout 2; "
-        "e.g. q05, q09) exceed max_errors = 0; see the service log, or raise compare.max_errors",
+        "e.g. q05, q09) exceed max_errors = 0; see the service log, or raise compare.max_errors; "
+        "timeout: raise query.timeout if the service is only slow, else see its log",
     )
     # Still shown, for diagnosis: the 12 buried minus the errored q05 and q09.
     row = c.overall.row("hit@5")
@@ -637,7 +638,8 @@ def test_errored_answers_name_their_http_statuses_and_fit_the_advice() -> None:
     gold = make_gold()
     every = {(r, q.id): ErrorKind.HTTP_STATUS for r in range(3) for q in gold.queries}
     some = {(0, "q05"): ErrorKind.HTTP_STATUS, (1, "q06"): ErrorKind.TIMEOUT}
-    for errors, advice in ((every, "every query failed: check query.path"), (some, "raise")):
+    everything = "every query failed, so the request or the answer's shape is wrong"
+    for errors, advice in ((every, everything), (some, "raise compare.max_errors")):
         run = candidate(gold, ranks(), errors=errors)
         run = replace(
             run,
@@ -655,3 +657,5 @@ def test_errored_answers_name_their_http_statuses_and_fit_the_advice() -> None:
         c = compare(gold, make_run(gold, ranks()), run, FAST)
         (reason,) = [r for r in c.invalid_reasons if "errored answer" in r]
         assert "HTTP 500: " in reason and advice in reason, reason
+        assert 'query.rewrite = "fts5_or"' in reason  # a 500 points at the query text
+        assert ("raise compare.max_errors" in reason) == (errors is some)

@@ -108,7 +108,8 @@ def test_the_words_for_errored_answers_and_failed_repeats_are_compares_without_e
     assert measured.invalid == (
         f"{label}: repeat 2 failed at boot: exited at boot; see logs/2.log",
         f"{label}: 1 errored answer (timeout 1) exceed max_errors = 0; see the service log, "
-        "or raise compare.max_errors",
+        "or raise compare.max_errors; timeout: raise query.timeout if the service is only slow, "
+        "else see its log",
     )
 
 

@@ -23,6 +23,7 @@ from e2e_support import Sandbox, build_sandbox
 from test_reuse import clean_run
 
 from harness import __version__
+from harness.config import CompareConfig, QueryConfig, ServiceConfig, SideConfig
 from harness.replay.runner import RefSession, run_interleaved
 from harness.results.records import save_run
 from harness.types import RefRun, Repeat
@@ -34,12 +35,21 @@ class FakeGold:
 
 
 @dataclass(frozen=True)
+class FakeConfig:
+    compare: CompareConfig = field(default_factory=CompareConfig)
+
+
+@dataclass(frozen=True)
 class FakePlan:
     results_dir: Path
     gold: FakeGold
     corpus_hash: str | None
     concurrency: int = 1
+    config: FakeConfig = field(default_factory=FakeConfig)
     observer: None = None  # told nothing here (the progress tests cover it)
+
+
+FAKE_SIDE = SideConfig(ServiceConfig(start="svc {port}", ready="/health"), QueryConfig("/s", "ids"))
 
 
 @dataclass
@@ -55,6 +65,7 @@ class RecordingSession:
     inputs_hash: str | None = None
     pair_id: str | None = None
     url: str | None = None  # a RefSession of a running deployment has one
+    side: SideConfig = FAKE_SIDE
 
     def __enter__(self) -> RecordingSession:
         self.journal.append(f"enter {self.name}")

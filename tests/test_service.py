@@ -612,7 +612,11 @@ def test_build_env_layers_in_order() -> None:
 
 def test_python_is_the_venvs_interpreter_when_the_service_has_one() -> None:
     # {python} in start: the commit's venv (service.venv = true) or the harness's own.
-    assert service._interpreter({"VIRTUAL_ENV": "/cache/venv", "PATH": "/x"}) == (
+    spec = ServiceConfig(start="x {port}", ready="/")
+    assert service._interpreter({"VIRTUAL_ENV": "/cache/venv", "PATH": "/x"}, spec) == (
         "/cache/venv/bin/python"
     )
-    assert service._interpreter({}) == sys.executable
+    assert service._interpreter({}, spec) == sys.executable
+    # service.python without a venv: that interpreter, found on PATH
+    named = dataclasses.replace(spec, python=sys.executable)
+    assert service._interpreter({}, named) == sys.executable

@@ -9,6 +9,7 @@
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
     processes.py  finding every process of a boot and killing the whole tree
     deployed.py   a service already running at a URL: readiness checked, nothing started
+    loader.py     [service.load]: the corpus posted over HTTP in batches, then an index call
 
 In: a ServiceConfig and a built worktree. Out: a RunningService (its URL, pid, log, sandbox mode,
 and `transport()` / `open_socket` / `connect()` to reach it) for the duration of a with-block,

@@ -29,6 +29,8 @@ One boot, in order:
    after the service is torn down.
 5. Prepare. Each `spec.prepare` command in turn: same environment, cwd and log, each within
    spec.prepare_timeout; a non-zero exit is a ServiceError naming the command and its status.
+   Then `[service.load]`, when set: the corpus posted in batches and an index call
+   (`harness.boot.loader`). Each step is timed (`RunningService.prepare_steps`).
 6. Teardown, always (normal exit, exception, KeyboardInterrupt): see
    `harness.boot.processes.ProcessTree.stop`. If a process cannot be killed, the with-statement
    raises ServiceError naming the pids (or, when the body already raised, that exception carries the
@@ -50,6 +52,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,7 +62,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -77,6 +82,7 @@ from harness.boot.isolation import (
     scrub_file,
     scrubber,
 )
+from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
     BUBBLEWRAP,
@@ -87,7 +93,8 @@ from harness.boot.sandbox import (
     transport_for,
 )
 from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
-from harness.config import ServiceConfig
+from harness.checkout.interpreter import interpreter
+from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
 
@@ -115,13 +122,15 @@ class RunningService:
     data: Path | None  # the fresh copy of spec.data, or None
     log_path: Path
     boot_seconds: float  # spawn to first 2xx readiness answer
-    prepare_seconds: float
+    prepare_seconds: float  # every prepare command and the loader, together
     root: Path  # the throwaway root holding home, tmp, xdg/* and data; gone after teardown
     run_id: str  # the MARKER_ENV value in its environment
     sandbox: str = "plain"  # "bubblewrap" or "plain" (harness.boot.sandbox)
     # In bubblewrap mode, a fresh unconnected TCP socket of the service's network namespace:
     # the only way to reach `url`. None in plain mode. See `transport()`.
     open_socket: OpenSocket | None = None
+    # Seconds of each step after readiness: "prepare[0]", ..., "load", "index".
+    prepare_steps: Mapping[str, float] = field(default_factory=dict)
 
     def transport(self, limits: httpx.Limits | None = None) -> httpx.BaseTransport | None:
         """The httpx transport that reaches `url` (pass it to httpx.Client(transport=...)):
@@ -161,9 +170,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
         on_teardown: Callable[[TeardownReport], None] | None = None,
         sandbox: str | None = None,
+        corpus: Path | None = None,
         config_dir: Path | None = None,
     ) -> None:
         self.spec = spec
+        self.corpus = corpus  # gold.corpus: what service.load posts when load.corpus is unset
         self.config_dir = None if config_dir is None else Path(config_dir).resolve()
         self.worktree = Path(worktree).resolve()
         self.log_path = Path(log_path)
@@ -223,7 +234,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 "url": url,
                 "home": isolation["HOME"],
                 "worktree": str(self.worktree),
-                "python": _interpreter(self.extra_env),
+                "python": _interpreter(self.extra_env, spec, self.config_dir),
             }
             if self.config_dir is not None:
                 raw["config_dir"] = str(self.config_dir)
@@ -281,13 +292,19 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     "boot",
                     f"service exited at boot with status {status}{why} (start: {command!r})",
                     log_start,
+                    *_import_hints(text, command, env, spec),
                     "fix the start command, or run it by hand in the worktree to see why",
                 )
             boot_seconds = time.monotonic() - t0
             self._tree.collect()
             t1 = time.monotonic()
+            steps: dict[str, float] = {}
             for i, cmd in enumerate(spec.prepare):
+                t_step = time.monotonic()
                 self._prepare(expand_placeholders(cmd, quoted, key=f"prepare[{i}]"), i, env)
+                steps[f"prepare[{i}]"] = time.monotonic() - t_step
+            if spec.load is not None:
+                steps.update(self._load(spec.load, url, data, log_start))
             return RunningService(
                 url=url,
                 port=port,
@@ -297,6 +314,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 log_path=self.log_path,
                 boot_seconds=boot_seconds,
                 prepare_seconds=time.monotonic() - t1,
+                prepare_steps=steps,
                 root=self._root,
                 run_id=self.run_id,
                 sandbox=self.sandbox,
@@ -347,6 +365,21 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     full = timeout == spec.probe_timeout
                     slow = slow or (full and isinstance(exc, httpx.TimeoutException))
                 time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
+
+    def _load(
+        self, spec: LoadConfig, url: str, data: Path | None, log_start: int
+    ) -> dict[str, float]:
+        """[service.load]: the corpus posted through the same transport as the queries."""
+        open_socket = None if self._link is None else self._link.open_socket
+        try:
+            corpus = corpus_path(spec, data, self.corpus)
+            with httpx.Client(trust_env=False, transport=transport_for(open_socket)) as client:
+                return load_corpus(spec, client, url, corpus)
+        except ServiceError as exc:
+            tail = [self._scrub(line) for line in log_tail(self.log_path, log_start)]
+            raise ServiceError(
+                exc.message, [*exc.details, f"last lines of {self.log_path}:", *tail], "prepare"
+            ) from None
 
     def _prepare(self, command: str, index: int, env: Mapping[str, str]) -> None:
         timeout = self.spec.prepare_timeout
@@ -437,6 +470,7 @@ def running_service(
     limits: ServiceLimits = ServiceLimits(),  # frozen, so one shared default is safe
     on_teardown: Callable[[TeardownReport], None] | None = None,
     sandbox: str | None = None,
+    corpus: Path | None = None,
     config_dir: Path | None = None,
 ) -> ServiceContext:
     """Boot `spec.start` from `worktree` in isolation; see the module docstring for each step.
@@ -460,6 +494,7 @@ def running_service(
         limits=limits,
         on_teardown=on_teardown,
         sandbox=sandbox,
+        corpus=corpus,
         config_dir=config_dir,
     )
 
@@ -480,8 +515,50 @@ def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
     )
 
 
-def _interpreter(extra_env: Mapping[str, str]) -> str:
+_PYTHON_WORD = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+def _import_hints(
+    log: str, command: str, env: Mapping[str, str], spec: ServiceConfig
+) -> list[str]:
+    """When the service died of `No module named ...`: which interpreter ran it, and the fix."""
+    missing = re.search(r"No module named '?([\w.]+)", log)
+    if missing is None:
+        return []
+    module = missing.group(1)
+    venv = env.get("VIRTUAL_ENV")
+    if not venv:
+        return [
+            f"the service could not import {module!r}: set service.venv = true, install it "
+            'in service.build (e.g. build = "python -m pip install -r requirements.txt"), '
+            "and start it with {python}"
+        ]
+    ours = Path(venv) / "bin" / "python"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        if _PYTHON_WORD.match(word) or word.endswith("/python") or "/python3" in word:
+            found = shutil.which(word, path=env.get("PATH")) if "/" not in word else word
+            if found and Path(found).parent != ours.parent:
+                return [
+                    f"the service could not import {module!r}: `{word}` in service.start is "
+                    f"{found}, not the venv's interpreter {ours}; write {{python}} instead"
+                ]
+    return [
+        f"the service could not import {module!r} from the venv {venv}: install it in "
+        "service.build (e.g. python -m pip install -e .), and start it with {python}"
+    ]
+
+
+def _interpreter(
+    extra_env: Mapping[str, str], spec: ServiceConfig, config_dir: Path | None = None
+) -> str:
     """{python}: the per-commit venv's interpreter when the service has one (`service.venv`),
-    else the harness's own, so `start = "{python} svc.py"` runs where the build installed."""
+    else `service.python` when set, else the harness's own, so `start = "{python} svc.py"` runs
+    where the build installed."""
     venv = extra_env.get("VIRTUAL_ENV")
-    return str(Path(venv) / "bin" / "python") if venv else sys.executable
+    if venv:
+        return str(Path(venv) / "bin" / "python")
+    return str(interpreter(spec.python, config_dir).path) if spec.python else sys.executable

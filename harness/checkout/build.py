@@ -6,25 +6,32 @@
 Layout under `harness.checkout.worktree.cache_dir()`:
 
     builds/<key>/venv/         the per-commit virtualenv (when service.venv is true)
+    builds/<key>/delta/        what the build wrote into its checkout (`harness.checkout.delta`)
     builds/<key>/built.json    the marker, written last and only on success: the build's inputs
     builds/<key>/build.log     a copy of the successful build's log (the cached result points here)
     builds/<key>.lock          held while building, so two harness runs never build one key at once
     tmp/build-<random>/        throwaway HOME and TMPDIR for one build, removed afterwards
 
-`key = sha256(sha_key, build command, venv flag, sys.version, platform.platform())[:16]`, the
-fields joined by NUL. A later build with the same key and the marker present (and, for a venv, its
-interpreter still there) does nothing and returns `cached=True`. A build that fails (non-zero exit,
-or running past `service.build_timeout`, which covers venv creation and the command together)
-leaves no marker and removes `builds/<key>/`, so a half-made venv is never reused and the next run
-retries. The command's whole process group is killed on timeout or interrupt (SIGTERM, then SIGKILL
-after `service.stop_timeout`), and anything it left running in the background is killed even after
-a success.
+`key = sha256(sha_key, build command, venv flag, interpreter, platform.platform())[:16]`, the
+fields joined by NUL, where the interpreter is the harness's own `sys.version`, or, with
+`service.python`, that interpreter's resolved path and version (`harness.checkout.interpreter`);
+`service.build_outputs`, when set, is a field too. A later build with the same key and the marker
+present (and, for a venv, its interpreter still there) runs nothing and returns `cached=True`.
 
-Caveat for `venv = false` with a build command: only the fact that it succeeded is cached, under
-the cache dir. What the command wrote inside the worktree (compiled extensions, generated files,
-`node_modules`) is gone with the worktree, and the next run of the same commit will not redo it. A
-build whose effects live in the tree should use `venv = true` (and install into the venv) or be
-cheap enough to be part of `start`.
+Builds that stay built: whatever the build command wrote into the checkout (an index, compiled
+extensions, generated files; untracked and git-ignored ones too; or only the declared
+`service.build_outputs`) is captured after a successful build and restored into the fresh
+checkout each time the cached build is reused, deleted files deleted again, modes and symlinks
+kept, so a cached build boots like a fresh one. A cache entry whose stored delta is incomplete or
+fails its checksums is rebuilt, and `BuildResult.note` says so.
+
+A build that fails (non-zero exit, or running past `service.build_timeout`, which covers venv
+creation and the command together) leaves no marker and removes `builds/<key>/`, so a half-made
+venv is never reused and the next run retries; its BuildError names the command, how it ended,
+the log file and its last 20 lines, and adds a hint to set service.python when pip said the
+package needs another Python. The command's whole process group is killed on timeout or
+interrupt (SIGTERM, then SIGKILL after `service.stop_timeout`), and anything it left running in
+the background is killed even after a success.
 
 The build never sees the caller's whole environment, so it cannot read tokens: it gets the
 service stage's allowlist (`harness.boot.isolation.allowlisted_env`: PATH, LANG, LC_*, TZ and the
@@ -52,17 +59,24 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import leftovers
 from harness.boot.isolation import allowlisted_env, scrub_file, scrubber
 from harness.boot.processes import kill_group
+from harness.checkout.delta import Delta, MissingOutputs, capture, restore, tree_state, verify
+from harness.checkout.interpreter import Interpreter, interpreter
 from harness.checkout.worktree import cache_dir
 from harness.config import ServiceConfig
-from harness.errors import BuildError
+from harness.errors import BuildError, clip
 
 MARKER = "built.json"
-MARKER_SCHEMA_VERSION = 1
+MARKER_SCHEMA_VERSION = 2  # 2: the build's delta is stored with it (1: rebuilt, it has none)
 TAIL_LINES = 20
+DELTA = "delta"
+
+# What pip says when the package wants another Python than the venv's.
+_OTHER_PYTHON = ("requires a different python", "requires-python")
 
 
 @dataclass(frozen=True)
@@ -74,17 +88,22 @@ class BuildResult:
     seconds: float  # wall time of this call's work (0.0 when cached or nothing to do)
     log_path: Path | None  # this build's log; the cached copy when cached; None: nothing to do
     key: str | None = None  # the build key, None when there was nothing to build
+    restored: Delta | None = None  # what a cached build put back into the checkout
+    note: str | None = None  # e.g. why a cached build could not be used and was rebuilt
 
 
 def build_key(sha_key: str, service: ServiceConfig) -> str:
     """The 16-hex key a build is cached under (see the module docstring for its inputs)."""
+    python = interpreter(service.python).identity if service.python else sys.version
     fields = [
         sha_key,
         service.build or "",
         "venv" if service.venv else "no-venv",
-        sys.version,
+        python,
         platform.platform(),
     ]
+    if service.build_outputs is not None:
+        fields.append("outputs:" + "\0".join(service.build_outputs))
     return hashlib.sha256("\0".join(fields).encode()).hexdigest()[:16]
 
 
@@ -112,50 +131,92 @@ def with_venv(env: Mapping[str, str], venv: Path | None) -> dict[str, str]:
 
 
 def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path) -> BuildResult:
-    """Make `worktree`'s commit ready to start: create its venv and run `service.build`, cached.
+    """Make `worktree`'s commit ready to start: create its venv and run `service.build`, cached;
+    a cached build's delta is restored into `worktree`.
 
     With neither `service.venv` nor `service.build` there is nothing to do: BuildResult(None,
     cached=False, seconds=0.0, log_path=None). Otherwise the log is `log_dir/build-<key>.log`.
-    Raises BuildError naming the command, its exit status (or the timeout) and the log's last
-    20 lines; nothing is cached then.
+    Raises BuildError naming the command, its exit status (or the timeout), the log and its last
+    20 lines; nothing is cached then. Raises ConfigError when service.python cannot be found.
     """
     if not service.venv and not service.build:
         return BuildResult(venv=None, cached=False, seconds=0.0, log_path=None)
+    python = interpreter(service.python)
     key = build_key(sha_key, service)
     builds = cache_dir() / "builds"
     slot = builds / key
     venv = slot / "venv" if service.venv else None
     builds.mkdir(parents=True, exist_ok=True)
+    note = None
     with _locked(builds / f"{key}.lock"):
         if _is_built(slot, key, venv):
-            with contextlib.suppress(OSError):  # last used: for `harness clean --older-than`
-                os.utime(slot / MARKER)
-            return BuildResult(venv, cached=True, seconds=0.0, log_path=slot / "build.log", key=key)
+            problem = verify(slot / DELTA) if service.build else None
+            if problem is None:
+                restored = restore(slot / DELTA, worktree) if service.build else None
+                with contextlib.suppress(OSError):  # last used: for `harness clean --older-than`
+                    os.utime(slot / MARKER)
+                return BuildResult(
+                    venv,
+                    cached=True,
+                    seconds=0.0,
+                    log_path=slot / "build.log",
+                    key=key,
+                    restored=restored,
+                )
+            note = f"the cached build {key} was incomplete ({problem}), so it was built again"
         shutil.rmtree(slot, ignore_errors=True)  # whatever a crashed earlier attempt left
         slot.mkdir(parents=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"build-{key}.log"
         started = time.monotonic()
         try:
-            _run_build(worktree, service, venv, log_path, deadline=started + service.build_timeout)
+            before = tree_state(worktree)
+            _run_build(
+                worktree, service, venv, python, log_path, deadline=started + service.build_timeout
+            )
+            if service.build:
+                _capture(worktree, before, slot / DELTA, service, log_path)
         except BaseException:
             shutil.rmtree(slot, ignore_errors=True)
             raise
         seconds = time.monotonic() - started
         shutil.copyfile(log_path, slot / "build.log")
-        _write_marker(slot, key, sha_key, service, seconds)
-        return BuildResult(venv, cached=False, seconds=seconds, log_path=log_path, key=key)
+        _write_marker(slot, key, sha_key, service, seconds, python)
+        return BuildResult(
+            venv, cached=False, seconds=seconds, log_path=log_path, key=key, note=note
+        )
+
+
+def _capture(
+    worktree: Path, before: dict[str, Any], store: Path, service: ServiceConfig, log_path: Path
+) -> None:
+    try:
+        capture(worktree, before, store, outputs=service.build_outputs)
+    except MissingOutputs as missing:
+        raise BuildError(
+            f"build failed: `{service.build}` succeeded but did not write "
+            f"{', '.join(missing.missing)}, named in service.build_outputs (log: {log_path})",
+            ["fix service.build_outputs (paths relative to the checkout), or the build"],
+        ) from None
 
 
 def _run_build(
-    worktree: Path, service: ServiceConfig, venv: Path | None, log_path: Path, deadline: float
+    worktree: Path,
+    service: ServiceConfig,
+    venv: Path | None,
+    python: Interpreter,
+    log_path: Path,
+    deadline: float,
 ) -> None:
     scratch = cache_dir() / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
-    with tempfile.TemporaryDirectory(
-        prefix="build-", dir=scratch, ignore_cleanup_errors=True
-    ) as throwaway, leftovers.tracked("dir", throwaway):
+    with (
+        tempfile.TemporaryDirectory(
+            prefix="build-", dir=scratch, ignore_cleanup_errors=True
+        ) as throwaway,
+        leftovers.tracked("dir", throwaway),
+    ):
         home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
         home.mkdir()
         tmp.mkdir()
@@ -174,10 +235,9 @@ def _run_build(
         )
         try:
             if venv is not None:
-                # `sys.executable -m venv` from inside a venv still bases the new one on the
-                # real interpreter; no --system-site-packages, so nothing of the harness's
-                # leaks in.
-                step.run([sys.executable, "-m", "venv", str(venv)], env)
+                # `python -m venv` from inside a venv still bases the new one on the real
+                # interpreter; no --system-site-packages, so nothing of the harness's leaks in.
+                step.run([str(python.path), "-m", "venv", str(venv)], env)
             if service.build:
                 shown = service.build
                 step.run(["/bin/sh", "-c", service.build], with_venv(env, venv), shown=shown)
@@ -238,10 +298,21 @@ def _failure(
     command: str, how: str, log_path: Path, hint: str, scrub: Callable[[str], str] = str
 ) -> BuildError:
     with log_path.open("rb") as f:
-        lines = [scrub(x) for x in f.read().decode(errors="replace").splitlines()[-TAIL_LINES:]]
+        text = scrub(f.read().decode(errors="replace"))
+    lines = [clip(line) for line in text.splitlines()[-TAIL_LINES:]]
+    hints = [hint]
+    # pip: "Package 'x' requires a different Python: 3.11.2 not in '>=3.12'", or, before
+    # "No matching distribution found", "Ignored the following versions that require a
+    # different python version".
+    if any(s in text.lower() for s in _OTHER_PYTHON):
+        hints.insert(
+            0,
+            "pip says the package needs another Python than the venv's: set service.python "
+            'to an interpreter it supports (e.g. python = "python3.12", or a path)',
+        )
     return BuildError(
-        f"build failed: `{command}` {how}",
-        [f"last {len(lines)} lines of {log_path}:", *(f"  | {line}" for line in lines), hint],
+        f"build failed: `{clip(command)}` {how} (log: {log_path})",
+        [f"last {len(lines)} lines of {log_path}:", *(f"  | {line}" for line in lines), *hints],
     )
 
 
@@ -262,11 +333,13 @@ def _is_built(slot: Path, key: str, venv: Path | None) -> bool:
         return False
     if not isinstance(marker, dict) or marker.get("key") != key:
         return False
+    if marker.get("schema_version") != MARKER_SCHEMA_VERSION:
+        return False
     return venv is None or (venv / "bin" / "python").exists()
 
 
 def _write_marker(
-    slot: Path, key: str, sha_key: str, service: ServiceConfig, seconds: float
+    slot: Path, key: str, sha_key: str, service: ServiceConfig, seconds: float, python: Interpreter
 ) -> None:
     record = {
         "schema_version": MARKER_SCHEMA_VERSION,
@@ -274,8 +347,9 @@ def _write_marker(
         "sha_key": sha_key,
         "command": service.build,
         "venv": service.venv,
-        "python": sys.version,
-        "executable": sys.executable,
+        "python": python.version,
+        "executable": str(python.path),
+        "build_outputs": None if service.build_outputs is None else list(service.build_outputs),
         "platform": platform.platform(),
         "seconds": round(seconds, 3),
     }

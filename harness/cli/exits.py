@@ -5,9 +5,10 @@
                         run, --concurrency > 1): neither is a failure
     1  EXIT_REGRESSED   quality or latency regressed outside the noise; a gate row fell;
                         a matrix constraint failed
-    2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError carries it
-                        as `exit_status`); a gold set that fails its check
-    3  EXIT_INVALID     invalid: a failed build (recorded in the run, never raised), errored
+    2  EXIT_USAGE       usage, configuration or gold-set error (every HarnessError but
+                        BuildError carries it as `exit_status`); a gold set that fails its check
+    3  EXIT_INVALID     invalid: a failed build (recorded in the run; a BuildError carries 3
+                        as its `exit_status` wherever it surfaces: could not measure), errored
                         queries, a failed boot, mismatched inputs, answers from another id space;
                         a gate that is not comparable, never a pass
     4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the

@@ -175,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _phase(plan, "analysis", "scoring")
     summary = summarise_run(plan.gold, run, settings)
     _close(plan)
-    print(render_run(summary, args.format), end="")
+    print(render_run(summary, args.format, redact=plan.redact), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: run record: {run.record_path}", file=sys.stderr)
@@ -191,6 +191,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
+    from harness.report.runs import render_failures
     from harness.results.comparisons import save_comparison
     from harness.verdict.compare import compare
 
@@ -228,6 +229,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if page is not None:
         print(page, end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, (baseline, candidate), redact=args.redact)
+    for run in (baseline, candidate):  # the report names a failed build; its log says why
+        if run.build_failure is not None:
+            print(render_failures(run), end="", file=sys.stderr)
     print(f"harness: results saved in {saved}", file=sys.stderr)
     _html_notes(page is None, saved / "report.html")
     return exit_status(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -66,6 +67,9 @@ def _candidates(side: SideConfig) -> Iterator[str]:
         yield from value.split(":")
     if service.data:
         yield service.data
+    if service.python:  # the interpreter itself: an upgrade in place is another measurement
+        found = shutil.which(service.python) if "/" not in service.python else None
+        yield found or service.python
 
 
 def referenced_paths(
@@ -144,11 +148,14 @@ def build_inputs(
     service: ServiceConfig, sha_key: str, config: HarnessConfig
 ) -> tuple[ServiceConfig, str]:
     """The service and key the build stage is given: {config_dir} in `service.build` filled in
-    (shell-quoted), and the contents of the files it names there joined to the key
-    (`<sha>+config.<hash12>`), so editing a build script of the user's tree rebuilds."""
+    (shell-quoted) and at the start of `service.python`, and the contents of the files it names
+    there joined to the key (`<sha>+config.<hash12>`), so editing a build script of the user's
+    tree rebuilds."""
+    folder = config.config_dir.resolve()
+    if service.python and service.python.startswith(CONFIG_DIR):  # an interpreter in your tree
+        service = replace(service, python=str(folder) + service.python[len(CONFIG_DIR) :])
     if not service.build or CONFIG_DIR not in service.build:
         return service, sha_key
-    folder = config.config_dir.resolve()
     command = service.build.replace(CONFIG_DIR, shlex.quote(str(folder)))
     digest = hashlib.sha256()
     named = SideConfig(ServiceConfig(start="", ready="/", build=service.build), _NO_QUERY)

@@ -256,6 +256,13 @@ def load_config(
     else:
         root = _find_repo(path)
     _check_inside(reader, root, path.parent, doc)
+    for name, side in sides.items():
+        load = side.service.load
+        if load is not None and load.corpus is None and corpus is None:
+            where = "service.load" if name == "baseline" else f"{name}.service.load"
+            reader.add(where, "has no corpus to post: set gold.corpus, or load.corpus (a file "
+                       "inside service.data)")
+            break
     if reader.problems or gold is None:  # a missing gold.path is one of the problems
         count = len(reader.problems)
         raise ConfigError(

@@ -21,7 +21,12 @@ from typing import Any
 import jmespath
 import jmespath.exceptions
 
-from harness.config.values import COMMAND_PLACEHOLDERS, PLACEHOLDER, REQUEST_PLACEHOLDERS
+from harness.config.values import (
+    COMMAND_PLACEHOLDERS,
+    PLACEHOLDER,
+    REQUEST_PLACEHOLDERS,
+    LoadConfig,
+)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -186,6 +191,108 @@ def _build(value: str) -> list[tuple[str, str]]:
     ]
 
 
+def _python(value: str) -> list[tuple[str, str]]:
+    if not value.strip():
+        return [("", 'is empty: give a command on PATH (e.g. "python3.12") or an absolute path')]
+    if "/" in value and not value.startswith(("/", "~", "{")):
+        why = f"is a relative path ({value!r}); give a command on PATH or an absolute path"
+        return [("", why)]
+    return []
+
+
+def _outputs(value: tuple[str, ...]) -> list[tuple[str, str]]:
+    if not value:
+        return [("", "lists no path; remove the key to keep the whole build's delta")]
+    found = []
+    for i, path in enumerate(value):
+        parts = path.strip("/").split("/")
+        if path.startswith("/") or ".." in parts or not path.strip("/") or ".git" in parts:
+            why = f'must be a path inside the checkout, e.g. "index/", not {path!r}'
+            found.append((f"[{i}]", why))
+    return found
+
+
+# [service.load]: each key, its kind (as for a section's keys) and its check.
+DOCUMENTS = "{documents}"
+
+
+def _load_body(value: Mapping[str, object]) -> list[tuple[str, str]]:
+    found = [s for s, text in _strings(value, "") if text == DOCUMENTS]
+    if len(found) != 1:
+        return [("", f'needs the placeholder "{DOCUMENTS}" as exactly one value (the batch)')]
+    other = [
+        (suffix, f"unknown placeholder {{{name}}}; the body takes only {DOCUMENTS}")
+        for suffix, text in _strings(value, "")
+        for name in PLACEHOLDER.findall(text)
+        if name != "documents"
+    ]
+    return other
+
+
+def _load_document(value: Mapping[str, object]) -> list[tuple[str, str]]:
+    if not any(PLACEHOLDER.search(text) for _, text in _strings(value, "")):
+        return [("", 'names no corpus field; e.g. document = { id = "{_id}", text = "{text}" }')]
+    return []
+
+
+def _relative(value: str) -> list[tuple[str, str]]:
+    parts = value.split("/")
+    if value.startswith("/") or ".." in parts or not value.strip():
+        return [("", f'must be a path inside the data copy, e.g. "corpus.jsonl", not {value!r}')]
+    return []
+
+
+LOAD_KEYS: dict[str, Key] = {
+    "path": Key("str", lambda v: _query_path(v)),
+    "method": Key("str", lambda v: _http_method(v)),
+    "batch": Key("int", _at_least(1)),
+    "body": Key("json", _load_body),
+    "document": Key("json", _load_document),
+    "index": Key("str", lambda v: _query_path(v)),
+    "index_method": Key("str", lambda v: _http_method(v)),
+    "corpus": Key("str", _relative),
+    "timeout": Key("float", _positive),
+}
+
+
+def _http_method(value: str) -> list[tuple[str, str]]:
+    ok = value.upper() in ("POST", "PUT", "PATCH", "GET")
+    return [] if ok else [("", f"must be POST, PUT, PATCH or GET, not {value!r}")]
+
+
+def _load_table(value: Mapping[str, Any]) -> tuple[LoadConfig | None, list[tuple[str, str]]]:
+    """[service.load] as a LoadConfig, or the problems of its keys (suffix ".key")."""
+    problems: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in LOAD_KEYS:
+            close = difflib.get_close_matches(key, list(LOAD_KEYS), n=1)
+            mean = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(LOAD_KEYS)
+            problems.append(
+                (f".{key}", f"unknown key {key!r} in [service.load]{mean}; known: {known}")
+            )
+            continue
+        converted, wrong = convert(LOAD_KEYS[key].kind, item)
+        if wrong:
+            problems.append((f".{key}", wrong))
+            continue
+        check = LOAD_KEYS[key].check
+        issues = check(converted) if check else []
+        problems += [(f".{key}{suffix}", message) for suffix, message in issues]
+        values[key] = converted
+    if "path" not in value:
+        problems.append(
+            (".path", 'is required: the endpoint the documents go to, e.g. "/documents"')
+        )
+    if problems:
+        return None, problems
+    for key in ("method", "index_method"):
+        if key in values:
+            values[key] = values[key].upper()
+    return LoadConfig(**values), []
+
+
 def _data(value: str) -> list[tuple[str, str]]:
     rest = value.removeprefix("{config_dir}")
     if PLACEHOLDER.search(rest) or (rest != value and rest[:1] not in ("", "/")):
@@ -291,6 +398,9 @@ _SERVICE: dict[str, Key] = {
     "stop_timeout": Key("float", _positive),
     "probe_timeout": Key("float", _positive),
     "kill_wait": Key("float", _positive),
+    "python": Key("str", _python),
+    "build_outputs": Key("strs", _outputs),
+    "load": Key("load"),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),
@@ -349,6 +459,7 @@ _KIND_NAMES = {
     "table": "a table of strings",
     "json": "a table (the JSON body template)",
     "floors": 'a table of metric = value, e.g. "mrr@10" = 0.78',
+    "load": "a table [service.load]",
 }
 
 EXAMPLES = {
@@ -420,6 +531,11 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
         return None, wrong
     if kind == "floors":  # checked entry by entry by its Key's check
         return value, None
+    if kind == "load":
+        loaded, problems = _load_table(value)
+        if problems:
+            return None, "; ".join(f"load{suffix}: {message}" for suffix, message in problems)
+        return loaded, None
     if kind == "json":
         problem = _json_problem(value, "")
         return (value, None) if problem is None else (None, f"expected a JSON body: {problem}")

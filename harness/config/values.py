@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 COMMAND_PLACEHOLDERS = frozenset(
@@ -46,6 +46,26 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True)
+class LoadConfig:
+    """`[service.load]`: the corpus posted to the booted service in batches, then an optional
+    index call (`harness.boot.loader`)."""
+
+    path: str  # the endpoint the batches go to, e.g. "/documents"
+    method: str = "POST"
+    batch: int = 100  # documents per request
+    # The request body: a JSON template in which a value exactly "{documents}" is the batch's
+    # array; None: the array is the whole body.
+    body: Mapping[str, object] | None = None
+    # One document as sent: a JSON template over the corpus line's fields ("{_id}", "{text}");
+    # a value exactly "{field}" keeps the field's JSON type. None: the corpus line as it is.
+    document: Mapping[str, object] | None = None
+    index: str | None = None  # an endpoint called once after the last batch
+    index_method: str = "POST"
+    corpus: str | None = None  # relative to the boot's data copy; None: gold.corpus
+    timeout: float = 60.0  # seconds per request
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     """How to build, boot, prepare and tear down one ref's service. Every timeout lives here."""
 
@@ -63,6 +83,11 @@ class ServiceConfig:
     stop_timeout: float = 10.0  # grace between SIGTERM and SIGKILL
     probe_timeout: float = 2.0  # per readiness GET (capped by what is left of ready_timeout)
     kill_wait: float = 5.0  # after each SIGKILL round, for the killed processes to be gone
+    python: str | None = None  # interpreter (on PATH, or a path) the per-commit venv is made with
+    # What the build writes into the checkout that must come back with a cached build (paths
+    # relative to the checkout, a folder meaning all under it); None: the whole tree's delta.
+    build_outputs: tuple[str, ...] | None = None
+    load: LoadConfig | None = None  # [service.load]: the corpus posted over HTTP after ready
 
 
 @dataclass(frozen=True)
@@ -219,7 +244,18 @@ _NOT_HASHED = frozenset(
 # Keys added after records were first saved: hashed only when set to something other than their
 # default, so the records saved before them are still found for reuse.
 _HASHED_WHEN_SET = frozenset(
-    {"max_bytes", "rewrite", "select", "id_pattern", "id_field", "form", "texts"}
+    {
+        "max_bytes",
+        "rewrite",
+        "select",
+        "id_pattern",
+        "id_field",
+        "form",
+        "python",
+        "build_outputs",
+        "load",
+        "texts",
+    }
 )
 
 
@@ -252,6 +288,8 @@ def side_hash(side: SideConfig) -> str:
 
 
 def _jsonable(value: object) -> object:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

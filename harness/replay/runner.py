@@ -33,6 +33,7 @@ from harness.boot.deployed import DeployedContext, deployed
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
+from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
@@ -44,7 +45,7 @@ from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.score.definition import Definition, definition
-from harness.types import GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
@@ -105,6 +106,8 @@ class RefSession:
             )
         self.side: SideConfig = chosen
         _check_limit(plan.config, side, ref, chosen)
+        if url is None:  # a missing service.python: a config error before any checkout
+            interpreter(self.side.service.python, plan.config.config_dir)
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
@@ -151,6 +154,8 @@ class RefSession:
                 self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
             )
             self.timings["build"] = result.seconds
+            if result.note:
+                print(f"harness: warning: {self.ref}: {result.note}", file=sys.stderr)
             self.build_cached = result.cached if self.side.service.build else None
             if result.venv is not None:
                 # The venv's bin goes first on the caller's PATH, never instead of it.
@@ -182,6 +187,7 @@ class RefSession:
             self.worktree,
             log_path=log_path,
             extra_env=self.extra_env,
+            corpus=self.plan.config.corpus,
             config_dir=self.plan.config.config_dir,
         )
 
@@ -216,6 +222,7 @@ class RefSession:
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
+                timings.update(_prepare_steps(svc))
                 load_before, cpu0 = _load(), time.thread_time_ns()
                 t0 = time.perf_counter()
                 results = replay(
@@ -519,6 +526,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 continue
             stack.push(_quiet_exit(cm, side))
             side.timings["boot"] = svc.boot_seconds
+            side.timings.update(_prepare_steps(svc))
             side.channel = stack.enter_context(
                 Channel(svc.url, session.side.query, items, open_socket=svc.open_socket)
             )
@@ -573,6 +581,13 @@ def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[.
         return False
 
     return exit_
+
+
+def _prepare_steps(svc: object) -> dict[str, float]:
+    """Each prepare command's and loader phase's seconds, keyed "prepare:<step>" in a Repeat's
+    timings_s ("prepare:prepare[0]", "prepare:load", "prepare:index"): apart from the queries."""
+    steps: dict[str, float] = dict(getattr(svc, "prepare_steps", {}))
+    return {f"{PREPARE_STEP}{name}": seconds for name, seconds in steps.items()}
 
 
 def _load() -> float:

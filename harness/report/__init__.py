@@ -4,6 +4,8 @@
                  the `harness metrics` and `harness run` pages
     layout.py    the block layout shared by every page (text and Markdown from one build)
     document.py  the Comparison as a schema-versioned JSON document, and back
+    diagnosis.py errored answers by kind (statuses, a sample, advice) and the steps run
+                 before the queries, as report lines
     twobytwo.py  the retrieval/generation 2x2 (`harness twobytwo`, and its compare section)
 
 Pure: no file, clock or process; results/ writes what these return.

@@ -9,8 +9,8 @@ JSON text).  The document is the Comparison's dataclass tree as nested objects: 
 tuples as lists, None as null; the two verdicts are lifted into {"verdict": {"quality", "latency"}}
 and `valid` is added.  Reading it back rebuilds an equal Comparison from the field annotations,
 refusing unknown fields, absent required ones, wrong types and enum values outside the vocabulary.
-`redact=True` leaves every query text out (a Comparison holds no document text: ids, hashes and
-numbers only).
+`redact=True` leaves every query text and every sample of an errored answer's body out (a
+Comparison holds no other document text: ids, hashes and numbers only).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def without_paths(text: str) -> str:
 def redacted(c: Comparison) -> Comparison:
     """The comparison without any query text (each flip's `text` is None) and without a local
     path: the gold set is named by its file name, a reused record by its file name, and a path
-    quoted in an invalid reason or a warning (a service log) by its last component."""
+    quoted in an invalid reason or a warning (a service log) by its last component; and without
+    any answer's words (each error kind's sample body is None)."""
     flips = tuple(replace(f, flips=tuple(replace(x, text=None) for x in f.flips)) for f in c.flips)
     h = c.header
     header = replace(
@@ -66,6 +67,7 @@ def redacted(c: Comparison) -> Comparison:
     return replace(
         c,
         flips=flips,
+        errors=tuple(replace(e, sample=None) for e in c.errors),
         header=header,
         invalid_reasons=tuple(map(without_paths, c.invalid_reasons)),
         warnings=tuple(map(without_paths, c.warnings)),

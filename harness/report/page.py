@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.errors import HarnessError
 from harness.report import layout
+from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.document import comparison_to_dict, redacted
 from harness.report.layout import Block
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
@@ -99,6 +100,7 @@ def _blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Block]:
     out.append(Block("verdicts", rows=verdicts))
     if c.findings:
         out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
+    out += layout.section("Errored answers, by kind", error_lines(c.errors, redact=redact))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
     out += _folded("What was compared", [Block("lines", _about(c, local=local))])
     if c.floors:
@@ -283,6 +285,10 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
             f"client CPU {m.client_cpu_ms:.3f} ms per query"
         )
     out.append(Block("lines", tuple(lines)))
+    out += layout.section(
+        "Before the queries (prepare commands and loading; not part of latency), seconds",
+        prepare_lines(c.prepare),
+    )
     return _folded("Latency details", out)
 
 

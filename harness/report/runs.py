@@ -1,8 +1,8 @@
 """The pages of one run and of a scored run file: `harness run` and `harness metrics`.
 
-    render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
-    render_run(summary, fmt) -> str                                      `harness run`
-    render_failures(run) -> str                                          `harness run`, on stderr
+render_evaluation(evaluation, fmt, per_query=False) -> str           `harness metrics`
+render_run(summary, fmt) -> str                                      `harness run`
+render_failures(run) -> str                                          `harness run`, on stderr
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import csv
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tabulate import tabulate
 
+from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.document import jsonable
 from harness.report.numbers import ms, queries, rate
 from harness.score.evaluation import Evaluation
@@ -88,7 +90,7 @@ def render_evaluation(
     return "\n\n".join(parts) + "\n"
 
 
-def render_run(summary: RunSummary, fmt: str) -> str:
+def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
     """`harness run` output: "json" (the summary and the record's path) or "text" (alias
     "table"): a line per repeat, latency, the metrics overall and per slice, drift and errors
     by kind."""
@@ -102,10 +104,14 @@ def render_run(summary: RunSummary, fmt: str) -> str:
             "repeats": len(run.repeats),
             "usable_repeats": summary.usable,
             "errors": dict(summary.errors),
+            "error_kinds": [
+                jsonable(replace(e, sample=None) if redact else e) for e in summary.error_kinds
+            ],
             "failures": [f"{f.stage}: {f.message}" for f in run.failures],
             "latency_ms": None if summary.latency is None else jsonable(summary.latency),
             "metrics": {name: {"n": n, **values} for name, n, values in summary.scopes},
             "drift": dict(summary.drift),
+            "prepare_s": {s.step: s.median_s for s in summary.prepare},
             "definition": None if run.definition is None else run.definition.to_dict(),
         }
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
@@ -120,7 +126,8 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     if run.definition is not None:
         head += f"\nevaluation definition: sha256 {run.definition.sha256}"
     if run.build_failure is not None:
-        head += f"\nbuild failed: {run.build_failure.message}"
+        said = run.build_failure.message
+        head += "\n" + (said if said.startswith("build failed") else f"build failed: {said}")
     rows = [
         (
             str(rep.index + 1),
@@ -139,7 +146,17 @@ def render_run(summary: RunSummary, fmt: str) -> str:
     parts = [head, tabulate(rows, headers, tablefmt="simple", disable_numparse=True)]
     if summary.errors:
         kinds = ", ".join(f"{kind} {n}" for kind, n in summary.errors.items())
-        parts.append(f"errored answers (not scored): {kinds}")
+        parts.append(
+            "\n".join(
+                [
+                    f"errored answers (not scored): {kinds}",
+                    *error_lines(summary.error_kinds, redact=redact),
+                ]
+            )
+        )
+    if summary.prepare:
+        (line,) = prepare_lines(summary.prepare)
+        parts.append(f"before the queries (not latency): {line.removeprefix('run: ')}")
     if summary.latency is not None:
         lat = summary.latency
         parts.append(
@@ -174,6 +191,8 @@ def render_failures(run: RefRun) -> str:
     ("harness: error: STAGE: message"), then the service log lines that say why."""
     lines = []
     for failure in dict.fromkeys(run.failures):
-        lines.append(f"harness: error: {failure.stage}: {failure.message}")
+        said = failure.message
+        said = said if said.startswith(failure.stage) else f"{failure.stage}: {said}"
+        lines.append(f"harness: error: {said}")
         lines += failure.log_tail
     return "".join(f"{line}\n" for line in lines)

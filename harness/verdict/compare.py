@@ -291,6 +291,16 @@ def compare(
         latency=latency,
         flips=tuple(flips),
         findings=_findings(overall, settings) if not invalid else (),
+        errors=tuple(
+            summary
+            for side, run in zip(("baseline", "candidate"), runs, strict=True)
+            for summary in validity.error_kinds(gold, run, side)
+        ),
+        prepare=tuple(
+            step
+            for side, run in zip(("baseline", "candidate"), runs, strict=True)
+            for step in validity.prepare_steps(run, side)
+        ),
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
     )

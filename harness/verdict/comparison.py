@@ -300,6 +300,33 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class PrepareStep:
+    """One step between a side's readiness and its queries (a prepare command, the loader's
+    batches, its index call): the median seconds over the repeats that ran it. Never part of
+    query latency."""
+
+    side: str
+    step: str  # "prepare[0]", "load", "index"
+    median_s: float
+    repeats: int
+
+
+@dataclass(frozen=True)
+class ErrorKindSummary:
+    """The errored answers of one side of one kind: how many, by HTTP status, one sample of what
+    the service said (its first ~200 characters, None once redacted), and what to do."""
+
+    side: str
+    kind: str  # an ErrorKind value, or "missing"
+    count: int
+    asked: int  # answers expected over the usable repeats: the share is count / asked
+    statuses: tuple[tuple[int, int], ...]  # (HTTP status >= 300, answers), by status
+    sample: str | None  # one errored answer's detail (the body excerpt for an HTTP status)
+    sample_query: str | None  # the query id that sample answered
+    advice: str
+
+
+@dataclass(frozen=True)
 class RepeatMeans:
     """One usable repeat of one side: the mean of each compared metric over the analysed
     answerable queries (in the order of `Comparison.overall.rows`), and its latency p50 (ms)."""
@@ -349,6 +376,8 @@ class Comparison:
     flips: tuple[Flips, ...]
     findings: tuple[str, ...] = ()  # e.g. "candidate unstable: ..."
     floors: tuple[FloorRow, ...] = ()  # [gate.floors] on the candidate (harness.gate.floors)
+    errors: tuple[ErrorKindSummary, ...] = ()  # per side and kind, when any answer errored
+    prepare: tuple[PrepareStep, ...] = ()  # per side and step, when anything ran after ready
     repeats: tuple[RepeatMeans, ...] = ()
     top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
     # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
@@ -395,6 +424,8 @@ class RunSummary:
     latency: LatencySummary | None
     scopes: tuple[tuple[str, int, Mapping[str, float]], ...]
     drift: Mapping[str, int]
+    error_kinds: tuple[ErrorKindSummary, ...] = ()  # the same errors with statuses and advice
+    prepare: tuple[PrepareStep, ...] = ()  # each step after readiness, median over repeats
 
     @property
     def complete(self) -> bool:

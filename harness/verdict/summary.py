@@ -72,4 +72,6 @@ def summarise_run(gold: GoldSet, run: RefRun, settings: CompareSettings) -> RunS
         latency=latency.latency_summary(ok_ns) if ok_ns else None,
         scopes=tuple(scopes),
         drift=drift,
+        error_kinds=validity.error_kinds(gold, run, "run"),
+        prepare=validity.prepare_steps(run, "run"),
     )

@@ -8,16 +8,20 @@ answers.
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 
+from harness.errors import clip
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict.comparison import CompareSettings
+from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
 
 _SIDES = ("baseline", "candidate")
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
 _WARNING_STAGES = frozenset({"teardown"})
 _SHOWN_IDS = 5
+_SAMPLE_CHARS = 200  # of a sample answer's detail, shown with the errors of its kind
+NEARLY_ALL = 0.9  # a share of failed queries past which the request itself is wrong
 
 
 def usable(run: RefRun) -> tuple[Repeat, ...]:
@@ -39,7 +43,7 @@ def run_failures(label: str, run: RefRun) -> list[str]:
     and every repeat that failed at any stage but teardown (with its log, when there is one)."""
     reasons = []
     if run.build_failure is not None:
-        reasons.append(f"{label}: build failed: {run.build_failure.message}")
+        reasons.append(f"{label}: {_build_failed(run.build_failure.message)}")
     elif not run.repeats:
         reasons.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
     for rep in run.repeats:
@@ -50,6 +54,11 @@ def run_failures(label: str, run: RefRun) -> list[str]:
                 f"{rep.failure.message}{log}"
             )
     return reasons
+
+
+def _build_failed(message: str) -> str:
+    """ "build failed: ..." once, whether the recorded message says it already or not."""
+    return message if message.startswith("build failed") else f"build failed: {message}"
 
 
 def errored_problems(
@@ -84,14 +93,109 @@ def errored_problems(
         counts += f"; e.g. {', '.join(some)}" + (", ..." if len(ids) > _SHOWN_IDS else "")
     what = f"{label}: {errored} errored answer{'s' * (errored != 1)} ({counts})"
     if errored > max_errors:
-        hint = "see the service log, or raise compare.max_errors"
-        if errored == asked:
+        if errored >= NEARLY_ALL * asked:
+            every = "every" if errored == asked else "nearly every"
             hint = (
-                "every query failed: check query.path, query.method and the request shape, "
-                "query.ids against a real answer, and the service log"
+                f"{every} query failed, so the request or the answer's shape is wrong, not "
+                "the service's luck: check query.path, query.method and the request body, and "
+                "the response shape against query.ids"
             )
-        return [f"{what} exceed max_errors = {max_errors}; {hint}"], []
+        else:
+            hint = "see the service log, or raise compare.max_errors"
+        by_status = tuple(sorted(statuses.items()))
+        specific = [
+            advice(kind, by_status if kind == "http_status" else ()) for kind in sorted(kinds)
+        ]
+        extra = "".join(f"; {a}" for a in dict.fromkeys(specific) if a)
+        return [f"{what} exceed max_errors = {max_errors}; {hint}{extra}"], []
     return [], [f"{what}, within max_errors; those queries are left out"]
+
+
+# What a status or kind most often means, and what to change: the first fit wins.
+_BY_STATUS = {
+    400: "HTTP 400: the service refused the request: check query.params or query.json",
+    401: "HTTP 401: the service wants credentials: pin them in query.headers",
+    403: "HTTP 403: the service refused access: check query.headers",
+    404: "HTTP 404: no such endpoint: check query.path (and the service's routes)",
+    405: "HTTP 405: the endpoint takes another method: check query.method",
+    415: "HTTP 415: the body's content type is not what the endpoint takes (a form or JSON)",
+    422: "HTTP 422: the body's shape is not what the endpoint takes (a FastAPI Form() wants a "
+    "form, not JSON): check query.json, query.params and the field names",
+    500: "HTTP 500: the service failed on the query text: some engines reject raw questions "
+    '(SQLite FTS5: query.rewrite = "fts5_or"); see the service log',
+}
+_SPECIFIC = {
+    "timeout": "timeout: raise query.timeout if the service is only slow, else see its log",
+    "connection": "connection: the service closed or refused connections: see its log",
+    "not_json": "not_json: the answer is not JSON: check query.path, or set query.select for "
+    "an HTML page",
+    "no_match": "no_match: query.ids found nothing in the answer: hold it against the sample",
+    "bad_shape": "bad_shape: query.ids (or scores) picked something that is not a list of ids",
+    "too_large": "too_large: raise query.max_bytes if the service is right to send that much",
+    "missing": "missing: the repeat ended before every query was asked: see the failures",
+}
+
+
+def advice(kind: str, statuses: Sequence[tuple[int, int]] = ()) -> str:
+    """What an errored answer of `kind` (with these HTTP statuses, most frequent first counts)
+    most likely means and what to change; "" when there is nothing better than the log."""
+    for status, _ in sorted(statuses, key=lambda s: -s[1]):
+        if status in _BY_STATUS:
+            return _BY_STATUS[status]
+        if status >= 500:
+            return f"HTTP {status}: the service failed: see the service log"
+    return _SPECIFIC.get(kind, "")
+
+
+def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary, ...]:
+    """The errored answers of `run` over its usable repeats, one summary per kind: counts, HTTP
+    statuses, the first errored answer's detail as a sample (clipped), and `advice`."""
+    counts: Counter[str] = Counter()
+    statuses: dict[str, Counter[int]] = {}
+    samples: dict[str, tuple[str | None, str]] = {}
+    asked = 0
+    for answers in map(by_query, usable(run)):
+        for q in gold.queries:
+            asked += 1
+            result = answers.get(q.id)
+            kind = "missing" if result is None else result.error and result.error.value
+            if not kind:
+                continue
+            counts[kind] += 1
+            if result is not None and result.status is not None and result.status >= 300:
+                statuses.setdefault(kind, Counter())[result.status] += 1
+            if kind not in samples and result is not None:
+                samples[kind] = (result.detail, q.id)
+    found = []
+    for kind, n in sorted(counts.items()):
+        by_status = tuple(sorted(statuses.get(kind, Counter()).items()))
+        detail, query_id = samples.get(kind, (None, ""))
+        found.append(
+            ErrorKindSummary(
+                side=side,
+                kind=kind,
+                count=n,
+                asked=asked,
+                statuses=by_status,
+                sample=None if detail is None else clip(detail, _SAMPLE_CHARS),
+                sample_query=query_id or None,
+                advice=advice(kind, by_status),
+            )
+        )
+    return tuple(found)
+
+
+def prepare_steps(run: RefRun, side: str) -> tuple[PrepareStep, ...]:
+    """The median seconds of each step after readiness over the repeats that ran it, in the
+    order the steps ran (the prepare commands, then the loader)."""
+    seen: dict[str, list[float]] = {}
+    for rep in run.repeats:
+        for step, seconds in rep.prepare_steps.items():
+            seen.setdefault(step, []).append(seconds)
+    return tuple(
+        PrepareStep(side, step, float(statistics.median(values)), len(values))
+        for step, values in seen.items()
+    )
 
 
 def id_space_problems(
