@@ -126,6 +126,19 @@ _KINDS: dict[str, dict[str, Any]] = {
 }
 
 
+def _kind_schema(kind: str) -> dict[str, Any]:
+    """A key's JSON Schema by its kind; [service.load] from its own key table."""
+    if kind == "load":
+        from harness.config.schema import LOAD_KEYS
+
+        return {
+            "type": "object",
+            "properties": {key: dict(_KINDS[k.kind]) for key, k in LOAD_KEYS.items()},
+            "additionalProperties": False,
+        }
+    return dict(_KINDS[kind])
+
+
 def config_schema() -> dict[str, Any]:
     """harness.toml: every section and key of harness.config.schema.SECTIONS with its type, the
     required keys, the per-side [baseline.*] / [candidate.*] overrides and the per-ref
@@ -136,7 +149,7 @@ def config_schema() -> dict[str, Any]:
 
     def section(name: str, required: bool) -> dict[str, Any]:
         keys = SECTIONS[name]
-        properties = {key: dict(_KINDS[k.kind]) for key, k in keys.items()}
+        properties = {key: _kind_schema(k.kind) for key, k in keys.items()}
         if not required:  # an override table: `unset` removes inherited keys
             properties["unset"] = {"type": "array", "items": {"type": "string"}}
         out: dict[str, Any] = {
