@@ -44,6 +44,7 @@ PURE_LIBRARIES = frozenset(
         "typing",
         "numpy",
         "numpy.typing",
+        "scipy.special",
         "scipy.stats",
         "tabulate",
     }

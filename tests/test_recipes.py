@@ -84,7 +84,9 @@ def readme_recipe(name: str) -> str:
     return found.group(1)
 
 
-@pytest.mark.parametrize("name", ["text", "html", "form_fts5", "deployments"])
+@pytest.mark.parametrize(
+    "name", ["text", "html", "form_fts5", "build_index", "http_load", "deployments"]
+)
 def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
     assert readme_recipe(name) == (RECIPES / name / "harness.toml").read_text(encoding="utf-8")
 
@@ -99,7 +101,7 @@ def _regressed(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("name", ["text", "html", "form_fts5"])
+@pytest.mark.parametrize("name", ["text", "html", "form_fts5", "http_load"])
 def test_recipe_calls_the_worse_branch_a_regression(tmp_path: Path, name: str) -> None:
     if name == "html":
         pytest.importorskip("bs4", reason="query.select needs the html extra")
@@ -107,6 +109,19 @@ def test_recipe_calls_the_worse_branch_a_regression(tmp_path: Path, name: str) -
     done = _compare(sandbox, "--baseline", "main", "--candidate", "worse")
     _regressed(done)
     assert "unknown id" not in done.stdout.lower(), done.stdout
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_a_build_that_writes_an_index_boots_again_from_a_fresh_worktree(tmp_path: Path) -> None:
+    """The cached build is reused by the second --fresh compare, in new worktrees: what the
+    build wrote (index/) comes back with it, so the service boots as after a real build."""
+    sandbox = recipe_sandbox(tmp_path / "box", "build_index")
+    first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(first)
+    again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(again)
+    records = [json.loads(p.read_text()) for p in (sandbox.results / "runs").glob("*.json")]
+    assert sorted(r["build_cached"] for r in records) == [False, False, True, True]
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
 
 

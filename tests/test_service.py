@@ -432,6 +432,28 @@ def test_sigterm_ignoring_service_and_setsid_grandchild_are_both_killed(boot: Bo
     assert report.exit_status is not None and report.exit_status < 0  # the leader was signalled
 
 
+def test_teardown_walks_only_the_harness_own_tree_never_every_process(
+    boot: Boot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The setsid grandchild is an orphan: found because the harness is its subreaper, so it
+    # stays in the harness's own tree; a scan of every process would fail this test.
+    if not processes.become_subreaper():
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) is unavailable here")
+
+    def no_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("teardown scanned every process on the machine")
+
+    ctx = boot(START + " --mode stubborn", stop_timeout=0.5, sandbox="plain")
+    with ctx as svc:
+        pids = _get(svc, "/pids")
+        monkeypatch.setattr(processes.psutil, "process_iter", no_scan)
+    monkeypatch.undo()
+    report = ctx.teardown
+    assert report is not None and report.confirmed
+    assert {pids["pid"], pids["grandchild"]} <= set(report.killed_pids)
+    assert not _alive(pids["grandchild"])
+
+
 def test_a_background_process_left_by_prepare_is_killed_too(boot: Boot) -> None:
     ctx = boot(prepare=("sleep 300 & echo $! > {home}/bg.pid",), sandbox="plain")  # host pids
     with ctx as svc:

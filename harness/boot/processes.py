@@ -9,8 +9,12 @@
 
 Teardown is by process group, SIGTERM then SIGKILL. A boot's processes are found three ways: the
 leader (our child, never reaped before the end), its descendants (walked while alive), and any
-process whose environment carries MARKER_ENV=run_id (orphans re-parented to init, daemons that
-called setsid(), leftovers of prepare commands).
+process whose environment carries MARKER_ENV=run_id (orphans, daemons that called setsid(),
+leftovers of prepare commands). Every walk reads only a tree's own /proc/PID/task/*/children
+files: the harness makes itself its descendants' subreaper (prctl PR_SET_CHILD_SUBREAPER), so an
+orphan is re-parented to the harness, not to init, and the marker is looked for among the
+harness's own descendants; a teardown never scans every process on the machine (it did, twice
+per teardown, at a cost that grew with everything else running there).
 
 The harness itself: Python dies on SIGTERM without running `finally`; `signals_unwind()` (or
 `install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, a KeyboardInterrupt, so a
@@ -21,7 +25,8 @@ stays a descendant of the leader (bwrap) inside its PID namespace, so the walk f
 when the namespace's init ends, the kernel kills whatever is left. Plain isolation's limitation
 (stated in the README too): a process found neither in the service's descendant tree (walked
 before SIGTERM and again before SIGKILL) nor by the MARKER_ENV marker in its environment (a
-double-forked daemon that also scrubbed its environment) cannot be found without cgroups.
+double-forked daemon that also scrubbed its environment) cannot be found without cgroups; where
+prctl is unavailable, the marker search falls back to a scan of every process.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -78,12 +84,23 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def find_marked(run_id: str) -> list[psutil.Process]:
-    """Every live process of our uid whose environment carries MARKER_ENV=run_id."""
+def find_marked(run_id: str, *, under: int | None = None) -> list[psutil.Process]:
+    """Every live process of our uid whose environment carries MARKER_ENV=run_id: among the
+    descendants of `under` when given (a walk of that tree only), else among all processes."""
+    if under is not None:
+        procs = []
+        for pid in descendants(under):
+            with contextlib.suppress(psutil.Error):
+                procs.append(psutil.Process(pid))
+    else:
+        procs = [
+            p
+            for p in psutil.process_iter(["uids"])
+            if (uids := p.info.get("uids")) is not None and uids.real == os.getuid()
+        ]
     found = []
-    for proc in psutil.process_iter(["uids"]):
-        uids = proc.info.get("uids")
-        if uids is None or uids.real != os.getuid() or proc.pid == os.getpid():
+    for proc in procs:
+        if proc.pid == os.getpid():
             continue
         try:
             if proc.environ().get(MARKER_ENV) == run_id and _alive(proc):
@@ -91,6 +108,70 @@ def find_marked(run_id: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
+
+
+def _children(pid: int) -> list[int] | None:
+    """`pid`'s children from /proc/PID/task/*/children (Linux >= 3.5 with CONFIG_PROC_CHILDREN),
+    reading only that process's own entries; None when the kernel does not offer the file."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return [] if os.path.isdir("/proc/self/task") else None  # gone, or no procfs at all
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                found += map(int, fh.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+                return None
+        except OSError:
+            continue  # that thread ended meanwhile
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant of `pid` now, found by walking its tree (never a scan of every
+    process on the machine, unless the kernel offers no children file: then psutil's)."""
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        children = _children(stack.pop())
+        if children is None:  # no children file: psutil builds the ppid map instead
+            with contextlib.suppress(psutil.Error):
+                return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+            return out
+        out += children
+        stack += children
+    return out
+
+
+_SUBREAPER: list[bool] = []  # once per process: did prctl(PR_SET_CHILD_SUBREAPER) succeed
+
+
+def become_subreaper() -> bool:
+    """Make this process the subreaper of its descendants (Linux prctl PR_SET_CHILD_SUBREAPER):
+    an orphan of a service (a daemon that double-forked or called setsid()) is re-parented to
+    the harness instead of init, so it stays in the harness's own process tree, where teardown
+    looks for it. False where the call is unavailable (then teardown scans every process)."""
+    if not _SUBREAPER:
+        ok = False
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                ok = libc.prctl(36, 1, 0, 0, 0) == 0  # 36 = PR_SET_CHILD_SUBREAPER
+        _SUBREAPER.append(ok)
+    return _SUBREAPER[0]
+
+
+def reap(pids: Iterable[int]) -> None:
+    """Reap those of `pids` that are our ended children (orphans re-parented to us as
+    subreaper), without touching any other child: subprocess.Popen reaps its own."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _signal(proc: psutil.Process, sig: signal.Signals) -> None:
@@ -105,27 +186,39 @@ class ProcessTree:
     that called setsid(), leftovers of prepare commands).
 
     `poll_interval` (seconds) is how often `stop` checks whether they are gone; `kill_rounds` is
-    how many collect-then-SIGKILL rounds it makes before declaring survivors."""
+    how many collect-then-SIGKILL rounds it makes before declaring survivors. `contained`: every
+    process of the boot stays a descendant of the leader (a bubblewrap PID namespace), so the
+    marker search is skipped. Otherwise the harness is made a subreaper (`become_subreaper`) and
+    the marker is looked for among its own descendants only; every walk reads the boot's (or
+    the harness's) own tree, never every process on the machine."""
 
-    def __init__(self, run_id: str, *, poll_interval: float, kill_rounds: int) -> None:
+    def __init__(
+        self, run_id: str, *, poll_interval: float, kill_rounds: int, contained: bool = False
+    ) -> None:
         self.run_id = run_id
         self.poll_interval = poll_interval
         self.kill_rounds = kill_rounds
+        self.contained = contained
+        self._scoped = contained or become_subreaper()
         self.leader: subprocess.Popen[bytes] | None = None
         self.tracked: dict[int, psutil.Process] = {}
 
     def collect(self) -> list[psutil.Process]:
         """Track every process found now; return the live ones."""
-        roots = list(self.tracked.values())
-        if self.leader is not None:
+        roots = [p for p in self.tracked.values() if _alive(p)]
+        if self.leader is not None and self.leader.pid not in self.tracked:
             with contextlib.suppress(psutil.Error):
                 roots.append(psutil.Process(self.leader.pid))
-        found = [*roots, *find_marked(self.run_id)]
-        for proc in list(found):
-            with contextlib.suppress(psutil.Error):
-                found += proc.children(recursive=True)
-        for proc in found:
-            self.tracked.setdefault(proc.pid, proc)
+        if not self.contained:
+            roots += find_marked(self.run_id, under=os.getpid() if self._scoped else None)
+        found = {p.pid: p for p in roots}
+        for proc in roots:
+            for pid in descendants(proc.pid):
+                if pid not in found and pid not in self.tracked:
+                    with contextlib.suppress(psutil.Error):
+                        found[pid] = psutil.Process(pid)
+        for pid, proc in found.items():
+            self.tracked.setdefault(pid, proc)
         return [p for p in self.tracked.values() if _alive(p)]
 
     def _wait_gone(self, timeout: float) -> list[psutil.Process]:
@@ -168,6 +261,7 @@ class ProcessTree:
         if self.leader is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 status = self.leader.wait(timeout=kill_wait if survivors else None)
+        reap(pid for pid in self.tracked if self.leader is None or pid != self.leader.pid)
         return TeardownReport(
             confirmed=not survivors,
             killed_pids=tuple(sorted(ended)),

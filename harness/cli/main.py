@@ -192,8 +192,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.report.runs import render_failures
+    from harness.results.cache import cached_compare
     from harness.results.comparisons import save_comparison
-    from harness.verdict.compare import compare
 
     _require_html(args.format)
     plan, settings = _plan(args)
@@ -216,7 +216,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # The gold set as the repository names it: the checkout's absolute path means nothing in a
     # saved comparison or a pull-request comment.
     gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
-    comparison = compare(gold, baseline, candidate, settings, corpus_ids)
+    comparison, cached = cached_compare(
+        plan.results_dir,
+        gold,
+        baseline,
+        candidate,
+        settings,
+        corpus_ids,
+        corpus_hash=plan.corpus_hash,
+        use=not args.redact,  # an entry holds query texts: none is written under --redact
+    )
+    if cached:
+        print(
+            "harness: both runs and every setting as before: the comparison is read back "
+            "from the cache",
+            file=sys.stderr,
+        )
     comparison = _with_floors(comparison, floors, plan, candidate)
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     _close(plan)

@@ -16,6 +16,7 @@ Comparison holds no other document text: ids, hashes and numbers only).
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import types
 import typing
@@ -100,6 +101,13 @@ class _Malformed(Exception):
         super().__init__(f"{where}: {message}")
 
 
+@functools.cache
+def _shape(tp: type) -> tuple[dict[str, Any], frozenset[str]]:
+    """A dataclass's resolved field types and names, worked out once per class (resolving
+    string annotations was 70% of reading a 10k-query comparison back)."""
+    return typing.get_type_hints(tp), frozenset(f.name for f in fields(tp))
+
+
 def _load(tp: Any, value: object, where: str) -> Any:
     """Rebuild a value of type `tp` (a dataclass, enum, tuple, union or scalar) from JSON."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -120,8 +128,7 @@ def _load(tp: Any, value: object, where: str) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         if not isinstance(value, dict):
             raise _Malformed(where, f"expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
-        known = {f.name for f in fields(tp)}
+        hints, known = _shape(tp)
         if unknown := sorted(set(value) - known):
             raise _Malformed(where, f"unknown field {unknown[0]!r}")
         loaded = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import html_available, render
@@ -46,6 +48,11 @@ def save_comparison(
     with saving as directory:
         for side, run in zip(("baseline", "candidate"), runs, strict=False):
             record = run_to_dict(run)
+            if not redact and (same := _same_record(run, record)) is not None:
+                # The bytes already written under runs/: copied, not encoded again (an
+                # indented dump is pure Python, the largest CPU cost of saving a comparison).
+                write_text_new(directory / f"{side}.json", same)
+                continue
             write_json_new(
                 directory / f"{side}.json", redacted_record(record) if redact else record
             )
@@ -55,6 +62,17 @@ def save_comparison(
             write_text_new(directory / HTML_FILE, render(comparison, "html", redact=redact))
     assert saving.path is not None  # the block ended without an exception
     return saving.path
+
+
+def _same_record(run: RefRun, record: dict[str, Any]) -> str | None:
+    """The text of `run`'s record file when it holds exactly `record`, else None."""
+    if run.record_path is None:
+        return None
+    try:
+        text = Path(run.record_path).read_text(encoding="utf-8")
+        return text if json.loads(text) == record else None
+    except (OSError, ValueError):
+        return None
 
 
 def load_comparison(directory: Path) -> Comparison:

@@ -28,8 +28,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.score.metrics import METRICS_VERSION
-
 PARTS = ("gold", "corpus", "query", "k", "metrics", "config")
 WORDS = {
     "gold": "the gold set differs",
@@ -61,6 +59,14 @@ class Definition:
         return {"sha256": self.sha256, "parts": {p.name: p.sha256 for p in self.parts}}
 
 
+def _metrics_version() -> str:
+    # Imported on use: harness.types imports this module, and the metric registry brings numpy,
+    # which `harness --help` must not load (tests/test_fast_paths.py).
+    from harness.score.metrics import METRICS_VERSION
+
+    return METRICS_VERSION
+
+
 def _digest(value: object) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -87,7 +93,7 @@ def definition(
         "corpus": corpus,
         "query": {side: _set_keys(q) for side, q in query.items()},
         "k": sorted(set(k)),
-        "metrics": {"version": METRICS_VERSION, "names": list(metrics), "rel_level": rel_level},
+        "metrics": {"version": _metrics_version(), "names": list(metrics), "rel_level": rel_level},
         "config": dict(config or {}),
     }
     parts = tuple(DefinitionPart(name, _digest(values[name])) for name in PARTS)

@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import Problem, ResultsError
+from harness.score.columns import read_trec_columns
 from harness.types import GoldSet
 
 TREC_LINE = "qid Q0 docid rank score tag"
 JSONL_LINE = '{"id": qid, "ranking": [docid, ...], "scores": [number, ...]}'
 _JSONL_KEYS = frozenset({"id", "ranking", "scores"})
+_FIRST = re.compile(rb"[^ \t\n\r\x0b\x0c]")  # the first byte that is not ASCII whitespace
 _SHOWN = 50  # problems listed in full; a file in the wrong format would yield one per line
 
 
@@ -54,7 +57,9 @@ def load_run(path: str | Path) -> Run:
     """Read a TREC or JSONL run file; raises ResultsError listing every malformed line."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        if not data.isascii():
+            data.decode("utf-8")  # only to fail here, naming the byte, before any parsing
     except FileNotFoundError:
         raise ResultsError(f"run file {source} does not exist", ["check the --run path"]) from None
     except UnicodeDecodeError as exc:
@@ -64,7 +69,13 @@ def load_run(path: str | Path) -> Run:
         ) from None
     except OSError as exc:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
-    return parse_run(text, source)
+    first = _FIRST.search(data)
+    if first is not None and first.group() != b"{":  # TREC: column-wise when all is well formed
+        found = read_trec_columns(data)
+        if found is not None:
+            return Run(found[0], found[1], source, "trec")
+    # JSONL, or a TREC file with a problem: line by line, naming every problem.
+    return parse_run(data.decode("utf-8"), source)
 
 
 def require_gold_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None:

@@ -130,13 +130,11 @@ def _continuous_row(
     sel: BoolArray,
     settings: CompareSettings,
     power_alpha: float,
+    test: stats.ContinuousTest,
 ) -> MetricRow:
     alpha = settings.alpha
     matrices = [side.matrix(metric)[:, sel] for side in (base, cand)]
     b, c = (m.mean(axis=0) for m in matrices)
-    test = stats.continuous_test(
-        b, c, alpha=alpha, seed=settings.seed, resamples=settings.resamples
-    )
     undecided = test.p < alpha and test.verdict is Verdict.NO_DIFFERENCE
     level = f"{100 * (1 - alpha):g}% CI"
     return MetricRow(
@@ -176,10 +174,28 @@ def score_scope(
     holm_slices and the headline).  Power is stated at alpha / `family`, the number of tests
     the scope's calls are corrected across."""
     power_alpha = settings.alpha / family
+    continuous = [str(s) for s in settings.specs if s.kind is not Kind.BINARY]
+    # Every continuous metric of the scope in one call: one set of resamples serves them all.
+    tests = dict(
+        zip(
+            continuous,
+            stats.continuous_tests(
+                [
+                    tuple(side.matrix(metric)[:, sel].mean(axis=0) for side in (base, cand))
+                    for metric in continuous
+                ],
+                alpha=settings.alpha,
+                seed=settings.seed,
+                resamples=settings.resamples,
+                family=family,
+            ),
+            strict=True,
+        )
+    )
     rows = [
         _hit_row(str(s), base, cand, sel, topk[s.depth], settings, power_alpha)
         if s.kind is Kind.BINARY
-        else _continuous_row(str(s), base, cand, sel, settings, power_alpha)
+        else _continuous_row(str(s), base, cand, sel, settings, power_alpha, tests[str(s)])
         for s in settings.specs
     ]
     return Scope(name, int(sel.sum()), tuple(rows))

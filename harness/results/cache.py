@@ -1,0 +1,103 @@
+"""The comparison cache: a comparison computed once is read back, not recomputed.
+
+    comparison = cached_compare(results_dir, gold, baseline, candidate, settings,
+                                corpus_ids, corpus_hash=...)
+
+Key (`comparison_key`): sha256 of both run records (each record file's bytes, with the repeats
+and the reuse and pairing marks the comparison used; a run never written to a file is hashed
+from its JSON form), every CompareSettings field, the gold set's and corpus's hashes and the
+harness version. So a re-compare of two reused runs with the same settings does no statistics
+at all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
+set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
+one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
+redaction happens when a report is rendered), compact JSON written atomically, never
+overwritten. An entry that cannot be read (another schema, a damaged file) is ignored and
+recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from harness import __version__
+from harness.errors import ResultsError
+from harness.report.document import comparison_from_dict, comparison_to_dict
+from harness.results.files import read_json, write_text_new
+from harness.results.records import run_to_dict
+from harness.types import GoldSet, RefRun
+from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings, Comparison
+
+CACHE_DIR = Path("cache") / "comparisons"
+
+
+def _run_digest(run: RefRun) -> str:
+    marks = {"repeats": len(run.repeats), "reused": run.reused, "pair_id": run.pair_id}
+    digest = hashlib.sha256(json.dumps(marks, sort_keys=True).encode())
+    path = Path(run.record_path) if run.record_path else None
+    if path is not None and path.is_file():
+        with path.open("rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+        digest.update(run.sha.encode() + run.config_hash.encode())
+    else:
+        digest.update(json.dumps(run_to_dict(run), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def comparison_key(
+    gold: GoldSet,
+    baseline: RefRun,
+    candidate: RefRun,
+    settings: CompareSettings,
+    corpus_hash: str | None,
+) -> str:
+    """The cache key of comparing these two runs on this gold set with these settings."""
+    parts = {
+        "baseline": _run_digest(baseline),
+        "candidate": _run_digest(candidate),
+        "settings": asdict(settings),
+        "gold": gold.hash,
+        "corpus": corpus_hash,
+        "version": __version__,
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cached_compare(
+    results_dir: Path,
+    gold: GoldSet,
+    baseline: RefRun,
+    candidate: RefRun,
+    settings: CompareSettings,
+    corpus_ids: frozenset[str] | None = None,
+    *,
+    corpus_hash: str | None = None,
+    use: bool = True,
+) -> tuple[Comparison, bool]:
+    """(the comparison, whether it came from the cache): `compare` unless an entry for exactly
+    these inputs exists; a new result is stored for next time (a full disk only skips that).
+    `use=False` (a --redact compare: an entry holds query texts and error details) neither reads
+    nor writes the cache."""
+    if not use:
+        return compare(gold, baseline, candidate, settings, corpus_ids), False
+    key = comparison_key(gold, baseline, candidate, settings, corpus_hash)
+    path = results_dir / CACHE_DIR / f"{key}.json"
+    if path.is_file():
+        try:
+            return comparison_from_dict(read_json(path), str(path)), True
+        except ResultsError:
+            pass  # another schema or a damaged entry: recompute
+    comparison = compare(gold, baseline, candidate, settings, corpus_ids)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Compact: json's C encoder (an indented dump is pure Python, 10x slower); no one reads
+        # a cache entry but the harness.
+        text = json.dumps(comparison_to_dict(comparison), sort_keys=True, separators=(",", ":"))
+        write_text_new(path, text + "\n")
+    except (OSError, ResultsError):
+        pass  # the cache is an optimisation: the comparison itself is saved elsewhere
+    return comparison, False

@@ -1,0 +1,107 @@
+"""The comparison cache: a re-compare of the same runs and settings reads the comparison back
+and does no statistics; a changed record, setting, gold set, corpus or version recomputes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
+
+import harness.results.cache as cache
+from harness.results.cache import CACHE_DIR, cached_compare
+from harness.results.records import load_run, save_run
+from harness.verdict.compare import compare
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> tuple[Path, object, object, object]:
+    gold = make_gold()
+    base = load_run(save_run(tmp_path, make_run(gold, ranks())))
+    cand = load_run(save_run(tmp_path, candidate(gold, ranks(buried(1, 2, 3, 4, 5, 6, 7)))))
+    return tmp_path, gold, base, cand
+
+
+def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return compare(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache, "compare", counting)
+    return calls
+
+
+def test_a_second_compare_of_the_same_runs_is_read_back_equal(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    results, gold, base, cand = stored
+    calls = _count_compares(monkeypatch)
+    first, hit1 = cached_compare(results, gold, base, cand, FAST)
+    second, hit2 = cached_compare(results, gold, base, cand, FAST)
+    assert (hit1, hit2) == (False, True) and len(calls) == 1
+    assert second == first
+    assert len(list((results / CACHE_DIR).glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "alpha",
+        "seed",
+        "k",
+        "gate_on",
+        "resamples",
+        "record",
+        "repeats",
+        "gold",
+        "corpus",
+        "version",
+    ],
+)
+def test_any_changed_input_recomputes(stored, monkeypatch, change: str) -> None:  # type: ignore[no-untyped-def]
+    results, gold, base, cand = stored
+    calls = _count_compares(monkeypatch)
+    settings, corpus = FAST, "c1"
+    cached_compare(results, gold, base, cand, settings, corpus_hash=corpus)
+    if change == "alpha":
+        settings = replace(settings, alpha=0.01)
+    elif change == "seed":
+        settings = replace(settings, seed=1)
+    elif change == "k":
+        settings = replace(settings, k=(1, 10))
+    elif change == "gate_on":
+        settings = replace(settings, gate_on=("mrr@10",))
+    elif change == "resamples":
+        settings = replace(settings, resamples=3_000)
+    elif change == "record":  # another measurement of the same ref: another record file
+        cand = load_run(save_run(results, candidate(gold, ranks(buried(1, 2)))))
+    elif change == "repeats":
+        base = replace(base, repeats=base.repeats[:1])
+    elif change == "gold":
+        gold = replace(gold, hash="another")
+    elif change == "corpus":
+        corpus = "c2"
+    elif change == "version":
+        monkeypatch.setattr(cache, "__version__", "9.9.9")
+    comparison, hit = cached_compare(results, gold, base, cand, settings, corpus_hash=corpus)
+    assert not hit and len(calls) == 2
+    assert comparison == compare(gold, base, cand, settings)
+
+
+def test_a_damaged_entry_is_recomputed_not_trusted(stored) -> None:  # type: ignore[no-untyped-def]
+    results, gold, base, cand = stored
+    first, _ = cached_compare(results, gold, base, cand, FAST)
+    (entry,) = (results / CACHE_DIR).glob("*.json")
+    entry.write_text("{not json")
+    again, hit = cached_compare(results, gold, base, cand, FAST)
+    assert not hit and again == first
+
+
+def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: ignore[no-untyped-def]
+    results, gold, base, cand = stored
+    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    assert not hit and not (results / CACHE_DIR).exists()
+    cached_compare(results, gold, base, cand, FAST)
+    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    assert not hit

@@ -1,0 +1,92 @@
+"""The fast paths give what the slow ones give: the column-wise TREC reader against the
+line-by-line one, and `import harness.cli.main` loads none of the heavy libraries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.score.columns import read_trec_columns
+from harness.score.runfile import _parse_trec, load_run
+
+_LINE = st.tuples(
+    st.sampled_from(["q1", "q2", "001", "NA"]),
+    st.sampled_from(["a", "b", "B", "é", "10", "9", "null"]),
+    st.sampled_from(["1", "1.0", "2.5", "-3", "1e3", "0.30000000000000004", "nan", "x"]),
+    st.sampled_from(["t", "run", ""]),  # "" drops the tag column: a 5-column line
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(_LINE, max_size=12), st.sampled_from([" ", "\t", "  "]))
+def test_column_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], sep: str) -> None:
+    text = "".join(
+        sep.join([q, "Q0", d, "1", s, *([t] if t else [])]) + "\n" for q, d, s, t in rows
+    )
+    fast = read_trec_columns(text.encode())
+    try:
+        slow = _parse_trec(text, "r")
+    except Exception:  # a problem the line reader names: the fast path must have declined
+        assert fast is None
+        return
+    if fast is not None:  # it may decline a good file (a hash collision), never misread one
+        assert list(fast[0]) == list(slow.rankings)
+        assert dict(fast[0]) == dict(slow.rankings) and dict(fast[1]) == dict(slow.scores or {})
+        assert all(type(s) is float for scores in fast[1].values() for s in scores)
+
+
+def test_separators_only_str_split_knows_go_the_slow_way(tmp_path: Path) -> None:
+    for odd in ("\r\n", "\x0c", "\u00a0", "\u2003"):
+        text = f"q Q0 a 1 1 t{odd}q Q0 b 2 2 t\n"
+        assert read_trec_columns(text.encode()) is None
+        path = tmp_path / "run.trec"
+        path.write_text(text, encoding="utf-8")
+        try:
+            expected = _parse_trec(text, str(path))
+        except Exception as exc:
+            expected = exc
+        try:
+            found = load_run(path)
+        except Exception as exc:
+            found = exc
+        assert type(found) is type(expected)
+        assert getattr(found, "message", None) == getattr(expected, "message", None)
+        if not isinstance(found, Exception):
+            assert found.rankings == expected.rankings
+
+
+def test_a_large_file_is_read_column_wise_and_equal(tmp_path: Path) -> None:
+    lines = [
+        f"q{q} Q0 d{(q * 7 + r) % 50} {r} {float(r % 7)} t\n" for q in range(200) for r in range(40)
+    ]
+    text = "".join(lines)
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    assert read_trec_columns(text.encode()) is not None
+    run, slow = load_run(path), _parse_trec(text, str(path))
+    assert run.rankings == slow.rankings and run.scores == slow.scores
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    code = (
+        "import json, sys, harness.cli.main, harness.cli.parser; "
+        "print(json.dumps(sorted(m for m in ('scipy', 'pandas', 'numpy', 'git', 'httpx', "
+        "'psutil', 'ssl') if m in sys.modules)))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(found.stdout) == []
+
+
+def test_the_metrics_command_loads_no_scipy_git_or_http() -> None:
+    code = (
+        "import json, sys, harness.report.runs, harness.score.evaluation, harness.gold, "
+        "harness.score.runfile; print(json.dumps(sorted(m for m in "
+        "('scipy', 'git', 'httpx', 'psutil') if m in sys.modules)))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(found.stdout) == []
