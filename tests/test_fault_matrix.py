@@ -267,7 +267,7 @@ def test_a_full_disk_at_saving_leaves_no_comparison_and_still_prints_the_report(
     assert "Traceback" not in done.stderr
     assert "No space left on device" in done.stderr
     assert "hit@5" in done.stdout  # the report was printed
-    saved = [p.name for p in results.iterdir() if p.name not in ("runs", "logs")]
+    saved = [p.name for p in results.iterdir() if p.name not in ("runs", "logs", "cache")]
     assert saved == []  # no empty or partial comparison, no temporary directory left
 
 
