@@ -30,6 +30,12 @@ def utc_stamp(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_new(path: Path, text: str) -> Path:
     """Write `text` to `path` atomically, refusing to overwrite an existing file (see
     write_bytes_new)."""
@@ -52,6 +58,9 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            # mkstemp makes 0600: results are shared (a report.html sent round), so the mode an
+            # ordinary file would get, 0666 less the umask.
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         try:
             os.link(tmp, path)
