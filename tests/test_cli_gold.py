@@ -113,3 +113,29 @@ def test_compare_fails_fast_on_a_bad_gold_set(tmp_path: Path, repeated: bool) ->
     # nothing measured, nothing saved (the results directory, checked writable first, may exist)
     assert not sandbox.results.exists() or not any(sandbox.results.iterdir())
     assert sandbox.leftovers() == []
+
+
+def test_convert_says_how_many_queries_it_wrote_and_records_the_corpus(tmp_path: Path) -> None:
+    gold = [json.loads(line) for line in GOLD.read_text().splitlines()[1:]]
+    judged = sum(1 for row in gold if row["relevant"])
+    assert judged < len(gold), "the example holds queries without any judgement"
+    done = run_cli("harness", "gold", "convert", GOLD, "--to", "trec", "--out", "t", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"harness: wrote {judged} queries as trec to t" in done.stderr  # not {len(gold)}
+    # TREC qrels hold no corpus; converting back with --corpus records its sha256 again.
+    done = run_cli(
+        "harness", "gold", "convert", "t/qrels.txt", "--queries", "t/topics.jsonl",
+        "--corpus", CORPUS, "--to", "native", "--out", "back.jsonl", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"harness: wrote {judged} queries as native to back.jsonl" in done.stderr
+    header = json.loads((tmp_path / "back.jsonl").read_text().splitlines()[0])
+    from harness.gold import file_sha256
+
+    assert header["corpus"]["sha256"] == file_sha256(CORPUS)
+    done = run_cli(
+        "harness", "gold", "check", "back.jsonl", "--corpus", CORPUS, "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "records no corpus sha256" not in done.stdout

@@ -107,3 +107,22 @@ def test_a_run_naming_no_gold_query_is_an_error_not_zeros(tmp_path: Path) -> Non
     done = run_cli("harness", "metrics", "--gold", GOLD, "--run", run, cwd=tmp_path)
     assert done.returncode == 2
     assert "names none of the" in done.stderr
+
+
+def test_trec_qrels_score_without_a_topics_file_as_trec_eval_does(tmp_path: Path) -> None:
+    # `trec_eval qrels run`: the judgements and the run are all that scoring reads.
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\nq2 0 d4 1\nq3 0 d9 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d2 1 9.0 t\nq1 Q0 d1 2 8.0 t\nq2 Q0 d4 1 5.0 t\nq2 Q0 d3 2 4.0 t\n")
+    done = run_cli(
+        "harness", "metrics", "--gold", qrels, "--run", run,
+        "--metrics", "RR@10,P_1,map,nDCG", "--format", "json", "--per-query", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert set(document["aggregate"]) == {"RR@10", "P_1", "map", "nDCG"}  # as given
+    assert document["per_query"]["q1"]["RR@10"] == 0.5
+    assert document["per_query"]["q2"]["P_1"] == 1.0
+    assert document["per_query"]["q3"]["map"] == 0.0  # judged, missing from the run: 0 (-c)
+    assert document["aggregate"]["RR@10"] == pytest.approx((0.5 + 1 + 0) / 3)

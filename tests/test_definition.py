@@ -102,3 +102,13 @@ def test_a_comparison_saved_before_definitions_is_refused_by_name() -> None:
     old = replace(c, header=replace(c.header, definition=None))
     with pytest.raises(NotComparableError, match="before evaluation definitions"):
         same_definition(c, "new", old, "old")
+
+
+def test_two_spellings_of_one_metric_define_the_same_measurement() -> None:
+    from harness.score.definition import definition
+
+    def of(*names: str) -> object:
+        return definition(gold="g", corpus=None, query={"run": {}}, k=[10], metrics=names)
+
+    assert of("nDCG@10", "P_5") == of("ndcg@10", "p@5")
+    assert of("ndcg@10") != of("mrr@10")

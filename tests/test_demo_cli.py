@@ -95,3 +95,48 @@ def test_nothing_is_left_behind(demo: Demo) -> None:
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or ())
         assert str(home) not in cmdline, cmdline
+
+
+def test_the_demo_repository_ignores_what_compare_writes_in_it(tmp_path: Path) -> None:
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    (repo / "results" / "runs").mkdir(parents=True)
+    (repo / "results" / "runs" / "x.json").write_text("{}")
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert status.stdout == ""  # results/ is ignored, and nothing else is untracked
+
+
+def test_python_m_harness_demo_generate_runs_without_a_warning(tmp_path: Path) -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "harness.demo.generate", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr
+    assert (tmp_path / "out" / "gold.jsonl").is_file()
+
+
+def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -> None:
+    # scripts/readme_excerpt.py made the excerpt from a real run; the quality lines must stay
+    # true (the demo is deterministic), while latency figures move with the machine.
+    _, done = demo
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("Trimmed (whole lines left out", 1)[1].split("```text\n", 1)[1]
+    excerpt = excerpt.split("```", 1)[0]
+    quality = [
+        line
+        for line in excerpt.splitlines()
+        if line.startswith(("harness: main", "quality:", "hit@5:", "hit@10:", "Holm across",
+                            "mrr@10 ", "unanswerable", "outranks", "q0", "Flips at"))
+    ]  # fmt: skip
+    assert len(quality) >= 12
+    printed = set(done.stdout.splitlines())
+    assert [line for line in quality if line not in printed] == []

@@ -256,6 +256,7 @@ def test_materialise_makes_main_and_feat_x_differing_exactly_by_the_diff(demo_re
     assert _git(demo_repo, "status", "--porcelain") == ""
     assert _git(demo_repo, "ls-files").split() == sorted(
         [
+            ".gitignore",
             "README.md",
             "ablation.toml",
             "data/corpus.jsonl",

@@ -3,6 +3,7 @@ ones (0 ok, 1 regressed, 2 usage or gold error, 3 invalid, 128 + N on signal N).
 
 from __future__ import annotations
 
+import argparse
 import signal
 
 from harness.cli.exits import (
@@ -44,3 +45,40 @@ def test_an_inconclusive_or_not_compared_latency_fails_nothing() -> None:
         assert exit_status([Verdict.NO_DIFFERENCE, latency]) == EXIT_OK
         assert exit_status([Verdict.REGRESSED, latency]) == EXIT_REGRESSED
         assert exit_status([Verdict.INVALID, latency]) == EXIT_INVALID
+
+
+def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    from harness.cli.parser import build_parser
+
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    missing = [
+        f"harness {name}: {action.option_strings or action.dest}"
+        for name, parser in _commands()
+        for action in parser._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    assert missing == []
+
+
+def test_every_command_help_shows_its_exit_statuses_and_examples() -> None:
+    for name, parser in _commands():
+        text = parser.format_help()
+        assert "exit status:" in text, name
+        if name not in ("gold",):
+            assert "examples:" in text, name
+    compare = dict(_commands())["compare"].format_help()
+    assert "\n  1 quality or latency regressed\n" in compare  # the layout is kept
+    assert "\n  3 invalid:" in compare

@@ -46,6 +46,7 @@ class FakePlan:
     corpus_hash: str | None
     concurrency: int = 1
     config: FakeConfig = field(default_factory=FakeConfig)
+    observer: None = None  # told nothing here (the progress tests cover it)
     ray: str | None = None  # rounds here, never on Ray
 
 

@@ -86,7 +86,7 @@ def test_kinds_pick_the_statistical_test() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "ndcg", "ndcg@", "ndcg@0", "ndcg@-1", "ndcg@010", "ndcg@1.5", "ndcg @10", "foo@10",
+    ["", "hit", "ndcg@", "ndcg@0", "ndcg@-1", "ndcg@010", "ndcg@1.5", "ndcg @10", "foo@10",
      "NDCG@10", "ndcg@10 ", "@10", "map@10"],
 )  # fmt: skip
 def test_non_canonical_names_raise_with_the_known_list(bad: str) -> None:
@@ -97,8 +97,8 @@ def test_non_canonical_names_raise_with_the_known_list(bad: str) -> None:
 
 @pytest.mark.parametrize(
     ("bad", "meant"),
-    [("P@10", "p@10"), ("Success@5", "hit@5"), ("nDCG@010", "ndcg@10"), ("RR@3", "mrr@3"),
-     ("map@100", "ap@100"), (" ndcg @ 5", "ndcg@5")],
+    [("PRECISION@10", "p@10"), ("SUCCESS@5", "hit@5"), ("nDCG@010", "ndcg@10"),
+     ("rr@3", "mrr@3"), ("map@100", "ap@100"), (" ndcg @ 5", "ndcg@5")],
 )  # fmt: skip
 def test_errors_suggest_the_canonical_spelling(bad: str, meant: str) -> None:
     with pytest.raises(ValueError, match=f"did you mean {meant}\\?"):
@@ -535,3 +535,48 @@ def test_judged_queries_with_no_relevant_document_count_as_zero_like_trec_eval()
     assert ev.per_query["q2"] == {"ndcg@10": 0.0, "recall@10": 0.0, "p@5": 0.0}
     # compare's rule is unchanged: only answerable queries are averaged
     assert evaluation.evaluate(gold, run, ["ndcg@10"]).query_ids == ("q1", "q3")
+
+
+# --------------------------------------------------------------------------- other tools' names
+
+
+@pytest.mark.parametrize(
+    ("given", "name", "k"),
+    [("nDCG@10", "ndcg", 10), ("P@5", "p", 5), ("RR@10", "mrr", 10), ("AP@100", "ap", 100),
+     ("R@100", "recall", 100), ("Success@5", "hit", 5), ("AP", "ap", None),
+     ("nDCG", "ndcg", None), ("RR", "mrr", None), ("P_5", "p", 5), ("ndcg_cut_10", "ndcg", 10),
+     ("recall_100", "recall", 100),
+     ("map_cut_100", "ap", 100), ("success_5", "hit", 5), ("recip_rank", "mrr", None),
+     ("map", "ap", None), ("ndcg", "ndcg", None), ("ap", "ap", None), ("mrr", "mrr", None)],
+)  # fmt: skip
+def test_ir_measures_and_trec_eval_names_map_onto_the_registry_and_print_as_given(
+    given: str, name: str, k: int | None
+) -> None:
+    spec = parse_metric(given)
+    assert spec == MetricSpec(name, k)
+    assert str(spec) == given
+    assert parse_metric(str(spec)) == spec
+
+
+def test_two_spellings_of_one_metric_are_one_metric_the_first_kept() -> None:
+    specs = parse_metrics("nDCG@10,ndcg_cut_10,ndcg@10,map,AP")
+    assert [str(s) for s in specs] == ["nDCG@10", "map"]
+
+
+def test_uncut_metrics_read_the_whole_ranking() -> None:
+    # Relevant at ranks 2 and 12 of a 12-long list; two judged relevant, one unreturned (grade 3).
+    ranking = [f"x{i}" for i in range(1, 13)]
+    relevant = {"x2": 1, "x12": 2, "missing": 3}
+    got = score_query(ranking, relevant, ["ap", "mrr", "ndcg", "ap@10", "ndcg@10"])
+    assert got["ap"] == pytest.approx((1 / 2 + 2 / 12) / 3)
+    assert got["ap@10"] == pytest.approx((1 / 2) / 3)
+    assert got["mrr"] == 0.5
+    idcg = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+    assert got["ndcg"] == pytest.approx((1 / math.log2(3) + 2 / math.log2(13)) / idcg)
+    assert got["ndcg@10"] == pytest.approx((1 / math.log2(3)) / idcg)
+
+
+@pytest.mark.parametrize("name", ["hit", "recall", "p"])
+def test_set_metrics_need_a_cutoff(name: str) -> None:
+    with pytest.raises(ValueError, match=f"{name} needs a cutoff"):
+        MetricSpec(name, None)

@@ -127,3 +127,40 @@ def test_the_generated_data_exercises_what_it_claims_to() -> None:
     # And the values are not all 0 or 1: the comparison has something to disagree about.
     ev = evaluate(data.gold, rankings, ["ndcg@10", "ap@100"])
     assert 0.05 < ev.aggregate["ndcg@10"] < 0.95 and 0.0 < ev.aggregate["ap@100"] < 1.0
+
+
+# Uncut (whole-ranking) AP, nDCG and RR: trec_eval's map, ndcg and recip_rank, as pytrec_eval
+# computes them over the trec_eval-sorted run, and ir_measures' AP, nDCG and RR on a tie-free run.
+UNCUT = {"map": "map", "ndcg": "ndcg", "recip_rank": "recip_rank"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("ties", [True, False], ids=["ties", "no-ties"])
+@pytest.mark.parametrize("rel_level", [1, 2])
+def test_uncut_metrics_agree_with_pytrec_eval(seed: int, ties: bool, rel_level: int) -> None:
+    import pytrec_eval
+
+    data = synthetic(seed, ties=ties)
+    evaluator = pytrec_eval.RelevanceEvaluator(data.qrels, set(UNCUT), relevance_level=rel_level)
+    expected = evaluator.evaluate(data.run)
+    ev = evaluate(data.gold, ranked(data.run), list(UNCUT), rel_level)
+    for qid in ev.query_ids:
+        want = expected.get(qid, dict.fromkeys(UNCUT, 0.0))
+        got = ev.per_query[qid]
+        for ours, theirs in UNCUT.items():
+            assert got[ours] == pytest.approx(want[theirs], abs=1e-9), (qid, ours)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_uncut_metrics_agree_with_ir_measures(seed: int) -> None:
+    data = synthetic(seed, ties=False)
+    names = ["AP", "nDCG", "RR"]
+    expected: Scored = {}
+    measures = list(map(ir_measures.parse_measure, names))
+    for m in ir_measures.iter_calc(measures, data.qrels, data.run):
+        expected.setdefault(m.query_id, {})[str(m.measure)] = m.value
+    ev = evaluate(data.gold, ranked(data.run), names)
+    assert list(ev.columns) == names  # printed back as given
+    for qid in ev.query_ids:
+        want = expected.get(qid, dict.fromkeys(names, 0.0))
+        assert ev.per_query[qid] == pytest.approx(want, abs=1e-9), qid

@@ -443,3 +443,34 @@ def test_markdown_escapes_user_text_so_tables_hold(comparisons: dict[str, Compar
     assert "pipes \\| and \\*stars\\* \\<b>" in row
     header = next(x for x in render(c, "markdown").splitlines() if x.startswith("| query "))
     assert row.replace("\\|", "").count("|") == header.count("|")  # still six cells
+
+
+def test_the_markdown_comment_folds_the_long_sections_and_names_no_local_path(
+    comparisons: dict[str, Comparison],
+) -> None:
+    c = comparisons["regressed"]
+    h = c.header
+    local = replace(
+        h,
+        gold=replace(h.gold, source="/home/me/work/repo/gold/gold.jsonl"),
+        baseline=replace(h.baseline, reused=True, record_path="/home/me/work/results/runs/b.json"),
+    )
+    md = render(replace(c, header=local), "markdown")
+    assert "/home/me" not in md
+    assert "gold set: gold.jsonl (sha256" in md and "reused from b.json" in md
+    for summary in ("What was compared", "Metrics per slice (3 slices)", "Latency details",
+                    "Drift and power", "Flips at hit@5"):  # fmt: skip
+        assert f"<details><summary>{summary}" in md, summary
+    assert md.count("<details>") == md.count("</details>")
+    before_folds = md.split("<details>", 1)[0]
+    assert "**quality: regressed**" in before_folds  # the verdicts stay in view
+    text = render(replace(c, header=local), "text")
+    assert "/home/me/work/repo/gold/gold.jsonl" in text and "<details>" not in text
+
+
+def test_one_slice_holding_every_query_is_not_printed_twice(
+    comparisons: dict[str, Comparison],
+) -> None:
+    text = render(comparisons["too_small"], "text")
+    assert "Slice news" not in text and "every query is in slice news" in text
+    assert text.count("ndcg@10 ") == 1

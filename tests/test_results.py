@@ -32,3 +32,17 @@ def test_an_existing_directory_is_never_written_into(tmp_path: Path) -> None:
 def test_load_record_reads_a_record_or_a_comparison_side(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="neither a run record nor a comparison directory"):
         load_record(tmp_path, "candidate")
+
+
+def test_results_files_get_an_ordinary_files_mode(tmp_path: Path) -> None:
+    """Not mkstemp's 0600: a report is written to be shared (0666 less the umask)."""
+    import os
+
+    from harness.results.files import write_text_new
+
+    mask = os.umask(0o022)
+    try:
+        path = write_text_new(tmp_path / "report.html", "<html></html>")
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644

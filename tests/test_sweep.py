@@ -347,8 +347,8 @@ def test_bad_parameters_fail_before_anything_is_built(
     done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=1")
     assert done.returncode == 2
     assert "harness: error: sweep: a sweep needs at least two values" in done.stderr
-    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,1", "--metrics", "P@10")
-    assert done.returncode == 2 and "did you mean p@10?" in done.stderr
+    done = sandbox.harness("sweep", "--ref", "main", "--param", "SINK=0,1", "--metrics", "PREC@10")
+    assert done.returncode == 2 and "unknown metric 'PREC@10'" in done.stderr
     assert sandbox.boots() == boots
 
 

@@ -53,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.leftovers import recover
 
         recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
-        return command(args)
+        try:
+            return command(args)
+        finally:
+            live = sys.modules.get("harness.cli.progress")  # loaded only by commands that run
+            if live is not None:
+                live.close_all()
     except HarnessError as exc:
         print(f"harness: error: {exc.message}", file=sys.stderr)
         for line in exc.details:
@@ -82,7 +87,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from harness.score.runfile import load_run, require_gold_queries
 
     specs = _metric_specs(args.metrics)
-    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus)
+    # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
+    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
     run = load_run(args.run)
     require_gold_queries(run, gold, args.gold)
     evaluation = evaluate(
@@ -135,15 +141,18 @@ def cmd_gold_build(args: argparse.Namespace) -> int:
 
 def cmd_gold_convert(args: argparse.Namespace) -> int:
     from harness.gold import load_gold
-    from harness.gold.convert import convert
+    from harness.gold.convert import convert, written
 
-    gold = load_gold(args.gold, queries=args.queries, split=args.split)
+    # With --corpus every judged id is checked against it and its sha256 recorded (in the
+    # native header), which is what `gold check` needs to tell a stale gold set.
+    gold = load_gold(args.gold, queries=args.queries, split=args.split, corpus=args.corpus)
     warnings = convert(
         gold, args.to, args.out, overwrite=args.force, split=args.out_split, topics=args.topics
     )
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
-    print(f"harness: wrote {len(gold)} queries as {args.to} to {args.out}", file=sys.stderr)
+    count = written(gold, args.to)
+    print(f"harness: wrote {count} queries as {args.to} to {args.out}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -163,7 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     plan, settings = _plan(args)
     run = _run_ref(plan, args)
+    _phase(plan, "analysis", "scoring")
     summary = summarise_run(plan.gold, run, settings)
+    _close(plan)
     print(render_run(summary, args.format, redact=plan.redact), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.
     print(render_failures(run), end="", file=sys.stderr)
@@ -174,6 +185,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
+    from dataclasses import replace
+
     from harness.boot.processes import signals_unwind
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_deployed, run_pair
@@ -197,11 +210,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             baseline, candidate = run_pair(
                 plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
             )
+    _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
+    # The gold set as the repository names it: the checkout's absolute path means nothing in a
+    # saved comparison or a pull-request comment.
+    gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
     comparison, cached = cached_compare(
         plan.results_dir,
-        plan.gold,
+        gold,
         baseline,
         candidate,
         settings,
@@ -217,6 +234,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     comparison = _with_floors(comparison, floors, plan, candidate)
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
+    _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     page = (
         None
@@ -300,6 +318,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     repeats = _repeats(args, plan)
     with signals_unwind():
         runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=repeats, fresh=args.fresh)
+    _phase(plan, "analysis", "every value against the reference")
     sweep, comparisons = summarise(
         plan.gold,
         grid.points,
@@ -310,6 +329,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         side=args.side,
         overridden=overridden_pins(plan.config, args.side, grid.params),
     )
+    _close(plan)
     saved = save_sweep(plan.results_dir, sweep, comparisons)
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
@@ -355,6 +375,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     plan, _ = _plan(args)
     floors = _floors(plan)
     run = _run_ref(plan, args)
+    _close(plan)
     measured = measure(
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
@@ -391,6 +412,50 @@ def cmd_threshold(args: argparse.Namespace) -> int:
         config = load_config(args.config, repo=args.repo)
         gold = load_gold(config.gold, corpus=config.corpus)
     print(render_threshold(analyse(gold, run, bins=args.bins), args.format), end="")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.results.export import per_query_frame, to_table, to_trec
+    from harness.results.records import load_record
+
+    if args.format == "parquet" and args.output is None:
+        raise HarnessError("--format parquet writes a binary file: pass --output FILE")
+    run = load_record(args.run, args.side)
+    if args.format == "trec":
+        data = to_trec(run, args.repeat).encode("utf-8")
+    else:
+        from harness.gold import load_gold
+
+        gold = load_gold(args.gold) if args.gold is not None else None
+        specs = _metric_specs(args.metrics) if gold is not None else ()
+        data = to_table(per_query_frame(run, gold, specs), args.format)
+    if args.output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return EXIT_OK
+    _write_output(args.output, data, force=args.force)
+    print(f"harness: wrote {args.format} to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_output(path: Path, data: bytes, *, force: bool) -> None:
+    import os
+    import secrets
+
+    from harness.results.files import write_bytes_new
+
+    if path.exists() and not force:
+        raise HarnessError(f"{path}: already exists", ["pass --force to overwrite it"])
+    # Whole or not at all: written beside it, then renamed over it.
+    tmp = write_bytes_new(path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), data)
+    os.replace(tmp, path)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from harness.schemas import schema_text
+
+    print(schema_text(args.name), end="")
     return EXIT_OK
 
 
@@ -607,6 +672,26 @@ def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
 
 
+def _in_repo(path: str, repo: Path) -> str:
+    """`path` relative to the repository when it is inside it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(repo.resolve()))
+    except ValueError:
+        return path
+
+
+def _phase(plan: RunPlan, name: str, detail: str) -> None:
+    if plan.observer is not None:
+        plan.observer.phase(name, detail)
+
+
+def _close(plan: RunPlan) -> None:
+    """End the live progress display, if any, before a report goes to the terminal."""
+    close = getattr(plan.observer, "close", None)
+    if close is not None:
+        close()
+
+
 def _floors(plan: RunPlan) -> tuple[Floor, ...]:
     """The [gate.floors] of the config; ConfigError, before anything runs, for a slice the gold
     set does not have."""
@@ -690,6 +775,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # The same checks as `harness gold check`, before anything is built or booted.
     gold, report = check_files(config.gold, config.corpus, alpha=config.compare.alpha)
     report.raise_if_errors()
+    progress = None if args.quiet else Progress()
     plan = RunPlan(
         config=config,
         gold=gold,
@@ -698,7 +784,8 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         concurrency=args.concurrency,
         keep=args.keep,
         redact=bool(getattr(args, "redact", False)),
-        progress=Progress(),
+        progress=progress,
+        observer=progress,
         ray=ray,
     )
     sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
@@ -773,9 +860,11 @@ def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: b
     cutoffs = [*config.compare.k]
     for name in gate_on:
         try:
-            cutoffs.append(parse_metric(name).k)
+            k = parse_metric(name).k
         except ValueError:
             continue  # CompareSettings reports unknown names
+        if k is not None:  # an uncut metric reads whatever was returned
+            cutoffs.append(k)
     where = "--k" if from_cli else f"{config.path}: compare.k"
     for side in ("baseline", "candidate"):
         limit = config.side(side).query.limit
@@ -807,6 +896,8 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "twobytwo": cmd_twobytwo,
     "demo": cmd_demo,
     "clean": cmd_clean,
+    "export": cmd_export,
+    "schema": cmd_schema,
 }
 
 if __name__ == "__main__":

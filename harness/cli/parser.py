@@ -43,6 +43,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "verdict)",
     )
     p.add_argument("--keep", action="store_true", help="keep the worktrees and print where")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress on stderr (the report is unchanged)"
+    )
 
 
 def _add_side(p: argparse.ArgumentParser) -> None:
@@ -136,7 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
     _add_side(p)
     _add_run_options(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "table"),
+        default="text",
+        help="text (the terminal report; 'table' is the old name, still accepted) or json",
+    )
 
     p = sub.add_parser("report", help="re-render a saved comparison without running anything")
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
@@ -159,12 +167,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="evaluate a run file against a gold set (a trec_eval)")
     p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
     p.add_argument("--run", required=True, type=Path, help="TREC run file or native JSONL run")
-    p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
+    p.add_argument(
+        "--queries",
+        type=Path,
+        help="topics file for TREC qrels (optional: scoring needs no query text; with it, "
+        "per-query output shows the texts)",
+    )
     p.add_argument("--corpus", type=Path, help="corpus JSONL: also check judged ids exist")
     p.add_argument("--metrics", default="hit@5,recall@10,mrr@10,ndcg@10,p@5")
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
     p.add_argument("--per-query", action="store_true")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "csv", "table"),
+        default="text",
+        help="text (tables; 'table' is the old name, still accepted), json or csv",
+    )
 
     gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
         dest="gold_command", required=True, parser_class=_Parser
@@ -199,7 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite --out")
 
     p = gold.add_parser("convert", help="native <-> BEIR <-> TREC, saying what was dropped")
-    p.add_argument("gold", type=Path)
+    p.add_argument("gold", type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        help="corpus JSONL or BEIR dir: check every judged id and record its sha256 in the "
+        "native header (what gold check needs to tell a stale gold set)",
+    )
     p.add_argument("--to", choices=("native", "beir", "trec"), required=True)
     p.add_argument("--out", type=Path, required=True, help="a file (native) or a directory")
     p.add_argument("--queries", type=Path, help="topics/queries file for TREC qrels")
@@ -351,6 +375,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
+    p = sub.add_parser(
+        "export", help="a run record as a TREC run file, or its per-query results as CSV/Parquet"
+    )
+    p.add_argument(
+        "run", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
+    )
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("trec", "csv", "parquet"),
+        default="trec",
+        help="trec: qid Q0 docid rank score tag (one repeat); csv, parquet: one row per "
+        "repeat and query (default trec)",
+    )
+    p.add_argument(
+        "--output", type=Path, help="write here (default: stdout; parquet needs a file)"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite --output")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        help="trec: which repeat (round) to write, by its index in the record, from 0 "
+        "(default: the first)",
+    )
+    p.add_argument(
+        "--gold", type=Path, help="csv, parquet: add slice and per-query metric columns"
+    )
+    p.add_argument(
+        "--metrics",
+        default="hit@5,recall@10,mrr@10,ndcg@10",
+        help="csv, parquet with --gold: the metric columns "
+        "(default hit@5,recall@10,mrr@10,ndcg@10)",
+    )
+
+    p = sub.add_parser(
+        "schema", help="print the JSON Schema of comparison.json, a run record or harness.toml"
+    )
+    p.add_argument(
+        "name",
+        choices=("comparison", "run", "config"),
+        help="comparison: comparison.json; run: results/runs/*.json; config: harness.toml",
+    )
+
     p = sub.add_parser("clean", help="list the cache's worktrees and builds, sizes; remove them")
     p.add_argument(
         "--builds", action="store_true", help="also remove builds (per-commit venvs), not in use"
@@ -367,7 +439,113 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="write the bundled example repository to DIR, to copy from")
     p.add_argument("dir", type=Path)
+    _document(parser)
     return parser
+
+
+# --------------------------------------------------------------------------- help: the words
+
+_FORMAT = "output format (default text: the terminal report)"
+_HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help, where unset
+    ("compare", "--format"): f"{_FORMAT}; markdown for a pull request; json: comparison.json",
+    ("report", "--format"): f"{_FORMAT}; markdown; json",
+    ("report", "--redact"): "leave query and document text out of the output",
+    ("metrics", "--metrics"): "comma-separated, in harness's, ir_measures' or trec_eval's "
+    "names (nDCG@10, P_5, map, recip_rank); default hit@5,recall@10,mrr@10,ndcg@10,p@5",
+    ("metrics", "--per-query"): "also every query's value",
+    ("gold check", "--format"): f"{_FORMAT} or json",
+    ("gold build", "--corpus"): "corpus JSONL or BEIR dir to mine queries from",
+    ("gold build", "--out"): "the native gold file to write",
+    ("gold build", "--seed"): "seed of the sampling (default 0; one corpus, one seed: one set)",
+    ("gold convert", "--to"): "target format",
+    ("gold stats", "gold"): "native JSONL, BEIR dir or TREC qrels",
+    ("gold stats", "--split"): "BEIR qrels split (default test)",
+    ("gold stats", "--format"): f"{_FORMAT} or json",
+    ("sweep", "--format"): f"{_FORMAT}; markdown; json: sweep.json",
+    ("gate", "--format"): f"{_FORMAT}; markdown; json",
+    ("threshold", "--format"): f"{_FORMAT} or json",
+    ("demo", "dir"): "a new or empty directory",
+    ("twobytwo", "--format"): f"{_FORMAT}; markdown; json",
+    ("matrix", "--format"): f"{_FORMAT}; markdown; json",
+}
+
+_EXITS = {
+    "compare": "0 no regression (improved, no measurable difference, inconclusive, not compared)"
+    "\n  1 quality or latency regressed\n  2 usage, configuration or gold-set error"
+    "\n  3 invalid: a build, boot or query failed, or the inputs do not match"
+    "\n  4 with --strict: quality inconclusive",
+    "run": "0 every query answered\n  2 usage, configuration or gold-set error"
+    "\n  3 a query failed or the service would not build or boot",
+    "gate": "0 pass (or --update-baseline wrote it)\n  1 a row fell below the baseline"
+    "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid",
+    "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
+}
+_EXITS["report"] = _EXITS["compare"]
+_EXITS["matrix"] = (
+    "0 every constraint met\n  1 a constraint failed\n  2 usage or configuration error"
+    "\n  3 a configuration's run is invalid"
+)
+_EXITS["sweep"] = _EXITS["run"].replace("the service", "a value's service")
+_DEFAULT_EXITS = "0 done\n  2 usage error or bad input (the message names the file, line or option)"
+
+_EXAMPLES = {
+    "": "compare --demo"
+    "\n  compare --baseline main --candidate feat/x --format markdown > comment.md"
+    "\n  harness metrics --gold qrels.txt --run bm25.run --metrics nDCG@10,P@5,map",
+    "compare": "compare --demo\n  compare --baseline main --candidate feat/x"
+    "\n  compare --baseline main --candidate WORKTREE --repeats 10 --format markdown > c.md",
+    "run": "harness run --ref main\n  harness run --ref WORKTREE --repeats 1 --format json",
+    "report": "harness report results/20261201T124618Z_920c2aee_e930409f --format markdown",
+    "metrics": "harness metrics --gold gold/example.jsonl --run gold/example-run.jsonl"
+    "\n  harness metrics --gold qrels.txt --run bm25.run --metrics ndcg_cut_10,P_5,map",
+    "gold check": "harness gold check gold/example.jsonl --corpus gold/example-corpus.jsonl",
+    "gold build": "harness gold build --corpus corpus.jsonl --out gold/mined.jsonl "
+    "--exact-rare 100 --nonsense 30",
+    "gold convert": "harness gold convert gold/example.jsonl --to beir --out /tmp/beir"
+    "\n  harness gold convert qrels.txt --queries topics.tsv --corpus corpus.jsonl "
+    "--to native --out gold.jsonl",
+    "gold stats": "harness gold stats gold/example.jsonl",
+    "sweep": "harness sweep --ref main --param RRF_K=20,60,100",
+    "gate": "harness gate --ref main --baseline-file ci/baseline.json --update-baseline"
+    "\n  harness gate --ref HEAD --baseline-file ci/baseline.json",
+    "threshold": "harness threshold results/runs/<record>.json",
+    "export": "harness export results/runs/<record>.json > run.trec"
+    "\n  harness export results/<stamp>_<sha8>_<sha8>/ --format parquet --output q.parquet "
+    "--gold gold/gold.jsonl",
+    "schema": "harness schema comparison > comparison.schema.json",
+    "clean": "harness clean --dry-run\n  harness clean --builds --older-than 30",
+    "demo": "harness demo /tmp/harness-demo",
+    "history": "harness history --ref main --format markdown"
+    "\n  harness history --format html --output history.html",
+    "matrix": "harness matrix --ref main --matrix ablation.toml",
+    "twobytwo": "harness twobytwo --run results/runs/RECORD.json --answers answers.tsv --k 5",
+}
+
+
+def _document(parser: argparse.ArgumentParser, name: str = "") -> None:
+    """Help on every option that has none, and an epilog of examples and exit statuses on every
+    command (argparse keeps its layout: RawDescriptionHelpFormatter)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parts = []
+    if name in _EXAMPLES:
+        parts.append("examples:\n  " + _EXAMPLES[name])
+    if name:
+        parts.append("exit status:\n  " + _EXITS.get(name, _DEFAULT_EXITS))
+    else:
+        parts.append(
+            "exit status: 0 ok, 1 regressed, 2 usage or input error, 3 invalid run, "
+            "4 inconclusive with --strict,\n  128+N killed by signal N; "
+            "each command's --help says which it uses"
+        )
+    if parts and not parser.epilog:
+        parser.epilog = "\n\n".join(parts)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                _document(sub, f"{name} {sub_name}".strip())
+        elif action.help is None:
+            key = action.option_strings[-1] if action.option_strings else action.dest
+            action.help = _HELP.get((name, key))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -1,5 +1,14 @@
-"""Progress on stderr while services are queried: one live line on a terminal, plain log lines
-otherwise (CI logs, pipes), so nothing a script parses from stdout is ever mixed with it."""
+"""Progress on stderr, never stdout (what a script parses from stdout is never mixed with it).
+
+On a terminal: one live display (rich), redrawn in place: the phase (checkout, build, boot,
+replay, analysis) and what it is working on, a bar of boots done of the total planned, the
+queries of the current boot and the time left (rich's estimate from the boots done so far).
+Off a terminal (CI logs, pipes): plain lines, one per phase change and per boot, as before.
+`--quiet` passes no Progress at all: nothing is printed.
+
+A Progress is both the runner's per-query callback, `(label, done, total, errors, last)`, and
+its `Observer` (`phase`, `planned`); `close()` ends the live display before a report is printed.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +16,139 @@ import sys
 import time
 from typing import TextIO
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
+
 from harness.types import QueryResult
+
+PHASES = ("checkout", "build", "boot", "replay", "analysis")
+_OPEN: list[Progress] = []  # live displays not yet closed: main() closes them on any exit
+
+
+def close_all() -> None:
+    """Close every live display (restoring the cursor), also after an error or Ctrl-C."""
+    while _OPEN:
+        _OPEN[-1].close()
 
 
 class Progress:
-    """Callable as runner.Progress: (label, done, total, errors, last_result)."""
+    """Callable as runner.Progress: (label, done, total, errors, last_result); an Observer."""
 
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self._label = ""
         self._started = 0.0
+        self._boots_total = 0
+        self._boots_done = 0.0
         self._last_draw = 0.0
+        self._in_label = 0  # boots started under the current label (a paired round: 2)
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
+        if self.live:
+            console = Console(file=self.stream, force_terminal=True, highlight=False)
+            self._bar = RichProgress(
+                TextColumn("[bold]{task.fields[phase]:<8}[/]"),
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TextColumn("boots"),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[detail]}"),
+                console=console,
+                auto_refresh=False,  # redrawn on each event: no thread to stop
+                transient=True,
+                redirect_stdout=False,  # stdout is the report's, never the display's
+                redirect_stderr=True,  # warnings printed meanwhile go above the display
+            )
+            self._bar.start()
+            _OPEN.append(self)
+            self._task = self._bar.add_task("harness", total=None, phase="start", detail="")
+
+    # ------------------------------------------------------------------ the runner's Observer
+
+    def planned(self, boots: int) -> None:
+        """`boots` boots will run in all (every side, every repeat)."""
+        self._boots_total += boots
+        self._draw(total=self._boots_total or None)
+
+    def phase(self, name: str, detail: str) -> None:
+        """A new phase begins: checkout or build of a ref, or the analysis."""
+        if self.live:
+            self._draw(phase=name, detail=detail)
+        else:
+            print(f"harness: {name}: {detail}", file=self.stream, flush=True)
+
+    # ------------------------------------------------------------------ per query
 
     def __call__(
         self, label: str, done: int, total: int, errors: int, last: QueryResult | None
     ) -> None:
         now = time.monotonic()
-        if label != self._label:
-            self._finish_line()
-            self._label, self._started = label, now
-            if not self.live:
-                print(f"harness: {label}: booting, then {total} queries", file=self.stream)
-        if self.live and (now - self._last_draw > 0.1 or done == total):
-            self._last_draw = now
-            rate = done / max(now - self._started, 1e-9)
-            eta = (total - done) / rate if rate > 0 else 0.0
-            line = f"{label}: {done}/{total} queries, {errors} errors, ETA {eta:4.1f}s"
-            self.stream.write("\r\x1b[2K" + line)
-            self.stream.flush()
-        if done == total:
+        if done == 0:  # a boot begins (a paired round boots each side under one label)
+            first = label != self._label
+            if first:
+                self._label, self._started, self._in_label = label, now, 0
+            self._in_label += 1
             if self.live:
-                self.stream.write("\n")
+                self._draw(phase="boot", detail=label)
+            elif first:
+                print(f"harness: {label}: booting, then {total} queries", file=self.stream)
+            if total:
+                return
+        # Drawn at most 10 times a second: this runs between timed queries.
+        if self.live and (now - self._last_draw >= 0.1 or done == total):
+            self._last_draw = now
+            fraction = done / total if total else 1.0
+            self._draw(
+                phase="replay",
+                detail=f"{label}: {done}/{total} queries, {errors} errors",
+                completed=self._boots_done + fraction * self._in_label,
+            )
+        if done == total:
+            self._boots_done += self._in_label
+            if self.live:
+                self._draw(completed=self._boots_done)
             else:
                 elapsed = now - self._started
-                print(f"harness: {label}: done, {errors} errors, {elapsed:.1f}s", file=self.stream)
-            self._label = ""
+                boots = (
+                    f", boots {int(self._boots_done)}/{self._boots_total}"
+                    if self._boots_total
+                    else ""
+                )
+                print(
+                    f"harness: {label}: done, {errors} errors, {elapsed:.1f}s{boots}",
+                    file=self.stream,
+                    flush=True,
+                )
+            self._label, self._in_label = "", 0
 
     def note(self, message: str) -> None:
-        self._finish_line()
-        print(f"harness: {message}", file=self.stream)
+        if self._bar is not None:
+            self._bar.console.print(f"harness: {message}", markup=False, highlight=False)
+        else:
+            print(f"harness: {message}", file=self.stream)
 
-    def _finish_line(self) -> None:
-        if self.live and self._label:
-            self.stream.write("\n")
-            self._label = ""
+    def close(self) -> None:
+        """End the live display (it clears itself); plain output needs nothing."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        if self in _OPEN:
+            _OPEN.remove(self)
+
+    def _draw(self, **fields: object) -> None:
+        if self._bar is None or self._task is None:
+            return
+        known = {k: fields.pop(k) for k in ("total", "completed") if k in fields}
+        self._bar.update(self._task, **known, **fields)  # type: ignore[arg-type]
+        self._bar.refresh()

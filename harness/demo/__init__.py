@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-from harness.demo.generate import generate
 from harness.errors import HarnessError
 
 BASELINE = "main"
@@ -129,9 +128,15 @@ def materialise(dest: Path) -> Path:
         )
     files = {target: _resource(source) for target, source in _FILES.items()}
     diff = _resource(_DIFF)
+    # Imported here, not at the top: `python -m harness.demo.generate` runs that module as
+    # __main__, and a package that had already imported it would make runpy warn.
+    from harness.demo.generate import generate
+
     data = generate()
     files["data/corpus.jsonl"] = data.corpus
     files["gold/gold.jsonl"] = data.gold
+    # What `compare` writes in the repository it runs in stays out of `git status`.
+    files[".gitignore"] = b"results/\n__pycache__/\n"
 
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="harness-demo-home-") as home_dir:

@@ -35,17 +35,21 @@ from typing import TYPE_CHECKING
 
 from harness.errors import GoldError
 from harness.gold.canonical import canonical_form, canonical_hash
+
+# Imported eagerly, unlike the other tools: a function named like its submodule would otherwise
+# be shadowed by the submodule itself once anything imports harness.gold.convert ("'module'
+# object is not callable"). It needs nothing heavy.
+from harness.gold.convert import convert
 from harness.gold.corpus import dangling, file_sha256, load_corpus, load_corpus_ids
 from harness.gold.documents import Corpus, Document
 from harness.gold.native import read_native, write_native
 from harness.gold.reading import JsonObject, Parsed, Problems, loads
-from harness.gold.tables import read_beir, read_trec
+from harness.gold.tables import read_beir, read_qrels, read_trec
 from harness.types import CorpusInfo, GoldSet
 
 if TYPE_CHECKING:
     from harness.gold.build import build_gold
     from harness.gold.check import CheckReport, Finding, SlicePower, check_gold
-    from harness.gold.convert import convert
     from harness.gold.render import render_check, render_stats
     from harness.gold.summary import GoldStats, gold_stats
 
@@ -76,7 +80,7 @@ __all__ = [
 
 _LAZY = {
     "build_gold": "build", "CheckReport": "check", "Finding": "check", "SlicePower": "check",
-    "check_gold": "check", "convert": "convert", "render_check": "render",
+    "check_gold": "check", "render_check": "render",
     "render_stats": "render", "GoldStats": "summary", "gold_stats": "summary",
 }
 
@@ -108,12 +112,14 @@ def detect_format(path: Path | str) -> str:
 
 
 def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | None = None,
-              fmt: str | None = None, split: str = "test") -> GoldSet:
+              fmt: str | None = None, split: str = "test", texts: bool = True) -> GoldSet:
     """Read, validate and hash a gold set; raise one GoldError listing every problem.
 
     `fmt` forces "native", "beir" or "trec"; by default a folder is BEIR (`split` picks its qrels),
     a file starting with a JSON object is native, anything else TREC qrels, which need `queries`
-    (the topics file). With `corpus` (a JSONL file or a BEIR folder), every judged or `outranks`
+    (the topics file) unless `texts` is False (scoring alone: the queries then have empty texts,
+    read from the qrels, as `trec_eval qrels run` reads them). With `corpus` (a JSONL file or a
+    BEIR folder), every judged or `outranks`
     doc id must be in it and a corpus sha256 recorded in the header must match it.
 
     The GoldSet's `corpus` is the header's, with the sha256 of `corpus` when one was given; for a
@@ -125,7 +131,7 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
     problems = Problems()
     try:
         chosen = fmt if fmt is not None else detect_format(path)
-        parsed = _read(path, chosen, queries, split, problems)
+        parsed = _read(path, chosen, queries, split, problems, texts)
         info = parsed.corpus
         if corpus is not None:
             info = _check_corpus(parsed, Path(corpus), problems)
@@ -137,7 +143,7 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
 
 
 def _read(path: Path, fmt: str, queries: Path | None, split: str,
-          problems: Problems) -> Parsed:
+          problems: Problems, texts: bool = True) -> Parsed:
     if fmt not in FORMATS:
         raise GoldError(f"unknown gold format {fmt!r}; use one of {', '.join(FORMATS)}")
     if fmt != "trec" and queries is not None:
@@ -151,6 +157,8 @@ def _read(path: Path, fmt: str, queries: Path | None, split: str,
         raise GoldError(f"{path}: a {fmt} gold set is a file, not a folder")
     if fmt == "native":
         return read_native(path, problems)
+    if queries is None and not texts:
+        return read_qrels(path, problems)
     if queries is None:
         raise GoldError(f"{path}: TREC qrels need their query texts: pass a queries file "
                         "(JSONL or qid<TAB>text)")

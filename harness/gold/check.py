@@ -263,8 +263,9 @@ def _excerpt(span: str, width: int = 40) -> str:
 def _staleness(gold: GoldSet, corpus: Corpus, labelled: int, present: int) -> list[Finding]:
     recorded = gold.corpus.sha256 if gold.corpus else None
     if recorded is None:
-        where = ('add "corpus": {"name": ..., "sha256": ...} to its header' if gold.format ==
-                 "native" else "convert it to the native format to record one")
+        where = ("record it with `harness gold convert GOLD --to native --corpus CORPUS --out "
+                 "NEW.jsonl`" + (", which writes it into the header" if gold.format == "native"
+                                 else " (only the native format has a header to hold it)"))
         return [Finding("info", "staleness", None, None, "the gold set records no corpus sha256, "
                         f"so whether it is stale cannot be told; {where}")]
     if corpus.sha256 is None:

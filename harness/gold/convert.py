@@ -66,7 +66,7 @@ def convert(gold: GoldSet, to: str, out: Path | str, *, overwrite: bool = False,
         out.parent.mkdir(parents=True, exist_ok=True)
         write_native(gold, out, overwrite=overwrite)
         return []
-    kept = [q for q in gold.queries if q.relevant]
+    kept = [q for q in gold.queries if q.relevant]  # `written` counts the same
     warnings = _dropped(gold, kept, to, topics)
     lossy = to == "trec" and topics == "tsv"
     expected = [replace(q, slice="default", derivation=None, outranks=()) if lossy else q
@@ -74,6 +74,12 @@ def convert(gold: GoldSet, to: str, out: Path | str, *, overwrite: bool = False,
     files = _beir_files(kept, split) if to == "beir" else _trec_files(kept, topics)
     _write_folder(out, files, lambda folder: _read_back(folder, to, split, topics, expected))
     return warnings
+
+
+def written(gold: GoldSet, to: str) -> int:
+    """How many queries `convert(gold, to, ...)` writes: all of them natively; in BEIR and TREC
+    only the judged ones (qrels hold judgements, so a query without any has no line)."""
+    return len(gold) if to == "native" else sum(1 for q in gold.queries if q.relevant)
 
 
 def _refuse_existing(out: Path, overwrite: bool, to: str) -> None:

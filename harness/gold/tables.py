@@ -111,6 +111,17 @@ def read_trec(qrels: Path, queries: Path, problems: Problems) -> Parsed:
     return _assemble(topics, judgements, queries, qrels, str(qrels), "trec", _TREC, problems)
 
 
+def read_qrels(qrels: Path, problems: Problems) -> Parsed:
+    """The judged queries of TREC qrels alone, for scoring only (`harness metrics`, as
+    `trec_eval qrels run`): scoring reads no query text, so each query's text is empty, its
+    slice "default", and the queries come in the order the qrels first name them."""
+    judgements = _table(qrels, _TREC, problems)
+    topics: dict[str, _Topic] = {}
+    for row in judgements:
+        topics.setdefault(row.query_id, _Topic(row.query_id, "", "default", row.line))
+    return _assemble(topics, judgements, qrels, qrels, str(qrels), "trec", _TREC, problems)
+
+
 def read_topics(path: Path, problems: Problems) -> dict[str, _Topic] | None:
     """Query texts by id from a JSONL or `qid<TAB>text` file, recording every problem.
 

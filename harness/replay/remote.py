@@ -84,8 +84,8 @@ def run_rounds(sessions: Sequence[RefSession], repeats: int) -> None:
     specs = [
         SessionSpec(s.side_name, s.requested_ref, s.ref, dict(s.pins), s.sha) for s in sessions
     ]
-    # The worker's plan: no progress bar (it is the driver's terminal), no Ray of its own.
-    worker_plan = replace(plan, progress=None, ray=None)
+    # The worker's plan: no progress lines (the terminal is the driver's), no Ray of its own.
+    worker_plan = replace(plan, progress=None, observer=None, ray=None)
     with _connected(ray, plan.ray):
         task = ray.remote(num_cpus=_round_cpus(ray), max_retries=0)(play_remote_round)
         pending = {task.remote(worker_plan, specs, i, repeats): i for i in range(repeats)}

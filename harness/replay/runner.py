@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from harness import __version__
 from harness.boot.deployed import DeployedContext, deployed
@@ -50,6 +51,15 @@ Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
 
 
+class Observer(Protocol):
+    """Told what the runner is doing between queries: `planned(boots)` once per run of
+    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build")."""
+
+    def planned(self, boots: int) -> None: ...
+
+    def phase(self, name: str, detail: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything shared by the runs of one invocation."""
@@ -62,6 +72,7 @@ class RunPlan:
     keep: bool = False
     redact: bool = False  # records under results/runs/ keep no error details (--redact)
     progress: Progress | None = field(default=None, compare=False)
+    observer: Observer | None = field(default=None, compare=False)
     # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
     ray: str | None = None
 
@@ -125,7 +136,11 @@ class RefSession:
     def __enter__(self) -> RefSession:
         if self.resolved is None:
             return self  # a deployment: nothing to check out or build
+        observer = self.plan.observer
+        what = f"{self.side_name} {self.ref} ({self.sha[:8]})"
         try:
+            if observer is not None:
+                observer.phase("checkout", what)
             self.worktree = self._stack.enter_context(
                 checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
             )
@@ -136,6 +151,8 @@ class RefSession:
                     f"harness: keeping the worktree of {self.ref} at {self.worktree}",
                     file=sys.stderr,
                 )
+            if observer is not None:
+                observer.phase("build", what)
             service, sha_key = build_inputs(self.side.service, self.sha, self.plan.config)
             result = build(
                 self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
@@ -387,7 +404,11 @@ def run_interleaved(
             found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
                 runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
-            else:  # on Ray, each round's worker checks out and builds: nothing here
+        observer = sessions[0].plan.observer if sessions else None
+        if observer is not None and len(runs) < len(sessions):
+            observer.planned((len(sessions) - len(runs)) * repeats)
+        for i, session in enumerate(sessions):
+            if i not in runs:  # on Ray, each round's worker checks out and builds: not here
                 live[i] = session if on_ray else stack.enter_context(session)
         together = list(live.values())
         if len(together) > 1:

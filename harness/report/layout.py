@@ -12,6 +12,11 @@ the two always say the same things in the same order.  Pure: strings in, a strin
     lines       its lines                              - each line
     table       tabulate "simple"; under its fold      tabulate "github"; folded under
                 title when it has one                  <details> when it has a fold title
+    fold        nothing (what it folds stays)          <details><summary>line</summary>
+    end         nothing                                </details>: the fold's end
+
+A long page keeps its verdicts and headline in view in a pull request and folds the rest
+(per-slice tables, latency details, drift and power) between a fold and its end.
 
 `html` gives the same blocks as HTML elements (title h1, heading h3, alert a div, verdicts a dl,
 lines a ul, table a table, folded under <details> with its title), every string escaped with
@@ -35,7 +40,7 @@ from tabulate import tabulate
 class Block:
     """One piece of a page; `rows` are a table's cells, or (label, reason) pairs for verdicts."""
 
-    kind: str  # "title" | "heading" | "alert" | "verdicts" | "lines" | "table"
+    kind: str  # "title" | "heading" | "alert" | "verdicts" | "lines" | "table" | "fold" | "end"
     lines: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
@@ -67,6 +72,8 @@ def text(blocks: Iterable[Block], *, underline_title: bool = False) -> str:
     """The page for a terminal."""
     parts = []
     for b in blocks:
+        if b.kind in ("fold", "end"):
+            continue
         if b.kind == "table":
             table = tabulate(
                 b.rows, b.headers, tablefmt="simple", disable_numparse=True, colalign=b.align
@@ -98,6 +105,10 @@ def markdown(blocks: Iterable[Block]) -> str:
             parts.append("  \n".join(f"**{md(label)}**: {md(why)}" for label, why in b.rows))
         elif b.kind == "lines":
             parts.append("\n".join(f"- {md(x)}" for x in b.lines))
+        elif b.kind == "fold":
+            parts.append(f"<details><summary>{md(b.lines[0])}</summary>")
+        elif b.kind == "end":
+            parts.append("</details>")
         else:
             table = tabulate(
                 [tuple(map(md, r)) for r in b.rows],

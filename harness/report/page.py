@@ -82,7 +82,7 @@ def _flip_rows(flips: Sequence[Flip], redact: bool) -> tuple[tuple[str, ...], ..
     return tuple(rows)
 
 
-def _blocks(c: Comparison, redact: bool) -> list[Block]:
+def _blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Block]:
     """The report, top to bottom: why it is invalid, the verdicts, what was compared, numbers."""
     h = c.header
     title = (
@@ -101,8 +101,8 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
     if c.findings:
         out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
     out += layout.section("Errored answers, by kind", error_lines(c.errors, redact=redact))
-    out.append(Block("lines", _about(c)))
     mark = "" if c.valid else " [invalid run: for diagnosis only]"
+    out += _folded("What was compared", [Block("lines", _about(c, local=local))])
     if c.floors:
         failed = sum(not f.passed for f in c.floors)
         head = "Floors of [gate.floors] on the candidate: " + (
@@ -117,10 +117,24 @@ def _blocks(c: Comparison, redact: bool) -> list[Block]:
     return out
 
 
-def _about(c: Comparison) -> tuple[str, ...]:
+def _folded(summary: str, blocks: list[Block]) -> list[Block]:
+    """`blocks` folded under `summary` in Markdown (the terminal shows them as they are)."""
+    return [Block("fold", (summary,)), *blocks, Block("end")] if blocks else []
+
+
+def _shown_path(path: str | None, local: bool) -> str:
+    """A path as a report shows it: whole for the terminal, its name in a pull-request comment
+    (an absolute path on the machine that ran harness means nothing to a reviewer)."""
+    if path is None:
+        return "an earlier run"
+    # Plain string work: the renderers import no I/O module, pathlib included.
+    return path.rstrip("/").rsplit("/", 1)[-1] if local and path.startswith("/") else path
+
+
+def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
     h, s = c.header, c.settings
     reused = [
-        f"{ref.side} reused from {ref.record_path or 'an earlier run'}"
+        f"{ref.side} reused from {_shown_path(ref.record_path, local)}"
         for ref in (h.baseline, h.candidate)
         if ref.reused
     ]
@@ -128,8 +142,9 @@ def _about(c: Comparison) -> tuple[str, ...]:
     lines = [
         f"baseline: {h.baseline.ref} {h.baseline.sha}",
         f"candidate: {h.candidate.ref} {h.candidate.sha}",
-        f"gold set: {h.gold.source} (sha256 {h.gold.hash[:12]}), {queries(h.gold.n)}: "
-        f"{h.gold.n_answerable} answerable, {h.gold.n_unanswerable} unanswerable",
+        f"gold set: {_shown_path(h.gold.source, local)} (sha256 {h.gold.hash[:12]}), "
+        f"{queries(h.gold.n)}: {h.gold.n_answerable} answerable, "
+        f"{h.gold.n_unanswerable} unanswerable",
         f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
         f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
         + (f" ({'; '.join(reused)})" if reused else ""),
@@ -187,15 +202,24 @@ def _quality(c: Comparison, mark: str) -> list[Block]:
     ]
     out += layout.section(f"Slice collapses{mark}", collapses)
     ci = f"{100 * (1 - c.settings.alpha):g}% CI"
-    for scope in (c.overall, *c.slices):
-        is_slice = scope is not c.overall
-        name = (
-            f"Slice {scope.name} (n={scope.n})" if is_slice else f"Metrics, all {queries(scope.n)}"
+    table, notes = _metric_table(c.overall, ci, slices=False)
+    out += [Block("heading", (f"Metrics, all {queries(c.overall.n)}{mark}",)), table]
+    out += [Block("lines", tuple(notes))] if notes else []
+    # One slice holding every query is the overall table again: not printed twice.
+    slices = [] if len(c.slices) == 1 and c.slices[0].n == c.overall.n else c.slices
+    if c.slices and not slices:
+        out.append(
+            Block(
+                "lines",
+                (f"every query is in slice {c.slices[0].name}: its table is the one above",),
+            )
         )
-        table, notes = _metric_table(scope, ci, slices=is_slice)
-        out += [Block("heading", (f"{name}{mark}",)), table]
-        out += [Block("lines", tuple(notes))] if notes else []
-    return out
+    per_slice: list[Block] = []
+    for scope in slices:
+        table, notes = _metric_table(scope, ci, slices=True)
+        per_slice += [Block("heading", (f"Slice {scope.name} (n={scope.n}){mark}",)), table]
+        per_slice += [Block("lines", tuple(notes))] if notes else []
+    return out + _folded(f"Metrics per slice ({len(slices)} slices)", per_slice)
 
 
 def _answers(c: Comparison, mark: str) -> list[Block]:
@@ -265,7 +289,7 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
         "Before the queries (prepare commands and loading; not part of latency), seconds",
         prepare_lines(c.prepare),
     )
-    return out
+    return _folded("Latency details", out)
 
 
 def _mde(p: Power | None) -> str:
@@ -295,7 +319,7 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
                 f"slice {scope.name} ({queries(scope.n)}): smallest {row.metric} change it "
                 f"could see at 80% power {row.power.mde:.3f}"
             )
-    return layout.section(f"Drift and power{mark}", lines)
+    return _folded("Drift and power", layout.section(f"Drift and power{mark}", lines))
 
 
 def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:
@@ -323,7 +347,7 @@ def _render_text(c: Comparison, redact: bool) -> str:
 
 
 def _render_markdown(c: Comparison, redact: bool) -> str:
-    return layout.markdown(_blocks(redacted(c) if redact else c, redact))
+    return layout.markdown(_blocks(redacted(c) if redact else c, redact, local=True))
 
 
 # --------------------------------------------------------------------------- JSON

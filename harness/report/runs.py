@@ -27,10 +27,11 @@ from harness.verdict.comparison import RunSummary
 def render_evaluation(
     evaluation: Evaluation, fmt: str, per_query: bool = False, *, gold: GoldSet | None = None
 ) -> str:
-    """`harness metrics` output: "table" (tabulate: all, then one row per slice with n), "json"
-    ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query", "gold"}) or "csv" (scope,
-    metric, value rows; scope "all", "slice:NAME", "query:ID" or "gold").  Per-query values only
-    when asked; the gold set's source and content hash whenever `gold` is given."""
+    """`harness metrics` output: "text" (alias "table"; tabulate: all, then one row per slice
+    with n), "json" ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query", "gold"}) or
+    "csv" (scope, metric, value rows; scope "all", "slice:NAME", "query:ID" or "gold").
+    Per-query values only when asked; the gold set's source and content hash whenever `gold`
+    is given."""
     names = [str(s) for s in evaluation.specs]
     if fmt == "json":
         doc: dict[str, Any] = {
@@ -56,8 +57,8 @@ def render_evaluation(
             for qid, values in evaluation.per_query.items():
                 writer.writerows((f"query:{qid}", m, repr(v)) for m, v in values.items())
         return buffer.getvalue()
-    if fmt != "table":
-        raise ValueError(f"unknown format {fmt!r}; known: table, json, csv")
+    if fmt not in ("text", "table"):  # "table": the old name, kept as an alias
+        raise ValueError(f"unknown format {fmt!r}; known: text, json, csv")
 
     def cells(values: Mapping[str, float]) -> list[str]:
         return [f"{values[m]:.4f}" if m in values else "-" for m in names]
@@ -90,8 +91,9 @@ def render_evaluation(
 
 
 def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
-    """`harness run` output: "json" (the summary and the record's path) or "table": a line per
-    repeat, latency, the metrics overall and per slice, drift and errors by kind."""
+    """`harness run` output: "json" (the summary and the record's path) or "text" (alias
+    "table"): a line per repeat, latency, the metrics overall and per slice, drift and errors
+    by kind."""
     run = summary.run
     if fmt == "json":
         doc = {
@@ -113,8 +115,8 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
             "definition": None if run.definition is None else run.definition.to_dict(),
         }
         return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    if fmt != "table":
-        raise ValueError(f"unknown format {fmt!r}; known: table, json")
+    if fmt not in ("text", "table"):  # "table": the old name, kept as an alias
+        raise ValueError(f"unknown format {fmt!r}; known: text, json")
     n_queries = len(run.repeats[0].results) if run.repeats else 0
     head = f"{run.ref} ({run.sha[:8]}{'+dirty' if '+dirty' in run.sha else ''}): "
     head += f"{len(run.repeats)} repeats of {queries(n_queries)}"

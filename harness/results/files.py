@@ -30,8 +30,20 @@ def utc_stamp(now: datetime | None = None) -> str:
     return (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_new(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically, refusing to overwrite an existing file.
+    """Write `text` to `path` atomically, refusing to overwrite an existing file (see
+    write_bytes_new)."""
+    return write_bytes_new(path, text.encode("utf-8"))
+
+
+def write_bytes_new(path: Path, data: bytes) -> Path:
+    """Write `data` to `path` atomically, refusing to overwrite an existing file.
 
     The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
     (link fails if the target exists, unlike rename), so a reader never sees half a file and a
@@ -43,9 +55,12 @@ def write_text_new(path: Path, text: str) -> Path:
     except OSError as exc:
         raise _write_error(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
+            # mkstemp makes 0600: results are shared (a report.html sent round), so the mode an
+            # ordinary file would get, 0666 less the umask.
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         try:
             os.link(tmp, path)

@@ -59,6 +59,20 @@ class Definition:
         return {"sha256": self.sha256, "parts": {p.name: p.sha256 for p in self.parts}}
 
 
+def _canonical(names: Sequence[str]) -> list[str]:
+    """Metric names as the registry spells them (`nDCG@10` and `ndcg_cut_10` are `ndcg@10`), so
+    two spellings of one measurement define the same thing; an unknown name is kept as is."""
+    from harness.score.metrics import parse_metric
+
+    found = []
+    for name in names:
+        try:
+            found.append(parse_metric(name).canonical)
+        except ValueError:
+            found.append(name)
+    return found
+
+
 def _metrics_version() -> str:
     # Imported on use: harness.types imports this module, and the metric registry brings numpy,
     # which `harness --help` must not load (tests/test_fast_paths.py).
@@ -93,7 +107,7 @@ def definition(
         "corpus": corpus,
         "query": {side: _set_keys(q) for side, q in query.items()},
         "k": sorted(set(k)),
-        "metrics": {"version": _metrics_version(), "names": list(metrics), "rel_level": rel_level},
+        "metrics": {"version": _metrics_version(), "names": _canonical(metrics), "rel_level": rel_level},
         "config": dict(config or {}),
     }
     parts = tuple(DefinitionPart(name, _digest(values[name])) for name in PARTS)

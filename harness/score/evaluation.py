@@ -188,7 +188,7 @@ def evaluate(
     ranks = judge(
         [rankings.get(qid, ()) for qid in all_ids],
         list(map(attrgetter("relevant"), queries)),
-        max((s.k for s in chosen), default=1),
+        max((s.depth for s in chosen), default=1),
         rel_level,
         texts=None if texts is None else [texts.get(qid) for qid in all_ids],
         spans=None if texts is None else list(map(attrgetter("spans"), queries)),

@@ -15,6 +15,12 @@ relevance_level 2 a grade-1 document still gains 1 (ndcg_cut ignores -l), and gr
 nothing, in the run or in the ideal.  tests/test_metrics_oracle.py finds every value equal to
 pytrec_eval's, to the last bit, on BM25 runs over SciFact and Cranfield.
 
+Names (`parse_metric`): harness's own (`ndcg@10`), ir_measures' (`nDCG@10`, `RR@10`, `AP`) and
+trec_eval's (`ndcg_cut_10`, `P_5`, `map`, `recip_rank`) name the same registry entries and print
+back as written.  `ap`, `ndcg`, `ndcg_burges` and `mrr` without a cutoff read the whole returned
+ranking (trec_eval's `map`, `ndcg`, `recip_rank`: the ideal of uncut ndcg holds every positive
+judgement); hit, recall and p always need one.
+
 Ranks are positions in the deduplicated list, in the order the service returned: nothing here
 breaks ties (a TREC run file is put in trec_eval's order by `harness.score.runfile`).
 
@@ -36,7 +42,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from operator import methodcaller
 from types import MappingProxyType
@@ -377,30 +383,67 @@ METRICS: Mapping[str, MetricDef] = MappingProxyType(
     }
 )
 
-# Spellings people bring from elsewhere, only to suggest the canonical name in an error.
-_ALIASES = {"success": "hit", "precision": "p", "rr": "mrr", "recip_rank": "mrr", "map": "ap"}
-_CANONICAL = re.compile(r"([a-z_]+)@([1-9][0-9]*)")
+# Every accepted spelling, canonical first: harness's own, then ir_measures' (`nDCG@10`, `RR`)
+# and trec_eval's (`ndcg_cut_10`, `P_5`, `recip_rank`, `map`).  A spec prints back as it was
+# written, so a user's `nDCG@10` is `nDCG@10` in every table; equality and hashing use the
+# canonical (name, k), so `nDCG@10 == ndcg@10 == ndcg_cut_10`.
+_AT_K = {  # NAME@k: every registry name, then the other tools' spellings
+    **{name: name for name in METRICS},
+    "Success": "hit", "R": "recall", "P": "p", "RR": "mrr", "nDCG": "ndcg", "AP": "ap",
+}  # fmt: skip
+_TREC_K = {  # trec_eval's NAME_k
+    "success": "hit", "recall": "recall", "P": "p", "ndcg_cut": "ndcg", "map_cut": "ap",
+}  # fmt: skip
+_UNCUT = {  # the whole returned ranking, no cutoff
+    "mrr": "mrr", "RR": "mrr", "recip_rank": "mrr",
+    "ndcg": "ndcg", "nDCG": "ndcg",
+    "ndcg_burges": "ndcg_burges",
+    "ap": "ap", "AP": "ap", "map": "ap",
+}  # fmt: skip
+UNCUT_METRICS = frozenset(_UNCUT.values())
+# Spellings people bring from elsewhere that are not accepted, only to suggest one in an error.
+_ALIASES = {
+    "success": "hit", "precision": "p", "rr": "mrr", "recip_rank": "mrr", "map": "ap", "r": "recall"
+}  # fmt: skip
+_AT = re.compile(r"([A-Za-z_]+)@([1-9][0-9]*)")
+_UNDERSCORE = re.compile(r"([A-Za-z_]+?)_([1-9][0-9]*)")
 
 
 def _known() -> str:
     return ", ".join(f"{name}@k" for name in METRICS)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class MetricSpec:
-    """A metric at a cutoff; `str(spec)` is its canonical name, e.g. "ndcg@10"."""
+    """A metric at a cutoff (`k`), or over the whole returned ranking (`k` None: trec_eval's
+    `map`, `ndcg`, `recip_rank`); `str(spec)` is the name as written (`label`, e.g. "nDCG@10"
+    or "ndcg_cut_10"), else the canonical one ("ndcg@10", "ap").  Equality, hashing and order
+    use only (name, k): every spelling of one metric is one metric."""
 
     name: str
-    k: int
+    k: int | None
+    label: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.name not in METRICS:
             raise ValueError(f"unknown metric {self.name!r}; known metrics: {_known()}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+        if self.k is None:
+            if self.name not in UNCUT_METRICS:
+                raise ValueError(f"{self.name} needs a cutoff ({self.name}@k)")
+        elif isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"cutoff of {self.name} must be an integer >= 1, not {self.k!r}")
 
     def __str__(self) -> str:
-        return f"{self.name}@{self.k}"
+        return self.label or self.canonical
+
+    @property
+    def canonical(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def depth(self) -> int:
+        """How many unique ids the metric reads: k, or every one (uncut)."""
+        return UNCUT_DEPTH if self.k is None else self.k
 
     @property
     def kind(self) -> Kind:
@@ -411,19 +454,34 @@ class MetricSpec:
         return METRICS[self.name].texts
 
     def compute(self, ranks: JudgedRanks) -> FloatArray:
-        return METRICS[self.name].fn(ranks, self.k)
+        return METRICS[self.name].fn(ranks, ranks.width if self.k is None else self.k)
+
+    def sort_key(self) -> tuple[str, int]:
+        return (self.name, UNCUT_DEPTH if self.k is None else self.k)
+
+
+# An uncut metric judges the whole ranking and every positive judgement (`judge` widens its
+# arrays only as far as the longest ranking or judgement list, never to this).
+UNCUT_DEPTH = 2**62
 
 
 def parse_metric(text: str) -> MetricSpec:
-    """Parse a canonical metric name such as "ndcg@10"; anything else raises ValueError.
+    """Parse a metric name; anything unknown raises ValueError.
 
-    Canonical means lower case, no spaces, a cutoff >= 1 without leading zeros, so that
-    `str(parse_metric(s)) == s`.  The error names every known metric and, when it can, the
-    canonical spelling of what was meant ("P@10" -> "p@10", "Success@5" -> "hit@5").
+    Accepted: harness's canonical names (`ndcg@10`, lower case, a cutoff >= 1 without leading
+    zeros; `ap`, `ndcg`, `ndcg_burges`, `mrr` uncut), ir_measures' (`nDCG@10`, `P@5`, `R@100`,
+    `RR@10`, `AP@100`, `Success@5`; `AP`, `nDCG`, `RR` uncut) and trec_eval's (`ndcg_cut_10`,
+    `P_5`, `recall_100`, `map_cut_100`, `success_5`; `map`, `ndcg`, `recip_rank` uncut).
+    `str(parse_metric(s)) == s` for each.  The error names every known metric and, when it can,
+    the spelling that was meant ("NDCG@10" -> "ndcg@10", "map@100" -> "ap@100").
     """
-    match = _CANONICAL.fullmatch(text)
-    if match and match.group(1) in METRICS:
-        return MetricSpec(match.group(1), int(match.group(2)))
+    if text in _UNCUT:
+        return MetricSpec(_UNCUT[text], None, _label(text, _UNCUT[text], None))
+    for pattern, table in ((_AT, _AT_K), (_UNDERSCORE, _TREC_K)):
+        match = pattern.fullmatch(text)
+        if match and match.group(1) in table:
+            name, k = table[match.group(1)], int(match.group(2))
+            return MetricSpec(name, k, _label(text, name, k))
     hint = ""
     loose = re.fullmatch(r"\s*([A-Za-z_]+)\s*@\s*\+?0*([1-9][0-9]*)\s*", text)
     if loose:
@@ -431,11 +489,21 @@ def parse_metric(text: str) -> MetricSpec:
         name = _ALIASES.get(name, name)
         if name in METRICS:
             hint = f" (did you mean {name}@{int(loose.group(2))}?)"
-    raise ValueError(f"unknown metric {text!r}{hint}; known metrics: {_known()}, with k >= 1")
+    raise ValueError(
+        f"unknown metric {text!r}{hint}; known metrics: {_known()}, with k >= 1 (or "
+        f"ir_measures' and trec_eval's names: nDCG@10, P@5, RR@10, AP, ndcg_cut_10, map, "
+        f"recip_rank; uncut: {', '.join(sorted(UNCUT_METRICS))})"
+    )
+
+
+def _label(text: str, name: str, k: int | None) -> str | None:
+    """The spelling to print back: None when it is the canonical one already."""
+    return None if text == (name if k is None else f"{name}@{k}") else text
 
 
 def parse_metrics(text: str) -> tuple[MetricSpec, ...]:
-    """Parse "hit@5,ndcg@10" (spaces around commas allowed) in order, dropping repeats."""
+    """Parse "hit@5,ndcg@10" (spaces around commas allowed) in order, dropping repeats (two
+    spellings of one metric are a repeat: the first is kept)."""
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
         raise ValueError(f"no metric given; known metrics: {_known()}")
@@ -472,7 +540,7 @@ def score_query(
         raise ValueError("query has no grade >= 1: score it with no_answer_false_positive")
     chosen = as_specs(specs)
     ranks = judge(
-        [ranking], [relevant], max((s.k for s in chosen), default=1), rel_level,
+        [ranking], [relevant], max((s.depth for s in chosen), default=1), rel_level,
         texts=None if texts is None else [texts], spans=[spans or {}],
     )
     return {str(s): float(s.compute(ranks)[0]) for s in chosen}

@@ -49,6 +49,14 @@ def _row_name(row: SweepRow) -> str:
 
 def _best_lines(s: Sweep) -> list[str]:
     """Per metric, overall: the best value and whether it is distinguishable from the reference."""
+    if s.identical_rankings:
+        names = ", ".join(p.name for p in s.params)
+        return [
+            f"every value gave identical rankings (the same ids in the same order for every "
+            f"query, in every repeat): the service may not read {names}; nothing here says "
+            f"which value to keep (read it in the service, or put {{{s.params[0].name}}} in "
+            "service.start)"
+        ]
     lines = []
     by_label = {r.label: r for r in s.rows}
     for m in s.metrics:
@@ -141,6 +149,7 @@ def sweep_to_dict(s: Sweep) -> dict[str, Any]:
         "alpha": s.alpha,
         "seed": s.seed,
         "overridden_env": list(s.overridden),
+        "identical_rankings": s.identical_rankings,
         "best": {scope: {m: list(s.best(scope, m)) for m in s.metrics} for scope in s.scopes},
         "rows": [
             {

@@ -68,6 +68,9 @@ class Sweep:
     seed: int
     overridden: tuple[str, ...]  # config env pins the sweep replaced
     rows: tuple[SweepRow, ...]
+    # Every value's service returned the same ranked ids for every query in every repeat: the
+    # knob changed nothing the gold set can see (often: the service never reads it).
+    identical_rankings: bool = False
 
     @property
     def valid(self) -> bool:
@@ -128,8 +131,33 @@ def summarise(
         seed=settings.seed,
         overridden=tuple(overridden),
         rows=tuple(rows),
+        identical_rankings=identical_rankings(runs),
     )
     return sweep, comparisons
+
+
+def identical_rankings(runs: Sequence[RefRun]) -> bool:
+    """Whether every run answered every query with the same ranked ids in every repeat (two or
+    more complete runs; a failed build, boot or query makes it False: nothing is claimed)."""
+
+    def answers(run: RefRun) -> dict[str, frozenset[tuple[str, ...]]]:
+        seen: dict[str, set[tuple[str, ...]]] = {}
+        for rep in run.repeats:
+            for r in rep.results:
+                seen.setdefault(r.query_id, set()).add(r.ids)
+        return {qid: frozenset(ids) for qid, ids in seen.items()}
+
+    complete = [
+        run
+        for run in runs
+        if run.repeats
+        and not run.failures
+        and all(r.ok for rep in run.repeats for r in rep.results)
+    ]
+    if len(runs) < 2 or len(complete) < len(runs):
+        return False
+    first = answers(complete[0])
+    return bool(first) and all(answers(run) == first for run in complete[1:])
 
 
 def _scope_rows(c: Comparison, scope: str) -> Mapping[str, MetricRow]:

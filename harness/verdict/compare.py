@@ -72,7 +72,7 @@ from dataclasses import replace
 import numpy as np
 
 from harness.score.definition import Definition, definition
-from harness.score.metrics import Kind, parse_metric
+from harness.score.metrics import Kind, MetricSpec, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
@@ -91,8 +91,11 @@ __all__ = ["compare", "summarise_run"]
 
 
 def _decisive(settings: CompareSettings) -> list[str]:
-    names = [f"hit@{k}" for k in settings.k]
-    return names + [g for g in map(str, map(parse_metric, settings.gate_on)) if g not in names]
+    # Rows are named as settings.specs print; a gate spelled another way (Success@5 for hit@5)
+    # is the same metric, so the same row.
+    printed = {spec: str(spec) for spec in settings.specs}
+    chosen = [MetricSpec("hit", k) for k in settings.k] + list(map(parse_metric, settings.gate_on))
+    return list(dict.fromkeys(printed[spec] for spec in chosen))
 
 
 def _family(overall: Scope, settings: CompareSettings) -> Scope:
@@ -197,7 +200,7 @@ def compare(
     if ids:
         topk = {
             k: (base.topk_drift(ids, k), cand.topk_drift(ids, k))
-            for k in {s.k for s in settings.specs if s.kind is Kind.BINARY}
+            for k in {s.depth for s in settings.specs if s.kind is Kind.BINARY}
         }
         everything = np.ones(len(ids), dtype=bool)
         family = len(_decisive(settings))
@@ -216,7 +219,7 @@ def compare(
             settings.alpha,
         )
         flips = [
-            details.flips(str(s), s.k, ids, gold, base, cand, settings)
+            details.flips(str(s), s.depth, ids, gold, base, cand, settings)
             for s in settings.specs
             if s.kind is Kind.BINARY
         ]

@@ -127,7 +127,7 @@ class CompareSettings:
         chosen = {MetricSpec(name, k) for name in names for k in self.k}
         chosen |= {parse_metric(name) for name in self.gate_on}
         order = {name: i for i, name in enumerate(names)}
-        return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), s.name, s.k)))
+        return tuple(sorted(chosen, key=lambda s: (order.get(s.name, len(order)), *s.sort_key())))
 
 
 # --------------------------------------------------------------------------- the Comparison tree

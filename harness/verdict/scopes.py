@@ -193,7 +193,7 @@ def score_scope(
         )
     )
     rows = [
-        _hit_row(str(s), base, cand, sel, topk[s.k], settings, power_alpha)
+        _hit_row(str(s), base, cand, sel, topk[s.depth], settings, power_alpha)
         if s.kind is Kind.BINARY
         else _continuous_row(str(s), base, cand, sel, settings, power_alpha, tests[str(s)])
         for s in settings.specs

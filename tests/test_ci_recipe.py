@@ -1,0 +1,78 @@
+"""The README's GitHub Actions recipe: the file it shows verbatim, valid against GitHub's workflow
+schema (check-jsonschema's bundled copy, offline), and its pinned install really installs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / "examples" / "github-workflow.yml"
+
+
+def readme_block() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run it in CI", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 1, "the CI section shows one workflow"
+    return blocks[0]
+
+
+def test_the_readme_shows_the_workflow_file_verbatim() -> None:
+    assert readme_block() == WORKFLOW.read_text(encoding="utf-8")
+    assert "examples/github-workflow.yml" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_workflow_is_valid_against_the_github_workflow_schema() -> None:
+    tool = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
+    if not Path(tool).exists():
+        pytest.skip("check-jsonschema (test extra) is not installed")
+    done = subprocess.run(
+        [tool, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_workflow_pins_harness_and_fails_on_any_nonzero_status() -> None:
+    text = WORKFLOW.read_text(encoding="utf-8")
+    pin = re.search(r'HARNESS: "(retrieval-harness @ git\+https://[^"@]+@v[0-9.]+)"', text)
+    assert pin, "harness is installed from a pinned git URL (it is on no package index)"
+    assert 'pip install "$HARNESS"' in text
+    assert "pip install retrieval-harness" not in text
+    assert "--format markdown > report.md" in text
+    assert "if: steps.compare.outputs.status != '0'" in text  # 1, 2 and 3 fail the check
+
+
+@pytest.mark.slow
+def test_the_pinned_install_form_installs_harness_from_a_tag(tmp_path: Path) -> None:
+    # The recipe's `NAME @ git+URL@TAG`, on a throwaway clone of this checkout tagged as a
+    # release would be: pip builds it (setuptools from the registry, as on a runner) and the
+    # package data (the schemas, the demo) comes along.
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout of harness")
+    clone = tmp_path / "harness"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    subprocess.run(["git", "-C", str(clone), "tag", "v0.0.0-test"], check=True, timeout=60)
+    target = tmp_path / "site"
+    spec = f"retrieval-harness @ git+file://localhost{clone}@v0.0.0-test"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), spec],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0 and "No matching distribution found for setuptools" in done.stderr:
+        pytest.skip("no package registry reachable to build with")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (target / "harness" / "schemas" / "comparison.schema.json").is_file()
+    assert (target / "harness" / "demo" / "harness.toml").is_file()
