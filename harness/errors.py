@@ -64,6 +64,18 @@ class HarnessError(Exception):
     def __str__(self) -> str:
         return "\n".join([self.message, *self.details])
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt whole in another process (a Ray worker's error on the driver): the message,
+        # its details and every field of a subclass, whatever its __init__ takes.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[HarnessError], args: tuple[Any, ...], state: dict[str, Any]) -> HarnessError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class _ProblemsError(HarnessError):
     """An error that carries every problem found in one input, not just the first."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from typing import Any
 import psutil
 import pytest
 from e2e_support import Sandbox, build_sandbox, query_ids, record_paths
+
+from harness.errors import GoldError, Problem, RefError
 
 pytest.importorskip("ray", reason="ray is not installed (pip install 'retrieval-harness[ray]')")
 
@@ -198,3 +201,57 @@ def test_ctrl_c_on_ray_tears_down_the_rounds_and_ray(
     assert wait_gone(ray_tmp) == []
     assert sandbox.leftovers(sandbox.run_ids(tmp_path)) == []
     assert sandbox.worktrees() == []
+
+
+def test_an_error_raised_on_a_worker_reaches_the_driver_whole(
+    ray_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray
+
+    from harness.replay.remote import _get
+
+    def fails() -> None:  # nested: pickled by value, so the worker needs no tests/ on its path
+        raise RefError("main is abc on w1 but def here", ["update the repository"])
+
+    monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    try:
+        with pytest.raises(RefError) as raised:
+            _get(ray, ray.remote(max_retries=0)(fails).remote())
+    finally:
+        ray.shutdown()
+    assert raised.value.message == "main is abc on w1 but def here"
+    assert raised.value.details == ("update the repository",)
+    assert wait_gone(ray_tmp) == []
+
+
+def test_a_harness_error_survives_pickling_with_its_details() -> None:
+    error = GoldError("gold.jsonl is malformed", [Problem("gold.jsonl", "no id", line=3)], "fix it")
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is GoldError
+    assert (back.message, back.details, back.problems) == (
+        error.message,
+        error.details,
+        error.problems,
+    )
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        ("127.0.0.1:1", "--ray 127.0.0.1:1: nothing answers there"),
+        ("nowhere", "--ray nowhere: not auto and not HOST:PORT"),
+    ],
+)
+def test_a_wrong_ray_address_is_a_clear_error(
+    sandbox: Sandbox, tmp_path: Path, address: str, said: str
+) -> None:
+    boots = sandbox.boots()
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "main", "--ray", address,
+        results=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"harness: error: {said}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sandbox.boots() == boots

@@ -25,6 +25,7 @@ Ray is imported here only, and only when called: `harness` without --ray never l
 from __future__ import annotations
 
 import contextlib
+import socket
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -32,12 +33,15 @@ from types import ModuleType
 from typing import Any
 
 from harness import __version__
-from harness.errors import HarnessError, RefError
+from harness.errors import HarnessError, RefError, clip
 from harness.replay.runner import RefSession, RunPlan, play_round
 from harness.results.records import host_fingerprint
 from harness.types import Repeat, RunFailure
 
 INSTALL_HINT = "install it: pip install 'retrieval-harness[ray]'"
+CONNECT_TIMEOUT_S = 10.0
+"""How long `--ray HOST:PORT` may take to accept a TCP connection before it is called unreachable
+(Ray itself retries a wrong address for minutes)."""
 CANCEL_GRACE_S = 60.0
 """After a failure or Ctrl-C, how long the driver waits for cancelled rounds to tear down their
 services before it disconnects (a worker killed mid-round would leave its services running)."""
@@ -169,6 +173,8 @@ def _connected(ray: Any, address: str) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
+    if address != "auto":
+        _check_reachable(address)
     try:
         ray.init(
             address=None if address == "auto" else address,
@@ -184,6 +190,24 @@ def _connected(ray: Any, address: str) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """A HarnessError now when nothing listens at HOST:PORT (or ray://HOST:PORT)."""
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise HarnessError(
+            f"--ray {clip(address)}: not auto and not HOST:PORT",
+            ["give --ray auto, or a cluster's address, e.g. --ray 10.0.0.5:6379"],
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise HarnessError(
+            f"--ray {clip(address)}: nothing answers there ({exc.strerror or exc})",
+            ["start the cluster (ray start --head), or give --ray auto to start a local one"],
+        ) from None
 
 
 def _round_cpus(ray: Any) -> float:
