@@ -155,5 +155,5 @@ def test_a_rewrite_is_the_same_for_both_sides_or_a_configuration_error(tmp_path:
     with pytest.raises(ConfigError, match=r"query\.rewrite differs between the sides"):
         load_config(config, repo=tmp_path)
     config.write_text(config.read_text().replace('rewrite = "lower"', 'rewrite = "shout"'))
-    with pytest.raises(ConfigError, match="must be one of fts5_or, lower, terms, not 'shout'"):
+    with pytest.raises(ConfigError, match="must be one of fts5_or, lower, terms, or a hook"):
         load_config(config, repo=tmp_path)

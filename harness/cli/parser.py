@@ -48,6 +48,21 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_record_side(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--side",
+        choices=("baseline", "candidate"),
+        default="candidate",
+        help="in a comparison directory, which side's record (default candidate)",
+    )
+
+
+def _add_gold_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
+    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
+    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+
+
 def _add_side(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--side",
@@ -306,15 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "source", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
     )
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="candidate",
-        help="in a comparison directory, which side's record (default candidate)",
-    )
-    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
-    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
-    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    _add_record_side(p)
+    _add_gold_source(p)
     p.add_argument("--bins", type=int, default=10, help="histogram bins (default 10)")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -363,15 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--k", type=int, help="retrieved = a relevant document in the top K "
                    "(default: the config's first compare.k, else 5)")
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="candidate",
-        help="in a comparison directory, which side's record (default candidate)",
-    )
-    p.add_argument("--gold", type=Path, help="the gold set (default: the config's)")
-    p.add_argument("--config", type=Path, help="harness.toml (default: discovered in the cwd)")
-    p.add_argument("--repo", type=Path, help="the git repository (default: the config's)")
+    _add_record_side(p)
+    _add_gold_source(p)
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
@@ -381,12 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "run", type=Path, help="a run record (results/runs/*.json) or a comparison directory"
     )
-    p.add_argument(
-        "--side",
-        choices=("baseline", "candidate"),
-        default="candidate",
-        help="in a comparison directory, which side's record (default candidate)",
-    )
+    _add_record_side(p)
     p.add_argument(
         "--format",
         choices=("trec", "csv", "parquet"),
