@@ -107,7 +107,11 @@ def definition(
         "corpus": corpus,
         "query": {side: _set_keys(q) for side, q in query.items()},
         "k": sorted(set(k)),
-        "metrics": {"version": _metrics_version(), "names": _canonical(metrics), "rel_level": rel_level},
+        "metrics": {
+            "version": _metrics_version(),
+            "names": _canonical(metrics),
+            "rel_level": rel_level,
+        },
         "config": dict(config or {}),
     }
     parts = tuple(DefinitionPart(name, _digest(values[name])) for name in PARTS)
