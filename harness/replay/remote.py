@@ -76,7 +76,8 @@ def require_ray(option: str = "--ray") -> ModuleType:
         import ray
     except ImportError:
         raise HarnessError(f"{option}: Ray is not installed", [INSTALL_HINT]) from None
-    return ray
+    module: ModuleType = ray
+    return module
 
 
 def run_rounds(sessions: Sequence[RefSession], repeats: int) -> None:
