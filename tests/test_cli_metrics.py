@@ -126,3 +126,14 @@ def test_trec_qrels_score_without_a_topics_file_as_trec_eval_does(tmp_path: Path
     assert document["per_query"]["q2"]["P_1"] == 1.0
     assert document["per_query"]["q3"]["map"] == 0.0  # judged, missing from the run: 0 (-c)
     assert document["aggregate"]["RR@10"] == pytest.approx((0.5 + 1 + 0) / 3)
+
+
+def test_a_gold_set_without_slices_prints_the_overall_row_once(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq2 0 d3 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 9.0 t\nq2 Q0 d4 1 5.0 t\n")
+    done = run_cli("harness", "metrics", "--gold", qrels, "--run", run, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("\n\n")[0].splitlines()[2:]
+    assert [line.split()[0] for line in table] == ["all"], done.stdout

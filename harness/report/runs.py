@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -64,7 +64,9 @@ def render_evaluation(
         return [f"{values[m]:.4f}" if m in values else "-" for m in names]
 
     rows = [["all", str(evaluation.n), *cells(evaluation.aggregate)]]
-    rows += [[f"slice {k}", str(v.n), *cells(v.values)] for k, v in evaluation.slices.items()]
+    # A gold set without slices has the one slice "default": the "all" row again, shown once.
+    if list(evaluation.slices) != ["default"]:
+        rows += [[f"slice {k}", str(v.n), *cells(v.values)] for k, v in evaluation.slices.items()]
     parts = [tabulate(rows, ["scope", "n", *names], tablefmt="simple", disable_numparse=True)]
     na, o = evaluation.no_answer, evaluation.outranks
     lines = []
@@ -171,7 +173,7 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
                 str(n),
                 *(f"{values[m]:.3f}" for m in names),
             ]
-            for name, n, values in summary.scopes
+            for name, n, values in _distinct_scopes(summary.scopes)
         ]
         parts.append(
             f"metrics (mean over {summary.usable} repeats)\n"
@@ -196,3 +198,11 @@ def render_failures(run: RefRun) -> str:
         lines.append(f"harness: error: {said}")
         lines += failure.log_tail
     return "".join(f"{line}\n" for line in lines)
+
+
+def _distinct_scopes(
+    scopes: Sequence[tuple[str, int, Mapping[str, float]]],
+) -> Sequence[tuple[str, int, Mapping[str, float]]]:
+    """The run's scopes without the lone implicit slice "default" ("all" again)."""
+    names = [s[0] for s in scopes]
+    return [s for s in scopes if s[0] != "default"] if names == ["all", "default"] else scopes
