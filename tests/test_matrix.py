@@ -80,7 +80,7 @@ def test_every_problem_in_a_matrix_file_is_located(tmp_path: Path) -> None:
     text = """\
 reference = "nope"
 colour = "red"
-metrics = ["P@10"]
+metrics = ["hitt@10"]
 
 [config.a]
 env = { "1BAD" = "x" }
@@ -117,7 +117,7 @@ max_drop = -1
         "M:10: config.a.service.strat: unknown key 'strat' in [service]",
         "M:13: config.a.query.limit: must be >= 1, not 0",
         "M:1: reference: must name a configuration (a, b), not 'nope'",
-        "M:3: metrics[0]: unknown metric 'P@10' (did you mean p@10?)",
+        "M:3: metrics[0]: unknown metric 'hitt@10'",
         "M:19: constraint[0].config: must name a configuration (a, b), not 'c'",
         "M:23: constraint[1]: needs exactly one of max_drop, min, max (given: none)",
         "M:30: constraint[2].max_drop: must be >= 0, not -1",
