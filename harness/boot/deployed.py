@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.boot.processes import TeardownReport
+from harness.boot.service import ready_path
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
 
@@ -77,7 +78,7 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
         note = f"deployment {self.url}: not started or stopped by harness\n"
         self.log_path.write_text(note, encoding="utf-8")
         if self.spec.ready:
-            self._wait_ready(self.url + _path(self.spec.ready), t0)
+            self._wait_ready(self.url + ready_path(self.spec.ready), t0)
         return Deployment(url=self.url, boot_seconds=time.monotonic() - t0)
 
     def __exit__(
@@ -119,7 +120,3 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
 def deployed(url: str, spec: ServiceConfig, *, log_path: Path) -> DeployedContext:
     """A context for the deployment at `url` (already checked by `check_url`)."""
     return DeployedContext(url, spec, log_path=log_path)
-
-
-def _path(ready: str) -> str:
-    return ready if ready.startswith("/") else "/" + ready

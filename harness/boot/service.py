@@ -281,7 +281,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             if self._link is not None:
                 self._link.started()
             self._tree.leader = leader
-            status = self._wait_ready(leader.pid, url + _path(spec.ready), t0, log_start)
+            status = self._wait_ready(leader.pid, url + ready_path(spec.ready), t0, log_start)
             if status is not None:
                 text = log_text(self.log_path, log_start)
                 taken = any(s in text.lower() for s in _PORT_IN_USE)
@@ -503,7 +503,8 @@ def running_service(
     )
 
 
-def _path(ready: str) -> str:
+def ready_path(ready: str) -> str:
+    """service.ready as a URL path (a leading '/' added when it has none)."""
     return ready if ready.startswith("/") else "/" + ready
 
 
