@@ -19,6 +19,7 @@ from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.power import power, repeat_noise
+from harness.verdict.sequential import bootstrap_intervals
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -40,12 +41,25 @@ class Side:
         return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
-        return [_first_relevant(a[query.id].ids, query, rel_level) for a in self.answers]
+        # Repeats that returned the same list share one walk down it.
+        seen: dict[tuple[str, ...], int | None] = {}
+        out = []
+        for a in self.answers:
+            ids = a[query.id].ids
+            if ids not in seen:
+                seen[ids] = _first_relevant(ids, query, rel_level)
+            out.append(seen[ids])
+        return out
 
     def topk_drift(self, ids: Sequence[str], k: int) -> BoolArray:
-        return np.array(
-            [len({dedupe(a[qid].ids)[:k] for a in self.answers}) > 1 for qid in ids], dtype=bool
-        )
+        """Per query of `ids`: do its deduplicated top k differ between repeats?"""
+        drift = np.zeros(len(ids), dtype=bool)
+        for i, qid in enumerate(ids):
+            lists = [a[qid].ids for a in self.answers]
+            # The same list in every repeat (the common case) has the same top k.
+            if any(other != lists[0] for other in lists[1:]):
+                drift[i] = len({dedupe(other)[:k] for other in lists}) > 1
+        return drift
 
 
 def _first_relevant(ids: Sequence[str], query: GoldQuery, rel_level: int) -> int | None:
@@ -91,8 +105,13 @@ def _hit_row(
     test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
-    _, ci_low, ci_high = stats.paired_bootstrap_ci(
-        rates[0], rates[1], seed=settings.seed, resamples=settings.resamples
+    # The interval drawn beside the row (decides nothing): every resample, no early stop.
+    ((ci_low, ci_high),) = bootstrap_intervals(
+        (rates[1] - rates[0])[None, :],
+        seed=settings.seed,
+        resamples=settings.resamples,
+        confidence=0.95,
+        sequential=False,
     )
     return MetricRow(
         metric=metric,
@@ -105,8 +124,8 @@ def _hit_row(
         reason=test.reason,
         hit=HitDetail(
             test=test,
-            drift_baseline=stats.drift(list(outcomes[0])),
-            drift_candidate=stats.drift(list(outcomes[1])),
+            drift_baseline=stats.drift(outcomes[0]),
+            drift_candidate=stats.drift(outcomes[1]),
             topk_drift_baseline=int(topk[0][sel].sum()),
             topk_drift_candidate=int(topk[1][sel].sum()),
             ci_low=ci_low,

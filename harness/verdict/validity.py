@@ -20,6 +20,7 @@ _SIDES = ("baseline", "candidate")
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
 _WARNING_STAGES = frozenset({"teardown"})
 _SHOWN_IDS = 5
+_REMEMBERED = 16  # repeats: both sides of a comparison with their usable repeats
 _SAMPLE_CHARS = 200  # of a sample answer's detail, shown with the errors of its kind
 NEARLY_ALL = 0.9  # a share of failed queries past which the request itself is wrong
 
@@ -284,9 +285,19 @@ def check(
     return invalid, warnings
 
 
+_RECENT: list[tuple[Repeat, dict[str, QueryResult]]] = []
+
+
 def by_query(rep: Repeat) -> dict[str, QueryResult]:
-    """A repeat's answers by query id."""
-    return {r.query_id: r for r in rep.results}
+    """A repeat's answers by query id (treat as read-only: the last few repeats asked for are
+    remembered, since a comparison asks for each of its repeats several times)."""
+    for seen, answers in _RECENT:
+        if seen is rep:
+            return answers
+    answers = {r.query_id: r for r in rep.results}
+    _RECENT.insert(0, (rep, answers))
+    del _RECENT[_REMEMBERED:]
+    return answers
 
 
 # --------------------------------------------------------------------------- per-side data
