@@ -8,7 +8,7 @@ collapses); pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -35,30 +35,42 @@ class Side:
     answers: tuple[dict[str, QueryResult], ...]
     evaluations: tuple[Evaluation, ...]
     rows: npt.NDArray[np.intp]  # positions of `ids` in each evaluation's query_ids
+    # Worked out once, asked for by several rows: (query id, rel_level) -> ranks; ids -> the
+    # queries whose returned list is not the same in every repeat.
+    _ranks: dict[tuple[str, int], list[int | None]] = field(default_factory=dict, compare=False)
+    _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
         return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
-        # Repeats that returned the same list share one walk down it.
-        seen: dict[tuple[str, ...], int | None] = {}
-        out = []
-        for a in self.answers:
-            ids = a[query.id].ids
-            if ids not in seen:
-                seen[ids] = _first_relevant(ids, query, rel_level)
-            out.append(seen[ids])
-        return out
+        """The first relevant rank of `query` in each repeat (None: not returned)."""
+        key = (query.id, rel_level)
+        if key not in self._ranks:
+            # Repeats that returned the same list share one walk down it.
+            seen: dict[tuple[str, ...], int | None] = {}
+            for a in self.answers:
+                ids = a[query.id].ids
+                if ids not in seen:
+                    seen[ids] = _first_relevant(ids, query, rel_level)
+            self._ranks[key] = [seen[a[query.id].ids] for a in self.answers]
+        return self._ranks[key]
 
     def topk_drift(self, ids: Sequence[str], k: int) -> BoolArray:
         """Per query of `ids`: do its deduplicated top k differ between repeats?"""
+        key = tuple(ids)
+        if not self.answers:
+            return np.zeros(len(ids), dtype=bool)
+        if key not in self._varied:
+            first, *others = self.answers
+            self._varied[key] = np.array(
+                [any(a[qid].ids != first[qid].ids for a in others) for qid in ids], dtype=bool
+            )
         drift = np.zeros(len(ids), dtype=bool)
-        for i, qid in enumerate(ids):
-            lists = [a[qid].ids for a in self.answers]
-            # The same list in every repeat (the common case) has the same top k.
-            if any(other != lists[0] for other in lists[1:]):
-                drift[i] = len({dedupe(other)[:k] for other in lists}) > 1
+        # The same list in every repeat (the common case) has the same top k.
+        for i in np.flatnonzero(self._varied[key]).tolist():
+            drift[i] = len({dedupe(a[ids[i]].ids)[:k] for a in self.answers}) > 1
         return drift
 
 

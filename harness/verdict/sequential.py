@@ -107,8 +107,19 @@ def distinct_columns(deltas: FloatArray, *, signless: bool = False) -> Groups:
     if signless:
         first = columns[np.arange(columns.shape[0]), np.argmax(columns != 0, axis=1)]
         columns = columns * np.where(first < 0, -1.0, 1.0)[:, None]
-    values, sizes = np.unique(columns, axis=0, return_counts=True)
-    return Groups(np.ascontiguousarray(values.T), sizes.astype(np.int64))
+    # Each metric's values as small integer codes, the codes of a column as one integer (mixed
+    # radix): one sort of integers instead of a sort of rows.
+    key = np.zeros(columns.shape[0], dtype=np.int64)
+    radix = 1
+    for metric in columns.T:
+        distinct, code = np.unique(metric, return_inverse=True)
+        radix *= int(distinct.size)
+        if radix >= 1 << 62:
+            values, sizes = np.unique(columns, axis=0, return_counts=True)
+            return Groups(np.ascontiguousarray(values.T), sizes.astype(np.int64))
+        key = key * int(distinct.size) + code.reshape(-1)
+    _, first, sizes = np.unique(key, return_index=True, return_counts=True)
+    return Groups(np.ascontiguousarray(columns[first].T), sizes.astype(np.int64))
 
 
 _BYTE_ONES = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)

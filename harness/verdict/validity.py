@@ -11,6 +11,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 from harness.errors import clip
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
@@ -216,11 +217,12 @@ def id_space_problems(
     sample: tuple[str, tuple[str, ...]] | None = None
     answered = False
     for answers in map(by_query, usable(run)):
-        for result in answers.values():
-            answered = answered or result.ok
-            if result.ok and result.ids:
-                returned.update(dict.fromkeys(result.ids))
-                sample = sample or (result.query_id, result.ids)
+        ok = [result for result in answers.values() if result.ok]
+        answered = answered or bool(ok)
+        returned.update(dict.fromkeys(chain.from_iterable(result.ids for result in ok)))
+        if sample is None:
+            first = next((result for result in ok if result.ids), None)
+            sample = None if first is None else (first.query_id, first.ids)
     if not answered:  # nothing answered at all: the failures and errored answers say why
         return [], []
     if sample is None:
