@@ -72,7 +72,6 @@ def detectable_queries(variance: float, alpha: float, power: float = POWER) -> f
 def queries_needed(per_query: float, effect: float, alpha: float) -> int:
     """The smallest number of queries whose mde is at most `effect`, each query adding
     `per_query` to the null spread V."""
-
     def enough(n: int) -> bool:
         return detectable_queries(per_query * n, alpha) <= effect * n
 
