@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import ne
 
 import numpy as np
 import numpy.typing as npt
@@ -63,10 +64,11 @@ class Side:
         if not self.answers:
             return np.zeros(len(ids), dtype=bool)
         if key not in self._varied:
-            first, *others = self.answers
-            self._varied[key] = np.array(
-                [any(a[qid].ids != first[qid].ids for a in others) for qid in ids], dtype=bool
-            )
+            first, *others = ([a[qid].ids for qid in ids] for a in self.answers)
+            varied = np.zeros(len(ids), dtype=bool)
+            for lists in others:
+                varied |= np.fromiter(map(ne, lists, first), dtype=bool, count=len(ids))
+            self._varied[key] = varied
         drift = np.zeros(len(ids), dtype=bool)
         # The same list in every repeat (the common case) has the same top k.
         for i in np.flatnonzero(self._varied[key]).tolist():
@@ -75,8 +77,9 @@ class Side:
 
 
 def _first_relevant(ids: Sequence[str], query: GoldQuery, rel_level: int) -> int | None:
-    for rank, doc in enumerate(dedupe(ids), start=1):
-        if query.relevant.get(doc, 0) >= rel_level:
+    grade = query.relevant.get
+    for rank, doc in enumerate(dict.fromkeys(ids), start=1):  # deduplicated, as `dedupe`
+        if grade(doc, 0) >= rel_level:
             return rank
     return None
 
