@@ -266,7 +266,9 @@ def paired_bootstrap_ci(
     delta_i = candidate_i - baseline_i.  Each resample draws n queries with replacement (the
     pairing is kept: a query's two scores travel together) and takes the mean delta; lo and hi
     are the (1 - confidence)/2 and (1 + confidence)/2 percentiles (numpy "linear" method) of
-    the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).
+    the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).  Draws every query of
+    every resample; `harness.verdict.sequential.bootstrap_intervals` draws the same distribution
+    by groups of equal deltas (what compare uses), and is tested against this one.
     """
     deltas = paired_deltas(baseline, candidate)
     check_resamples(resamples)
