@@ -137,3 +137,10 @@ def test_outcome_arrays_and_lists_give_the_same_drift_and_modal() -> None:
     outcomes = np.random.default_rng(8).random((5, 300)) < 0.6
     assert drift(outcomes) == drift([list(row) for row in outcomes])
     assert (modal(outcomes) == modal([list(row) for row in outcomes])).all()
+
+
+def test_sign_flip_p_does_not_depend_on_the_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    deltas = np.random.default_rng(9).integers(-4, 5, size=(3, 700)) / 4
+    wide = sign_flip_p(deltas, seed=3, resamples=3000, bounds=(0.01, 0.05))
+    monkeypatch.setattr(sequential, "SIGN_CELLS", 64)  # a few resamples per chunk
+    assert sign_flip_p(deltas, seed=3, resamples=3000, bounds=(0.01, 0.05)) == wide

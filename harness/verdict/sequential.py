@@ -58,6 +58,9 @@ SMALL_GROUP = 16
 # Counts of one chunk of bootstrap resamples (resamples x groups): kept small enough to stay in
 # the processor's cache while the picks are counted into it.
 COUNT_CELLS = 1 << 17
+# Random words of one chunk of sign-flip resamples, kept in cache the same way (the words are
+# drawn in one stream, row after row, so the chunk size does not change them).
+SIGN_CELLS = 1 << 16
 
 U64 = npt.NDArray[np.uint64]
 
@@ -183,7 +186,7 @@ def sign_flip_p(
         weights = 2.0 * groups.values[:, signs.word_group].T  # words x live metrics
         rows_left = batch
         while rows_left:
-            rows = min(rows_left, max(1, CHUNK_ELEMENTS // max(signs.width, 1)))
+            rows = min(rows_left, max(1, SIGN_CELLS // max(signs.width, 1)))
             sums = signs.draw(rng, rows) @ weights - offset
             reach = np.abs(sums) >= observed[live] - tolerance[live]
             hits[live] += np.count_nonzero(reach, axis=0)
