@@ -19,6 +19,7 @@ from harness.verdict.sequential import (
     _SignDraws,
     bootstrap_intervals,
     distinct_columns,
+    lattice_bootstrap_interval,
     popcount,
     sign_flip_p,
 )
@@ -144,3 +145,37 @@ def test_sign_flip_p_does_not_depend_on_the_chunk_size(monkeypatch: pytest.Monke
     wide = sign_flip_p(deltas, seed=3, resamples=3000, bounds=(0.01, 0.05))
     monkeypatch.setattr(sequential, "SIGN_CELLS", 64)  # a few resamples per chunk
     assert sign_flip_p(deltas, seed=3, resamples=3000, bounds=(0.01, 0.05)) == wide
+
+
+def test_the_lattice_bootstrap_of_two_queries_by_hand() -> None:
+    # Deltas +1 and 0: a resample's sum is Binomial(2, 1/2): 0, 1, 2 with 1/4, 1/2, 1/4, so
+    # the mean's 2.5% and 97.5% quantiles are 0 and 1.
+    assert lattice_bootstrap_interval(np.array([1, 0]), 1, confidence=0.95) == (0.0, 1.0)
+    # In units of 1/5 (5 repeats a side): +3/5 and -1/5, sums of two picks -2, 2, 6 (fifths).
+    assert lattice_bootstrap_interval(np.array([3, -1]), 5, confidence=0.95) == (-0.2, 0.6)
+    assert lattice_bootstrap_interval(np.zeros(4, dtype=np.int64), 5, confidence=0.95) == (
+        0.0,
+        0.0,
+    )
+
+
+@pytest.mark.parametrize("n", [40, 400, 4000])
+def test_the_lattice_bootstrap_is_what_drawing_estimates(n: int) -> None:
+    data = np.random.default_rng(n)
+    scaled = np.clip(data.integers(0, 6, n) - data.integers(0, 6, n) + 1, -5, 5)
+    exact = lattice_bootstrap_interval(scaled, 5, confidence=0.95)
+    ((lo, hi),) = bootstrap_intervals(
+        (scaled / 5)[None, :], seed=1, resamples=40_000, confidence=0.95, sequential=False
+    )
+    assert exact is not None
+    # Monte Carlo error of a 2.5% quantile of 40,000 means: about 0.0134 sd (see above), plus
+    # the lattice step 1 / (5 n) the two may land apart.
+    tolerance = 4 * 0.0134 * float((scaled / 5).std()) / math.sqrt(n) + 2 / (5 * n)
+    assert abs(exact[0] - lo) < tolerance and abs(exact[1] - hi) < tolerance
+
+
+def test_the_lattice_bootstrap_gives_way_to_drawing_past_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sequential, "EXACT_POINTS", 100)
+    assert lattice_bootstrap_interval(np.ones(20, dtype=np.int64), 5, confidence=0.95) is None

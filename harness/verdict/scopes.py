@@ -20,7 +20,7 @@ from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.power import power, repeat_noise
-from harness.verdict.sequential import bootstrap_intervals
+from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -120,14 +120,19 @@ def _hit_row(
     test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
-    # The interval drawn beside the row (decides nothing): every resample, no early stop.
-    ((ci_low, ci_high),) = bootstrap_intervals(
-        (rates[1] - rates[0])[None, :],
-        seed=settings.seed,
-        resamples=settings.resamples,
-        confidence=0.95,
-        sequential=False,
-    )
+    # The interval drawn beside the row (decides nothing): the bootstrap's exact percentiles
+    # on the lattice the rate differences lie on, drawn (every resample) only past its size.
+    scaled, lcm = stats.scaled_rate_differences(outcomes[0], outcomes[1])
+    interval = lattice_bootstrap_interval(scaled, lcm, confidence=0.95)
+    if interval is None:
+        (interval,) = bootstrap_intervals(
+            (rates[1] - rates[0])[None, :],
+            seed=settings.seed,
+            resamples=settings.resamples,
+            confidence=0.95,
+            sequential=False,
+        )
+    ci_low, ci_high = interval
     return MetricRow(
         metric=metric,
         n=n,

@@ -272,3 +272,38 @@ def bootstrap_intervals(
         if not active.any():
             break
     return [percentile_interval(np.concatenate(drawn), confidence) for drawn in means]
+
+
+# The largest lattice (2 * lcm * n + 1 points) the exact bootstrap below convolves over; past it
+# the interval is drawn like the others.
+EXACT_POINTS = 1 << 23
+
+
+def lattice_bootstrap_interval(
+    scaled: IntArray, scale: int, *, confidence: float
+) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of the mean of `scaled` / `scale` (integers: hit-rate
+    differences in units of 1 / lcm of the repeats), computed exactly instead of drawn.
+
+    A resample's sum is the sum of n picks, each a value v in [-scale, scale] with probability
+    (queries with v) / n: its distribution is that one-pick law convolved n times, taken here
+    as the n-th power of its Fourier transform. The interval's ends are the (1 - confidence) / 2
+    and (1 + confidence) / 2 quantiles of that distribution (the smallest mean whose cumulative
+    probability reaches each), which a drawn percentile interval estimates with Monte Carlo
+    error. None when the lattice is larger than EXACT_POINTS (the caller draws instead).
+    """
+    n = int(scaled.size)
+    if n == 0 or not scaled.any():
+        return (0.0, 0.0)
+    width = 2 * scale * n + 1
+    if width > EXACT_POINTS:
+        return None
+    one = np.bincount(scaled.astype(np.int64) + scale, minlength=2 * scale + 1) / n
+    size = 1 << (width - 1).bit_length()
+    pmf = np.fft.irfft(np.fft.rfft(one, size) ** n, size)[:width]
+    cdf = np.cumsum(np.clip(pmf, 0.0, None))
+    cdf /= cdf[-1]
+    tail = (1 - confidence) / 2
+    # A little below each level, so that rounding in the transform cannot step past a quantile.
+    lo, hi = np.searchsorted(cdf, [tail - 1e-9, 1 - tail - 1e-9])
+    return (float((lo - scale * n) / (scale * n)), float((hi - scale * n) / (scale * n)))
