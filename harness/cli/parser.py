@@ -13,11 +13,12 @@ from pathlib import Path
 
 from harness import __version__
 from harness.cli.exits import EXIT_USAGE
-from harness.errors import clip
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        from harness.errors import clip  # only on a usage error: `harness --help` loads none
+
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
