@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +18,12 @@ from harness.cli.exits import EXIT_USAGE
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for each add_argument while the tree is built, and each
+        # asked the terminal its width: ~300 times for one --help.  Asked once per COLUMNS.
+        width = _width(os.environ.get("COLUMNS"))
+        return self.formatter_class(prog=self.prog, width=width)  # type: ignore[call-arg]
+
     def error(self, message: str) -> None:  # type: ignore[override]
         from harness.errors import clip  # only on a usage error: `harness --help` loads none
 
@@ -545,8 +553,21 @@ def _document(parser: argparse.ArgumentParser, name: str = "") -> None:
             action.help = _HELP.get((name, key))
 
 
+@functools.cache
+def _width(columns: str | None) -> int:
+    """What argparse's HelpFormatter takes as its width (`columns`: $COLUMNS, the cache key)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns - 2
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """`argv` (default sys.argv[1:]) parsed; a usage error exits with EXIT_USAGE."""
+    if argv is None:
+        argv = sys.argv[1:]
+    if list(argv) == ["--version"]:  # what argparse prints, without building the whole tree
+        print(f"harness {__version__}")
+        raise SystemExit(0)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "compare":
