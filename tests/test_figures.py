@@ -75,3 +75,41 @@ def test_the_cases_draw_every_plot_and_leave_some_out() -> None:
 
 def test_the_template_is_plotlys_own() -> None:
     assert figures._template() == pio.templates[figures.TEMPLATE].to_plotly_json()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_div_is_what_plotly_io_writes(case: str) -> None:
+    config = {"displaylogo": False, "responsive": True}
+    for name, make in figures.FIGURES.items():
+        figure = make(CASES[case])
+        if figure is None:
+            continue
+        expected = pio.to_html(
+            figure,
+            validate=False,
+            config=config,
+            include_plotlyjs=False,
+            full_html=False,
+            div_id=f"plot-{name}",
+            default_height=f"{figure['layout']['height']}px",
+        )
+        assert figures.div(figure, f"plot-{name}", config) == expected
+
+
+def test_json_in_a_div_is_strict_and_cannot_close_its_script() -> None:
+    figure = {
+        "data": [{"x": [float("nan"), float("inf"), 1.5], "name": "</script><b>NaN</b>"}],
+        "layout": {"height": 100, "title": {"text": "a/b"}},
+    }
+    written = figures.div(figure, "p", {})
+    expected = pio.to_html(
+        figure, validate=False, config={}, include_plotlyjs=False, full_html=False, div_id="p"
+    )
+    assert written == expected
+    assert "</script><b>" not in written and "NaN," not in written and "null,null,1.5" in written
+
+
+def test_plotly_js_is_the_file_plotly_ships() -> None:
+    from plotly.offline import get_plotlyjs
+
+    assert figures.plotly_js() == get_plotlyjs()

@@ -60,6 +60,67 @@ def _template() -> dict[str, Any]:
     return template
 
 
+def plotly_js() -> str:
+    """plotly.js as the plotly package ships it (what `plotly.offline.get_plotlyjs()` returns)."""
+    shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
+    return shipped.read_bytes().decode("utf-8")
+
+
+def div(figure: Figure, div_id: str, config: dict[str, Any]) -> str:
+    """The <div> that draws `figure`, as `plotly.io.to_html(figure, config=config,
+    include_plotlyjs=False, full_html=False, div_id=div_id, validate=False)` writes it (its
+    height the layout's), without importing plotly.io (and, through it, plotly's graph objects)."""
+    height = figure["layout"]["height"]
+    config = {**config}
+    config.setdefault("responsive", True)
+    if not config.get("showSendToCloud", False):
+        config.pop("plotlyServerURL", None)
+    script = """\
+                if (document.getElementById("{id}")) {{\
+                    Plotly.newPlot(\
+                        "{id}",\
+                        {data},\
+                        {layout},\
+                        {config}\
+                    ){then}\
+                }}""".format(
+        id=div_id,
+        data=_plotly_json(figure["data"]),
+        layout=_plotly_json(figure["layout"]),
+        config=json.dumps(config),
+        then="",
+    )
+    return """\
+<div style="height:{height}; width:{width};">\
+        {mathjax}\
+        {plotlyjs}\
+            <div id="{id}" class="plotly-graph-div" \
+style="height:100%; width:100%;"></div>\
+            <script>\
+                window.PLOTLYENV=window.PLOTLYENV || {{}};\
+                {script};\
+            </script>\
+        </div>""".format(
+        height=f"{height}px", width="100%", mathjax="", plotlyjs="", id=div_id, script=script
+    ).strip()
+
+
+def _plotly_json(value: Any) -> str:
+    """JSON as plotly.io writes it: compact, NaN and infinities as null, and "<", ">" and "/"
+    escaped so that no string can close the <script> it sits in."""
+    text = json.dumps(value, separators=(",", ":"), default=_plain)
+    if "NaN" in text or "Infinity" in text:  # maybe only inside a string: then unchanged
+        text = json.dumps(json.loads(text, parse_constant=lambda _: None), separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or array as Python numbers (plotly's encoder does the same)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 def _plotly_order(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _plotly_order(value[key]) for key in sorted(value)}
