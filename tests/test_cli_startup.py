@@ -103,3 +103,16 @@ def test_help_version_and_usage_errors_load_no_stage(argv: list[str], tmp_path: 
         assert loaded - {"dataclasses", "typing", "inspect"} == cli | {"harness.errors"}
     else:
         assert loaded == cli
+
+
+def test_progress_off_a_terminal_loads_no_rich() -> None:
+    code = (
+        "import io, sys\n"
+        "from harness.cli.progress import Progress\n"
+        "p = Progress(io.StringIO())\n"
+        "p.phase('boot', 'main')\n"
+        "p.close()\n"
+        "print('rich' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert (found.returncode, found.stdout) == (0, "False\n"), found.stderr
