@@ -1,4 +1,4 @@
-"""compare, sweep and matrix with --ray: each round one Ray task, records and verdict as without.
+"""compare, sweep and matrix on Ray: each round one task, records and verdict as without Ray.
 
 The CLI runs as a subprocess with `--ray auto` and no cluster running: it starts a local Ray
 (include_dashboard=False) for the run and shuts it down.  Ray's session directory is put under a
