@@ -552,7 +552,8 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             warm_up(side.channel, items)
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
         errors = 0
-        for done, (query_id, text) in enumerate(items, start=1):
+        # Nothing to ask when every side failed to boot (or was never bootable).
+        for done, (query_id, text) in enumerate(items if asking else (), start=1):
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
                 result = side.channel.ask(query_id, text)
