@@ -59,6 +59,8 @@ def recipe_sandbox(root: Path, name: str) -> Sandbox:
     for item in (RECIPES / name).iterdir():
         if item.is_file():
             shutil.copy(item, repo / item.name)
+        elif item.name != "__pycache__":
+            shutil.copytree(item, repo / item.name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(RECIPES / "rank.py", repo / "rank.py")
     (repo / "data").mkdir()
     (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")
@@ -85,7 +87,7 @@ def readme_recipe(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["text", "html", "form_fts5", "build_index", "http_load", "deployments"]
+    "name", ["text", "html", "form_fts5", "build_index", "editable", "http_load", "deployments"]
 )
 def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
     assert readme_recipe(name) == (RECIPES / name / "harness.toml").read_text(encoding="utf-8")
@@ -118,6 +120,20 @@ def test_a_build_that_writes_an_index_boots_again_from_a_fresh_worktree(tmp_path
     """The cached build is reused by the second --fresh compare, in new worktrees: what the
     build wrote (index/) comes back with it, so the service boots as after a real build."""
     sandbox = recipe_sandbox(tmp_path / "box", "build_index")
+    first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(first)
+    again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(again)
+    records = [json.loads(p.read_text()) for p in (sandbox.results / "runs").glob("*.json")]
+    assert sorted(r["build_cached"] for r in records) == [False, False, True, True]
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_an_editable_install_boots_again_from_a_fresh_worktree(tmp_path: Path) -> None:
+    """`pip install -e .` of a src-layout package into the ref's venv: the venv is cached and
+    points at the first build's checkout; the second --fresh compare, in new worktrees, must still
+    import the package, from its own checkout."""
+    sandbox = recipe_sandbox(tmp_path / "box", "editable")
     first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
     _regressed(first)
     again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
