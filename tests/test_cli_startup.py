@@ -116,3 +116,42 @@ def test_progress_off_a_terminal_loads_no_rich() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
     assert (found.returncode, found.stdout) == (0, "False\n"), found.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["nonsense"],
+        ["compare"],
+        ["compare", "--bogus"],
+        ["gold"],
+        ["gold", "nonsense"],
+        ["gold", "check", "--bogus"],
+        ["metrics", "--k", "x"],
+        ["-h", "compare"],
+        ["--version", "compare"],
+    ],
+)
+def test_building_only_the_command_given_parses_as_the_whole_tree(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def outcome(parse: object) -> tuple[object, str, str]:
+        try:
+            result: object = vars(parse())  # type: ignore[operator]
+        except SystemExit as exited:
+            result = exited.code
+        found = capsys.readouterr()
+        return result, found.out, found.err
+
+    def whole_tree() -> argparse.Namespace:
+        parser = cli_parser.build_parser()
+        args = parser.parse_args(argv)
+        if args.command == "compare":
+            cli_parser._check_compare_sides(parser, args)
+        return args
+
+    whole = outcome(whole_tree)
+    assert outcome(lambda: cli_parser.parse_args(argv)) == whole

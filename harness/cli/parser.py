@@ -16,6 +16,10 @@ from pathlib import Path
 from harness import __version__
 from harness.cli.exits import EXIT_USAGE
 
+TYPE_CHECKING = False  # typing's, without importing typing: `harness --help` loads no typing
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class _Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
@@ -81,15 +85,57 @@ def _add_side(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `harness` parser: `command` names the subcommand (`gold_command` under `gold`)."""
+class _Unbuilt(_Parser):
+    """The parser of a command that parse_args was not given: listed, with its help, in the
+    tree (`harness --help`, "invalid choice"), its arguments never added."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return _NOT_ADDED
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        return _NoCommands()
+
+
+class _NoCommands:
+    """The subcommands of an _Unbuilt command: never parsed, never listed."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> _Unbuilt:
+        return _Unbuilt(prog=name, add_help=False)
+
+
+_NOT_ADDED = argparse.Action(option_strings=[], dest="_not_added")
+
+
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The subcommands. With `only` (a command name; "" for none), every other command's parser
+    is _Unbuilt: building all ~300 arguments was most of `harness --help`'s own time."""
+
+    only: str | None = None  # None: build every command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self.only is None or name == self.only:
+            return super().add_parser(name, **kwargs)
+        built, self._parser_class = self._parser_class, _Unbuilt
+        try:
+            return super().add_parser(name, **kwargs)
+        finally:
+            self._parser_class = built
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The `harness` parser: `command` names the subcommand (`gold_command` under `gold`).
+    With `only`, only that command's arguments are built (the others are listed, unbuilt)."""
     parser = _Parser(
         prog="harness",
         description="Does a ranking branch really change a retrieval service? "
         "Quality and latency, with a verdict that refuses to cry wolf.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, action=_Commands
+    )
+    if isinstance(sub, _Commands):
+        sub.only = only
 
     p = sub.add_parser("compare", help="compare two refs: quality and latency verdicts")
     p.add_argument("--baseline", help="the ref to compare against (e.g. main)")
@@ -579,7 +625,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if list(argv) == ["--version"]:  # what argparse prints, without building the whole tree
         print(f"harness {__version__}")
         raise SystemExit(0)
-    parser = build_parser()
+    # The command is the first word (the top level takes no option with a value): only its
+    # arguments are built; an unknown word builds none and argparse names it, as before.
+    parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
     args = parser.parse_args(argv)
     if args.command == "compare":
         _check_compare_sides(parser, args)
