@@ -20,6 +20,7 @@ from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +36,15 @@ from harness.score.metrics import (
 from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
+
+
+@runtime_checkable
+class RankingHeads(Protocol):
+    """Rankings that can give the first k unique ids of many queries at once (a TREC run read
+    column-wise, `harness.score.arrowrun.ArrowRanked`): `evaluate` then builds no full ranking
+    to score the metrics."""
+
+    def heads(self, ids: Sequence[str], k: int) -> Sequence[Sequence[str]]: ...
 
 
 # --------------------------------------------------------------------------- unanswerable, outranks
@@ -185,10 +195,15 @@ def evaluate(
         )
     queries = gold.queries
     all_ids = list(map(attrgetter("id"), queries))
+    max_k = max((s.depth for s in chosen), default=1)
+    if texts is None and isinstance(rankings, RankingHeads):
+        judged: Sequence[Sequence[str]] = rankings.heads(all_ids, max_k)
+    else:
+        judged = [rankings.get(qid, ()) for qid in all_ids]
     ranks = judge(
-        [rankings.get(qid, ()) for qid in all_ids],
+        judged,
         list(map(attrgetter("relevant"), queries)),
-        max((s.depth for s in chosen), default=1),
+        max_k,
         rel_level,
         texts=None if texts is None else [texts.get(qid) for qid in all_ids],
         spans=None if texts is None else list(map(attrgetter("spans"), queries)),

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import Problem, ResultsError
+from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
 from harness.types import GoldSet
 
@@ -39,7 +40,7 @@ _SHOWN = 50  # problems listed in full; a file in the wrong format would yield o
 class Run:
     """Ranked doc ids per query id; `scores` aligned with them, or None when the file has none."""
 
-    rankings: Mapping[str, tuple[str, ...]]
+    rankings: Mapping[str, tuple[str, ...]]  # from a TREC file, maybe an `ArrowRanked`
     scores: Mapping[str, tuple[float, ...]] | None
     source: str
     format: str  # "trec" | "jsonl"
@@ -71,7 +72,7 @@ def load_run(path: str | Path) -> Run:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
     first = _FIRST.search(data)
     if first is not None and first.group() != b"{":  # TREC: column-wise when all is well formed
-        found = read_trec_columns(data)
+        found = read_trec_arrow(data) or read_trec_columns(data)
         if found is not None:
             return Run(found[0], found[1], source, "trec")
     # JSONL, or a TREC file with a problem: line by line, naming every problem.
