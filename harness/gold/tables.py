@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import GoldError
 from harness.gold.native import parse_outranks
@@ -54,8 +55,7 @@ class _Topic:
     outranks: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class _Judgement:
+class _Judgement(NamedTuple):
     query_id: str
     doc_id: str
     grade: int
@@ -228,7 +228,9 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
                          f"relevance`, got {len(cells)}", number)
         else:
             query_id, doc_id, grade_text = cells[0], cells[-2], cells[-1]
-            grade = parse_grade(grade_text)
+            # parse_grade's rule, its common case (ASCII digits) without a regex
+            grade = int(grade_text) if grade_text.isdigit() and grade_text.isascii() \
+                else parse_grade(grade_text)
             if grade is None or grade < 0:
                 rule = GRADE_RULE + (NEGATIVE_GRADE if grade is not None else "")
                 problems.add(path, f"grade {grade_text!r}: {rule}", number, columns.grade)

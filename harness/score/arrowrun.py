@@ -79,7 +79,7 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
     """(rankings, scores) of a well-formed single-space TREC run (UTF-8 bytes, already
     checked to decode), or None when a slower reader must look at it; None too when pyarrow
     is not installed."""
-    if _controls(data) or data.startswith(b"\xef\xbb\xbf"):
+    if _odd_bytes(data) or data.startswith(b"\xef\xbb\xbf"):
         return None
     if not data.isascii() and _UTF8_BREAKS.search(data):
         return None
@@ -102,7 +102,8 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
                 ignore_empty_lines=True,
             ),
             convert_options=pcsv.ConvertOptions(
-                column_types={name: pa.string() for name in _NAMES} | {"score": pa.float64()},
+                column_types={"qid": pa.string(), "doc": pa.string(), "score": pa.float64()},
+                include_columns=["qid", "doc", "score"],
                 null_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
@@ -111,10 +112,6 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a wrong count, a word as score
         return None
     if table.num_rows == 0 or table["score"].null_count:
-        return None
-    # An empty field is a second space in a row, or one before or after the line: the line
-    # reader splits those otherwise (and finds 6 columns where pyarrow may find 7).
-    if any(_has_empty(chunk) for name in _NAMES if name != "score" for chunk in table[name].chunks):
         return None
     score: npt.NDArray[np.float64] = np.concatenate(
         [_numbers(chunk, np.float64) for chunk in table["score"].chunks]
@@ -162,23 +159,26 @@ def _indices(positions: npt.NDArray[Any]) -> Any:
     return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
 
 
-def _controls(data: bytes) -> bool:
-    """Whether the text holds an ASCII control character other than newline (tab, CR, the
-    breaks str.split knows): counted block by block, so no text-sized temporary."""
+def _odd_bytes(data: bytes) -> bool:
+    """Whether the text holds what pyarrow would split otherwise than str.split: an ASCII
+    control character other than newline (tab, CR, the breaks str.split knows), or a space
+    beside another space, a line end or an end of the text (an empty field for pyarrow, not
+    for str.split). Checked block by block, so no temporary as large as the text."""
+    if data[:1] == b" " or data[-1:] == b" ":
+        return True
     view = np.frombuffer(data, dtype=np.uint8)
     step = 1 << 22
     for at in range(0, len(view), step):
-        block = view[at : at + step]
-        if np.count_nonzero(block < 32) != np.count_nonzero(block == 10):
+        block = view[at : at + step + 1]  # one byte more: a pair across two blocks
+        gap = block <= 32  # a space, a newline or a control character
+        if np.count_nonzero(gap[:step]) != np.count_nonzero(block[:step] == 32) + np.count_nonzero(
+            block[:step] == 10
+        ):
             return True
+        pairs = np.flatnonzero(gap[:-1] & gap[1:])  # two separators in a row
+        if len(pairs) and ((block[pairs] == 32) | (block[pairs + 1] == 32)).any():
+            return True  # not two newlines (a blank line): a space is one of them
     return False
-
-
-def _has_empty(chunk: Any) -> bool:
-    offsets = np.frombuffer(
-        chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4
-    )
-    return bool((offsets[1:] == offsets[:-1]).any())
 
 
 def _factorize(qids: Any, pc: Any) -> tuple[npt.NDArray[np.int64], list[str]]:
