@@ -79,7 +79,10 @@ def test_arrow_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], k
         assert dict(rankings) == dict(slow.rankings) and dict(scores) == dict(slow.scores or {})
         assert all(type(s) is float for each in scores.values() for s in each)
         ids = [*slow.rankings, "absent"]
-        assert rankings.heads(ids, k) == [list(slow.rankings.get(q, ())[:k]) for q in ids]
+        flat, sizes = rankings.heads(ids, k)
+        expected = [slow.rankings.get(q, ())[:k] for q in ids]
+        assert sizes == [len(e) for e in expected]
+        assert flat == [d for e in expected for d in e]
 
 
 def test_arrow_reader_orders_a_shuffled_run_with_ties_as_trec_eval(tmp_path: Path) -> None:
@@ -151,3 +154,42 @@ def test_the_metrics_command_loads_no_scipy_git_or_http() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(found.stdout) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("abcdefgh"),
+                  st.integers(0, 3)),
+        max_size=30,
+    ),
+    st.dictionaries(
+        st.sampled_from(["q1", "q2", "q4"]),
+        st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 3), min_size=1, max_size=4),
+        min_size=1,
+    ),
+)
+def test_evaluating_an_arrow_run_equals_evaluating_its_dict(
+    rows: list[tuple[str, str, int]], judged: dict[str, dict[str, int]]
+) -> None:
+    """`evaluate` reads an ArrowRanked's heads and a plain dict's full rankings: same numbers."""
+    from harness.score.evaluation import evaluate
+    from harness.types import GoldQuery, GoldSet
+
+    text = "".join(f"{q} Q0 {d} 1 {s} t\n" for q, d, s in dict.fromkeys(rows))
+    seen = {(q, d) for q, d, _ in rows}
+    if len(seen) != len(dict.fromkeys(rows)) or not text:
+        return  # a docid twice for a query: the line reader's error, not this test's subject
+    found = read_trec_arrow(text.encode())
+    assert found is not None
+    plain = dict(found[0])
+    gold = GoldSet(tuple(GoldQuery(q, q, relevant=j) for q, j in judged.items()), "g", "trec", "h")
+    specs = ["hit@2", "recall@3", "p@2", "mrr", "ndcg@3", "ndcg", "ap"]
+    for rel_level in (1, 2):
+        fast = evaluate(gold, found[0], specs, rel_level, scores=found[1], judged_as_zero=True)
+        slow = evaluate(gold, plain, specs, rel_level, scores=dict(found[1]), judged_as_zero=True)
+        assert fast.query_ids == slow.query_ids and fast.missing == slow.missing
+        assert {m: c.tolist() for m, c in fast.columns.items()} == {
+            m: c.tolist() for m, c in slow.columns.items()
+        }
+        assert fast.no_answer == slow.no_answer and fast.extra == slow.extra

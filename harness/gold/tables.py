@@ -249,19 +249,24 @@ def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], qu
     relevant: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     refs = []
-    for row in judgements:
-        key = (row.query_id, row.doc_id)
-        if key in first_line:
-            problems.add(qrels, f"query {row.query_id!r} judges document {row.doc_id!r} twice: "
-                         f"lines {first_line[key]} and {row.line}; keep one", row.line, columns.doc)
+    where, field = str(qrels), columns.doc
+    for query_id, doc_id, grade, line in judgements:
+        judged = relevant.get(query_id)
+        if judged is None:
+            if topics is not None and query_id not in topics:
+                problems.add(qrels, f"query {query_id!r} is judged here but has no text in "
+                             f"{queries_path}; add it there or drop its judgements", line,
+                             columns.query)
+            judged = relevant[query_id] = {}
+        elif doc_id in judged:
+            if not first_line:  # built at the first repeat only: most tables have none
+                for r in judgements:
+                    first_line.setdefault((r.query_id, r.doc_id), r.line)
+            problems.add(qrels, f"query {query_id!r} judges document {doc_id!r} twice: "
+                         f"lines {first_line[query_id, doc_id]} and {line}; keep one", line, field)
             continue
-        first_line[key] = row.line
-        if topics is not None and row.query_id not in topics and row.query_id not in relevant:
-            problems.add(qrels, f"query {row.query_id!r} is judged here but has no text in "
-                         f"{queries_path}; add it there or drop its judgements", row.line,
-                         columns.query)
-        relevant.setdefault(row.query_id, {})[row.doc_id] = row.grade
-        refs.append(DocRef(str(qrels), row.line, columns.doc, row.query_id, row.doc_id))
+        judged[doc_id] = grade
+        refs.append(DocRef(where, line, field, query_id, doc_id))
     queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], t.outranks, t.derivation,
                               line=t.line)
                     for t in known.values() if t.id in relevant)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -59,10 +58,10 @@ class ArrowRanked(Mapping[str, tuple[str, ...]]):
     def __contains__(self, key: object) -> bool:
         return key in self._spans
 
-    def heads(self, ids: Sequence[str], k: int) -> list[list[str]]:
-        """The first k doc ids of each query of `ids` ([] for a query the run lacks), built
-        in one pass: a TREC run read here holds no docid twice for a query, so these are the
-        first k unique ids too."""
+    def heads(self, ids: Sequence[str], k: int) -> tuple[list[str], list[int]]:
+        """The first k doc ids of each query of `ids`, flattened in that order, and how many
+        each query has (0 for a query the run lacks): a TREC run read here holds no docid twice
+        for a query, so these are the first k unique ids too."""
         spans = [self._spans.get(qid, (0, 0)) for qid in ids]
         starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
         ends = np.fromiter((e for _, e in spans), dtype=np.int64, count=len(spans))
@@ -71,8 +70,7 @@ class ArrowRanked(Mapping[str, tuple[str, ...]]):
         first = np.cumsum(sizes) - sizes
         positions = np.repeat(starts - first, sizes) + np.arange(total)
         flat: list[str] = self._docs.take(_indices(positions)).to_pylist()
-        cuts = np.r_[first, total].tolist()
-        return [flat[a:b] for a, b in pairwise(cuts)]
+        return flat, sizes.tolist()
 
 
 def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:

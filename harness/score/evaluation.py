@@ -30,6 +30,7 @@ from harness.score.metrics import (
     MetricSpec,
     as_specs,
     judge,
+    judge_heads,
     no_answer_false_positive,
     outranks_holds,
 )
@@ -41,10 +42,10 @@ FloatArray = npt.NDArray[np.float64]
 @runtime_checkable
 class RankingHeads(Protocol):
     """Rankings that can give the first k unique ids of many queries at once (a TREC run read
-    column-wise, `harness.score.arrowrun.ArrowRanked`): `evaluate` then builds no full ranking
-    to score the metrics."""
+    column-wise, `harness.score.arrowrun.ArrowRanked`): the ids flattened in the order of `ids`
+    and how many each query has (`metrics.judge_heads`); `evaluate` then builds no ranking."""
 
-    def heads(self, ids: Sequence[str], k: int) -> Sequence[Sequence[str]]: ...
+    def heads(self, ids: Sequence[str], k: int) -> tuple[Sequence[str], Sequence[int]]: ...
 
 
 # --------------------------------------------------------------------------- unanswerable, outranks
@@ -196,18 +197,18 @@ def evaluate(
     queries = gold.queries
     all_ids = list(map(attrgetter("id"), queries))
     max_k = max((s.depth for s in chosen), default=1)
+    relevant = list(map(attrgetter("relevant"), queries))
     if texts is None and isinstance(rankings, RankingHeads):
-        judged: Sequence[Sequence[str]] = rankings.heads(all_ids, max_k)
+        ranks = judge_heads(*rankings.heads(all_ids, max_k), relevant, max_k, rel_level)
     else:
-        judged = [rankings.get(qid, ()) for qid in all_ids]
-    ranks = judge(
-        judged,
-        list(map(attrgetter("relevant"), queries)),
-        max_k,
-        rel_level,
-        texts=None if texts is None else [texts.get(qid) for qid in all_ids],
-        spans=None if texts is None else list(map(attrgetter("spans"), queries)),
-    )
+        ranks = judge(
+            [rankings.get(qid, ()) for qid in all_ids],
+            relevant,
+            max_k,
+            rel_level,
+            texts=None if texts is None else [texts.get(qid) for qid in all_ids],
+            spans=None if texts is None else list(map(attrgetter("spans"), queries)),
+        )
     answerable = ranks.answerable
     scored = answerable
     if judged_as_zero:
