@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -77,6 +78,32 @@ def load_run(path: str | Path) -> Run:
             return Run(found[0], found[1], source, "trec")
     # JSONL, or a TREC file with a problem: line by line, naming every problem.
     return parse_run(data.decode("utf-8"), source)
+
+
+def start_loading_run(path: str | Path) -> Callable[[], Run]:
+    """Start `load_run(path)` in a background thread; the function returned waits for its Run
+    (or raises its error). pyarrow's parser and numpy release the GIL, so the run is read while
+    the caller reads the gold set in Python. A daemon thread: an interrupted caller does not
+    wait for it."""
+    found: list[Run] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            found.append(load_run(path))
+        except BaseException as exc:  # handed to the caller, in its thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, name="harness-load-run", daemon=True)
+    thread.start()
+
+    def result() -> Run:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    return result
 
 
 def require_gold_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None:
