@@ -57,6 +57,7 @@ _ARROW_ID = st.sampled_from(["q1", "q2", "001", "NA", "a", "b", "B", "é", "10",
             | st.floats(allow_nan=False, allow_infinity=False).map(repr),
             st.sampled_from(["t", "run", ""]),  # "" drops the tag column: a 5-column line
             st.sampled_from(["", "", "", " ", "\n", "  "]),  # a space too many, a blank line
+            st.sampled_from(["", "", "", " ", "\n"]),  # before the line
         ),
         max_size=14,
     ),
@@ -64,8 +65,8 @@ _ARROW_ID = st.sampled_from(["q1", "q2", "001", "NA", "a", "b", "B", "é", "10",
 )
 def test_arrow_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], k: int) -> None:
     text = "".join(
-        " ".join([q, "Q0", d, "1", s, *([t] if t else [])]) + odd + "\n"
-        for q, d, s, t, odd in rows
+        before + " ".join([q, "Q0", d, "1", s, *([t] if t else [])]) + odd + "\n"
+        for q, d, s, t, odd, before in rows
     )
     fast = read_trec_arrow(text.encode())
     try:

@@ -40,7 +40,7 @@ U64 = npt.NDArray[np.uint64]
 
 
 class ArrowRanked(Mapping[str, tuple[str, ...]]):
-    """Read-only {query id: doc ids in rank order} over one Arrow string array."""
+    """Read-only {query id: doc ids in rank order} over Arrow strings (a chunked array)."""
 
     def __init__(self, spans: dict[str, tuple[int, int]], docs: Any) -> None:
         self._spans, self._docs = spans, docs
@@ -121,9 +121,12 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
     del qids
     docs = table["doc"]
     del table
-    hashes = np.concatenate([_hashes(chunk) for chunk in docs.chunks])
-    keys = hashes ^ (codes.astype(np.uint64) * _MIX)
-    del hashes
+    keys = codes.astype(np.uint64)  # in place from here: no temporary as large as the run
+    keys *= _MIX
+    at = 0
+    for chunk in docs.chunks:
+        keys[at : at + len(chunk)] ^= _hashes(chunk)
+        at += len(chunk)
     keys.sort()
     if (keys[1:] == keys[:-1]).any():
         return None  # a docid twice for a query (or a hash collision): the line reader decides
@@ -135,7 +138,7 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     ends = np.r_[starts[1:], len(codes)]
     spans = dict(zip(names, zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
-    return ArrowRanked(spans, docs.combine_chunks()), Ranked(spans, score, floats=True)
+    return ArrowRanked(spans, docs), Ranked(spans, score, floats=True)
 
 
 # numpy <-> Arrow through buffers: pyarrow's own conversions import pandas (a second's start-up)
