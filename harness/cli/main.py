@@ -331,7 +331,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         overridden=overridden_pins(plan.config, args.side, grid.params),
     )
     _close(plan)
-    saved = save_sweep(plan.results_dir, sweep, comparisons)
+    saved = save_sweep(plan.results_dir, sweep, comparisons, redact=plan.redact)
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return valid_status(sweep.valid)
@@ -356,7 +356,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             plan, args.side, args.ref, matrix, repeats=_repeats(args, plan), fresh=args.fresh
         )
     result, comparisons = summarise(plan.gold, matrix, runs, metrics, settings, side=args.side)
-    saved = save_matrix(plan.results_dir, result, comparisons)
+    saved = save_matrix(plan.results_dir, result, comparisons, redact=plan.redact)
     print(render_matrix(result, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return matrix_status(result.valid, bool(result.failed))

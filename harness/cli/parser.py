@@ -273,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="no query text in the saved comparisons; records keep no error details",
+    )
     _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
@@ -290,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="no query text in the saved comparisons; records keep no error details",
+    )
+    _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
