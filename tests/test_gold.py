@@ -431,6 +431,19 @@ def test_the_hash_of_one_query_by_hand() -> None:
     assert canonical_hash([query]) == hashlib.sha256(form.encode("utf-8")).hexdigest()
 
 
+def test_the_hash_of_two_queries_by_hand_in_either_order() -> None:
+    """Unique ids are encoded in one call, shared ones one by one: the same text either way."""
+    a = GoldQuery("q2", "x", relevant={"d1": 1})
+    b = GoldQuery("q1", "y", relevant={"d2": 0})
+    form = ('[{"derivation":null,"id":"q1","outranks":[],"relevant":{"d2":0},"slice":"default",'
+            '"text":"y"},{"derivation":null,"id":"q2","outranks":[],"relevant":{"d1":1},'
+            '"slice":"default","text":"x"}]')
+    expected = hashlib.sha256(form.encode("utf-8")).hexdigest()
+    assert canonical_hash([a, b]) == canonical_hash([b, a]) == expected
+    twice = replace(a, id="q1")
+    assert canonical_hash([twice, b]) == canonical_hash([b, twice])
+
+
 def test_the_hash_covers_content_and_only_content() -> None:
     base = GoldQuery("q1", "x", "s", {"d1": 1, "d2": 0}, (("d1", "d2"),), "why")
     same = [replace(base, line=4), replace(base, relevant={"d2": 0, "d1": 1})]

@@ -83,12 +83,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from harness.gold import load_gold
     from harness.report.runs import render_evaluation
     from harness.score.evaluation import evaluate
-    from harness.score.runfile import load_run, require_gold_queries
+    from harness.score.runfile import require_gold_queries, start_loading_run
 
     specs = _metric_specs(args.metrics)
+    pending = start_loading_run(args.run)  # read beside the gold set; its errors come after
     # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
-    run = load_run(args.run)
+    run = pending()
     require_gold_queries(run, gold, args.gold)
     evaluation = evaluate(
         gold, run.rankings, specs, args.rel_level, scores=run.scores, judged_as_zero=True
