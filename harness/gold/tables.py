@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import GoldError
-from harness.gold.native import parse_outranks
+from harness.gold.native import RESERVED_SLICE, parse_outranks
 from harness.gold.reading import (
     GRADE_RULE,
     NEGATIVE_GRADE,
@@ -40,7 +40,7 @@ from harness.gold.reading import (
     numbered_lines,
     parse_grade,
 )
-from harness.types import GoldQuery
+from harness.types import OVERALL, GoldQuery
 
 BEIR_HEADER = "query-id\tcorpus-id\tscore"
 
@@ -189,6 +189,8 @@ def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topi
     if not (isinstance(slice_, str) and slice_.strip()):
         problems.add(path, f"slice is a non-blank string, got {json_type(slice_)}", number,
                      "slice")
+    elif slice_ == OVERALL:
+        problems.add(path, RESERVED_SLICE, number, "slice")
     derivation = row.get("derivation", extra.get("derivation"))
     if derivation is not None and not isinstance(derivation, str):
         problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,
