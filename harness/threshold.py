@@ -160,11 +160,18 @@ def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
         return None
     candidates = [
         distinct[0],
-        *((a + b) / 2 for a, b in itertools.pairwise(distinct)),
+        *(_between(a, b) for a, b in itertools.pairwise(distinct)),
         math.nextafter(distinct[-1], math.inf),
     ]
     evaluated = [evaluate_cutoff(scores, t) for t in candidates]
     return min(evaluated, key=lambda c: (c.abstention_rate + c.false_answer_rate, c.false_answers))
+
+
+def _between(a: float, b: float) -> float:
+    """A cutoff that answers b and abstains on a (a < b): their midpoint, or b itself where the
+    midpoint rounds onto a (adjacent subnormal floats); halved first, so it never overflows."""
+    middle = a / 2 + b / 2
+    return middle if a < middle <= b else b
 
 
 def histogram(scores: Sequence[TopScore], bins: int) -> Histogram | None:
@@ -176,8 +183,11 @@ def histogram(scores: Sequence[TopScore], bins: int) -> Histogram | None:
         return None
     lo, hi = min(values), max(values)
     count = bins if hi > lo else 1
-    width = (hi - lo) / count
-    edges = (*(lo + i * width for i in range(count)), hi)
+    if math.isfinite(hi - lo):
+        width = (hi - lo) / count
+        edges = (*(lo + i * width for i in range(count)), hi)
+    else:  # a range wider than the largest float: weighted means never overflow
+        edges = (*(lo * (1 - i / count) + hi * (i / count) for i in range(count)), hi)
     counts = {True: [0] * count, False: [0] * count}
     for s in scores:
         if s.score is not None:

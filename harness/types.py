@@ -145,6 +145,8 @@ class Machine:
 
 
 PREPARE_STEP = "prepare:"
+OVERALL = "overall"
+"""The scope of the whole gold set in every report, gate file and matrix: no slice may take it."""
 """The prefix of a Repeat's timings_s keys that time the steps between readiness and the queries
 ("prepare:prepare[0]" for a prepare command, "prepare:load" and "prepare:index" for the loader)."""
 

@@ -1,17 +1,29 @@
 #!/usr/bin/env python
 """The harness's fixed costs: start-up against `python -c pass`, and its own CPU in a demo compare.
 
-    python scripts/bench_overhead.py [--runs 15] [--demos 1] [--skip-demo]
+    python scripts/bench_overhead.py [--runs 15] [--demos 1] [--skip-demo] [--as-is]
+                                     [--python OTHER_VENV/bin/python ...]
 
 Start-up: `harness --help`, `harness --version` and `python -c pass` (the floor any Python tool
 pays), each run `--runs` times, interleaved (pass, --help, --version, pass, ...) so the machine's
-load hits all three alike; the median wall time of each and its excess over the floor.
+load hits all three alike; the median wall time of each, its excess over the floor, and the
+median CPU (user + system) of the process, which the load inflates less than the wall.
 
 Demo: `compare --demo` in a fresh interpreter that runs the CLI in-process, then reads
 getrusage: RUSAGE_SELF is the harness's own CPU (parsing, scoring, statistics, rendering, the
-HTTP client), RUSAGE_CHILDREN everything it started and waited for (the services, inside
-bubblewrap or not, git, the build commands). Target (issue 17): the harness's own CPU at most
-25% of the compare's wall time.
+HTTP client), RUSAGE_CHILDREN everything it started and waited for (bubblewrap and what it
+reaped, git, the build commands). Target (issue 17): the harness's own CPU at most 25% of the
+compare's wall time.
+
+It measures the harness this interpreter imports (and, with `--python`, other interpreters',
+interleaved with it) and says which install each is: editable (`pip install -e`, whose import
+finder site.py loads in every interpreter of that venv, `python -c pass` included) or regular
+(`pip install .`, what the README's demo command installs).  Bytecode: `pip install .` writes
+every module's .pyc at install; an editable install writes them on first import, unless
+PYTHONDONTWRITEBYTECODE is set (as in some CI and sandbox shells), when every run compiles the
+harness from source again (~0.25 s of CPU for a demo compare).  So the harness's .pyc files are
+brought up to date first, as an install leaves them; `--as-is` measures without that.  The load
+average is printed before and after.
 """
 
 from __future__ import annotations
@@ -39,51 +51,108 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def harness_exe() -> list[str]:
-    found = Path(sys.executable).with_name("harness")
-    return [str(found)] if found.exists() else [sys.executable, "-m", "harness.cli.main"]
+PROBE = """
+import importlib.metadata, importlib.util, json, sys
+from pathlib import Path
+package = Path(importlib.util.find_spec("harness").origin).parent
+stale = 0
+for source in package.rglob("*.py"):
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    stale += not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime
+try:
+    direct = importlib.metadata.distribution("retrieval-harness").read_text("direct_url.json")
+    editable = bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
+    kind = "editable (pip install -e)" if editable else "regular (pip install .)"
+except importlib.metadata.PackageNotFoundError:
+    kind = "not installed"
+print(json.dumps({"install": kind, "package": str(package), "stale": stale}))
+"""
 
 
-def startup(runs: int) -> None:
-    commands = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "harness --help": [*harness_exe(), "--help"],
-        "harness --version": [*harness_exe(), "--version"],
-    }
+def harness_exe(python: str) -> list[str]:
+    found = Path(python).with_name("harness")
+    return [str(found)] if found.exists() else [python, "-m", "harness.cli.main"]
+
+
+def prepare(python: str, as_is: bool) -> str:
+    """Which install of harness `python` imports (editable or regular, and where), after
+    compiling its modules that have no up-to-date .pyc (unless `as_is`)."""
+    probe = [python, "-I", "-c", PROBE]  # -I: not a harness in the current directory
+    found = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
+    note = f"{found['install']}, {found['package']}"
+    if found["stale"] and not as_is:
+        subprocess.run(
+            [python, "-m", "compileall", "-q", found["package"]],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        return f"{note} (compiled {found['stale']} modules that had no up-to-date .pyc)"
+    return f"{note} ({found['stale']} modules without an up-to-date .pyc)"
+
+
+def _timed(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of running `argv` to completion."""
+    t0 = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t0
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def startup(runs: int, pythons: dict[str, str]) -> None:
+    commands: dict[str, list[str]] = {}
+    for label, python in pythons.items():
+        commands[f"{label}python -c pass"] = [python, "-c", "pass"]
+        commands[f"{label}harness --help"] = [*harness_exe(python), "--help"]
+        commands[f"{label}harness --version"] = [*harness_exe(python), "--version"]
     seconds: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
-            t0 = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-            seconds[name].append(time.perf_counter() - t0)
-    floor = statistics.median(seconds["python -c pass"])
+            wall, used = _timed(argv)
+            seconds[name].append(wall)
+            cpu[name].append(used)
     print(f"start-up, median of {runs} interleaved runs (target: --help, --version < 0.15 s)")
-    print(f"  {'command':<20} {'median s':>9} {'min s':>7} {'over python -c pass':>20}")
-    for name, times in seconds.items():
-        median = statistics.median(times)
-        print(f"  {name:<20} {median:9.3f} {min(times):7.3f} {median - floor:+19.3f} s")
-
-
-def demo(count: int) -> None:
-    print("\ncompare --demo: the harness's own CPU vs what it started (target: own CPU <= 25%)")
-    print(f"  {'wall s':>7} {'harness CPU s':>14} {'children CPU s':>15} {'own / wall':>11}")
-    for _ in range(count):
-        with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
-            out = Path(tmp) / "usage.json"
-            subprocess.run(
-                [sys.executable, "-c", INNER, str(out), str(Path(tmp) / "results")],
-                check=False,
-                cwd=tmp,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    print(
+        f"  {'command':<26} {'median s':>9} {'min s':>7} {'over python -c pass':>20} {'CPU s':>7}"
+    )
+    for label in pythons:
+        floor = statistics.median(seconds[f"{label}python -c pass"])
+        for name, times in seconds.items():
+            if not name.startswith(label):
+                continue
+            median = statistics.median(times)
+            print(
+                f"  {name:<26} {median:9.3f} {min(times):7.3f} {median - floor:+19.3f} s"
+                f" {statistics.median(cpu[name]):7.3f}"
             )
-            found = json.loads(out.read_text())
-        share = found["self"] / found["wall"]
-        print(
-            f"  {found['wall']:7.2f} {found['self']:14.2f} {found['children']:15.2f}"
-            f" {share:10.0%}   (exit status {found['status']})"
-        )
+
+
+def demo(count: int, pythons: dict[str, str]) -> None:
+    print("\ncompare --demo: the harness's own CPU vs what it started (target: own CPU <= 25%)")
+    print(
+        f"  {'':<12} {'wall s':>7} {'harness CPU s':>14} {'children CPU s':>15} {'own / wall':>11}"
+    )
+    for _ in range(count):
+        for label, python in pythons.items():
+            with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
+                out = Path(tmp) / "usage.json"
+                subprocess.run(
+                    [python, "-c", INNER, str(out), str(Path(tmp) / "results")],
+                    check=False,
+                    cwd=tmp,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                found = json.loads(out.read_text())
+            share = found["self"] / found["wall"]
+            print(
+                f"  {label:<12} {found['wall']:7.2f} {found['self']:14.2f}"
+                f" {found['children']:15.2f} {share:10.0%}   (exit status {found['status']})"
+            )
 
 
 def main() -> None:
@@ -91,11 +160,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--demos", type=int, default=1)
     parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument(
+        "--as-is", action="store_true", help="do not bring the harness's .pyc files up to date"
+    )
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="also measure the harness this interpreter runs (another venv), interleaved",
+    )
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    startup(args.runs)
+    pythons = {"[0] ": sys.executable} | {f"[{i}] ": p for i, p in enumerate(args.python, 1)}
+    for label, python in pythons.items():
+        print(f"{label}{python}: harness {prepare(python, args.as_is)}")
+    startup(args.runs, pythons)
     if not args.skip_demo:
-        demo(args.demos)
+        demo(args.demos, pythons)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

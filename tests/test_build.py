@@ -176,10 +176,11 @@ def test_build_killed_by_a_signal_is_a_failure(worktree: Path, tmp_path: Path) -
 def test_timeout_kills_the_whole_process_group(worktree: Path, tmp_path: Path, cache: Path) -> None:
     pidfile = tmp_path / "pid"
     command = f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait"
-    svc = service(command, build_timeout=0.5, stop_timeout=1.0)
+    # 2 s: the shell must have written the pid file before the timeout, even on a busy machine
+    svc = service(command, build_timeout=2.0, stop_timeout=1.0)
     with pytest.raises(BuildError) as caught:
         run(worktree, tmp_path, svc)
-    assert caught.value.message.startswith(f"build failed: `{command}` timed out after 0.5s (log: ")
+    assert caught.value.message.startswith(f"build failed: `{command}` timed out after 2s (log: ")
     assert "build_timeout" in caught.value.details[-1]
     assert gone(int(pidfile.read_text()))  # the background child died with its shell
     assert not (cache / "builds" / build_key("a" * 40, svc)).exists()

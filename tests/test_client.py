@@ -532,8 +532,10 @@ def test_encode_request_builds_the_bytes_before_the_clock() -> None:
     assert json.loads(body)["q"] == "tea {x}"
     get = encode_request("http://127.0.0.1:8080", make_request(GET, "a b&c"))
     assert get.startswith(b"GET /search?q=a+b%26c&k=10 HTTP/1.1\r\n")
-    with pytest.raises(ValueError, match="plain http"):
-        encode_request("https://example.org", make_request(GET, "tea"))
+    tls = encode_request("https://example.org", make_request(GET, "tea"))
+    assert b"Host: example.org\r\n" in tls  # the default port is not named
+    with pytest.raises(ValueError, match="speaks http"):
+        encode_request("ftp://example.org", make_request(GET, "tea"))
 
 
 # --------------------------------------------------------------------------- query.texts

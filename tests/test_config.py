@@ -852,6 +852,18 @@ def test_side_hash_ignores_process_deadlines() -> None:
     assert side_hash(SideConfig(slower, side.query)) == side_hash(side)
 
 
+def test_the_load_deadline_is_not_hashed_but_the_load_is() -> None:
+    from harness.config.values import LoadConfig
+
+    side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
+    loaded = replace(side.service, load=LoadConfig("/documents"))
+    patient = replace(loaded, load=LoadConfig("/documents", timeout=600.0))
+    moved = replace(loaded, load=LoadConfig("/docs"))
+    assert side_hash(SideConfig(patient, side.query)) == side_hash(SideConfig(loaded, side.query))
+    assert side_hash(SideConfig(moved, side.query)) != side_hash(SideConfig(loaded, side.query))
+    assert side_hash(SideConfig(loaded, side.query)) != side_hash(side)
+
+
 def test_probe_and_kill_deadlines_are_not_hashed_and_old_hashes_hold() -> None:
     side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
     patient = replace(side.service, probe_timeout=30.0, kill_wait=0.5)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -366,6 +368,32 @@ def test_an_edited_hook_changes_the_inputs_hash(repo: Path) -> None:
     assert inputs_hash(config.baseline, config) != before
     # and the new content is what is applied: loaded once per content of the file
     assert rewritten_items([("q", "AB")], "hooks.topic:rewrite", config.path) == [("q", "ab")]
+
+
+def test_an_edited_module_that_the_hook_imports_changes_the_inputs_hash(repo: Path) -> None:
+    # Each harness run is one process (a module is imported once per process): so is each
+    # hash here.
+    hook(repo, "from hooks.helper import last\n\ndef rewrite(text):\n    return last(text)\n")
+    helper = repo / "hooks" / "helper.py"
+    helper.write_text("def last(text):\n    return text.split()[-1]\n")
+    config = write(repo, "", base=HOOKED)
+    script = (
+        "import sys\nfrom harness.config import load_config\n"
+        "from harness.config.inputs import inputs_hash\n"
+        "c = load_config(sys.argv[1])\nprint(inputs_hash(c.baseline, c))\n"
+    )
+
+    def key() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(config)],
+            capture_output=True, text=True, check=True, cwd=repo,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    before = key()
+    assert key() == before  # stable
+    helper.write_text("def last(text):\n    return text.split()[0]\n")
+    assert key() != before
 
 
 @pytest.mark.parametrize(

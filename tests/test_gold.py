@@ -99,6 +99,8 @@ NATIVE_RULES = [
      "non-blank"),
     ("slice not a string", ['{"id": "q1", "query": "x", "relevant": [], "slice": 3}'], 1,
      "slice", "got 3"),
+    ("the reserved slice", ['{"id": "q1", "query": "x", "relevant": [], "slice": "overall"}'],
+     1, "slice", 'slice "overall" is reserved'),
     ("outranks not a list", ['{"id": "q1", "query": "x", "relevant": [], "outranks": "d1"}'], 1,
      "outranks", "got a string"),
     ("outranks pair of one id twice", ['{"id": "q1", "query": "x", "relevant": [], '
@@ -379,12 +381,13 @@ def test_queries_file_rules(tmp_path: Path) -> None:
     folder = beir_folder(tmp_path, "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     write(folder / "queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q1", "text": "b"}\n'
           '{"text": "c"}\n{"_id": "q4", "text": " "}\n{"_id": "q5", "text": "e", "slice": ""}\n'
-          '{"_id": "q6", "id": "q7", "text": "f"}\n[]\n')
+          '{"_id": "q6", "id": "q7", "text": "f"}\n[]\n'
+          '{"_id": "q8", "text": "g", "metadata": {"slice": "overall"}}\n')
     queries = str(folder / "queries.jsonl")
     problems = problems_of(folder)
     assert [(p.path, p.line, p.field) for p in problems] == [
         (queries, 2, "id"), (queries, 3, "id"), (queries, 4, "text"), (queries, 5, "slice"),
-        (queries, 6, "id"), (queries, 7, None)]
+        (queries, 6, "id"), (queries, 7, None), (queries, 8, "slice")]
 
 
 def test_trec_qrels_with_tsv_or_jsonl_topics(tmp_path: Path) -> None:
@@ -431,6 +434,19 @@ def test_the_hash_of_one_query_by_hand() -> None:
     assert canonical_hash([query]) == hashlib.sha256(form.encode("utf-8")).hexdigest()
 
 
+def test_the_hash_of_two_queries_by_hand_in_either_order() -> None:
+    """Unique ids are encoded in one call, shared ones one by one: the same text either way."""
+    a = GoldQuery("q2", "x", relevant={"d1": 1})
+    b = GoldQuery("q1", "y", relevant={"d2": 0})
+    form = ('[{"derivation":null,"id":"q1","outranks":[],"relevant":{"d2":0},"slice":"default",'
+            '"text":"y"},{"derivation":null,"id":"q2","outranks":[],"relevant":{"d1":1},'
+            '"slice":"default","text":"x"}]')
+    expected = hashlib.sha256(form.encode("utf-8")).hexdigest()
+    assert canonical_hash([a, b]) == canonical_hash([b, a]) == expected
+    twice = replace(a, id="q1")
+    assert canonical_hash([twice, b]) == canonical_hash([b, twice])
+
+
 def test_the_hash_covers_content_and_only_content() -> None:
     base = GoldQuery("q1", "x", "s", {"d1": 1, "d2": 0}, (("d1", "d2"),), "why")
     same = [replace(base, line=4), replace(base, relevant={"d2": 0, "d1": 1})]
@@ -460,7 +476,7 @@ def test_the_same_content_in_three_formats_has_one_hash(tmp_path: Path) -> None:
 ids = st.text(alphabet="abcdefgh0123456789-_", min_size=1, max_size=6)
 texts = st.text(min_size=1, max_size=20).filter(str.strip)
 queries_strategy = st.lists(
-    st.builds(GoldQuery, id=ids, text=texts, slice=texts,
+    st.builds(GoldQuery, id=ids, text=texts, slice=texts.filter(lambda t: t != "overall"),
               relevant=st.dictionaries(ids, st.integers(0, 4), max_size=4),
               outranks=st.lists(st.tuples(ids, ids).filter(lambda p: p[0] != p[1]), max_size=2)
               .map(tuple),

@@ -245,6 +245,29 @@ def test_matrix_on_the_demo_prints_one_row_per_configuration(
 
 
 @pytest.mark.slow
+def test_a_redacted_matrix_saves_no_query_text(demo: tuple[Path, dict[str, str]]) -> None:
+    home, env = demo
+    lines = (home / "demo" / "gold" / "gold.jsonl").read_text().splitlines()[1:]
+    # Whole query texts only: a short one ("ERR-89375") may also be a document's words.
+    texts = [q for q in (json.loads(line)["query"] for line in lines) if len(q.split()) >= 3]
+    assert len(texts) > 20
+    found: dict[bool, list[str]] = {}
+    for redact in (False, True):
+        results = home / f"results-redact-{redact}"
+        done = run_cli(
+            "harness", "matrix", "--ref", "main", "--matrix", home / "ablation.toml",
+            "--repeats", "1", "--results", results, *(["--redact"] if redact else []),
+            cwd=home / "demo", env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (directory,) = results.glob("matrix_*")
+        saved = "".join(p.read_text() for p in directory.iterdir())
+        found[redact] = [t for t in texts if t in saved]
+    assert found[False], "the control: an unredacted matrix's comparisons quote flipped queries"
+    assert found[True] == []
+
+
+@pytest.mark.slow
 def test_a_failing_constraint_fails_the_run_like_a_regression(
     demo: tuple[Path, dict[str, str]],
 ) -> None:

@@ -1,4 +1,4 @@
-"""compare and sweep with --ray: each round one Ray task, records and verdict as without Ray.
+"""compare, sweep and matrix on Ray: each round one task, records and verdict as without Ray.
 
 The CLI runs as a subprocess with `--ray auto` and no cluster running: it starts a local Ray
 (include_dashboard=False) for the run and shuts it down.  Ray's session directory is put under a
@@ -141,6 +141,37 @@ def test_a_sweep_on_ray_measures_every_point_each_round(
     assert sorted(r["ref"] for r in saved) == ["main [RRF_K=1]", "main [RRF_K=2]"]
     assert len({r["pair_id"] for r in saved}) == 1  # measured together, round by round
     assert all([rep["index"] for rep in r["repeats"]] == [0, 1] for r in saved)
+
+
+def test_a_matrix_on_ray_runs_each_configuration_as_written(
+    sandbox: Sandbox, tmp_path: Path, ray_tmp: Path
+) -> None:
+    # Each configuration has its own config: "short" asks the service for 3 results, so its
+    # worker must boot it with that query table, not the first configuration's.
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(
+        'reference = "full"\nmetrics = ["recall@10"]\n'
+        '[config.full]\nenv = { RRF_K = "1" }\n'
+        '[config.short]\nenv = { RRF_K = "1" }\n'
+        '[config.short.query]\nparams = { q = "{query}", k = "3" }\n'
+    )
+    done = sandbox.harness(
+        "matrix", "--ref", "main", "--matrix", str(matrix), "--fresh", "--ray", "auto",
+        "--format", "json", results=tmp_path / "r", env={"RAY_TMPDIR": str(ray_tmp)},
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert "harness: round 2/2 done on" in done.stderr
+    assert wait_gone(ray_tmp) == []
+    assert sandbox.leftovers(sandbox.run_ids(tmp_path / "r")) == []
+    saved = {r["ref"]: r for r in records(tmp_path / "r")}
+    assert sorted(saved) == ["main [full]", "main [short]"]
+    assert saved["main [full]"]["config_hash"] != saved["main [short]"]["config_hash"]
+    assert len({r["pair_id"] for r in saved.values()}) == 1
+    longest = {
+        ref: max(len(q["ids"]) for rep in r["repeats"] for q in rep["results"])
+        for ref, r in saved.items()
+    }
+    assert longest["main [short]"] <= 3 < longest["main [full]"]
 
 
 def test_ray_missing_is_a_clear_error_before_anything_runs(

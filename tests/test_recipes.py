@@ -59,6 +59,8 @@ def recipe_sandbox(root: Path, name: str) -> Sandbox:
     for item in (RECIPES / name).iterdir():
         if item.is_file():
             shutil.copy(item, repo / item.name)
+        elif item.name != "__pycache__":
+            shutil.copytree(item, repo / item.name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(RECIPES / "rank.py", repo / "rank.py")
     (repo / "data").mkdir()
     (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")
@@ -85,14 +87,16 @@ def readme_recipe(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["text", "html", "form_fts5", "build_index", "http_load", "deployments"]
+    "name", ["text", "html", "form_fts5", "build_index", "editable", "http_load", "deployments"]
 )
 def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
     assert readme_recipe(name) == (RECIPES / name / "harness.toml").read_text(encoding="utf-8")
 
 
-def _compare(sandbox: Sandbox, *extra: str) -> subprocess.CompletedProcess[str]:
-    return sandbox.harness("compare", "--repeats", "2", *extra)
+def _compare(
+    sandbox: Sandbox, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return sandbox.harness("compare", "--repeats", "2", *extra, env=env)
 
 
 def _regressed(done: subprocess.CompletedProcess[str]) -> None:
@@ -125,6 +129,20 @@ def test_a_build_that_writes_an_index_boots_again_from_a_fresh_worktree(tmp_path
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
 
 
+def test_an_editable_install_boots_again_from_a_fresh_worktree(tmp_path: Path) -> None:
+    """`pip install -e .` of a src-layout package into the ref's venv: the venv is cached and
+    points at the first build's checkout; the second --fresh compare, in new worktrees, must still
+    import the package, from its own checkout."""
+    sandbox = recipe_sandbox(tmp_path / "box", "editable")
+    first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(first)
+    again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
+    _regressed(again)
+    records = [json.loads(p.read_text()) for p in (sandbox.results / "runs").glob("*.json")]
+    assert sorted(r["build_cached"] for r in records) == [False, False, True, True]
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
 def test_form_fts5_without_the_rewrite_fails_and_says_why(tmp_path: Path) -> None:
     """Raw questions make FTS5's MATCH fail: every query errors, and the verdict is invalid."""
     sandbox = recipe_sandbox(tmp_path / "box", "form_fts5")
@@ -145,13 +163,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def deployments(tmp_path: Path) -> Iterator[tuple[Sandbox, str, str]]:
-    """Two running deployments of the recipe service, started by the test, not by harness:
-    the baseline from main, the candidate from the `worse` branch's tree."""
-    sandbox = recipe_sandbox(tmp_path / "box", "deployments")
+def _deploy(
+    sandbox: Sandbox, tls: tuple[Path, Path] | None = None
+) -> Iterator[tuple[str, str]]:
+    """Two running deployments of the recipe service, started here, not by harness: the
+    baseline from main, the candidate from the `worse` branch's tree; over TLS with `tls`
+    (certificate, key)."""
     procs: list[subprocess.Popen[bytes]] = []
     urls = []
+    scheme = "https" if tls else "http"
+    extra = ["--ssl-certfile", str(tls[0]), "--ssl-keyfile", str(tls[1])] if tls else []
     try:
         for branch in ("main", "worse"):
             tree = sandbox.root / f"deploy-{branch}"
@@ -162,17 +183,17 @@ def deployments(tmp_path: Path) -> Iterator[tuple[Sandbox, str, str]]:
             env = {"PATH": "/usr/bin:/bin", "CORPUS": str(tree / "data" / "corpus.jsonl")}
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port)],
+                    [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), *extra],
                     cwd=tree,
                     env=env,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
             )
-            urls.append(f"http://127.0.0.1:{port}")
+            urls.append(f"{scheme}://127.0.0.1:{port}")
         for url in urls:
             _wait(url + "/health")
-        yield sandbox, urls[0], urls[1]
+        yield urls[0], urls[1]
     finally:
         for proc in procs:
             proc.terminate()
@@ -184,13 +205,68 @@ def deployments(tmp_path: Path) -> Iterator[tuple[Sandbox, str, str]]:
                 proc.wait()
 
 
+@pytest.fixture
+def deployments(tmp_path: Path) -> Iterator[tuple[Sandbox, str, str]]:
+    sandbox = recipe_sandbox(tmp_path / "box", "deployments")
+    for baseline, candidate in _deploy(sandbox):
+        yield sandbox, baseline, candidate
+
+
+def _private_ca(folder: Path) -> tuple[Path, Path, Path]:
+    """(CA bundle, server certificate, key): a throwaway CA and a certificate for 127.0.0.1."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "harness test CA")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    bundle, cert, key_file = folder / "ca.pem", folder / "cert.pem", folder / "key.pem"
+    bundle.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return bundle, cert, key_file
+
+
 def _wait(url: str) -> None:
     import httpx
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(url, timeout=1).is_success:
+            # the test's own service: its certificate is checked by harness, not here
+            if httpx.get(url, timeout=1, verify=False).is_success:
                 return
         except httpx.HTTPError:
             pass
@@ -209,6 +285,23 @@ def test_two_running_deployments_compared_by_url(
     # The same deployment on both sides: an A/A, no difference.
     same = _compare(sandbox, "--baseline-url", baseline, "--candidate-url", baseline)
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_https_deployments_are_compared_with_their_certificate_checked(tmp_path: Path) -> None:
+    pytest.importorskip("cryptography", reason="the test's private CA needs cryptography")
+    sandbox = recipe_sandbox(tmp_path / "box", "deployments")
+    bundle, cert, key = _private_ca(tmp_path)
+    for baseline, candidate in _deploy(sandbox, (cert, key)):
+        assert baseline.startswith("https://")
+        urls = ("--baseline-url", baseline, "--candidate-url", candidate)
+        trusted = _compare(sandbox, *urls, env={"SSL_CERT_FILE": str(bundle)})
+        _regressed(trusted)  # the same verdict as over http
+        # Not trusted (the system's store has no such CA): a ready failure that names it.
+        untrusted = sandbox.harness("compare", "--repeats", "1", *urls)
+        assert untrusted.returncode == 3, untrusted.stdout + untrusted.stderr
+        said = untrusted.stdout + untrusted.stderr
+        assert "TLS certificate did not verify" in said and "SSL_CERT_FILE" in said, said[:3000]
+        assert "Traceback" not in said
 
 
 def test_a_deployment_that_is_not_there_is_invalid(

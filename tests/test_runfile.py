@@ -192,3 +192,18 @@ def test_run_is_frozen() -> None:
         run.source = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):
         run.rankings["q2"] = ()  # type: ignore[index]
+
+
+def test_a_run_read_in_the_background_is_the_same_run_and_raises_the_same_error(
+    tmp_path: Path,
+) -> None:
+    from harness.score.runfile import start_loading_run
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 c 1 5 t\n")
+    found, expected = start_loading_run(path)(), load_run(path)
+    assert dict(found.rankings) == dict(expected.rankings) == {"q1": ("a", "b"), "q2": ("c",)}
+    assert found.format == "trec" and found.source == str(path)
+    with pytest.raises(ResultsError) as info:
+        start_loading_run(tmp_path / "absent.trec")()
+    assert info.value.message == f"run file {tmp_path / 'absent.trec'} does not exist"

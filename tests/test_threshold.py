@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -146,10 +147,13 @@ def _error(scores: Sequence[TopScore], t: float) -> float:
     return c.abstention_rate + c.false_answer_rate
 
 
-# No subnormal scores: the one known failure there is pinned, strict, by
-# test_the_best_cutoff_separates_adjacent_tiny_scores (drop this when it is fixed).
 score_lists = st.lists(
-    st.one_of(st.none(), st.floats(-5, 5, allow_nan=False, allow_subnormal=False)), max_size=12
+    st.one_of(
+        st.none(),
+        st.floats(-5, 5, allow_nan=False),  # subnormals included
+        st.floats(allow_nan=False, allow_infinity=False),  # up to the largest finite floats
+    ),
+    max_size=12,
 )
 
 
@@ -169,15 +173,18 @@ def test_the_best_cutoff_is_no_worse_than_any_threshold(
         assert _error(scores, cut.value) <= _error(scores, t) + 1e-12
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (found by Hypothesis): the midpoint of two adjacent subnormal scores "
-    "rounds onto one of them, so no candidate cutoff separates 0.0 from 5e-324",
-)
-def test_the_best_cutoff_separates_adjacent_tiny_scores() -> None:
-    scores = _scores([5e-324], [0.0])
-    cut = best_cutoff(scores)
-    assert cut is not None and _error(scores, cut.value) == 0.0
+def test_the_best_cutoff_separates_adjacent_tiny_and_huge_scores() -> None:
+    # Found by Hypothesis: the midpoint of two adjacent subnormal scores rounded onto one of
+    # them, so no candidate cutoff separated 0.0 from 5e-324; (a + b) / 2 also overflowed.
+    for answerable, unanswerable in (
+        (5e-324, 0.0),
+        (1e-323, 5e-324),
+        (1.7e308, -1.7e308),
+        (1.7976931348623157e308, 1.7976931348623155e308),
+    ):
+        scores = _scores([answerable], [unanswerable])
+        cut = best_cutoff(scores)
+        assert cut is not None and _error(scores, cut.value) == 0.0, (answerable, cut)
 
 
 @given(score_lists, score_lists, st.integers(1, 12))
@@ -191,6 +198,7 @@ def test_the_histogram_counts_every_scored_query_once(
     assert sum(h.answerable) == sum(s is not None for s in answerable)
     assert sum(h.unanswerable) == sum(s is not None for s in unanswerable)
     assert list(h.edges) == sorted(h.edges) and len(h.edges) == len(h.answerable) + 1
+    assert all(math.isfinite(e) for e in h.edges)  # also over a range wider than any float
 
 
 def test_the_histogram_bins_are_half_open_and_the_last_is_closed() -> None:

@@ -8,11 +8,19 @@ pairing, rounds and statistics as two booted refs.  Nothing is checked out, buil
 isolated or torn down here: every Repeat records `sandbox = "deployed"` so the report says so.
 When service.ready is set, each round first GETs it until a 2xx answer (service.ready_timeout);
 a deployment that never answers is a "ready" failure and the verdict is invalid.
+
+An https URL is reached over TLS with the certificate checked against the system's trust store
+(`tls_context`: OpenSSL's defaults, so `SSL_CERT_FILE` / `SSL_CERT_DIR` name a private CA, as for
+curl and Python); the handshake happens once per connection, on the untimed warm-up when there
+is one, and the kept-alive connection carries the timed queries.  A certificate that does not
+verify is a "ready" failure naming it, never a silent downgrade.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +50,23 @@ def check_url(url: str, option: str) -> str:
             f"{option} {url!r}: has a query string or fragment",
             hint="give the base URL only; query.path and query.params say the rest",
         )
-    if parts.scheme == "https":
-        raise ConfigError(
-            f"{option} {url!r}: https is not supported by the replay client yet",
-            hint="give an http:// URL (e.g. through a local port forward)",
-        )
     return url.rstrip("/")
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The client context for https deployments: certificates and host names verified against
+    the system's trust store (SSL_CERT_FILE / SSL_CERT_DIR honoured); made once, on first use."""
+    return ssl.create_default_context()
+
+
+def tls_failure(error: BaseException) -> str | None:
+    """What to say when `error` (or its cause) is a certificate that did not verify."""
+    while error is not None:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return f"its TLS certificate did not verify ({error.verify_message})"
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return None
 
 
 @dataclass(frozen=True)
@@ -70,7 +89,11 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
         self.url = url
         self.spec = spec
         self.log_path = log_path
-        self.teardown: TeardownReport | None = None
+        # Nothing of ours ever runs: the teardown is confirmed by construction, also when the
+        # readiness check fails.
+        self.teardown: TeardownReport | None = TeardownReport(
+            confirmed=True, killed_pids=(), used_sigkill=False, seconds=0.0
+        )
 
     def __enter__(self) -> Deployment:
         t0 = time.monotonic()
@@ -87,16 +110,14 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        # Nothing of ours ran: the teardown is confirmed by construction.
-        self.teardown = TeardownReport(
-            confirmed=True, killed_pids=(), used_sigkill=False, seconds=0.0
-        )
+        return None  # not ours to stop
 
     def _wait_ready(self, ready_url: str, t0: float) -> None:
         spec = self.spec
         deadline = t0 + spec.ready_timeout
         last = "no answer"
-        with httpx.Client(trust_env=False) as client:
+        verify: ssl.SSLContext | bool = tls_context() if ready_url.startswith("https:") else True
+        with httpx.Client(trust_env=False, verify=verify) as client:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -113,6 +134,15 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
                         return
                     last = f"HTTP {answer.status_code}"
                 except httpx.HTTPError as error:
+                    untrusted = tls_failure(error)
+                    if untrusted is not None:  # waiting longer will not make it verify
+                        raise ServiceError(
+                            f"the deployment at {self.url} is not ready: {untrusted}: name "
+                            "its CA bundle (PEM) in SSL_CERT_FILE",
+                            ["or fix the certificate: it must be valid now, chain to a "
+                             "trusted CA and name the URL's host"],
+                            stage="ready",
+                        ) from None
                     last = type(error).__name__
                 time.sleep(min(0.2, max(left, 0)))
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.types import Verdict
+TYPE_CHECKING = False  # typing's, without importing typing: `harness --help` loads no types
+if TYPE_CHECKING:
+    from harness.types import Verdict
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 
@@ -43,6 +45,8 @@ def exit_status(
     everything else (improved, no difference, inconclusive, not compared: 0), except that with
     `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE. A floor of [gate.floors] the
     candidate does not meet is EXIT_REGRESSED, as a regression is."""
+    from harness.types import Verdict
+
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
     if Verdict.REGRESSED in verdicts or floors_failed:

@@ -12,14 +12,10 @@ imported inside each command, so that `harness --help` loads none of them.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness.cli.checks import check_args
 from harness.cli.exits import (
     EXIT_OK,
     check_status,
@@ -30,22 +26,23 @@ from harness.cli.exits import (
     valid_status,
 )
 from harness.cli.parser import parse_args
-from harness.errors import HarnessError
-from harness.types import RefRun
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for `harness --help`
 if TYPE_CHECKING:
     from harness.config import HarnessConfig
     from harness.gate.floors import Floor
     from harness.gold.grades import Grades
     from harness.replay.runner import RunPlan
     from harness.score.metrics import MetricSpec
-    from harness.types import GoldSet
+    from harness.types import GoldSet, RefRun
     from harness.verdict.comparison import CompareSettings, Comparison
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
     from harness.boot.processes import Terminated
+    from harness.cli.checks import check_args
+    from harness.errors import HarnessError
 
     command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
     try:
@@ -68,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("harness: terminated; every service and worktree was torn down", file=sys.stderr)
         return signal_status(exc.signum)
     except KeyboardInterrupt:
+        import signal
+
         print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
         return signal_status(signal.SIGINT)
 
@@ -84,12 +83,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from harness.gold import load_gold
     from harness.report.runs import render_evaluation
     from harness.score.evaluation import evaluate
-    from harness.score.runfile import load_run, require_gold_queries
+    from harness.score.runfile import require_gold_queries, start_loading_run
 
     specs = _metric_specs(args.metrics)
+    pending = start_loading_run(args.run)  # read beside the gold set; its errors come after
     # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
-    run = load_run(args.run)
+    run = pending()
     require_gold_queries(run, gold, args.gold)
     evaluation = evaluate(
         gold, run.rankings, specs, args.rel_level, scores=run.scores, judged_as_zero=True
@@ -261,6 +261,7 @@ def _page_to_terminal(fmt: str) -> bool:
 
 def _require_html(fmt: str) -> None:
     """--format html without plotly: the error before anything is measured."""
+    from harness.errors import HarnessError
     from harness.report.page import PLOTLY_MISSING, html_available
 
     if fmt == "html" and not html_available():
@@ -284,6 +285,7 @@ def _html_notes(withheld: bool, page: Path) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessError
     from harness.report.page import render
     from harness.results.comparisons import load_comparison
 
@@ -330,7 +332,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         overridden=overridden_pins(plan.config, args.side, grid.params),
     )
     _close(plan)
-    saved = save_sweep(plan.results_dir, sweep, comparisons)
+    saved = save_sweep(plan.results_dir, sweep, comparisons, redact=plan.redact)
     print(render_sweep(sweep, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return valid_status(sweep.valid)
@@ -355,7 +357,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             plan, args.side, args.ref, matrix, repeats=_repeats(args, plan), fresh=args.fresh
         )
     result, comparisons = summarise(plan.gold, matrix, runs, metrics, settings, side=args.side)
-    saved = save_matrix(plan.results_dir, result, comparisons)
+    saved = save_matrix(plan.results_dir, result, comparisons, redact=plan.redact)
     print(render_matrix(result, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)
     return matrix_status(result.valid, bool(result.failed))
@@ -399,6 +401,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_threshold(args: argparse.Namespace) -> int:
     from harness.config import load_config
+    from harness.errors import HarnessError
     from harness.gold import load_gold
     from harness.results.records import load_record
     from harness.threshold import analyse, render_threshold
@@ -416,6 +419,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessError
     from harness.results.export import per_query_frame, to_table, to_trec
     from harness.results.records import load_record
 
@@ -443,6 +447,7 @@ def _write_output(path: Path, data: bytes, *, force: bool) -> None:
     import os
     import secrets
 
+    from harness.errors import HarnessError
     from harness.results.files import write_bytes_new
 
     if path.exists() and not force:
@@ -463,7 +468,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from harness.config import load_config
-    from harness.errors import ConfigError, RefError
+    from harness.errors import ConfigError, HarnessError, RefError
     from harness.gold import load_gold
     from harness.history.collect import commit_order, points_from_comparisons, points_from_records
     from harness.history.render import render_history
@@ -531,6 +536,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_twobytwo(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.config.values import CompareConfig
+    from harness.errors import HarnessError
     from harness.gold import load_gold
     from harness.gold.grades import read_grades
     from harness.report.twobytwo import render_twobytwo
@@ -565,6 +571,7 @@ def cmd_twobytwo(args: argparse.Namespace) -> int:
 def _answer_grades(args: argparse.Namespace, gold: GoldSet) -> tuple[Grades, Grades] | None:
     """Both sides' answer grades (compare --baseline-answers/--candidate-answers), read before
     anything is built; one alone is a usage error: there is nothing to move between."""
+    from harness.errors import HarnessError
     from harness.gold.grades import read_grades
 
     files = (getattr(args, "baseline_answers", None), getattr(args, "candidate_answers", None))
@@ -639,6 +646,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _compare_demo(args: argparse.Namespace) -> int:
     """Materialise the bundled example as a throwaway repository and compare main with feat/x
     there, exactly as a user would in their own repository; results stay in ./results."""
+    import tempfile
+
     from harness.demo import materialise
     from harness.results.files import check_writable
 
@@ -731,6 +740,7 @@ def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
 
 
 def _metric_specs(text: str) -> tuple[MetricSpec, ...]:
+    from harness.errors import HarnessError
     from harness.score.metrics import parse_metrics
 
     try:
@@ -800,6 +810,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 
 def _check_ray(address: str, deployed: bool) -> None:
     """--ray: Ray importable and an address given, before anything is read or built."""
+    from harness.errors import HarnessError
     from harness.replay.remote import require_ray
 
     if deployed:

@@ -7,17 +7,30 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness import __version__
 from harness.cli.exits import EXIT_USAGE
-from harness.errors import clip
+
+TYPE_CHECKING = False  # typing's, without importing typing: `harness --help` loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for each add_argument while the tree is built, and each
+        # asked the terminal its width: ~300 times for one --help.  Asked once per COLUMNS.
+        width = _width(os.environ.get("COLUMNS"))
+        return self.formatter_class(prog=self.prog, width=width)  # type: ignore[call-arg]
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        from harness.errors import clip  # only on a usage error: `harness --help` loads none
+
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
@@ -72,15 +85,57 @@ def _add_side(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `harness` parser: `command` names the subcommand (`gold_command` under `gold`)."""
+class _Unbuilt(_Parser):
+    """The parser of a command that parse_args was not given: listed, with its help, in the
+    tree (`harness --help`, "invalid choice"), its arguments never added."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return _NOT_ADDED
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        return _NoCommands()
+
+
+class _NoCommands:
+    """The subcommands of an _Unbuilt command: never parsed, never listed."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> _Unbuilt:
+        return _Unbuilt(prog=name, add_help=False)
+
+
+_NOT_ADDED = argparse.Action(option_strings=[], dest="_not_added")
+
+
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The subcommands. With `only` (a command name; "" for none), every other command's parser
+    is _Unbuilt: building all ~300 arguments was most of `harness --help`'s own time."""
+
+    only: str | None = None  # None: build every command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self.only is None or name == self.only:
+            return super().add_parser(name, **kwargs)
+        built, self._parser_class = self._parser_class, _Unbuilt
+        try:
+            return super().add_parser(name, **kwargs)
+        finally:
+            self._parser_class = built
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The `harness` parser: `command` names the subcommand (`gold_command` under `gold`).
+    With `only`, only that command's arguments are built (the others are listed, unbuilt)."""
     parser = _Parser(
         prog="harness",
         description="Does a ranking branch really change a retrieval service? "
         "Quality and latency, with a verdict that refuses to cry wolf.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, action=_Commands
+    )
+    if isinstance(sub, _Commands):
+        sub.only = only
 
     p = sub.add_parser("compare", help="compare two refs: quality and latency verdicts")
     p.add_argument("--baseline", help="the ref to compare against (e.g. main)")
@@ -273,6 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="no query text in the saved comparisons; records keep no error details",
+    )
     _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
@@ -290,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="no query text in the saved comparisons; records keep no error details",
+    )
+    _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
@@ -544,9 +610,24 @@ def _document(parser: argparse.ArgumentParser, name: str = "") -> None:
             action.help = _HELP.get((name, key))
 
 
+@functools.cache
+def _width(columns: str | None) -> int:
+    """What argparse's HelpFormatter takes as its width (`columns`: $COLUMNS, the cache key)."""
+    import shutil
+
+    return shutil.get_terminal_size().columns - 2
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """`argv` (default sys.argv[1:]) parsed; a usage error exits with EXIT_USAGE."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    if list(argv) == ["--version"]:  # what argparse prints, without building the whole tree
+        print(f"harness {__version__}")
+        raise SystemExit(0)
+    # The command is the first word (the top level takes no option with a value): only its
+    # arguments are built; an unknown word builds none and argparse names it, as before.
+    parser = build_parser(only=next((a for a in argv if not a.startswith("-")), ""))
     args = parser.parse_args(argv)
     if args.command == "compare":
         _check_compare_sides(parser, args)

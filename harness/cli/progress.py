@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.progress import Progress as RichProgress
+from typing import TYPE_CHECKING, TextIO
 
 from harness.types import QueryResult
+
+if TYPE_CHECKING:  # rich is imported for a terminal only: off one, plain lines need none of it
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 PHASES = ("checkout", "build", "boot", "replay", "analysis")
 _OPEN: list[Progress] = []  # live displays not yet closed: main() closes them on any exit
@@ -54,6 +47,16 @@ class Progress:
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
         if self.live:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
             console = Console(file=self.stream, force_terminal=True, highlight=False)
             self._bar = RichProgress(
                 TextColumn("[bold]{task.fields[phase]:<8}[/]"),

@@ -141,7 +141,22 @@ def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:
         # Only when a hook is set, so the records saved before hooks existed keep their key.
         content = _file_digest(hook) if hook is not None else "missing"
         digest.update(f"query.rewrite\0{rewrite}\0{content}\n".encode())
+        for name, sibling in _hook_imports(rewrite, config.config_dir):
+            digest.update(f"query.rewrite imports\0{name}\0{sibling}\n".encode())
     return digest.hexdigest()
+
+
+def _hook_imports(rewrite: str, folder: Path) -> list[tuple[str, str]]:
+    """(path relative to `folder`, sha256) of the modules the hook's import pulled in from under
+    `folder` (none for a self-contained hook: its key is what it was before this was hashed)."""
+    from harness.errors import ConfigError
+    from harness.replay.hook import load_hook
+
+    try:
+        hook = load_hook(rewrite, folder)  # loaded once per process: cached
+    except ConfigError as error:  # unreadable now: keyed by the error, so it is never a match
+        return [("error", error.message)]
+    return [(str(p.relative_to(folder.resolve())), d) for p, d in hook.imports]
 
 
 def build_inputs(

@@ -240,6 +240,7 @@ _NOT_HASHED = frozenset(
         "kill_wait",
     }
 )
+_LOAD_NOT_HASHED = frozenset({"timeout"})  # service.load.timeout; query.timeout is hashed
 
 # Keys added after records were first saved: hashed only when set to something other than their
 # default, so the records saved before them are still found for reuse.
@@ -289,7 +290,11 @@ def side_hash(side: SideConfig) -> str:
 
 def _jsonable(value: object) -> object:
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        # A nested table's deadline (service.load.timeout) is a deadline like the others.
+        skip = _LOAD_NOT_HASHED if isinstance(value, LoadConfig) else frozenset()
+        return {
+            f.name: _jsonable(getattr(value, f.name)) for f in fields(value) if f.name not in skip
+        }
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

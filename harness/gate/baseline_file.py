@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ResultsError, require_schema
-from harness.gate.measure import OVERALL, Baseline, ScopeValues, rounded
+from harness.gate.measure import Baseline, ScopeValues, rounded
 from harness.score.definition import definition_from_dict
 from harness.score.metrics import parse_metric
+from harness.types import OVERALL
 
 SCHEMA = "harness-baseline"
 SCHEMA_VERSION = 1

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.gate.measure import OVERALL, measure, rounded
+from harness.gate.measure import measure, rounded
 from harness.score.metrics import NO_ANSWER_FP, lower_is_better
-from harness.types import FloorRow, GoldSet, RefRun
+from harness.types import OVERALL, FloorRow, GoldSet, RefRun
 from harness.verdict import validity
 
 SLICE = "slice"  # the key under [gate.floors] that holds the per-slice tables

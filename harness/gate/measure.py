@@ -12,11 +12,10 @@ from dataclasses import dataclass, replace
 from harness.score.definition import Definition, definition
 from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import parse_metric
-from harness.types import GoldSet, RefRun
+from harness.types import OVERALL, GoldSet, RefRun
 from harness.verdict import validity
 
 DIGITS = 6
-OVERALL = "overall"
 
 
 def rounded(x: float) -> float:

@@ -47,12 +47,16 @@ from harness.gold.reading import (
     loads,
     numbered_lines,
 )
-from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.types import OVERALL, CorpusInfo, GoldQuery, GoldSet
 
 FORMAT_NAME = "harness-gold"
 VERSION = 1
 _HEADER_KEYS = ("format", "version", "corpus", "description")
 _CORPUS_KEYS = ("name", "sha256")
+RESERVED_SLICE = (
+    f'slice "{OVERALL}" is reserved: it names the whole gold set in every report and gate '
+    "file; rename this slice"
+)
 _QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation", "spans")
 _REQUIRED = ("id", "query", "relevant")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -173,6 +177,8 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
     if not _non_blank(slice_):
         problems.add(path, f"slice is a non-blank string, got {json.dumps(slice_)}", number,
                      "slice")
+    elif slice_ == OVERALL:
+        problems.add(path, RESERVED_SLICE, number, "slice")
     derivation = obj.get("derivation")
     if "derivation" in obj and not isinstance(derivation, str):
         problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import GoldError, Problem
 from harness.types import CorpusInfo, GoldQuery
@@ -44,9 +45,10 @@ class Problems:
         raise GoldError(f"{what}: {count} {noun}", ordered, hint=CHECK_HINT)
 
 
-@dataclass(frozen=True)
-class DocRef:
-    """A document id a gold file mentions, and where, so a missing id can be reported there."""
+class DocRef(NamedTuple):
+    """A document id a gold file mentions, and where, so a missing id can be reported there (a
+    named tuple: a gold set makes one per judgement, and a tuple is built several times faster
+    than a frozen dataclass)."""
 
     path: str
     line: int | None

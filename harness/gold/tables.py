@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import GoldError
-from harness.gold.native import parse_outranks
+from harness.gold.native import RESERVED_SLICE, parse_outranks
 from harness.gold.reading import (
     GRADE_RULE,
     NEGATIVE_GRADE,
@@ -39,7 +40,7 @@ from harness.gold.reading import (
     numbered_lines,
     parse_grade,
 )
-from harness.types import GoldQuery
+from harness.types import OVERALL, GoldQuery
 
 BEIR_HEADER = "query-id\tcorpus-id\tscore"
 
@@ -54,8 +55,7 @@ class _Topic:
     outranks: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class _Judgement:
+class _Judgement(NamedTuple):
     query_id: str
     doc_id: str
     grade: int
@@ -189,6 +189,8 @@ def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topi
     if not (isinstance(slice_, str) and slice_.strip()):
         problems.add(path, f"slice is a non-blank string, got {json_type(slice_)}", number,
                      "slice")
+    elif slice_ == OVERALL:
+        problems.add(path, RESERVED_SLICE, number, "slice")
     derivation = row.get("derivation", extra.get("derivation"))
     if derivation is not None and not isinstance(derivation, str):
         problems.add(path, f"derivation is a string, got {json_type(derivation)}", number,
@@ -228,7 +230,9 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
                          f"relevance`, got {len(cells)}", number)
         else:
             query_id, doc_id, grade_text = cells[0], cells[-2], cells[-1]
-            grade = parse_grade(grade_text)
+            # parse_grade's rule, its common case (ASCII digits) without a regex
+            grade = int(grade_text) if grade_text.isdigit() and grade_text.isascii() \
+                else parse_grade(grade_text)
             if grade is None or grade < 0:
                 rule = GRADE_RULE + (NEGATIVE_GRADE if grade is not None else "")
                 problems.add(path, f"grade {grade_text!r}: {rule}", number, columns.grade)
@@ -247,19 +251,24 @@ def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], qu
     relevant: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
     refs = []
-    for row in judgements:
-        key = (row.query_id, row.doc_id)
-        if key in first_line:
-            problems.add(qrels, f"query {row.query_id!r} judges document {row.doc_id!r} twice: "
-                         f"lines {first_line[key]} and {row.line}; keep one", row.line, columns.doc)
+    where, field = str(qrels), columns.doc
+    for query_id, doc_id, grade, line in judgements:
+        judged = relevant.get(query_id)
+        if judged is None:
+            if topics is not None and query_id not in topics:
+                problems.add(qrels, f"query {query_id!r} is judged here but has no text in "
+                             f"{queries_path}; add it there or drop its judgements", line,
+                             columns.query)
+            judged = relevant[query_id] = {}
+        elif doc_id in judged:
+            if not first_line:  # built at the first repeat only: most tables have none
+                for r in judgements:
+                    first_line.setdefault((r.query_id, r.doc_id), r.line)
+            problems.add(qrels, f"query {query_id!r} judges document {doc_id!r} twice: "
+                         f"lines {first_line[query_id, doc_id]} and {line}; keep one", line, field)
             continue
-        first_line[key] = row.line
-        if topics is not None and row.query_id not in topics and row.query_id not in relevant:
-            problems.add(qrels, f"query {row.query_id!r} is judged here but has no text in "
-                         f"{queries_path}; add it there or drop its judgements", row.line,
-                         columns.query)
-        relevant.setdefault(row.query_id, {})[row.doc_id] = row.grade
-        refs.append(DocRef(str(qrels), row.line, columns.doc, row.query_id, row.doc_id))
+        judged[doc_id] = grade
+        refs.append(DocRef(where, line, field, query_id, doc_id))
     queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], t.outranks, t.derivation,
                               line=t.line)
                     for t in known.values() if t.id in relevant)

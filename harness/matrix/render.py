@@ -15,10 +15,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.matrix.summary import OVERALL, Cell, MatrixResult, Row
+from harness.matrix.summary import Cell, MatrixResult, Row
 from harness.report import layout
 from harness.report.layout import Block
-from harness.types import Verdict
+from harness.types import OVERALL, Verdict
 from harness.verdict.stats import format_p
 
 SCHEMA = "harness-matrix"

@@ -53,14 +53,20 @@ def run_matrix(
 
 
 def save_matrix(
-    results_dir: Path, result: MatrixResult, comparisons: Mapping[str, Comparison]
+    results_dir: Path,
+    result: MatrixResult,
+    comparisons: Mapping[str, Comparison],
+    *,
+    redact: bool = False,
 ) -> Path:
     """Write results_dir/matrix_<UTC stamp>/ (suffixed -2, -3, ... if taken) holding
     matrix.json, report.md and vs_<name>.json, each configuration's comparison with the
-    reference (`harness report PATH` renders it in full). Return the directory."""
+    reference (`harness report PATH` renders it in full); with `redact`, those hold no query
+    text. Return the directory."""
     directory = new_directory(results_dir, f"matrix_{utc_stamp()}")
     write_json_new(directory / MATRIX_FILE, matrix_to_dict(result))
     write_text_new(directory / REPORT_FILE, render_matrix(result, "markdown"))
     for name, comparison in comparisons.items():
-        write_json_new(directory / f"vs_{_slug(name)}.json", comparison_to_dict(comparison))
+        document = comparison_to_dict(comparison, redact=redact)
+        write_json_new(directory / f"vs_{_slug(name)}.json", document)
     return directory

@@ -24,6 +24,7 @@ import functools
 import json
 import math
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -36,6 +37,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 import jmespath
 
+from harness.boot.deployed import tls_context
 from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
@@ -221,7 +223,7 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
 
 
 def encode_request(base_url: str, spec: RequestSpec) -> bytes:
-    """The bytes of `spec` as one HTTP/1.1 request to `base_url` (http only), keep-alive.
+    """The bytes of `spec` as one HTTP/1.1 request to `base_url` (http or https), keep-alive.
 
     Built before the clock starts: the timed path only writes these bytes and reads the answer.
     Params are form-encoded onto the path (spaces as "+", as httpx and browsers send them); a
@@ -230,8 +232,8 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
     `query.headers` replaces the harness's own.
     """
     url = urlsplit(base_url)
-    if url.scheme != "http" or url.hostname is None:
-        raise ValueError(f"the timed client speaks plain http to a local service, not {base_url}")
+    if url.scheme not in ("http", "https") or url.hostname is None:
+        raise ValueError(f"the timed client speaks http(s), not {base_url}")
     target = url.path.rstrip("/") + spec.path
     if spec.params:
         target += ("&" if "?" in target else "?") + urlencode(dict(spec.params))
@@ -254,7 +256,8 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
 
 
 class Connection:
-    """One persistent keep-alive HTTP/1.1 connection to a local service, TCP_NODELAY set.
+    """One persistent keep-alive HTTP/1.1 connection to a service, TCP_NODELAY set; over TLS
+    (`harness.boot.deployed.tls_context`, certificate verified) for an https URL.
 
     `exchange(raw, query)` writes a prepared request and reads the whole answer under one
     deadline (`query.timeout`, counted from the call: connect, send and every byte of the body,
@@ -267,7 +270,8 @@ class Connection:
 
     def __init__(self, base_url: str, open_socket: OpenSocket | None = None) -> None:
         url = urlsplit(base_url)
-        self.address = (url.hostname or "127.0.0.1", url.port or 80)
+        self._tls = url.scheme == "https"
+        self.address = (url.hostname or "127.0.0.1", url.port or (443 if self._tls else 80))
         self._open_socket = open_socket
         self._sock: socket.socket | None = None
         self._buffer = b""
@@ -290,6 +294,12 @@ class Connection:
                 sock.close()
                 raise
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls:
+            try:
+                sock = tls_context().wrap_socket(sock, server_hostname=self.address[0])
+            except BaseException:
+                sock.close()
+                raise
         self._sock, self._buffer = sock, b""
         return sock
 
@@ -302,7 +312,7 @@ class Connection:
                 sock.settimeout(_left(deadline))
                 sock.sendall(raw)
                 self._fill(sock, deadline, query, 1)
-            except (ConnectionError, _Closed):
+            except (ConnectionError, ssl.SSLEOFError, _Closed):
                 if not reused:
                     raise
                 self.close()  # a stale keep-alive connection: the request never arrived
@@ -322,6 +332,11 @@ class Connection:
             self.close()
             raise _Failure(
                 ErrorKind.CONNECTION, "RemoteProtocolError: the service closed the connection"
+            ) from None
+        except ssl.SSLEOFError:
+            self.close()
+            raise _Failure(
+                ErrorKind.CONNECTION, "SSLEOFError: the service closed the TLS connection"
             ) from None
         except OSError as error:
             self.close()

@@ -10,8 +10,10 @@ never a ref's checkout, so both sides are asked the same text): `tools.fts:quote
 to str. The module is imported under a private name, with its folder first on sys.path while it
 runs, so it can import its siblings; it is loaded once per process for one content of its file.
 Its source file's sha256 is part of the key under which a stored run may be reused
-(`harness.config.inputs`), so an edited hook never reuses runs asked with the old one; modules
-that it imports in turn are not hashed.
+(`harness.config.inputs`), so an edited hook never reuses runs asked with the old one; so are the
+files of the modules under the same folder that its import imported in turn (a sibling helper,
+a package's submodules). Modules from elsewhere (the standard library, installed packages) are
+not hashed.
 
 Every failure is a ConfigError naming the file and `query.rewrite` (exit 2, before anything is
 built): no such module, an import that fails, no such function, not callable, and, on a query,
@@ -37,6 +39,9 @@ class Hook:
     path: Path  # the module's source file
     sha256: str  # of that file's bytes
     function: Callable[[str], object]
+    # The modules under the folder that importing it imported in turn (siblings, a package's
+    # submodules): (source file, sha256 of its bytes), sorted; hashed into the reuse key too.
+    imports: tuple[tuple[Path, str], ...] = ()
 
 
 _LOADED: dict[tuple[Path, str, str], Hook] = {}
@@ -77,6 +82,7 @@ def load_hook(spec: str, folder: Path) -> Hook:
     if loader_spec is None or loader_spec.loader is None:
         raise ConfigError(f"{where}: {path} cannot be imported")
     module = importlib.util.module_from_spec(loader_spec)
+    before = set(sys.modules)
     sys.path.insert(0, str(folder))
     try:
         loader_spec.loader.exec_module(module)
@@ -102,9 +108,23 @@ def load_hook(spec: str, folder: Path) -> Hook:
             f"{where}: {path}: {attribute} is {type(function).__name__}, not callable",
             hint="name a function taking the query text (str) and returning the text to send",
         )
-    hook = Hook(spec, path, digest, function)
+    hook = Hook(spec, path, digest, function, _imported_under(folder, before, path))
     _LOADED[key] = hook
     return hook
+
+
+def _imported_under(folder: Path, before: set[str], own: Path) -> tuple[tuple[Path, str], ...]:
+    """The source files, under `folder`, of the modules imported since `before` was taken."""
+    root = folder.resolve()
+    found = set()
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if path != own and path.is_relative_to(root) and path.is_file():
+            found.add(path)
+    return tuple((p, hashlib.sha256(p.read_bytes()).hexdigest()) for p in sorted(found))
 
 
 def rewritten_items(

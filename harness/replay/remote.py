@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from harness import __version__
+from harness.config import HarnessConfig
 from harness.errors import HarnessError, RefError, clip
 from harness.replay.runner import RefSession, RunPlan, play_round
 from harness.results.records import host_fingerprint
@@ -49,8 +50,10 @@ services before it disconnects (a worker killed mid-round would leave its servic
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """What a worker needs to open a session again: the RefSession arguments and its SHA."""
+    """What a worker needs to open a session again: the RefSession arguments, its SHA and its
+    configuration (a matrix's sessions each have their own)."""
 
+    config: HarnessConfig
     side: str
     ref: str
     label: str
@@ -87,7 +90,8 @@ def run_rounds(sessions: Sequence[RefSession], repeats: int) -> None:
     plan = sessions[0].plan
     assert plan.ray is not None
     specs = [
-        SessionSpec(s.side_name, s.requested_ref, s.ref, dict(s.pins), s.sha) for s in sessions
+        SessionSpec(s.plan.config, s.side_name, s.requested_ref, s.ref, dict(s.pins), s.sha)
+        for s in sessions
     ]
     # The worker's plan: no progress lines (the terminal is the driver's), no Ray of its own.
     worker_plan = replace(plan, progress=None, observer=None, ray=None)
@@ -116,7 +120,10 @@ def play_remote_round(
     plan: RunPlan, specs: Sequence[SessionSpec], index: int, repeats: int
 ) -> list[RoundOutcome]:
     """The task: open, check out and build every session here, play round `index`, tear down."""
-    sessions = [RefSession(plan, s.side, s.ref, label=s.label, pins=s.pins) for s in specs]
+    sessions = [
+        RefSession(replace(plan, config=s.config), s.side, s.ref, label=s.label, pins=s.pins)
+        for s in specs
+    ]
     for session, spec in zip(sessions, specs, strict=True):
         if session.sha != spec.sha:
             raise RefError(

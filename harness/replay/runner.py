@@ -33,6 +33,7 @@ from harness.boot.deployed import DeployedContext, deployed
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
+from harness.checkout.editable import editable_paths
 from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
 from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
@@ -165,6 +166,10 @@ class RefSession:
                 # The venv's bin goes first on the caller's PATH, never instead of it.
                 caller_path = {"PATH": os.environ.get("PATH", os.defpath)}
                 self.extra_env = with_venv(caller_path, result.venv)
+                # An editable install in the (cached) venv: imported from this checkout.
+                editable = editable_paths(result.venv, self.worktree)
+                if editable:
+                    self.extra_env["PYTHONPATH"] = os.pathsep.join(map(str, editable))
             self.tree = tree_fingerprint(self.worktree)
         except BuildError as exc:
             self.build_failure = RunFailure("build", exc.message, exc.details)
@@ -552,7 +557,8 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             warm_up(side.channel, items)
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
         errors = 0
-        for done, (query_id, text) in enumerate(items, start=1):
+        # Nothing to ask when every side failed to boot (or was never bootable).
+        for done, (query_id, text) in enumerate(items if asking else (), start=1):
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
                 result = side.channel.ask(query_id, text)

@@ -1,5 +1,6 @@
-"""The plots of the HTML report: a Comparison in, plotly figures out.  They draw; they compute
-nothing (every number is the Comparison's: `harness.verdict.compare` says how each is made).
+"""The plots of the HTML report: a Comparison in, plotly figures out, as the JSON plotly.js draws
+(`{"data": [...], "layout": {...}}`).  They draw; they compute nothing (every number is the
+Comparison's: `harness.verdict.compare` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with
                   its interval (bootstrap; the verdict is the row's test), coloured by verdict
@@ -11,19 +12,29 @@ nothing (every number is the Comparison's: `harness.verdict.compare` says how ea
 A figure is None when the Comparison holds nothing to draw for it (a run saved before the plots,
 an invalid run, a service without scores).  Plotly escapes what it embeds (a slice named
 "</script>" stays text); histograms are binned by plotly.js in the browser.
+
+The figures are written as plain dicts, laid out as plotly's `make_subplots` and `add_hline`
+/`add_hrect`/`add_vline` lay them out (`_Grid`, `_hline`, ...): plotly's graph objects validate
+and copy every property on every update, which made them most of the CPU a demo compare spent
+rendering.  tests/test_figures.py checks each figure against plotly's own objects
+(tests/plotly_figures.py, the graph-object version of this module) and against plotly's
+validation.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
-
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from harness.report.numbers import p_value, rate
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, MetricRow, Scope
+
+Figure = dict[str, Any]
+"""A plotly figure as JSON: {"data": [trace, ...], "layout": {...}}."""
 
 SIDE_COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
 VERDICT_COLOURS = {
@@ -38,23 +49,251 @@ TEMPLATE = "plotly_white"
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12}
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left"},
-        template=TEMPLATE,
-        height=height,
-        font=FONT,
-        margin={"l": 60, "r": 20, "t": 110, "b": 50},
-        legend={
-            "orientation": "h",
-            "yanchor": "top",
-            "y": 0.995,
-            "x": 1,
-            "xanchor": "right",
-            "yref": "container",
-        },
+@functools.cache
+def _template() -> dict[str, Any]:
+    """plotly's `TEMPLATE` as `layout.template = TEMPLATE` embeds it: the file the package ships,
+    its keys in the order plotly writes them (alphabetical; the trace types of `data` by their
+    plural, "barpolars" before "bars"), read without building plotly's Template object."""
+    shipped = resources.files("plotly") / "package_data" / "templates" / f"{TEMPLATE}.json"
+    template: dict[str, Any] = _plotly_order(json.loads(shipped.read_text(encoding="utf-8")))
+    template["data"] = dict(sorted(template["data"].items(), key=lambda item: item[0] + "s"))
+    return template
+
+
+def plotly_js() -> str:
+    """plotly.js as the plotly package ships it (what `plotly.offline.get_plotlyjs()` returns)."""
+    shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
+    return shipped.read_bytes().decode("utf-8")
+
+
+def div(figure: Figure, div_id: str, config: dict[str, Any]) -> str:
+    """The <div> that draws `figure`, as `plotly.io.to_html(figure, config=config,
+    include_plotlyjs=False, full_html=False, div_id=div_id, validate=False)` writes it (its
+    height the layout's), without importing plotly.io (and, through it, plotly's graph objects)."""
+    height = figure["layout"]["height"]
+    config = {**config}
+    config.setdefault("responsive", True)
+    if not config.get("showSendToCloud", False):
+        config.pop("plotlyServerURL", None)
+    script = """\
+                if (document.getElementById("{id}")) {{\
+                    Plotly.newPlot(\
+                        "{id}",\
+                        {data},\
+                        {layout},\
+                        {config}\
+                    ){then}\
+                }}""".format(
+        id=div_id,
+        data=_plotly_json(figure["data"]),
+        layout=_plotly_json(figure["layout"]),
+        config=json.dumps(config),
+        then="",
     )
-    return fig
+    return """\
+<div style="height:{height}; width:{width};">\
+        {mathjax}\
+        {plotlyjs}\
+            <div id="{id}" class="plotly-graph-div" \
+style="height:100%; width:100%;"></div>\
+            <script>\
+                window.PLOTLYENV=window.PLOTLYENV || {{}};\
+                {script};\
+            </script>\
+        </div>""".format(
+        height=f"{height}px", width="100%", mathjax="", plotlyjs="", id=div_id, script=script
+    ).strip()
+
+
+def _plotly_json(value: Any) -> str:
+    """JSON as plotly.io writes it: compact, NaN and infinities as null, and "<", ">" and "/"
+    escaped so that no string can close the <script> it sits in."""
+    text = json.dumps(value, separators=(",", ":"), default=_plain)
+    if "NaN" in text or "Infinity" in text:  # maybe only inside a string: then unchanged
+        text = json.dumps(json.loads(text, parse_constant=lambda _: None), separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or array as Python numbers (plotly's encoder does the same)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _plotly_order(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plotly_order(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_plotly_order(item) for item in value]
+    return value
+
+
+class _Grid:
+    """A `rows` x `cols` grid of x/y subplots as plotly's make_subplots lays it out (the first
+    row on top; equal widths and heights; `titles` row by row above each cell; with
+    `shared_yaxes`, every y axis of a row matches its first and hides its tick labels)."""
+
+    def __init__(
+        self,
+        rows: int,
+        cols: int,
+        titles: Sequence[str],
+        *,
+        horizontal_spacing: float,
+        vertical_spacing: float | None = None,
+        shared_yaxes: bool = False,
+    ) -> None:
+        hs = horizontal_spacing
+        vs = 0.3 / rows if vertical_spacing is None else vertical_spacing
+        widths = [(1.0 - hs * (cols - 1)) / cols] * cols
+        heights = [(1.0 - vs * (rows - 1)) / rows] * rows
+        self.cols = cols
+        self.layout: dict[str, Any] = {}
+        domains = []
+        for r in range(rows):
+            below = rows - 1 - r  # rows under this one
+            y0 = sum(heights[:below]) + below * vs
+            for c in range(cols):
+                x0 = sum(widths[:c]) + c * hs
+                x_domain, y_domain = [x0, x0 + widths[c]], [y0, y0 + heights[-1 - r]]
+                n = self._suffix(r + 1, c + 1)
+                self.layout[f"xaxis{n}"] = {"anchor": f"y{n}", "domain": x_domain}
+                self.layout[f"yaxis{n}"] = {"anchor": f"x{n}", "domain": y_domain}
+                if shared_yaxes and c > 0:
+                    self.layout[f"yaxis{n}"] |= {
+                        "matches": f"y{self._suffix(r + 1, 1)}",
+                        "showticklabels": False,
+                    }
+                domains.append((x_domain, y_domain))
+        self.layout["annotations"] = [
+            {
+                "font": {"size": 16},
+                "showarrow": False,
+                "text": title,
+                "x": sum(x) / 2.0,
+                "xanchor": "center",
+                "xref": "paper",
+                "y": y[1],
+                "yanchor": "bottom",
+                "yref": "paper",
+            }
+            for title, (x, y) in zip(titles, domains, strict=False)
+            if title
+        ]
+        self.layout["shapes"] = []
+        self.data: list[dict[str, Any]] = []
+
+    def _suffix(self, row: int, col: int) -> str:
+        n = (row - 1) * self.cols + col
+        return "" if n == 1 else str(n)
+
+    def add(self, trace: dict[str, Any], row: int, col: int) -> None:
+        n = self._suffix(row, col)
+        self.data.append({**trace, "xaxis": f"x{n}", "yaxis": f"y{n}"})
+
+    def xaxis(self, row: int, col: int) -> dict[str, Any]:
+        axis: dict[str, Any] = self.layout[f"xaxis{self._suffix(row, col)}"]
+        return axis
+
+    def yaxis(self, row: int, col: int) -> dict[str, Any]:
+        axis: dict[str, Any] = self.layout[f"yaxis{self._suffix(row, col)}"]
+        return axis
+
+    def xaxes(self) -> list[dict[str, Any]]:
+        return [axis for key, axis in self.layout.items() if key.startswith("xaxis")]
+
+    def hrect(
+        self, row: int, col: int, y0: float, y1: float, fillcolor: str, opacity: float
+    ) -> None:
+        """add_hrect(y0, y1, fillcolor, opacity, line_width=0, row, col)."""
+        n = self._suffix(row, col)
+        self.layout["shapes"].append(
+            {
+                "fillcolor": fillcolor,
+                "line": {"width": 0},
+                "opacity": opacity,
+                "type": "rect",
+                "x0": 0,
+                "x1": 1,
+                "xref": f"x{n} domain",
+                "y0": y0,
+                "y1": y1,
+                "yref": f"y{n}",
+            }
+        )
+
+    def hline(
+        self, row: int, col: int, y: float, line: dict[str, Any], annotation: str | None = None
+    ) -> None:
+        """add_hline(y, line_*, row, col[, annotation_text, annotation_position="top left"])."""
+        n = self._suffix(row, col)
+        self.layout["shapes"].append(
+            {
+                "line": line,
+                "type": "line",
+                "x0": 0,
+                "x1": 1,
+                "xref": f"x{n} domain",
+                "y0": y,
+                "y1": y,
+                "yref": f"y{n}",
+            }
+        )
+        if annotation is not None:
+            self.layout["annotations"].append(
+                {
+                    "showarrow": False,
+                    "text": annotation,
+                    "x": 0,
+                    "xanchor": "left",
+                    "xref": f"x{n} domain",
+                    "y": y,
+                    "yanchor": "bottom",
+                    "yref": f"y{n}",
+                }
+            )
+
+    def vline(self, row: int, col: int, x: float, line: dict[str, Any]) -> None:
+        """add_vline(x, line_*, row, col)."""
+        n = self._suffix(row, col)
+        self.layout["shapes"].append(
+            {
+                "line": line,
+                "type": "line",
+                "x0": x,
+                "x1": x,
+                "xref": f"x{n}",
+                "y0": 0,
+                "y1": 1,
+                "yref": f"y{n} domain",
+            }
+        )
+
+    def figure(self, title: str, height: int, **layout: Any) -> Figure:
+        """The figure, with the title, template, font, margins and legend every plot shares."""
+        if not self.layout["shapes"]:
+            del self.layout["shapes"]
+        return {
+            "data": self.data,
+            "layout": {  # in plotly's order, so that the page is byte for byte what it was
+                "template": _template(),
+                **self.layout,
+                **layout,
+                "title": {"text": title, "x": 0, "xanchor": "left"},
+                "font": FONT,
+                "margin": {"l": 60, "r": 20, "t": 110, "b": 50},
+                "legend": {
+                    "orientation": "h",
+                    "yanchor": "top",
+                    "y": 0.995,
+                    "x": 1,
+                    "xanchor": "right",
+                    "yref": "container",
+                },
+                "height": height,
+            },
+        }
 
 
 # --------------------------------------------------------------------------- quality by slice
@@ -82,16 +321,16 @@ def _label(scope: Scope, overall: Scope) -> str:
     return f"all (n={scope.n})" if scope is overall else f"{scope.name} (n={scope.n})"
 
 
-def quality(c: Comparison) -> go.Figure | None:
+def quality(c: Comparison) -> Figure | None:
     """One panel per metric: a bar per scope, candidate - baseline, whisker = its interval."""
     if not c.overall.rows:
         return None
     scopes = [c.overall, *c.slices]
     names, cutoffs = _grid([r.metric for r in c.overall.rows])
-    fig = make_subplots(
-        rows=len(names),
-        cols=len(cutoffs),
-        subplot_titles=[f"{n}@{k}" for n in names for k in cutoffs],
+    fig = _Grid(
+        len(names),
+        len(cutoffs),
+        [f"{n}@{k}" for n in names for k in cutoffs],
         shared_yaxes=True,
         horizontal_spacing=0.04,
         vertical_spacing=min(0.3 / len(names), 0.08),
@@ -105,44 +344,43 @@ def quality(c: Comparison) -> go.Figure | None:
             if not shown:
                 continue
             intervals = [_interval(r) for _, r in shown]
-            fig.add_trace(
-                go.Bar(
-                    x=[r.delta for _, r in shown],
-                    y=[lab for lab, _ in shown],
-                    orientation="h",
-                    marker_color=[VERDICT_COLOURS[r.verdict] for _, r in shown],
-                    error_x={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [
-                            0 if v is None else v[1] - r.delta
-                            for v, (_, r) in zip(intervals, shown, strict=True)
-                        ],
-                        "arrayminus": [
-                            0 if v is None else r.delta - v[0]
-                            for v, (_, r) in zip(intervals, shown, strict=True)
-                        ],
-                        "color": "#333",
-                        "thickness": 1.2,
-                    },
-                    hovertext=[
-                        _hover(lab, r, v) for (lab, r), v in zip(shown, intervals, strict=True)
+            bar = {
+                "error_x": {
+                    "array": [
+                        0 if v is None else v[1] - r.delta
+                        for v, (_, r) in zip(intervals, shown, strict=True)
                     ],
-                    hoverinfo="text",
-                    showlegend=False,
-                    name=metric,
-                ),
-                row=i,
-                col=j,
-            )
-    # The zero line marks "no change" in every panel (one call: a shape per panel is slow).
-    fig.update_xaxes(zeroline=True, zerolinecolor="#333", zerolinewidth=1)
+                    "arrayminus": [
+                        0 if v is None else r.delta - v[0]
+                        for v, (_, r) in zip(intervals, shown, strict=True)
+                    ],
+                    "color": "#333",
+                    "symmetric": False,
+                    "thickness": 1.2,
+                    "type": "data",
+                },
+                "hoverinfo": "text",
+                "hovertext": [
+                    _hover(lab, r, v) for (lab, r), v in zip(shown, intervals, strict=True)
+                ],
+                "marker": {"color": [VERDICT_COLOURS[r.verdict] for _, r in shown]},
+                "name": metric,
+                "orientation": "h",
+                "showlegend": False,
+                "x": [r.delta for _, r in shown],
+                "y": [lab for lab, _ in shown],
+                "type": "bar",
+            }
+            fig.add(bar, i, j)
+    # The zero line marks "no change" in every panel.
+    for axis in fig.xaxes():
+        axis |= {"zeroline": True, "zerolinecolor": "#333", "zerolinewidth": 1}
     ci = f"{100 * (1 - c.settings.alpha):g}%"
     title = (
         f"Candidate - baseline, per slice, with the {ci} interval "
         "(red regressed, green improved, grey no call, amber inconclusive)"
     )
-    return _layout(fig, title, 90 + len(names) * (40 + 22 * len(scopes)))
+    return fig.figure(title, 90 + len(names) * (40 + 22 * len(scopes)))
 
 
 def _hover(label: str, row: MetricRow, interval: tuple[float, float] | None) -> str:
@@ -161,7 +399,7 @@ def _percent_axis() -> list[float]:
     return [i / 100 for i in range(101)]
 
 
-def latency(c: Comparison) -> go.Figure | None:
+def latency(c: Comparison) -> Figure | None:
     """ECDF of each side; when paired, the per-round ratios and the per-query ratio ECDF."""
     lat = c.latency
     sides = [
@@ -178,95 +416,70 @@ def latency(c: Comparison) -> go.Figure | None:
     titles = ["Latency ECDF, ms (log scale)"] if sides else []
     titles += ["Candidate/baseline per round"] if test is not None else []
     titles += ["Per-query ratio ECDF (log scale)"] if test and lat.ratio_percentiles else []
-    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.08)
+    fig = _Grid(1, len(titles), titles, horizontal_spacing=0.08)
     for side, values in sides:
-        fig.add_trace(
-            go.Scatter(
-                x=list(values),
-                y=_percent_axis(),
-                mode="lines",
-                name=side,
-                line={"color": SIDE_COLOURS[side], "shape": "hv"},
-                hovertemplate=f"{side}: %{{x:.2f}} ms at p%{{customdata}}<extra></extra>",
-                customdata=list(range(101)),
-            ),
-            row=1,
-            col=1,
-        )
+        ecdf = {
+            "customdata": list(range(101)),
+            "hovertemplate": f"{side}: %{{x:.2f}} ms at p%{{customdata}}<extra></extra>",
+            "line": {"color": SIDE_COLOURS[side], "shape": "hv"},
+            "mode": "lines",
+            "name": side,
+            "x": list(values),
+            "y": _percent_axis(),
+            "type": "scatter",
+        }
+        fig.add(ecdf, 1, 1)
     if sides:
-        fig.update_xaxes(type="log", title_text="ms", row=1, col=1)
-        fig.update_yaxes(title_text="fraction of answers", range=[0, 1.02], row=1, col=1)
+        fig.xaxis(1, 1).update(title={"text": "ms"}, type="log")
+        fig.yaxis(1, 1).update(title={"text": "fraction of answers"}, range=[0, 1.02])
     col = 1 + bool(sides)
     if test is not None:
         t = test
-        rounds = list(range(1, len(t.rounds) + 1))
         band = c.settings.latency_tolerance
-        fig.add_trace(
-            go.Scatter(
-                x=rounds,
-                y=list(t.rounds),
-                mode="markers",
-                name="round ratio",
-                marker={"color": "#333", "size": 9},
-                hovertemplate="round %{x}: %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
+        ratios = {
+            "hovertemplate": "round %{x}: %{y:.3f}<extra></extra>",
+            "marker": {"color": "#333", "size": 9},
+            "mode": "markers",
+            "name": "round ratio",
+            "x": list(range(1, len(t.rounds) + 1)),
+            "y": list(t.rounds),
+            "type": "scatter",
+        }
+        fig.add(ratios, 1, col)
+        fig.hrect(1, col, 1 / (1 + band), 1 + band, "#9e9e9e", 0.15)
+        fig.hrect(1, col, t.ci_low, t.ci_high, VERDICT_COLOURS[t.verdict], 0.25)
+        fig.hline(
+            1,
+            col,
+            t.ratio,
+            {"color": VERDICT_COLOURS[t.verdict]},
+            annotation=f"{t.ratio:.2f} [{t.ci_low:.2f}, {t.ci_high:.2f}]",
         )
-        # Shapes after the trace: plotly leaves them off a subplot that is still empty.
-        fig.add_hrect(
-            y0=1 / (1 + band),
-            y1=1 + band,
-            fillcolor="#9e9e9e",
-            opacity=0.15,
-            line_width=0,
-            row=1,
-            col=col,
-        )
-        fig.add_hrect(
-            y0=t.ci_low,
-            y1=t.ci_high,
-            fillcolor=VERDICT_COLOURS[t.verdict],
-            opacity=0.25,
-            line_width=0,
-            row=1,
-            col=col,
-        )
-        fig.add_hline(
-            y=t.ratio,
-            line_color=VERDICT_COLOURS[t.verdict],
-            row=1,
-            col=col,
-            annotation_text=f"{t.ratio:.2f} [{t.ci_low:.2f}, {t.ci_high:.2f}]",
-            annotation_position="top left",
-        )
-        fig.add_hline(y=1, line_dash="dot", line_color="#333", row=1, col=col)
-        fig.update_xaxes(title_text="round", dtick=1, row=1, col=col)
-        fig.update_yaxes(title_text="ratio (> 1 slower)", row=1, col=col)
+        fig.hline(1, col, 1, {"color": "#333", "dash": "dot"})
+        fig.xaxis(1, col).update(title={"text": "round"}, dtick=1)
+        fig.yaxis(1, col).update(title={"text": "ratio (> 1 slower)"})
         if lat.ratio_percentiles:
-            fig.add_trace(
-                go.Scatter(
-                    x=list(lat.ratio_percentiles),
-                    y=_percent_axis(),
-                    mode="lines",
-                    name="per-query ratio",
-                    line={"color": "#555", "shape": "hv"},
-                    hovertemplate="ratio %{x:.3f} at p%{customdata}<extra></extra>",
-                    customdata=list(range(101)),
-                ),
-                row=1,
-                col=col + 1,
-            )
-            fig.add_vline(x=1, line_dash="dot", line_color="#333", row=1, col=col + 1)
-            fig.update_xaxes(type="log", title_text="candidate/baseline", row=1, col=col + 1)
-            fig.update_yaxes(range=[0, 1.02], row=1, col=col + 1)
-    return _layout(fig, f"Latency: {lat.words}", 420)
+            ecdf = {
+                "customdata": list(range(101)),
+                "hovertemplate": "ratio %{x:.3f} at p%{customdata}<extra></extra>",
+                "line": {"color": "#555", "shape": "hv"},
+                "mode": "lines",
+                "name": "per-query ratio",
+                "x": list(lat.ratio_percentiles),
+                "y": _percent_axis(),
+                "type": "scatter",
+            }
+            fig.add(ecdf, 1, col + 1)
+            fig.vline(1, col + 1, 1, {"color": "#333", "dash": "dot"})
+            fig.xaxis(1, col + 1).update(title={"text": "candidate/baseline"}, type="log")
+            fig.yaxis(1, col + 1).update(range=[0, 1.02])
+    return fig.figure(f"Latency: {lat.words}", 420)
 
 
 # --------------------------------------------------------------------------- top scores
 
 
-def scores(c: Comparison) -> go.Figure | None:
+def scores(c: Comparison) -> Figure | None:
     """Per side, overlaid histograms of answerable and unanswerable top scores (each as a
     percentage of its own group, on shared bins) and the chosen cutoff, dashed."""
     if not c.top_scores:
@@ -278,44 +491,41 @@ def scores(c: Comparison) -> go.Figure | None:
             f"{t.side}: {cut}; returned nothing: {t.empty_answerable} answerable, "
             f"{t.empty_unanswerable} unanswerable"
         )
-    fig = make_subplots(
-        rows=1, cols=len(c.top_scores), subplot_titles=titles, horizontal_spacing=0.08
-    )
+    fig = _Grid(1, len(c.top_scores), titles, horizontal_spacing=0.08)
     for j, t in enumerate(c.top_scores, start=1):
         for name, values, colour in (
             ("answerable", t.answerable, "#2e7d32"),
             ("unanswerable", t.unanswerable, "#c62828"),
         ):
-            fig.add_trace(
-                go.Histogram(
-                    x=list(values),
-                    name=f"{name} (scored)",
-                    marker_color=colour,
-                    opacity=0.6,
-                    nbinsx=40,
-                    histnorm="percent",
-                    bingroup=f"scores-{j}",
-                    legendgroup=name,
-                    showlegend=j == 1,
-                    hovertemplate=f"{name}: %{{y:.1f}}% of its queries at %{{x}}<extra></extra>",
-                ),
-                row=1,
-                col=j,
-            )
+            histogram = {
+                "bingroup": f"scores-{j}",
+                "histnorm": "percent",
+                "hovertemplate": f"{name}: %{{y:.1f}}% of its queries at %{{x}}<extra></extra>",
+                "legendgroup": name,
+                "marker": {"color": colour},
+                "name": f"{name} (scored)",
+                "nbinsx": 40,
+                "opacity": 0.6,
+                "showlegend": j == 1,
+                "x": list(values),
+                "type": "histogram",
+            }
+            fig.add(histogram, 1, j)
         if t.cutoff is not None:
-            fig.add_vline(x=t.cutoff, line_dash="dash", line_color="#333", row=1, col=j)
-        fig.update_xaxes(title_text="top-result score", row=1, col=j)
-    fig.update_yaxes(title_text="% of its group", row=1, col=1)
-    fig.update_layout(barmode="overlay")
-    return _layout(
-        fig, "Top-result scores: answerable vs unanswerable, and the no-answer cutoff", 420
+            fig.vline(1, j, t.cutoff, {"color": "#333", "dash": "dash"})
+        fig.xaxis(1, j).update(title={"text": "top-result score"})
+    fig.yaxis(1, 1).update(title={"text": "% of its group"})
+    return fig.figure(
+        "Top-result scores: answerable vs unanswerable, and the no-answer cutoff",
+        420,
+        barmode="overlay",
     )
 
 
 # --------------------------------------------------------------------------- drift per repeat
 
 
-def repeats(c: Comparison) -> go.Figure | None:
+def repeats(c: Comparison) -> Figure | None:
     """One panel per headline metric (hit@k) and one for latency p50: a line per side."""
     if not c.repeats:
         return None
@@ -323,7 +533,7 @@ def repeats(c: Comparison) -> go.Figure | None:
     headline = [r.metric for r in c.hit_rows] or metrics[:1]
     has_latency = any(r.latency_p50 is not None for r in c.repeats)
     titles = [*headline, *(["latency p50, ms"] if has_latency else [])]
-    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=0.07)
+    fig = _Grid(1, len(titles), titles, horizontal_spacing=0.07)
     for side in ("baseline", "candidate"):
         mine = [r for r in c.repeats if r.side == side]
         if not mine:
@@ -335,22 +545,21 @@ def repeats(c: Comparison) -> go.Figure | None:
         if has_latency:
             panels.append(("latency p50", [r.latency_p50 for r in mine]))
         for j, (what, y) in enumerate(panels, start=1):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines+markers",
-                    name=side,
-                    legendgroup=side,
-                    showlegend=j == 1,
-                    line={"color": SIDE_COLOURS[side]},
-                    hovertemplate=f"{side} repeat %{{x}}: {what} %{{y:.3f}}<extra></extra>",
-                ),
-                row=1,
-                col=j,
-            )
-    fig.update_xaxes(title_text="repeat", dtick=1)
-    return _layout(fig, "Drift per repeat: each boot's mean, per side", 360)
+            line = {
+                "hovertemplate": f"{side} repeat %{{x}}: {what} %{{y:.3f}}<extra></extra>",
+                "legendgroup": side,
+                "line": {"color": SIDE_COLOURS[side]},
+                "mode": "lines+markers",
+                "name": side,
+                "showlegend": j == 1,
+                "x": x,
+                "y": y,
+                "type": "scatter",
+            }
+            fig.add(line, 1, j)
+    for axis in fig.xaxes():
+        axis |= {"title": {"text": "repeat"}, "dtick": 1}
+    return fig.figure("Drift per repeat: each boot's mean, per side", 360)
 
 
 FIGURES = {

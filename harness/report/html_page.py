@@ -8,8 +8,9 @@ latency distributions and the paired ratio, top-score distributions with the no-
 drift per repeat), the flips as sortable tables (every one: click a column's head), and last
 every number of the text report (`harness.report.layout.html` of the same blocks).
 
-Self-contained: plotly.js is inlined once, in the head (read from the plotly package: the one
-file this module reads), and nothing else is referenced, so the page opens without a network.
+Self-contained: plotly.js is inlined once, in the head (`figures.plotly_js()`: the file the
+plotly package ships), and nothing else is referenced, so the page opens without a network.
+Each plot is the <div> plotly.io.to_html writes, written by `figures.div` without loading plotly.
 The output is deterministic (fixed plot ids).  With `redact`, no query text and no path: flips
 lose their text (as in every format), run record paths are dropped and the gold set is named
 by its file name only.
@@ -20,9 +21,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import replace
-
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 from harness.report import figures, layout
 from harness.report.document import redacted
@@ -174,14 +172,7 @@ def render_html(comparison: Comparison, redact: bool) -> str:
         if fig is None:
             continue
         drawn += 1
-        div = pio.to_html(
-            fig,
-            config=PLOT_CONFIG,
-            include_plotlyjs=False,
-            full_html=False,
-            div_id=f"plot-{name}",
-            default_height=f"{fig.layout.height}px",
-        )
+        div = figures.div(fig, f"plot-{name}", PLOT_CONFIG)  # as plotly.io.to_html writes it
         body.append(f'<div class="plot" data-plot="{name}">{div}</div>')
         if name == "scores":
             body += [
@@ -202,6 +193,6 @@ def render_html(comparison: Comparison, redact: bool) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        f'<script type="text/javascript">{figures.plotly_js()}</script>'
         "</head><body>\n" + "\n".join(body) + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )

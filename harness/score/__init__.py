@@ -8,6 +8,9 @@
     definition.py  the evaluation-definition hash, per part, and which part differs
     runfile.py     reading TREC and native run files into rankings (`harness metrics`); the one
                    module here that reads files
+    arrowrun.py    a well-formed TREC run's text read by pyarrow's CSV reader (ids kept in Arrow)
+    columns.py     the same by pandas' tokenizer, for runs pyarrow does not take (tabs, runs of
+                   spaces); either declines anything the line reader of runfile.py would report
 
 In: judgements and rankings. Out: numbers. metrics and evaluation do no I/O, read no clock and
 draw no random number.

@@ -20,6 +20,7 @@ from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -29,12 +30,22 @@ from harness.score.metrics import (
     MetricSpec,
     as_specs,
     judge,
+    judge_heads,
     no_answer_false_positive,
     outranks_holds,
 )
 from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
+
+
+@runtime_checkable
+class RankingHeads(Protocol):
+    """Rankings that can give the first k unique ids of many queries at once (a TREC run read
+    column-wise, `harness.score.arrowrun.ArrowRanked`): the ids flattened in the order of `ids`
+    and how many each query has (`metrics.judge_heads`); `evaluate` then builds no ranking."""
+
+    def heads(self, ids: Sequence[str], k: int) -> tuple[Sequence[str], Sequence[int]]: ...
 
 
 # --------------------------------------------------------------------------- unanswerable, outranks
@@ -185,14 +196,19 @@ def evaluate(
         )
     queries = gold.queries
     all_ids = list(map(attrgetter("id"), queries))
-    ranks = judge(
-        [rankings.get(qid, ()) for qid in all_ids],
-        list(map(attrgetter("relevant"), queries)),
-        max((s.depth for s in chosen), default=1),
-        rel_level,
-        texts=None if texts is None else [texts.get(qid) for qid in all_ids],
-        spans=None if texts is None else list(map(attrgetter("spans"), queries)),
-    )
+    max_k = max((s.depth for s in chosen), default=1)
+    relevant = list(map(attrgetter("relevant"), queries))
+    if texts is None and isinstance(rankings, RankingHeads):
+        ranks = judge_heads(*rankings.heads(all_ids, max_k), relevant, max_k, rel_level)
+    else:
+        ranks = judge(
+            [rankings.get(qid, ()) for qid in all_ids],
+            relevant,
+            max_k,
+            rel_level,
+            texts=None if texts is None else [texts.get(qid) for qid in all_ids],
+            spans=None if texts is None else list(map(attrgetter("spans"), queries)),
+        )
     answerable = ranks.answerable
     scored = answerable
     if judged_as_zero:

@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
-from operator import methodcaller
+from operator import attrgetter, call, methodcaller
 from types import MappingProxyType
 
 import numpy as np
@@ -138,6 +138,41 @@ def judge(
             top = _top_unique(ranking, max_k)
         sizes.append(len(top))
         found.extend(map(rel.get, top, zeros))
+    judged = _judged(found, sizes, judgements, max_k, rel_level)
+    if texts is None:
+        return judged
+    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k)
+
+
+def judge_heads(
+    heads: Sequence[str],
+    sizes: Sequence[int],
+    judgements: Sequence[Mapping[str, int]],
+    max_k: int,
+    rel_level: int = 1,
+) -> JudgedRanks:
+    """`judge` for rankings given by their heads: the first min(len, max_k) ids of each ranking,
+    all unique (a TREC run holds no id twice for a query), flattened in query order, and
+    `sizes[q]`, how many of them are query q's. Every lookup is one call from C: no Python step
+    per query or per id."""
+    _check_rel_level(rel_level)
+    if len(sizes) != len(judgements):
+        raise ValueError(f"{len(sizes)} rankings for {len(judgements)} judgement maps")
+    gets = chain.from_iterable(map(repeat, map(attrgetter("get"), judgements), sizes))
+    found: list[int] = list(map(call, gets, heads, repeat(0)))
+    return _judged(found, sizes, judgements, max_k, rel_level)
+
+
+def _judged(
+    found: Sequence[int],
+    sizes: Sequence[int],
+    judgements: Sequence[Mapping[str, int]],
+    max_k: int,
+    rel_level: int,
+) -> JudgedRanks:
+    """The JudgedRanks of the grades `found` at the ranks of every query (`sizes[q]` of them
+    for query q, in query order)."""
+    n = len(judgements)
     lengths = np.array(sizes, dtype=np.intp)
 
     counts = np.fromiter(map(len, judgements), dtype=np.intp, count=n)
@@ -162,16 +197,13 @@ def judge(
     position = np.arange(len(ideal_owner)) - (np.cumsum(n_positive) - n_positive)[ideal_owner]
     keep = position < width
     ideal[ideal_owner[keep], position[keep]] = ideal_grade[keep]
-    judged = JudgedRanks(
+    return JudgedRanks(
         gains=np.maximum(ranked, 0.0),
         relevant=ranked >= rel_level,
         n_relevant=n_relevant,
         ideal=ideal,
         answerable=answerable,
     )
-    if texts is None:
-        return judged
-    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k)
 
 
 def _with_context(

@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from harness.errors import Problem, ResultsError
+from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
 from harness.types import GoldSet
 
@@ -39,7 +41,7 @@ _SHOWN = 50  # problems listed in full; a file in the wrong format would yield o
 class Run:
     """Ranked doc ids per query id; `scores` aligned with them, or None when the file has none."""
 
-    rankings: Mapping[str, tuple[str, ...]]
+    rankings: Mapping[str, tuple[str, ...]]  # from a TREC file, maybe an `ArrowRanked`
     scores: Mapping[str, tuple[float, ...]] | None
     source: str
     format: str  # "trec" | "jsonl"
@@ -71,11 +73,37 @@ def load_run(path: str | Path) -> Run:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
     first = _FIRST.search(data)
     if first is not None and first.group() != b"{":  # TREC: column-wise when all is well formed
-        found = read_trec_columns(data)
+        found = read_trec_arrow(data) or read_trec_columns(data)
         if found is not None:
             return Run(found[0], found[1], source, "trec")
     # JSONL, or a TREC file with a problem: line by line, naming every problem.
     return parse_run(data.decode("utf-8"), source)
+
+
+def start_loading_run(path: str | Path) -> Callable[[], Run]:
+    """Start `load_run(path)` in a background thread; the function returned waits for its Run
+    (or raises its error). pyarrow's parser and numpy release the GIL, so the run is read while
+    the caller reads the gold set in Python. A daemon thread: an interrupted caller does not
+    wait for it."""
+    found: list[Run] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            found.append(load_run(path))
+        except BaseException as exc:  # handed to the caller, in its thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, name="harness-load-run", daemon=True)
+    thread.start()
+
+    def result() -> Run:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    return result
 
 
 def require_gold_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None:

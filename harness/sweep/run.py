@@ -75,13 +75,21 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=,-]+", "-", text).strip("-")[:80] or "value"
 
 
-def save_sweep(results_dir: Path, sweep: Sweep, comparisons: Mapping[str, Comparison]) -> Path:
+def save_sweep(
+    results_dir: Path,
+    sweep: Sweep,
+    comparisons: Mapping[str, Comparison],
+    *,
+    redact: bool = False,
+) -> Path:
     """Write results_dir/sweep_<UTC stamp>/ (suffixed -2, -3, ... if taken) holding sweep.json,
     report.md and vs_<value>.json, each value's comparison with the reference, which
-    `harness report PATH` renders in full. Return the directory."""
+    `harness report PATH` renders in full; with `redact`, those hold no query text. Return the
+    directory."""
     directory = new_directory(results_dir, f"sweep_{utc_stamp()}")
     write_json_new(directory / SWEEP_FILE, sweep_to_dict(sweep))
     write_text_new(directory / REPORT_FILE, render_sweep(sweep, "markdown"))
     for name, comparison in comparisons.items():
-        write_json_new(directory / f"vs_{_slug(name)}.json", comparison_to_dict(comparison))
+        document = comparison_to_dict(comparison, redact=redact)
+        write_json_new(directory / f"vs_{_slug(name)}.json", document)
     return directory

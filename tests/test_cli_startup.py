@@ -1,0 +1,157 @@
+"""`harness --help`, `--version` and usage errors take the short way (no stage, no harness.types,
+no dataclasses; `--version` builds no parser) and print exactly what plain argparse prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import __version__
+from harness.cli import parser as cli_parser
+
+HARNESS = [sys.executable, "-m", "harness.cli.main"]
+ENV = {**os.environ, "COLUMNS": "100"}
+
+
+def _tree() -> list[tuple[str, argparse.ArgumentParser]]:
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+
+    walk(cli_parser.build_parser(), "")
+    return found
+
+
+def _plain_argparse_help(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every command's help as argparse's own formatter (asking the terminal each time) lays
+    it out."""
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(
+        cli_parser._Parser, "_get_formatter", argparse.ArgumentParser._get_formatter
+    )
+    return {name: p.format_help() for name, p in _tree()}
+
+
+def test_every_command_help_is_what_plain_argparse_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _plain_argparse_help(monkeypatch)
+    assert len(expected) > 10
+    for name, text in expected.items():
+        found = subprocess.run(
+            [*HARNESS, *name.split(), "--help"], capture_output=True, text=True, env=ENV
+        )
+        assert (found.returncode, found.stderr) == (0, ""), name
+        assert found.stdout == text, name
+
+
+def test_version_is_what_the_argparse_action_prints(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as exited:
+        cli_parser.build_parser().parse_args(["--version"])
+    assert exited.value.code == 0
+    expected = capsys.readouterr().out
+    assert expected == f"harness {__version__}\n"
+    found = subprocess.run([*HARNESS, "--version"], capture_output=True, text=True, env=ENV)
+    assert (found.returncode, found.stdout, found.stderr) == (0, expected, "")
+    # Anything beside --version goes through argparse, as before.
+    beside = subprocess.run(
+        [*HARNESS, "--version", "compare"], capture_output=True, text=True, env=ENV
+    )
+    assert (beside.returncode, beside.stdout) == (0, expected)
+
+
+def test_a_usage_error_still_names_the_option_and_exits_2() -> None:
+    found = subprocess.run([*HARNESS, "compare"], capture_output=True, text=True, env=ENV)
+    assert found.returncode == 2 and found.stdout == ""
+    assert found.stderr.endswith(
+        "harness: error: compare needs --baseline and --candidate (or --demo, or the two --*-url)\n"
+    )
+    found = subprocess.run([*HARNESS, "nonsense"], capture_output=True, text=True, env=ENV)
+    assert found.returncode == 2 and "invalid choice: 'nonsense'" in found.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["compare", "--help"], ["compare"]])
+def test_help_version_and_usage_errors_load_no_stage(argv: list[str], tmp_path: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "from harness.cli.main import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('harness') or m in "
+        "('dataclasses', 'typing', 'tempfile', 'inspect'))), file=sys.__stderr__)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path
+    )
+    loaded = set(json.loads(found.stderr.splitlines()[-1]))
+    cli = {"harness", "harness.cli", "harness.cli.exits", "harness.cli.main", "harness.cli.parser"}
+    if argv == ["compare"]:  # the message is clipped by harness.errors, as every message is
+        assert loaded - {"dataclasses", "typing", "inspect"} == cli | {"harness.errors"}
+    else:
+        assert loaded == cli
+
+
+def test_progress_off_a_terminal_loads_no_rich() -> None:
+    code = (
+        "import io, sys\n"
+        "from harness.cli.progress import Progress\n"
+        "p = Progress(io.StringIO())\n"
+        "p.phase('boot', 'main')\n"
+        "p.close()\n"
+        "print('rich' in sys.modules)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert (found.returncode, found.stdout) == (0, "False\n"), found.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["nonsense"],
+        ["compare"],
+        ["compare", "--bogus"],
+        ["gold"],
+        ["gold", "nonsense"],
+        ["gold", "check", "--bogus"],
+        ["metrics", "--k", "x"],
+        ["-h", "compare"],
+        ["--version", "compare"],
+    ],
+)
+def test_building_only_the_command_given_parses_as_the_whole_tree(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def outcome(parse: object) -> tuple[object, str, str]:
+        try:
+            result: object = vars(parse())  # type: ignore[operator]
+        except SystemExit as exited:
+            result = exited.code
+        found = capsys.readouterr()
+        return result, found.out, found.err
+
+    def whole_tree() -> argparse.Namespace:
+        parser = cli_parser.build_parser()
+        args = parser.parse_args(argv)
+        if args.command == "compare":
+            cli_parser._check_compare_sides(parser, args)
+        return args
+
+    whole = outcome(whole_tree)
+    assert outcome(lambda: cli_parser.parse_args(argv)) == whole
