@@ -18,19 +18,22 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, ne
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from harness.errors import ConfigError, NotComparableError
 from harness.score.metrics import (
+    JudgedRanks,
     MetricSpec,
     as_specs,
     judge,
     judge_heads,
+    judge_sized,
+    judge_width,
     no_answer_false_positive,
     outranks_holds,
 )
@@ -210,13 +213,36 @@ def evaluate(
             spans=None if texts is None else list(map(attrgetter("spans"), queries)),
         )
     answerable = ranks.answerable
+    computed = {str(spec): np.where(answerable, spec.compute(ranks), 0.0) for spec in chosen}
+    return _assemble(
+        gold, rankings, chosen, rel_level, answerable, computed,
+        scores=scores, threshold=threshold, judged_as_zero=judged_as_zero,
+    )
+
+
+def _assemble(
+    gold: GoldSet,
+    rankings: Mapping[str, Sequence[str]],
+    chosen: tuple[MetricSpec, ...],
+    rel_level: int,
+    answerable: npt.NDArray[np.bool_],
+    computed: Mapping[str, FloatArray],
+    *,
+    scores: Mapping[str, Sequence[float]] | None = None,
+    threshold: float | None = None,
+    judged_as_zero: bool = False,
+) -> Evaluation:
+    """The Evaluation of a run whose metrics are `computed` (each a column over every gold
+    query, 0 where not `answerable`)."""
+    queries = gold.queries
+    all_ids = list(map(attrgetter("id"), queries))
     scored = answerable
     if judged_as_zero:
         scored = answerable | np.array([bool(q.relevant) for q in queries], dtype=bool)
     ids = tuple(compress(all_ids, scored.tolist()))
     columns: dict[str, FloatArray] = {}
     for spec in chosen:
-        column = np.where(answerable, spec.compute(ranks), 0.0)[scored]
+        column = computed[str(spec)][scored]
         column.flags.writeable = False
         columns[str(spec)] = column
     aggregate = {name: float(col.mean()) for name, col in columns.items()} if ids else {}
@@ -259,6 +285,120 @@ def evaluate(
         missing=tuple(qid for qid in ids if qid not in rankings),
         extra=tuple(sorted(set(rankings).difference(all_ids))),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class PooledEvaluations:
+    """Several runs over one gold set scored together (`evaluate_runs`).
+
+    `evaluations[r]` is `evaluate` of run r.  The distinct (query, ranking) pairs of all runs
+    are the rows of `judged` (`metrics.JudgedRanks`, cut at `max_k`): `rows[r][i]` is the row
+    of run r's ranking of gold query i (gold order), `rankings[row]` that ranking (empty when
+    the run lacks the query).
+    """
+
+    evaluations: tuple[Evaluation, ...]
+    judged: JudgedRanks
+    rows: tuple[npt.NDArray[np.intp], ...]
+    rankings: tuple[Sequence[str], ...]
+    owner: npt.NDArray[np.intp]  # the gold position of each row's query
+    max_k: int
+
+
+def evaluate_runs(
+    gold: GoldSet,
+    runs: Sequence[Mapping[str, Sequence[str]]],
+    specs: Iterable[MetricSpec | str],
+    rel_level: int = 1,
+    *,
+    texts: Sequence[Mapping[str, Sequence[str | None]]] | None = None,
+) -> PooledEvaluations:
+    """`evaluate(gold, runs[r], specs, rel_level, texts=texts[r])` for every run r, value for
+    value, but each distinct (query, ranking, texts) is judged and scored once: the repeats of
+    a service mostly return the same list for a query, and two refs often do too.  The
+    metrics score a ranking the same in any batch (`metrics._row_sums`), so a run's columns
+    are its rows of the pool's; the pool is cut to each run's own `judge` width first.
+    """
+    chosen = as_specs(specs)
+    if texts is None and (reading := [str(s) for s in chosen if s.needs_texts]):
+        raise ConfigError(
+            f"{', '.join(reading)} read the returned context texts, and this run has none",
+            hint="set query.texts to the JMESPath of each result's text (a native run file "
+            "has none: drop those metrics)",
+        )
+    queries = gold.queries
+    all_ids = list(map(attrgetter("id"), queries))
+    n = len(all_ids)
+    max_k = max((s.depth for s in chosen), default=1)
+    relevant = list(map(attrgetter("relevant"), queries))
+    keyed: list[list[Any]] = []
+    for r, run in enumerate(runs):
+        lists: list[Any] = [run.get(qid, ()) for qid in all_ids]
+        if texts is not None:
+            got = texts[r].get
+            lists = list(zip(lists, (got(qid) for qid in all_ids), strict=True))
+        keyed.append(lists)
+    # Pool rows: the first run's every query, then each later run's answers that differ from
+    # the run before it, unless an earlier run gave that same answer (`seen`).
+    pool: list[Any] = list(keyed[0]) if keyed else []
+    owner: list[int] = list(range(n)) if keyed else []
+    seen: dict[tuple[int, Any], int] = {}
+    rows: list[npt.NDArray[np.intp]] = []
+    for r, lists in enumerate(keyed):
+        if r == 0:
+            rows.append(np.arange(n, dtype=np.intp))
+            continue
+        before, row = keyed[r - 1], rows[-1].copy()
+        changed = np.fromiter(map(ne, lists, before), dtype=bool, count=n)
+        for i in np.flatnonzero(changed).tolist():
+            seen.setdefault((i, _frozen(before[i], texts is not None)), int(row[i]))
+            key = (i, _frozen(lists[i], texts is not None))
+            if key not in seen:
+                seen[key] = len(pool)
+                pool.append(lists[i])
+                owner.append(i)
+            row[i] = seen[key]
+        rows.append(row)
+    pool_rankings = pool if texts is None else [p[0] for p in pool]
+    judged, sizes = judge_sized(
+        pool_rankings,
+        [relevant[i] for i in owner],
+        max_k,
+        rel_level,
+        texts=None if texts is None else [p[1] for p in pool],
+        spans=None if texts is None else [queries[i].spans for i in owner],
+    )
+    positive = max((sum(g > 0 for g in rel.values()) for rel in relevant), default=0)
+    every = np.arange(len(pool), dtype=np.intp)
+    by_width: dict[int, dict[str, FloatArray]] = {}
+    evaluations = []
+    for run, row in zip(runs, rows, strict=True):
+        width = judge_width(sizes[row], positive, max_k)
+        if width not in by_width:
+            cut = judged.select(every, width)
+            by_width[width] = {
+                str(spec): np.where(cut.answerable, spec.compute(cut), 0.0) for spec in chosen
+            }
+        computed = {name: column[row] for name, column in by_width[width].items()}
+        evaluations.append(
+            _assemble(gold, run, chosen, rel_level, judged.answerable[row], computed)
+        )
+    return PooledEvaluations(
+        tuple(evaluations),
+        judged,
+        tuple(rows),
+        tuple(pool_rankings),
+        np.array(owner, dtype=np.intp),
+        max_k,
+    )
+
+
+def _frozen(answer: Any, with_texts: bool) -> Any:
+    """A ranking, or a (ranking, texts) pair, as a hashable value: equal ones, equal values."""
+    if with_texts:
+        ids, texts = answer
+        return (tuple(ids), None if texts is None else tuple(texts))
+    return tuple(answer)
 
 
 def returned_texts(answers: Mapping[str, QueryResult]) -> dict[str, tuple[str | None, ...]]:

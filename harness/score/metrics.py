@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from operator import attrgetter, call, methodcaller
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -89,6 +90,39 @@ class JudgedRanks:
     def width(self) -> int:
         return int(self.gains.shape[1])
 
+    def select(self, rows: npt.NDArray[np.intp], width: int) -> JudgedRanks:
+        """These rows, cut (or padded with zeros) to `width` columns, as new C-ordered arrays:
+        what `judge` gives for those rankings alone when `width` is the width it would choose
+        (`judge_width`)."""
+
+        def cut(x: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
+            out = np.zeros((len(rows), width), dtype=x.dtype)
+            w = min(width, x.shape[1])
+            out[:, :w] = x[rows, :w]
+            return out
+
+        def pick(x: FloatArray | None, wide: bool = True) -> FloatArray | None:
+            if x is None:
+                return None
+            return cut(x) if wide else np.ascontiguousarray(x[rows])
+
+        return JudgedRanks(
+            gains=cut(self.gains),
+            relevant=cut(self.relevant),
+            n_relevant=np.ascontiguousarray(self.n_relevant[rows]),
+            ideal=cut(self.ideal),
+            answerable=np.ascontiguousarray(self.answerable[rows]),
+            found=pick(self.found),
+            length=pick(self.length),
+            annotated=pick(self.annotated, wide=False),
+        )
+
+
+def judge_width(sizes: npt.NDArray[np.intp], positive: int, max_k: int) -> int:
+    """The width `judge` chooses for rankings of these `sizes` (`judge_sized`) over queries of
+    which the one with the most positive judgements has `positive` of them."""
+    return max(1, int(sizes.max(initial=0)), min(max_k, positive))
+
 
 def dedupe(ids: Iterable[str]) -> tuple[str, ...]:
     """The ids in order, every later duplicate dropped: the first occurrence keeps its place."""
@@ -121,6 +155,20 @@ def judge(
     With `texts` (per query the returned text of each position, None for a query without
     them) and `spans` (per query, `GoldQuery.spans`), the context arrays are filled too.
     """
+    return judge_sized(rankings, judgements, max_k, rel_level, texts=texts, spans=spans)[0]
+
+
+def judge_sized(
+    rankings: Sequence[Sequence[str]],
+    judgements: Sequence[Mapping[str, int]],
+    max_k: int,
+    rel_level: int = 1,
+    *,
+    texts: Sequence[Sequence[str | None] | None] | None = None,
+    spans: Sequence[Mapping[str, Sequence[str]]] | None = None,
+) -> tuple[JudgedRanks, npt.NDArray[np.intp]]:
+    """`judge`, and per ranking the number of unique ids judged (at most max_k): what
+    `JudgedRanks.select` needs to cut a subset of the rows to the width `judge` would give it."""
     _check_rel_level(rel_level)
     if len(rankings) != len(judgements):
         raise ValueError(f"{len(rankings)} rankings for {len(judgements)} judgement maps")
@@ -139,9 +187,10 @@ def judge(
         sizes.append(len(top))
         found.extend(map(rel.get, top, zeros))
     judged = _judged(found, sizes, judgements, max_k, rel_level)
+    lengths = np.array(sizes, dtype=np.intp)
     if texts is None:
-        return judged
-    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k)
+        return judged, lengths
+    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k), lengths
 
 
 def judge_heads(

@@ -189,7 +189,7 @@ def compare(
         ids = []
     if not ids and not invalid:
         invalid.append("no answerable query was answered on both sides: nothing to compare")
-    sides = [scopes.score_side(gold, reps, ids, settings) for reps in usable]
+    sides = scopes.score_sides(gold, usable, ids, settings)
     base, cand = sides
     in_analysis = in_both if all(usable) else set()
 

@@ -51,10 +51,11 @@ def flips(
     with their first relevant rank on each side, largest impact first, then by query id."""
     b_hit = stats.modal(base.matrix(metric) > 0.5)
     c_hit = stats.modal(cand.matrix(metric) > 0.5)
+    flipped = np.flatnonzero(b_hit != c_hit)
+    medians = [_upper_medians(s.first_ranks(flipped, settings.rel_level)) for s in (base, cand)]
     found = []
-    for i in map(int, np.flatnonzero(b_hit != c_hit)):
+    for i, before, after in zip(flipped.tolist(), *medians, strict=True):
         query = gold.by_id[ids[i]]
-        before, after = (_upper_median(s.ranks(query, settings.rel_level)) for s in (base, cand))
         found.append(
             Flip(
                 query_id=query.id,
@@ -71,9 +72,14 @@ def flips(
     return Flips(metric, k, tuple(found))
 
 
-def _upper_median(ranks: Sequence[int | None]) -> int | None:
-    ordered = sorted(ranks, key=lambda r: float("inf") if r is None else r)
-    return ordered[len(ordered) // 2]
+def _upper_medians(ranks: npt.NDArray[np.intp]) -> list[int | None]:
+    """Per column of `ranks` (repeats x queries, 0 = not returned), the upper median over the
+    repeats, not returned counting as worst (None)."""
+    if ranks.shape[0] == 0:
+        return [None] * ranks.shape[1]
+    worst = np.where(ranks == 0, np.iinfo(np.intp).max, ranks)
+    median = np.sort(worst, axis=0)[ranks.shape[0] // 2]
+    return [None if r == np.iinfo(np.intp).max else r for r in median.tolist()]
 
 
 def _rr(rank: int | None) -> float:

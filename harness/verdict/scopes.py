@@ -14,7 +14,12 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
-from harness.score.evaluation import Evaluation, evaluate, returned_texts
+from harness.score.evaluation import (
+    Evaluation,
+    PooledEvaluations,
+    evaluate_runs,
+    returned_texts,
+)
 from harness.score.metrics import Kind, dedupe
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
@@ -36,27 +41,58 @@ class Side:
     answers: tuple[dict[str, QueryResult], ...]
     evaluations: tuple[Evaluation, ...]
     rows: npt.NDArray[np.intp]  # positions of `ids` in each evaluation's query_ids
-    # Worked out once, asked for by several rows: (query id, rel_level) -> ranks; ids -> the
-    # queries whose returned list is not the same in every repeat.
-    _ranks: dict[tuple[str, int], list[int | None]] = field(default_factory=dict, compare=False)
+    # The judged rankings (`evaluation.PooledEvaluations`) and, per repeat and query of `ids`,
+    # the row of its answer there.
+    pooled: PooledEvaluations | None = None
+    pool_rows: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros((0, 0), np.intp))
+    queries: tuple[GoldQuery, ...] = ()  # gold order, as `pooled.owner` numbers them
+    rel_level: int = 1
+    ids: tuple[str, ...] = ()
+    # Worked out once, asked for by several rows: ids -> the queries whose returned list is not
+    # the same in every repeat; the position of each of `ids`.
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
+    _index: dict[str, int] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
         return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
-        """The first relevant rank of `query` in each repeat (None: not returned)."""
-        key = (query.id, rel_level)
-        if key not in self._ranks:
-            # Repeats that returned the same list share one walk down it.
-            seen: dict[tuple[str, ...], int | None] = {}
-            for a in self.answers:
-                ids = a[query.id].ids
-                if ids not in seen:
-                    seen[ids] = _first_relevant(ids, query, rel_level)
-            self._ranks[key] = [seen[a[query.id].ids] for a in self.answers]
-        return self._ranks[key]
+        """The first relevant rank of `query` (one of `ids`) in each repeat (None: not
+        returned)."""
+        if not self._index:
+            self._index.update((qid, i) for i, qid in enumerate(self.ids))
+        position = np.array([self._index[query.id]], dtype=np.intp)
+        return [int(r) or None for r in self.first_ranks(position, rel_level)[:, 0].tolist()]
+
+    def first_ranks(self, positions: npt.NDArray[np.intp], rel_level: int) -> npt.NDArray[np.intp]:
+        """repeats x positions: the first rank (over the deduplicated list) of a document of
+        grade >= `rel_level` in each repeat's answer to ids[positions]; 0 when none is returned.
+        Read from the judged top `max_k` (`JudgedRanks.relevant`); only an answer with none
+        there and more ids than that is walked down."""
+        rows = self.pool_rows[:, positions]
+        if self.pooled is None or rows.size == 0:
+            return np.zeros(rows.shape, dtype=np.intp)
+        pooled = self.pooled
+        distinct, where = np.unique(rows, return_inverse=True)
+        if rel_level == self.rel_level:
+            relevant = pooled.judged.relevant[distinct]
+            found = relevant.any(axis=1)
+            first = np.where(found, relevant.argmax(axis=1) + 1, 0)
+            longer = np.fromiter(
+                (len(pooled.rankings[r]) > pooled.max_k for r in distinct.tolist()),
+                dtype=bool,
+                count=len(distinct),
+            )
+            walk = np.flatnonzero(~found & longer)
+        else:
+            first = np.zeros(len(distinct), dtype=np.intp)
+            walk = np.arange(len(distinct))
+        for j in walk.tolist():
+            row = int(distinct[j])
+            query = self.queries[int(pooled.owner[row])]
+            first[j] = _first_relevant(pooled.rankings[row], query, rel_level) or 0
+        return np.asarray(first[where.reshape(rows.shape)], dtype=np.intp)
 
     def topk_drift(self, ids: Sequence[str], k: int) -> BoolArray:
         """Per query of `ids`: do its deduplicated top k differ between repeats?"""
@@ -88,20 +124,56 @@ def score_side(
     gold: GoldSet, repeats: Sequence[Repeat], ids: Sequence[str], settings: CompareSettings
 ) -> Side:
     """Evaluate each usable repeat of one side on the gold set (errored answers left out)."""
-    answers = tuple(map(validity.by_query, repeats))
-    evaluations = tuple(
-        evaluate(
-            gold,
-            {qid: r.ids for qid, r in a.items() if r.ok},
-            settings.specs,
-            settings.rel_level,
-            texts=returned_texts(a) if settings.context else None,
-        )
-        for a in answers
+    return score_sides(gold, [repeats], ids, settings)[0]
+
+
+def score_sides(
+    gold: GoldSet,
+    sides: Sequence[Sequence[Repeat]],
+    ids: Sequence[str],
+    settings: CompareSettings,
+) -> list[Side]:
+    """`score_side` of each side's usable repeats, all judged together: an answer repeated in
+    another repeat, or on the other side, is judged and scored once
+    (`evaluation.evaluate_runs`)."""
+    answers = [tuple(map(validity.by_query, repeats)) for repeats in sides]
+    every = [a for side in answers for a in side]
+    pooled = evaluate_runs(
+        gold,
+        [{qid: r.ids for qid, r in a.items() if r.ok} for a in every],
+        settings.specs,
+        settings.rel_level,
+        texts=[returned_texts(a) for a in every] if settings.context else None,
     )
-    position = {qid: i for i, qid in enumerate(evaluations[0].query_ids)} if evaluations else {}
-    rows = np.array([position[qid] for qid in ids], dtype=np.intp) if position else np.zeros(0, int)
-    return Side(answers, evaluations, rows)
+    position_in_gold = {q.id: i for i, q in enumerate(gold.queries)}
+    in_gold = np.array([position_in_gold[qid] for qid in ids], dtype=np.intp)
+    out, start = [], 0
+    for side in answers:
+        stop = start + len(side)
+        evaluations = pooled.evaluations[start:stop]
+        position = {qid: i for i, qid in enumerate(evaluations[0].query_ids)} if side else {}
+        rows = (
+            np.array([position[qid] for qid in ids], dtype=np.intp)
+            if position
+            else np.zeros(0, int)
+        )
+        pool_rows = np.array(
+            [pooled.rows[r][in_gold] for r in range(start, stop)], dtype=np.intp
+        ).reshape(len(side), len(ids))
+        out.append(
+            Side(
+                side,
+                evaluations,
+                rows,
+                pooled if side else None,
+                pool_rows,
+                gold.queries,
+                settings.rel_level,
+                tuple(ids),
+            )
+        )
+        start = stop
+    return out
 
 
 # --------------------------------------------------------------------------- rows
