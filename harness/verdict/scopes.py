@@ -52,6 +52,7 @@ class Side:
     # the same in every repeat; the position of each of `ids`.
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False)
+    _deduped: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
@@ -99,6 +100,8 @@ class Side:
         key = tuple(ids)
         if not self.answers:
             return np.zeros(len(ids), dtype=bool)
+        if self.pooled is not None and key == self.ids:
+            return self._pooled_topk_drift(k)
         if key not in self._varied:
             first, *others = ([a[qid].ids for qid in ids] for a in self.answers)
             varied = np.zeros(len(ids), dtype=bool)
@@ -109,6 +112,23 @@ class Side:
         # The same list in every repeat (the common case) has the same top k.
         for i in np.flatnonzero(self._varied[key]).tolist():
             drift[i] = len({dedupe(a[ids[i]].ids)[:k] for a in self.answers}) > 1
+        return drift
+
+
+    def _pooled_topk_drift(self, k: int) -> BoolArray:
+        # Equal answers share a judged row: only a query whose rows differ between repeats
+        # can drift, and each distinct answer is deduplicated once.
+        assert self.pooled is not None
+        rankings, deduped = self.pooled.rankings, self._deduped
+        rows = self.pool_rows
+        drift = np.zeros(rows.shape[1], dtype=bool)
+        for i in np.flatnonzero((rows != rows[:1]).any(axis=0)).tolist():
+            tops = set()
+            for row in set(rows[:, i].tolist()):
+                if row not in deduped:
+                    deduped[row] = dedupe(rankings[row])
+                tops.add(deduped[row][:k])
+            drift[i] = len(tops) > 1
         return drift
 
 
