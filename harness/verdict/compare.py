@@ -177,11 +177,12 @@ def compare(
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
     answers = [[validity.by_query(rep) for rep in reps] for reps in usable]
-    analysed = [
-        q.id
-        for q in gold.queries
-        if all(q.id in a and a[q.id].ok for side in answers for a in side)
-    ]
+    every = [a for side in answers for a in side]
+    # The gold queries answered without error in every usable repeat of both sides.
+    answered = set.intersection(
+        *({qid for qid, r in a.items() if r.ok} for a in every)
+    ) if every else None
+    analysed = [q.id for q in gold.queries if answered is None or q.id in answered]
     in_both = set(analysed)
     excluded = tuple(q.id for q in gold.queries if q.id not in in_both)
     ids = [qid for qid in analysed if gold.by_id[qid].answerable]

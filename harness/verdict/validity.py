@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
 
 from harness.errors import clip
@@ -227,13 +227,11 @@ def id_space_problems(
     with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`."""
     known = {doc for q in gold.queries for doc in q.relevant}
     known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
-    returned: dict[str, None] = {}
     sample: tuple[str, tuple[str, ...]] | None = None
     answered = False
-    for answers in map(by_query, usable(run)):
-        ok = [result for result in answers.values() if result.ok]
+    oks = [[r for r in answers.values() if r.ok] for answers in map(by_query, usable(run))]
+    for ok in oks:
         answered = answered or bool(ok)
-        returned.update(dict.fromkeys(chain.from_iterable(result.ids for result in ok)))
         if sample is None:
             first = next((result for result in ok if result.ids), None)
             sample = None if first is None else (first.query_id, first.ids)
@@ -242,6 +240,9 @@ def id_space_problems(
     if sample is None:
         return [f"{label}: returned no result for any query; check query.ids and the service"], []
     space = known | (corpus_ids or frozenset())
+    if corpus_ids is None and any(map(space.__contains__, _returned(oks))):
+        return [], []  # the common case: stops at the first known id
+    returned = dict.fromkeys(_returned(oks))
     if not space.intersection(returned):
         where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
         shown = ", ".join(json.dumps(i) for i in sample[1][:5])
@@ -260,6 +261,10 @@ def id_space_problems(
     if len(unknown) > max_unknown:
         return [f"{what}, more than compare.max_unknown_ids = {max_unknown}"], []
     return [], [f"{what}, within compare.max_unknown_ids"]
+
+
+def _returned(oks: Sequence[Sequence[QueryResult]]) -> Iterator[str]:
+    return chain.from_iterable(result.ids for ok in oks for result in ok)
 
 
 def check(
