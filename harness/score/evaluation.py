@@ -231,11 +231,13 @@ def _assemble(
     scores: Mapping[str, Sequence[float]] | None = None,
     threshold: float | None = None,
     judged_as_zero: bool = False,
+    index: _GoldIndex | None = None,
 ) -> Evaluation:
     """The Evaluation of a run whose metrics are `computed` (each a column over every gold
-    query, 0 where not `answerable`)."""
+    query, 0 where not `answerable`); `index` is `_GoldIndex(gold)`, when already made."""
     queries = gold.queries
-    all_ids = list(map(attrgetter("id"), queries))
+    index = index or _GoldIndex(gold)
+    all_ids = index.ids
     scored = answerable
     if judged_as_zero:
         scored = answerable | np.array([bool(q.relevant) for q in queries], dtype=bool)
@@ -247,10 +249,8 @@ def _assemble(
         columns[str(spec)] = column
     aggregate = {name: float(col.mean()) for name, col in columns.items()} if ids else {}
 
-    slice_of = {name: i for i, name in enumerate(gold.slices)}
-    owner = np.fromiter(
-        map(slice_of.__getitem__, map(attrgetter("slice"), queries)), dtype=np.intp
-    )[scored]
+    slice_of = index.slice_of
+    owner = index.slice_owner[scored]
     sizes = np.bincount(owner, minlength=len(slice_of))
     sums = {
         m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
@@ -271,7 +271,7 @@ def _assemble(
         no_ids.append(q.id)
         no_any.append(got.returned_any)
         no_above.append(got.above_threshold)
-    pairs = tuple((q.id, c, s) for q in gold.queries for c, s in q.outranks)
+    pairs = index.pairs
     held = tuple(outranks_holds(rankings.get(qid, ()), c, s) for qid, c, s in pairs)
     return Evaluation(
         specs=chosen,
@@ -285,6 +285,20 @@ def _assemble(
         missing=tuple(qid for qid in ids if qid not in rankings),
         extra=tuple(sorted(set(rankings).difference(all_ids))),
     )
+
+
+class _GoldIndex:
+    """What every evaluation of one gold set reads from it: the query ids, each query's slice
+    (as a position in `gold.slices`), the outranks pairs."""
+
+    def __init__(self, gold: GoldSet) -> None:
+        queries = gold.queries
+        self.ids = list(map(attrgetter("id"), queries))
+        self.slice_of = {name: i for i, name in enumerate(gold.slices)}
+        self.slice_owner = np.fromiter(
+            map(self.slice_of.__getitem__, map(attrgetter("slice"), queries)), dtype=np.intp
+        )
+        self.pairs = tuple((q.id, c, s) for q in queries for c, s in q.outranks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -327,7 +341,8 @@ def evaluate_runs(
             "has none: drop those metrics)",
         )
     queries = gold.queries
-    all_ids = list(map(attrgetter("id"), queries))
+    index = _GoldIndex(gold)
+    all_ids = index.ids
     n = len(all_ids)
     max_k = max((s.depth for s in chosen), default=1)
     relevant = list(map(attrgetter("relevant"), queries))
@@ -381,7 +396,9 @@ def evaluate_runs(
             }
         computed = {name: column[row] for name, column in by_width[width].items()}
         evaluations.append(
-            _assemble(gold, run, chosen, rel_level, judged.answerable[row], computed)
+            _assemble(
+                gold, run, chosen, rel_level, judged.answerable[row], computed, index=index
+            )
         )
     return PooledEvaluations(
         tuple(evaluations),
