@@ -8,6 +8,7 @@ over repeats, impact order, modal counts, paired latency); pure.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -271,9 +272,12 @@ def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
     """`harness.threshold`'s analysis of one side, for the report's score plot; None when the
     service returns no scores (some answer with results carries none), when no answer returned
     a scored result, or when the run was measured on another gold set (the run is invalid)."""
-    answers = [r for rep in validity.usable(run) for r in rep.results if r.ok and r.ids]
-    if run.gold_hash != gold.hash or not answers or any(r.scores is None for r in answers):
+    if run.gold_hash != gold.hash:
         return None
+    answers = (r for rep in validity.usable(run) for r in rep.results if r.ok and r.ids)
+    scored = [r.scores is not None for r in islice(answers, 1)]
+    if not scored or not scored[0] or any(r.scores is None for r in answers):
+        return None  # stops at the first answer without scores
     t = threshold.analyse(gold, run)
     c = t.cutoff
     return TopScores(
