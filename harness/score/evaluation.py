@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
+from itertools import compress, pairwise
 from operator import attrgetter, ne
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
@@ -358,22 +358,23 @@ def evaluate_runs(
     pool: list[Any] = list(keyed[0]) if keyed else []
     owner: list[int] = list(range(n)) if keyed else []
     seen: dict[tuple[int, Any], int] = {}
-    rows: list[npt.NDArray[np.intp]] = []
-    for r, lists in enumerate(keyed):
-        if r == 0:
-            rows.append(np.arange(n, dtype=np.intp))
-            continue
-        before, row = keyed[r - 1], rows[-1].copy()
+    current: list[int] = list(range(n))
+    rows = [np.arange(n, dtype=np.intp)] if keyed else []
+    pairs = texts is not None
+    for before, lists in pairwise(keyed):
         changed = np.fromiter(map(ne, lists, before), dtype=bool, count=n)
         for i in np.flatnonzero(changed).tolist():
-            seen.setdefault((i, _frozen(before[i], texts is not None)), int(row[i]))
-            key = (i, _frozen(lists[i], texts is not None))
+            old, new = before[i], lists[i]  # a tuple of ids is its own key
+            if pairs or type(old) is not tuple or type(new) is not tuple:
+                old, new = _frozen(old, pairs), _frozen(new, pairs)
+            seen.setdefault((i, old), current[i])
+            key = (i, new)
             if key not in seen:
                 seen[key] = len(pool)
                 pool.append(lists[i])
                 owner.append(i)
-            row[i] = seen[key]
-        rows.append(row)
+            current[i] = seen[key]
+        rows.append(np.array(current, dtype=np.intp))
     pool_rankings = pool if texts is None else [p[0] for p in pool]
     judged, sizes = judge_sized(
         pool_rankings,

@@ -180,7 +180,7 @@ def compare(
     every = [a for side in answers for a in side]
     # The gold queries answered without error in every usable repeat of both sides.
     answered = set.intersection(
-        *({qid for qid, r in a.items() if r.ok} for a in every)
+        *({qid for qid, r in a.items() if r.error is None} for a in every)
     ) if every else None
     analysed = [q.id for q in gold.queries if answered is None or q.id in answered]
     in_both = set(analysed)

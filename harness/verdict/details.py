@@ -142,7 +142,12 @@ def latency(
     throughput is given per side instead and latency is not compared either."""
     summaries, percentiles = [], []
     for reps in repeats:
-        ns = [r.latency_ns for rep in reps for r in rep.results if r.ok and r.latency_ns > 0]
+        ns = [
+            r.latency_ns
+            for rep in reps
+            for r in rep.results
+            if r.error is None and r.latency_ns > 0  # r.ok, without a call per answer
+        ]
         summaries.append(latency_summary(ns) if ns else None)
         percentiles.append(_percentiles(np.asarray(ns, dtype=np.float64) / 1e6))
     concurrency = max(run.concurrency for run in runs)
@@ -262,7 +267,7 @@ def repeat_means(
     matrices = [scored.matrix(m).mean(axis=1) for m in metrics]
     out = []
     for i, rep in enumerate(reps):
-        ms = [r.latency_ns / 1e6 for r in rep.results if r.ok and r.latency_ns > 0]
+        ms = [r.latency_ns / 1e6 for r in rep.results if r.error is None and r.latency_ns > 0]
         p50 = float(np.percentile(ms, 50, method="linear")) if ms else None
         out.append(RepeatMeans(side, rep.index, tuple(float(m[i]) for m in matrices), p50))
     return tuple(out)
@@ -274,7 +279,9 @@ def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
     a scored result, or when the run was measured on another gold set (the run is invalid)."""
     if run.gold_hash != gold.hash:
         return None
-    answers = (r for rep in validity.usable(run) for r in rep.results if r.ok and r.ids)
+    answers = (
+        r for rep in validity.usable(run) for r in rep.results if r.error is None and r.ids
+    )
     scored = [r.scores is not None for r in islice(answers, 1)]
     if not scored or not scored[0] or any(r.scores is None for r in answers):
         return None  # stops at the first answer without scores

@@ -160,7 +160,7 @@ def score_sides(
     every = [a for side in answers for a in side]
     pooled = evaluate_runs(
         gold,
-        [{qid: r.ids for qid, r in a.items() if r.ok} for a in every],
+        [{qid: r.ids for qid, r in a.items() if r.error is None} for a in every],
         settings.specs,
         settings.rel_level,
         texts=[returned_texts(a) for a in every] if settings.context else None,

@@ -229,7 +229,7 @@ def id_space_problems(
     known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
     sample: tuple[str, tuple[str, ...]] | None = None
     answered = False
-    oks = [[r for r in answers.values() if r.ok] for answers in map(by_query, usable(run))]
+    oks = [[r for r in a.values() if r.error is None] for a in map(by_query, usable(run))]
     for ok in oks:
         answered = answered or bool(ok)
         if sample is None:
