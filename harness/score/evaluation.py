@@ -2,7 +2,9 @@
 
 Pure: no I/O, no clock, no randomness.  `evaluate` judges every ranking once
 (`harness.score.metrics.judge`) and computes each requested metric as a column over the queries;
-`harness.score.metrics` defines the metrics, their names and the duplicate rule.
+`harness.score.metrics` defines the metrics, their names and the duplicate rule.  `evaluate_runs`
+scores several runs at once (a compare's repeats of both sides), each distinct answer once,
+giving exactly what `evaluate` gives each run.
 
 Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1), in
 gold order; a query the run does not contain scores 0 on every metric, as `trec_eval -c` does.
