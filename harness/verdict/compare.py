@@ -185,7 +185,9 @@ def compare(
     analysed = [q.id for q in gold.queries if answered is None or q.id in answered]
     in_both = set(analysed)
     excluded = tuple(q.id for q in gold.queries if q.id not in in_both)
-    ids = [qid for qid in analysed if gold.by_id[qid].answerable]
+    flags = [q.answerable for q in gold.queries]
+    answerable = {q.id: a for q, a in zip(gold.queries, flags, strict=True)}
+    ids = [qid for qid in analysed if answerable[qid]]
     if ids and not all(usable):
         ids = []
     if not ids and not invalid:
@@ -258,8 +260,8 @@ def compare(
             source=gold.source,
             hash=gold.hash,
             n=len(gold),
-            n_answerable=sum(q.answerable for q in gold.queries),
-            n_unanswerable=sum(not q.answerable for q in gold.queries),
+            n_answerable=sum(flags),
+            n_unanswerable=sum(not a for a in flags),
         ),
         query_differences=tuple(settings.query_differences),
         excluded=excluded,

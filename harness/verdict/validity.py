@@ -12,6 +12,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import chain
+from operator import attrgetter
 
 from harness.errors import clip
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
@@ -67,7 +68,7 @@ def _all_answered(gold: GoldSet, answers: dict[str, QueryResult]) -> bool:
     """Every gold query has an answer in `answers` and none of them errored (the common case,
     checked without a step per gold query in Python)."""
     return answers.keys() >= gold.by_id.keys() and not any(
-        result.error for result in answers.values()
+        map(attrgetter("error"), answers.values())
     )
 
 
