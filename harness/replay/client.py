@@ -31,10 +31,9 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-import httpx
 import jmespath
 
 from harness.boot.deployed import tls_context
@@ -42,6 +41,9 @@ from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
 from harness.types import ErrorKind, QueryResult
+
+if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask through it
+    import httpx
 
 EXCERPT = 200  # characters of a response body quoted in an error detail
 
@@ -140,6 +142,8 @@ def ask(
     `scores` with the same projection to have such answers caught as BAD_SHAPE by the length
     check.
     """
+    import httpx
+
     spec = make_request(query, text)
     started = time.perf_counter_ns()
     deadline = time.monotonic() + query.timeout
@@ -470,11 +474,11 @@ class Channel:
         open_socket: OpenSocket | None = None,
     ) -> None:
         self.base_url, self.query = base_url, query
-        self._client = (
-            None
-            if transport is None
-            else httpx.Client(trust_env=False, http2=False, transport=transport)
-        )
+        self._client = None
+        if transport is not None:
+            import httpx
+
+            self._client = httpx.Client(trust_env=False, http2=False, transport=transport)
         self._connection = Connection(base_url, open_socket) if transport is None else None
         self._prepared: dict[str, bytes] = {}
         if self._connection is not None:
