@@ -69,7 +69,7 @@ class GoldSet:
     def by_id(self) -> Mapping[str, GoldQuery]:
         return {q.id: q for q in self.queries}
 
-    @property
+    @cached_property
     def slices(self) -> tuple[str, ...]:
         return tuple(sorted({q.slice for q in self.queries}))
 

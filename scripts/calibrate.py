@@ -5,6 +5,7 @@ headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken] [--jobs 2]
                                 [--mode redrawn] [--queries 300]
+                                [--gate-on mrr@10 [--resamples 10000]]
 
 Each simulated query has a relevant document at a fixed rank in 1..10 and a hit probability per
 repeat, in one of three determinism modes:
@@ -18,6 +19,13 @@ Scenarios: A/A (both sides the same service: any "improved" or "regressed" is a 
 modes turn 10% of the queries from a miss into a hit, redrawn adds 0.10 to every p; the rate of
 "improved" is the power), and a broken candidate that answers nothing for 30% of searches at
 random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.
+
+By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
+resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as
+`compare --gate-on`) lets a continuous metric decide too, through its paired randomization test
+with the product's default 10,000 resamples (`--resamples`), sequential stopping and grouped
+draws (`harness.verdict.sequential`) and Holm across every deciding test: the calibration of
+the resampled tests themselves.
 """
 
 from __future__ import annotations
@@ -102,7 +110,9 @@ def run(
     return RefRun(sha, sha * 40, "c", gold.hash, None, "sim", {}, tuple(reps))
 
 
-def simulate(scenario: Scenario, seed: int) -> Verdict:
+def simulate(
+    scenario: Scenario, seed: int, settings: CompareSettings = SETTINGS
+) -> Verdict:
     rng = np.random.default_rng(seed)
     gold = gold_set(scenario.queries)
     p = hit_probabilities(scenario.mode, scenario.queries, rng)
@@ -114,7 +124,7 @@ def simulate(scenario: Scenario, seed: int) -> Verdict:
         empty = 0.30
     base = run(gold, p, ranks, scenario.repeats, rng)
     cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b")
-    return compare(gold, base, cand, SETTINGS).verdict_quality
+    return compare(gold, base, cand, settings).verdict_quality
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -141,10 +151,12 @@ def scenarios(only: str | None) -> Iterator[Scenario]:
             yield Scenario("30% empty", 300, 3, mode, Verdict.REGRESSED)
 
 
-def rate(scenario: Scenario, sims: int, seed: int) -> tuple[Scenario, int, dict[str, int]]:
+def rate(
+    scenario: Scenario, sims: int, seed: int, settings: CompareSettings = SETTINGS
+) -> tuple[Scenario, int, dict[str, int]]:
     counts: dict[str, int] = {}
     for s in range(sims):
-        verdict = simulate(scenario, seed * 1_000_003 + s)
+        verdict = simulate(scenario, seed * 1_000_003 + s, settings)
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
     if scenario.name == "A/A":
         hits = counts.get("improved", 0) + counts.get("regressed", 0)
@@ -161,19 +173,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--mode", choices=MODES, help="only this determinism mode")
     parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
+    parser.add_argument(
+        "--gate-on",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="also let METRIC decide (e.g. mrr@10), through its resampled test",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        help="resamples of the randomization and bootstrap tests (default: 10,000 with "
+        "--gate-on, else 100: the headline's tests are exact)",
+    )
     args = parser.parse_args(argv)
+    resamples = args.resamples or (10_000 if args.gate_on else SETTINGS.resamples)
+    settings = CompareSettings(resamples=resamples, gate_on=tuple(args.gate_on))
     todo = [
         s
         for s in scenarios(args.only)
         if (args.mode is None or s.mode == args.mode)
         and (args.queries is None or s.queries == args.queries)
     ]
+    deciding = ", ".join(["hit@5", "hit@10", *args.gate_on])
+    print(f"deciding: {deciding} (Holm); {resamples:,} resamples", flush=True)
     print(
         f"{'scenario':<15} {'queries':>7} {'effect':>8} {'repeats':>7} {'determinism':<13} "
         f"{'sims':>5} {'rate':>6}  95% CI          verdicts"
     )
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(rate, s, args.sims, args.seed) for s in todo]
+        futures = [pool.submit(rate, s, args.sims, args.seed, settings) for s in todo]
         for future in futures:
             s, hits, counts = future.result()
             lo, hi = wilson(hits, args.sims)

@@ -174,8 +174,9 @@ class HitDetail:
     `drift_*` counts queries whose hit@k is not the same in every repeat of that side;
     `topk_drift_*` those whose deduplicated top-k list is not identical in every repeat (a
     superset).  Drift is shown, and is inside the test; it never sets a bar.  `ci_low`/`ci_high`:
-    the paired bootstrap interval of the delta of per-query hit rates (`stats.paired_bootstrap_ci`,
-    seeded), drawn in the HTML report; the verdict is the exact test's.
+    the paired 95% percentile bootstrap interval of the delta of per-query hit rates, computed
+    exactly on their lattice (`sequential.lattice_bootstrap_interval`; drawn, seeded, only past
+    its size), drawn in the HTML report; the verdict is the exact test's.
     """
 
     test: BinaryTest

@@ -49,8 +49,8 @@ def flips(
 ) -> Flips:
     """The analysed answerable queries (`ids`) whose modal `metric` (hit@k) outcome differs,
     with their first relevant rank on each side, largest impact first, then by query id."""
-    b_hit = stats.modal(list(base.matrix(metric) > 0.5))
-    c_hit = stats.modal(list(cand.matrix(metric) > 0.5))
+    b_hit = stats.modal(base.matrix(metric) > 0.5)
+    c_hit = stats.modal(cand.matrix(metric) > 0.5)
     found = []
     for i in map(int, np.flatnonzero(b_hit != c_hit)):
         query = gold.by_id[ids[i]]

@@ -8,7 +8,8 @@ collapses); pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from operator import ne
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.power import power, repeat_noise
+from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -34,23 +36,50 @@ class Side:
     answers: tuple[dict[str, QueryResult], ...]
     evaluations: tuple[Evaluation, ...]
     rows: npt.NDArray[np.intp]  # positions of `ids` in each evaluation's query_ids
+    # Worked out once, asked for by several rows: (query id, rel_level) -> ranks; ids -> the
+    # queries whose returned list is not the same in every repeat.
+    _ranks: dict[tuple[str, int], list[int | None]] = field(default_factory=dict, compare=False)
+    _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
         return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
-        return [_first_relevant(a[query.id].ids, query, rel_level) for a in self.answers]
+        """The first relevant rank of `query` in each repeat (None: not returned)."""
+        key = (query.id, rel_level)
+        if key not in self._ranks:
+            # Repeats that returned the same list share one walk down it.
+            seen: dict[tuple[str, ...], int | None] = {}
+            for a in self.answers:
+                ids = a[query.id].ids
+                if ids not in seen:
+                    seen[ids] = _first_relevant(ids, query, rel_level)
+            self._ranks[key] = [seen[a[query.id].ids] for a in self.answers]
+        return self._ranks[key]
 
     def topk_drift(self, ids: Sequence[str], k: int) -> BoolArray:
-        return np.array(
-            [len({dedupe(a[qid].ids)[:k] for a in self.answers}) > 1 for qid in ids], dtype=bool
-        )
+        """Per query of `ids`: do its deduplicated top k differ between repeats?"""
+        key = tuple(ids)
+        if not self.answers:
+            return np.zeros(len(ids), dtype=bool)
+        if key not in self._varied:
+            first, *others = ([a[qid].ids for qid in ids] for a in self.answers)
+            varied = np.zeros(len(ids), dtype=bool)
+            for lists in others:
+                varied |= np.fromiter(map(ne, lists, first), dtype=bool, count=len(ids))
+            self._varied[key] = varied
+        drift = np.zeros(len(ids), dtype=bool)
+        # The same list in every repeat (the common case) has the same top k.
+        for i in np.flatnonzero(self._varied[key]).tolist():
+            drift[i] = len({dedupe(a[ids[i]].ids)[:k] for a in self.answers}) > 1
+        return drift
 
 
 def _first_relevant(ids: Sequence[str], query: GoldQuery, rel_level: int) -> int | None:
-    for rank, doc in enumerate(dedupe(ids), start=1):
-        if query.relevant.get(doc, 0) >= rel_level:
+    grade = query.relevant.get
+    for rank, doc in enumerate(dict.fromkeys(ids), start=1):  # deduplicated, as `dedupe`
+        if grade(doc, 0) >= rel_level:
             return rank
     return None
 
@@ -91,9 +120,19 @@ def _hit_row(
     test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
-    _, ci_low, ci_high = stats.paired_bootstrap_ci(
-        rates[0], rates[1], seed=settings.seed, resamples=settings.resamples
-    )
+    # The interval drawn beside the row (decides nothing): the bootstrap's exact percentiles
+    # on the lattice the rate differences lie on, drawn (every resample) only past its size.
+    scaled, lcm = stats.scaled_rate_differences(outcomes[0], outcomes[1])
+    interval = lattice_bootstrap_interval(scaled, lcm, confidence=0.95)
+    if interval is None:
+        (interval,) = bootstrap_intervals(
+            (rates[1] - rates[0])[None, :],
+            seed=settings.seed,
+            resamples=settings.resamples,
+            confidence=0.95,
+            sequential=False,
+        )
+    ci_low, ci_high = interval
     return MetricRow(
         metric=metric,
         n=n,
@@ -105,8 +144,8 @@ def _hit_row(
         reason=test.reason,
         hit=HitDetail(
             test=test,
-            drift_baseline=stats.drift(list(outcomes[0])),
-            drift_candidate=stats.drift(list(outcomes[1])),
+            drift_baseline=stats.drift(outcomes[0]),
+            drift_candidate=stats.drift(outcomes[1]),
             topk_drift_baseline=int(topk[0][sel].sum()),
             topk_drift_candidate=int(topk[1][sel].sum()),
             ci_low=ci_low,

@@ -216,7 +216,7 @@ def format_p(p: float) -> str:
 # --------------------------------------------------------------------------- repeats
 
 
-def drift(outcomes: Sequence[Sequence[bool]]) -> int:
+def drift(outcomes: Sequence[Sequence[bool]] | BoolArray) -> int:
     """Number of queries whose binary outcome is not the same in every repeat.
 
     `outcomes` is repeats x queries.  One repeat has no drift by definition.
@@ -225,7 +225,7 @@ def drift(outcomes: Sequence[Sequence[bool]]) -> int:
     return int(np.count_nonzero(matrix.any(axis=0) & ~matrix.all(axis=0)))
 
 
-def modal(outcomes: Sequence[Sequence[bool]]) -> BoolArray:
+def modal(outcomes: Sequence[Sequence[bool]] | BoolArray) -> BoolArray:
     """Per-query majority outcome over repeats (repeats x queries in, one bool per query out).
 
     A tie (possible with an even number of repeats) is resolved pessimistically to False, a
@@ -237,9 +237,11 @@ def modal(outcomes: Sequence[Sequence[bool]]) -> BoolArray:
     return result
 
 
-def _outcome_matrix(outcomes: Sequence[Sequence[bool]]) -> BoolArray:
+def _outcome_matrix(outcomes: Sequence[Sequence[bool]] | BoolArray) -> BoolArray:
     if len(outcomes) == 0:
         raise ValueError("outcomes needs at least one repeat")
+    if isinstance(outcomes, np.ndarray) and outcomes.ndim == 2:
+        return outcomes.astype(np.bool_)  # already repeats x queries: no walk over the items
     widths = {len(row) for row in outcomes}
     if len(widths) != 1:
         raise ValueError(f"every repeat must have the same number of queries, got {sorted(widths)}")
@@ -264,7 +266,9 @@ def paired_bootstrap_ci(
     delta_i = candidate_i - baseline_i.  Each resample draws n queries with replacement (the
     pairing is kept: a query's two scores travel together) and takes the mean delta; lo and hi
     are the (1 - confidence)/2 and (1 + confidence)/2 percentiles (numpy "linear" method) of
-    the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).
+    the resampled means.  Identical inputs give exactly (0.0, 0.0, 0.0).  Draws every query of
+    every resample; `harness.verdict.sequential.bootstrap_intervals` draws the same distribution
+    by groups of equal deltas (what compare uses), and is tested against this one.
     """
     deltas = paired_deltas(baseline, candidate)
     check_resamples(resamples)

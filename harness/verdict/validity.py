@@ -11,6 +11,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 from harness.errors import clip
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
@@ -20,6 +21,7 @@ _SIDES = ("baseline", "candidate")
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
 _WARNING_STAGES = frozenset({"teardown"})
 _SHOWN_IDS = 5
+_REMEMBERED = 16  # repeats: both sides of a comparison with their usable repeats
 _SAMPLE_CHARS = 200  # of a sample answer's detail, shown with the errors of its kind
 NEARLY_ALL = 0.9  # a share of failed queries past which the request itself is wrong
 
@@ -61,6 +63,14 @@ def _build_failed(message: str) -> str:
     return message if message.startswith("build failed") else f"build failed: {message}"
 
 
+def _all_answered(gold: GoldSet, answers: dict[str, QueryResult]) -> bool:
+    """Every gold query has an answer in `answers` and none of them errored (the common case,
+    checked without a step per gold query in Python)."""
+    return answers.keys() >= gold.by_id.keys() and not any(
+        result.error for result in answers.values()
+    )
+
+
 def errored_problems(
     gold: GoldSet, run: RefRun, label: str, max_errors: int, *, examples: bool = True
 ) -> tuple[list[str], list[str]]:
@@ -73,6 +83,9 @@ def errored_problems(
     ids: dict[str, None] = {}
     asked = 0
     for answers in map(by_query, usable(run)):
+        if _all_answered(gold, answers):
+            asked += len(gold.queries)
+            continue
         for q in gold.queries:
             asked += 1
             result = answers.get(q.id)
@@ -155,6 +168,9 @@ def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary
     samples: dict[str, tuple[str | None, str]] = {}
     asked = 0
     for answers in map(by_query, usable(run)):
+        if _all_answered(gold, answers):
+            asked += len(gold.queries)
+            continue
         for q in gold.queries:
             asked += 1
             result = answers.get(q.id)
@@ -215,11 +231,12 @@ def id_space_problems(
     sample: tuple[str, tuple[str, ...]] | None = None
     answered = False
     for answers in map(by_query, usable(run)):
-        for result in answers.values():
-            answered = answered or result.ok
-            if result.ok and result.ids:
-                returned.update(dict.fromkeys(result.ids))
-                sample = sample or (result.query_id, result.ids)
+        ok = [result for result in answers.values() if result.ok]
+        answered = answered or bool(ok)
+        returned.update(dict.fromkeys(chain.from_iterable(result.ids for result in ok)))
+        if sample is None:
+            first = next((result for result in ok if result.ids), None)
+            sample = None if first is None else (first.query_id, first.ids)
     if not answered:  # nothing answered at all: the failures and errored answers say why
         return [], []
     if sample is None:
@@ -284,9 +301,19 @@ def check(
     return invalid, warnings
 
 
+_RECENT: list[tuple[Repeat, dict[str, QueryResult]]] = []
+
+
 def by_query(rep: Repeat) -> dict[str, QueryResult]:
-    """A repeat's answers by query id."""
-    return {r.query_id: r for r in rep.results}
+    """A repeat's answers by query id (treat as read-only: the last few repeats asked for are
+    remembered, since a comparison asks for each of its repeats several times)."""
+    for seen, answers in _RECENT:
+        if seen is rep:
+            return answers
+    answers = {r.query_id: r for r in rep.results}
+    _RECENT.insert(0, (rep, answers))
+    del _RECENT[_REMEMBERED:]
+    return answers
 
 
 # --------------------------------------------------------------------------- per-side data
