@@ -2,10 +2,11 @@
 
     status = get_status("http://127.0.0.1:PORT/health", timeout=2.0, open_socket=None)
 
-One HTTP/1.1 GET with `Connection: close`, the whole exchange (connect, send, read) within
-`timeout` seconds; the answer's status code. Only the status decides readiness, but the body is
-read to its end (as any client would) before the socket is closed. In bubblewrap mode every
-connection is a socket from `open_socket` (`harness.boot.sandbox.SandboxLink.open_socket`).
+One HTTP/1.1 GET with `Connection: close`, each step of it (connect, send, every read) within
+`timeout` seconds, as httpx applies a timeout; the answer's status code. Only the status decides
+readiness, but the body is read to its end (as any client would) before the socket is closed.
+In bubblewrap mode every connection is a socket from `open_socket`
+(`harness.boot.sandbox.SandboxLink.open_socket`).
 
 Why not httpx: the probe is the only HTTP a compare does outside the timed replay client
 (`harness.replay.client`), and importing httpx (and its command line's libraries) cost a demo
@@ -18,7 +19,6 @@ answer in "service not ready after N s: GET URL gave ConnectError".
 from __future__ import annotations
 
 import socket
-import time
 from urllib.parse import urlsplit
 
 from harness.boot.sandbox import OpenSocket
@@ -36,26 +36,19 @@ class ProbeError(Exception):
         self.timed_out = name.endswith("Timeout")
 
 
-def _left(deadline: float, phase: str) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise ProbeError(f"{phase}Timeout")
-    return left
-
-
 def _connect(
-    address: tuple[str, int], deadline: float, open_socket: OpenSocket | None
+    address: tuple[str, int], timeout: float, open_socket: OpenSocket | None
 ) -> socket.socket:
     try:
         if open_socket is None:
-            return socket.create_connection(address, timeout=_left(deadline, "Connect"))
+            return socket.create_connection(address, timeout=timeout)
         sock = open_socket()  # a socket of the sandbox's network namespace
     except TimeoutError:
         raise ProbeError("ConnectTimeout") from None
     except OSError as exc:  # refused, unreachable, or the sandbox did not answer
         raise ProbeError("ConnectError", str(exc)) from None
     try:
-        sock.settimeout(_left(deadline, "Connect"))
+        sock.settimeout(timeout)
         sock.connect(address)
     except BaseException as exc:
         sock.close()
@@ -68,8 +61,8 @@ def _connect(
 
 
 def get_status(url: str, timeout: float, open_socket: OpenSocket | None = None) -> int:
-    """The HTTP status of GET `url` (http://host:port/path?query), within `timeout` seconds in
-    all; raises ProbeError when no status line arrives in time or in shape."""
+    """The HTTP status of GET `url` (http://host:port/path?query), each step within `timeout`
+    seconds; raises ProbeError when no status line arrives in time or in shape."""
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None:
         raise ValueError(f"the readiness probe speaks plain http, not {url}")
@@ -77,12 +70,10 @@ def get_status(url: str, timeout: float, open_socket: OpenSocket | None = None) 
     request = (
         f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     ).encode()
-    deadline = time.monotonic() + timeout
-    sock = _connect((parts.hostname, parts.port or 80), deadline, open_socket)
+    sock = _connect((parts.hostname, parts.port or 80), timeout, open_socket)
     try:
         try:
-            sock.settimeout(_left(deadline, "Write"))
-            sock.sendall(request)
+            sock.sendall(request)  # the socket's timeout, set at connect, bounds each step
         except TimeoutError:
             raise ProbeError("WriteTimeout") from None
         except OSError as exc:
@@ -90,7 +81,6 @@ def get_status(url: str, timeout: float, open_socket: OpenSocket | None = None) 
         answer = b""
         while not _complete(answer):
             try:
-                sock.settimeout(_left(deadline, "Read"))
                 chunk = sock.recv(65536)
             except TimeoutError:
                 raise ProbeError("ReadTimeout") from None
