@@ -51,6 +51,17 @@ def _started(pid: int) -> float | None:
         return None
 
 
+_own: dict[int, float | None] = {}  # this process's start time, by pid (a fork has its own)
+
+
+def _own_started() -> float | None:
+    """`_started(os.getpid())`, read from /proc once per process, not at every `_write`."""
+    pid = os.getpid()
+    if pid not in _own:
+        _own[pid] = _started(pid)
+    return _own[pid]
+
+
 def _write() -> None:
     path = _live_dir() / f"{os.getpid()}.json"
     if not any(_held.values()):
@@ -59,7 +70,7 @@ def _write() -> None:
         return
     document = {
         "pid": os.getpid(),
-        "started": _started(os.getpid()),
+        "started": _own_started(),
         "held": {
             kind: [{"value": v, "repo": r} for v, r in items.items()]
             for kind, items in _held.items()

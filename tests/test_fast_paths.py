@@ -157,6 +157,18 @@ def test_the_metrics_command_loads_no_scipy_git_or_http() -> None:
     assert json.loads(found.stdout) == []
 
 
+def test_a_compare_boots_and_replays_without_httpx_or_gitpython() -> None:
+    """The readiness probe and the replay client are harness's own sockets; git finds the
+    working tree itself: httpx, httpcore and gitpython are imported only on their own paths."""
+    code = (
+        "import json, sys, harness.boot.service, harness.replay.runner, harness.replay.client, "
+        "harness.checkout.worktree; print(json.dumps(sorted(m for m in "
+        "('httpx', 'httpcore', 'git') if m in sys.modules)))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(found.stdout) == []
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(

@@ -189,6 +189,10 @@ def test_not_a_repository(tmp_path: Path) -> None:
         resolve_ref(plain, "main")
     with pytest.raises(RefError, match="no such directory"):
         resolve_ref(tmp_path / "missing", "main")
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    with pytest.raises(RefError, match="a bare repository has no working tree"):
+        resolve_ref(bare, "main")
 
 
 def test_worktree_needs_a_commit(tmp_path: Path) -> None:

@@ -27,8 +27,6 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
-import httpx
-
 from harness.boot.processes import TeardownReport
 from harness.boot.service import ready_path
 from harness.config import ServiceConfig
@@ -113,6 +111,8 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
         return None  # not ours to stop
 
     def _wait_ready(self, ready_url: str, t0: float) -> None:
+        import httpx  # imported on use: only a compare against a deployment probes with it
+
         spec = self.spec
         deadline = t0 + spec.ready_timeout
         last = "no answer"

@@ -36,13 +36,14 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness.config import LoadConfig
 from harness.config.values import PLACEHOLDER
 from harness.errors import ServiceError, clip
+
+if TYPE_CHECKING:
+    import httpx
 
 EXCERPT = 200  # characters of an answer quoted in an error
 _WHOLE = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -132,6 +133,8 @@ def _put_batch(template: object, batch: list[object]) -> object:
 def _send(
     client: httpx.Client, method: str, url: str, body: object, timeout: float, what: str
 ) -> None:
+    import httpx  # imported on use: a compare without [service.load] never needs it
+
     try:
         answer = client.request(method, url, json=body, timeout=timeout)
     except httpx.TimeoutException:

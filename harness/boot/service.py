@@ -65,8 +65,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-
-import httpx
+from typing import TYPE_CHECKING
 
 from harness import leftovers
 from harness.boot.isolation import (
@@ -83,6 +82,7 @@ from harness.boot.isolation import (
     scrubber,
 )
 from harness.boot.loader import corpus_path, load_corpus
+from harness.boot.probe import ProbeError, get_status
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
     BUBBLEWRAP,
@@ -97,6 +97,9 @@ from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
+
+if TYPE_CHECKING:
+    import httpx
 
 _PORT_IN_USE = ("address already in use", "eaddrinuse")
 
@@ -333,44 +336,44 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         last = "no answer"
         slow = False  # a GET given the whole probe_timeout ran out of it
         open_socket = None if self._link is None else self._link.open_socket
-        transport = transport_for(open_socket)  # through the sandbox, when there is one
-        # No proxy from the caller's environment; ready_url is plain http on 127.0.0.1, so no
-        # certificate store is loaded (httpx's default TLS setup was 7% of a demo compare).
-        with httpx.Client(trust_env=False, transport=transport, verify=False) as client:
-            while True:
-                status = exit_status(pid)
-                if status is not None:
-                    return status
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    hint = (
-                        f"each readiness GET may take service.probe_timeout = "
-                        f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
-                    )
-                    raise self._failure(
-                        "ready",
-                        f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
-                        f" gave {last} (raise service.ready_timeout if it is just slow)",
-                        log_start,
-                        *([hint] if slow else []),
-                    )
-                timeout = min(spec.probe_timeout, left)
-                try:
-                    answer = client.get(ready_url, timeout=timeout)
-                    if answer.is_success:
-                        # A stranger that took the port could answer while ours is dying.
-                        return exit_status(pid)
-                    last = f"HTTP {answer.status_code}"
-                except httpx.TransportError as exc:
-                    last = type(exc).__name__
-                    full = timeout == spec.probe_timeout
-                    slow = slow or (full and isinstance(exc, httpx.TimeoutException))
-                time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
+        # ready_url is plain http on 127.0.0.1 (through the sandbox, when there is one): one
+        # GET per probe over a plain socket (harness.boot.probe), no proxy, no TLS set up.
+        while True:
+            status = exit_status(pid)
+            if status is not None:
+                return status
+            left = deadline - time.monotonic()
+            if left <= 0:
+                hint = (
+                    f"each readiness GET may take service.probe_timeout = "
+                    f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
+                )
+                raise self._failure(
+                    "ready",
+                    f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
+                    f" gave {last} (raise service.ready_timeout if it is just slow)",
+                    log_start,
+                    *([hint] if slow else []),
+                )
+            timeout = min(spec.probe_timeout, left)
+            try:
+                code = get_status(ready_url, timeout, open_socket)
+                if 200 <= code < 300:
+                    # A stranger that took the port could answer while ours is dying.
+                    return exit_status(pid)
+                last = f"HTTP {code}"
+            except ProbeError as exc:
+                last = exc.name
+                full = timeout == spec.probe_timeout
+                slow = slow or (full and exc.timed_out)
+            time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
 
     def _load(
         self, spec: LoadConfig, url: str, data: Path | None, log_start: int
     ) -> dict[str, float]:
         """[service.load]: the corpus posted through the same transport as the queries."""
+        import httpx  # only a boot with [service.load] posts through httpx
+
         open_socket = None if self._link is None else self._link.open_socket
         try:
             corpus = corpus_path(spec, data, self.corpus)

@@ -37,7 +37,8 @@ without them. A WORKTREE snapshot copies submodule directories as they are on di
 
 Git itself is driven through subprocesses (argument lists, never a shell string) where gitpython has
 no API (worktree, ls-files flags, submodule update with -c) or where its pure-Python rev-parse would
-differ from git's (abbreviated SHAs, `@{u}`); gitpython opens the repository and lists its refs.
+differ from git's (abbreviated SHAs, `@{u}`), and where git finds the working tree (`rev-parse
+--show-toplevel`); gitpython lists the refs an unknown ref's error suggests.
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
 
 from harness import leftovers
 from harness.errors import RefError
@@ -140,6 +139,8 @@ def resolve_ref(repo: Path, ref: str) -> ResolvedRef:
 
 
 def _ref_hints(root: Path, ref: str) -> list[str]:
+    import git  # imported on use (a tenth of a second): only an unknown ref lists the refs
+
     with git.Repo(root) as repo:
         names = sorted({r.name for r in repo.references if not r.name.endswith("/HEAD")})
     close = difflib.get_close_matches(ref, names, n=3, cutoff=0.6)
@@ -149,19 +150,26 @@ def _ref_hints(root: Path, ref: str) -> list[str]:
 
 
 def _toplevel(repo: Path) -> Path:
-    try:
-        with git.Repo(repo, search_parent_directories=True) as opened:
-            top = opened.working_tree_dir
-    except git.NoSuchPathError:
-        raise RefError(f"{repo}: no such directory", ["check `repo` in harness.toml"]) from None
-    except git.InvalidGitRepositoryError:
+    """The top of the working tree holding `repo` (a folder in it), as git finds it."""
+    if not Path(repo).is_dir():
+        raise RefError(f"{repo}: no such directory", ["check `repo` in harness.toml"])
+    proc = _git(Path(repo), "rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
+    said = proc.stdout.decode(errors="replace").splitlines()
+    if proc.returncode == 0 and len(said) == 2:
+        return Path(said[1]).resolve()
+    if said[:1] == ["true"]:
+        raise RefError(f"{repo}: a bare repository has no working tree to compare from")
+    stderr = proc.stderr.decode(errors="replace").strip()
+    if "not a git repository" in stderr:
         raise RefError(
             f"{repo}: not a git repository",
             ["point `repo` in harness.toml at a git checkout (`git -C <dir> status` to check)"],
-        ) from None
-    if top is None:
-        raise RefError(f"{repo}: a bare repository has no working tree to compare from")
-    return Path(top).resolve()
+        )
+    raise RefError(
+        f"{repo}: git finds no working tree here (`git rev-parse --show-toplevel` exited with "
+        f"status {proc.returncode})",
+        [f"  {line}" for line in stderr.splitlines()[-5:]],
+    )
 
 
 def _rev_parse(root: Path, spec: str) -> str | None:

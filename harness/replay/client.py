@@ -20,7 +20,6 @@ retried: a flaky service shows up as errors, not as a slower average.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import socket
@@ -31,17 +30,18 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
-
-import httpx
-import jmespath
 
 from harness.boot.deployed import tls_context
 from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
+from harness.replay.paths import compile_path
 from harness.types import ErrorKind, QueryResult
+
+if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask through it
+    import httpx
 
 EXCERPT = 200  # characters of a response body quoted in an error detail
 
@@ -140,6 +140,8 @@ def ask(
     `scores` with the same projection to have such answers caught as BAD_SHAPE by the length
     check.
     """
+    import httpx
+
     spec = make_request(query, text)
     started = time.perf_counter_ns()
     deadline = time.monotonic() + query.timeout
@@ -198,7 +200,7 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
         )
     except ValueError:
         return failed(ErrorKind.NOT_JSON, f"{answer.content_type or 'no content-type'}: {excerpt}")
-    found = _compiled(query.ids).search(decoded)
+    found = compile_path(query.ids).search(decoded)
     if found is None:
         return failed(ErrorKind.NO_MATCH, f"ids path {query.ids!r} matched nothing")
     ids, problem = _ids(found, query.ids)
@@ -206,12 +208,14 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
         return failed(ErrorKind.BAD_SHAPE, problem)
     scores = None
     if query.scores is not None:
-        scores, problem = _scores(_compiled(query.scores).search(decoded), query.scores, len(ids))
+        found_scores = compile_path(query.scores).search(decoded)
+        scores, problem = _scores(found_scores, query.scores, len(ids))
         if problem:
             return failed(ErrorKind.BAD_SHAPE, problem)
     texts = None
     if query.texts is not None:
-        texts, problem = _texts(_compiled(query.texts).search(decoded), query.texts, len(ids))
+        found_texts = compile_path(query.texts).search(decoded)
+        texts, problem = _texts(found_texts, query.texts, len(ids))
         if problem:
             return failed(ErrorKind.BAD_SHAPE, problem)
     return QueryResult(
@@ -470,11 +474,11 @@ class Channel:
         open_socket: OpenSocket | None = None,
     ) -> None:
         self.base_url, self.query = base_url, query
-        self._client = (
-            None
-            if transport is None
-            else httpx.Client(trust_env=False, http2=False, transport=transport)
-        )
+        self._client = None
+        if transport is not None:
+            import httpx
+
+            self._client = httpx.Client(trust_env=False, http2=False, transport=transport)
         self._connection = Connection(base_url, open_socket) if transport is None else None
         self._prepared: dict[str, bytes] = {}
         if self._connection is not None:
@@ -508,11 +512,6 @@ class Channel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(expression: str) -> Any:
-    return jmespath.compile(expression)
 
 
 def _kind(value: object) -> str:
