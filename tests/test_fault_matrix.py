@@ -604,7 +604,9 @@ def test_clean_older_than_must_not_be_negative(tmp_path: Path) -> None:
 def test_a_data_path_climbing_out_of_the_repository_is_refused(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    config = config_with(sandbox, tmp_path, 'data = "data"', 'data = "../../../../../../etc"')
+    # As many ".." as it takes to reach / from any temp dir (a pytest-xdist worker's is deeper).
+    climb = "../" * 40
+    config = config_with(sandbox, tmp_path, 'data = "data"', f'data = "{climb}etc"')
     done = compare(sandbox, results=tmp_path / "r", config=config)
     assert_refused(done, f"{config}:4: service.data: /etc is outside the repository")
     assert sandbox.worktrees() == []

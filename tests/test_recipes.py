@@ -309,10 +309,18 @@ def test_a_deployment_that_is_not_there_is_invalid(
 ) -> None:
     sandbox, baseline, _ = deployments
     gone = f"http://127.0.0.1:{_free_port()}"
+    # Waiting for it is right (a deployment may be restarting), but not for the default 60 s.
+    config = sandbox.root / "impatient.toml"
+    text = (sandbox.repo / "harness.toml").read_text()
+    config.write_text(
+        text.replace("[service]\n", "[service]\nready_timeout = 3\n", 1)
+        .replace('"gold/', f'"{sandbox.repo}/gold/')
+        .replace('"data/corpus', f'"{sandbox.repo}/data/corpus')
+    )
     done = sandbox.harness(
         "compare", "--repeats", "1", "--baseline-url", baseline, "--candidate-url", gone,
-        env={},
-    )
+        config=config, env={},
+    )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert gone in done.stdout + done.stderr
 
