@@ -116,24 +116,14 @@ def test_recipe_calls_the_worse_branch_a_regression(tmp_path: Path, name: str) -
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
 
 
-def test_a_build_that_writes_an_index_boots_again_from_a_fresh_worktree(tmp_path: Path) -> None:
-    """The cached build is reused by the second --fresh compare, in new worktrees: what the
-    build wrote (index/) comes back with it, so the service boots as after a real build."""
-    sandbox = recipe_sandbox(tmp_path / "box", "build_index")
-    first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
-    _regressed(first)
-    again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
-    _regressed(again)
-    records = [json.loads(p.read_text()) for p in (sandbox.results / "runs").glob("*.json")]
-    assert sorted(r["build_cached"] for r in records) == [False, False, True, True]
-    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
-
-
-def test_an_editable_install_boots_again_from_a_fresh_worktree(tmp_path: Path) -> None:
-    """`pip install -e .` of a src-layout package into the ref's venv: the venv is cached and
-    points at the first build's checkout; the second --fresh compare, in new worktrees, must still
-    import the package, from its own checkout."""
-    sandbox = recipe_sandbox(tmp_path / "box", "editable")
+@pytest.mark.parametrize("name", ["build_index", "editable"])
+def test_a_cached_build_boots_again_from_a_fresh_worktree(tmp_path: Path, name: str) -> None:
+    """The cached build is reused by the second --fresh compare, in new worktrees, and the
+    service boots as after a real build: build_index, because what the build wrote (index/)
+    comes back with it; editable, a `pip install -e .` of a src-layout package into the ref's
+    cached venv, which points at the first build's checkout, because the package is imported
+    from the new checkout."""
+    sandbox = recipe_sandbox(tmp_path / "box", name)
     first = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")
     _regressed(first)
     again = _compare(sandbox, "--baseline", "main", "--candidate", "worse", "--fresh")

@@ -193,12 +193,7 @@ def evaluate(
     (`metrics.context_precision`); a query without them returns no context characters.
     """
     chosen = as_specs(specs)
-    if texts is None and (reading := [str(s) for s in chosen if s.needs_texts]):
-        raise ConfigError(
-            f"{', '.join(reading)} read the returned context texts, and this run has none",
-            hint="set query.texts to the JMESPath of each result's text (a native run file "
-            "has none: drop those metrics)",
-        )
+    _need_texts(chosen, texts is not None)
     queries = gold.queries
     all_ids = list(map(attrgetter("id"), queries))
     max_k = max((s.depth for s in chosen), default=1)
@@ -336,12 +331,7 @@ def evaluate_runs(
     are its rows of the pool's; the pool is cut to each run's own `judge` width first.
     """
     chosen = as_specs(specs)
-    if texts is None and (reading := [str(s) for s in chosen if s.needs_texts]):
-        raise ConfigError(
-            f"{', '.join(reading)} read the returned context texts, and this run has none",
-            hint="set query.texts to the JMESPath of each result's text (a native run file "
-            "has none: drop those metrics)",
-        )
+    _need_texts(chosen, texts is not None)
     queries = gold.queries
     index = _GoldIndex(gold)
     all_ids = index.ids
@@ -469,3 +459,13 @@ def paired(
             f"rel_level differs: baseline {baseline.rel_level}, candidate {candidate.rel_level}"
         )
     return baseline.columns[name], candidate.columns[name]
+
+
+def _need_texts(chosen: Sequence[MetricSpec], have: bool) -> None:
+    """ConfigError when a chosen metric reads the returned texts and the run has none."""
+    if not have and (reading := [str(s) for s in chosen if s.needs_texts]):
+        raise ConfigError(
+            f"{', '.join(reading)} read the returned context texts, and this run has none",
+            hint="set query.texts to the JMESPath of each result's text (a native run file "
+            "has none: drop those metrics)",
+        )
