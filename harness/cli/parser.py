@@ -325,19 +325,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--metrics", default="mrr@10,recall@10", help="columns (default: mrr@10,recall@10)"
     )
-    _add_side(p)
-    _add_run_options(p)
-    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
-    p.add_argument(
-        "--redact",
-        action="store_true",
-        help="no query text in the saved comparisons; records keep no error details",
-    )
-    _add_ray(p)
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    _add_runs_against_a_reference(p)
 
     p = sub.add_parser("matrix", help="an ablation matrix: named configurations vs a reference")
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
@@ -347,19 +335,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         default="ndcg@10,mrr@10,recall@10,hit@5",
         help="columns, unless the file lists metrics (default: ndcg@10,mrr@10,recall@10,hit@5)",
     )
-    _add_side(p)
-    _add_run_options(p)
-    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
-    p.add_argument(
-        "--redact",
-        action="store_true",
-        help="no query text in the saved comparisons; records keep no error details",
-    )
-    _add_ray(p)
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    _add_runs_against_a_reference(p)
 
     p = sub.add_parser("gate", help="fail when a ref drops below a committed baseline")
     p.add_argument("--ref", required=True, help="branch, tag, SHA, HEAD or WORKTREE")
@@ -652,6 +628,23 @@ def _add_strict(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strict", action="store_true", help="exit 4 when the quality verdict is inconclusive"
     )
+
+
+def _add_runs_against_a_reference(p: argparse.ArgumentParser) -> None:
+    """What sweep and matrix share: one ref measured in several settings, each against one."""
+    _add_side(p)
+    _add_run_options(p)
+    p.add_argument("--fresh", action="store_true", help="never reuse earlier run records")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="no query text in the saved comparisons; records keep no error details",
+    )
+    _add_ray(p)
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
 
 
 def _add_ray(p: argparse.ArgumentParser) -> None:
