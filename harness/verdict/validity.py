@@ -72,6 +72,26 @@ def _all_answered(gold: GoldSet, answers: dict[str, QueryResult]) -> bool:
     )
 
 
+def _errored(
+    gold: GoldSet, run: RefRun
+) -> tuple[list[tuple[str, str, QueryResult | None]], int]:
+    """Over the usable repeats of `run`: every (query id, kind, answer) that errored, in order
+    (kind an ErrorKind value, or "missing" with no answer for a gold query left unanswered),
+    and how many answers were asked for."""
+    found: list[tuple[str, str, QueryResult | None]] = []
+    asked = 0
+    for answers in map(by_query, usable(run)):
+        asked += len(gold.queries)
+        if _all_answered(gold, answers):
+            continue
+        for q in gold.queries:
+            result = answers.get(q.id)
+            kind = "missing" if result is None else result.error and result.error.value
+            if kind:
+                found.append((q.id, kind, result))
+    return found, asked
+
+
 def errored_problems(
     gold: GoldSet, run: RefRun, label: str, max_errors: int, *, examples: bool = True
 ) -> tuple[list[str], list[str]]:
@@ -82,20 +102,12 @@ def errored_problems(
     kinds: Counter[str] = Counter()
     statuses: Counter[int] = Counter()
     ids: dict[str, None] = {}
-    asked = 0
-    for answers in map(by_query, usable(run)):
-        if _all_answered(gold, answers):
-            asked += len(gold.queries)
-            continue
-        for q in gold.queries:
-            asked += 1
-            result = answers.get(q.id)
-            kind = "missing" if result is None else result.error and result.error.value
-            if kind:
-                kinds[kind] += 1
-                ids[q.id] = None
-                if result is not None and result.status is not None and result.status >= 300:
-                    statuses[result.status] += 1
+    found, asked = _errored(gold, run)
+    for query_id, kind, result in found:
+        kinds[kind] += 1
+        ids[query_id] = None
+        if result is not None and result.status is not None and result.status >= 300:
+            statuses[result.status] += 1
     errored = sum(kinds.values())
     if not errored:
         return [], []
@@ -167,22 +179,13 @@ def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary
     counts: Counter[str] = Counter()
     statuses: dict[str, Counter[int]] = {}
     samples: dict[str, tuple[str | None, str]] = {}
-    asked = 0
-    for answers in map(by_query, usable(run)):
-        if _all_answered(gold, answers):
-            asked += len(gold.queries)
-            continue
-        for q in gold.queries:
-            asked += 1
-            result = answers.get(q.id)
-            kind = "missing" if result is None else result.error and result.error.value
-            if not kind:
-                continue
-            counts[kind] += 1
-            if result is not None and result.status is not None and result.status >= 300:
-                statuses.setdefault(kind, Counter())[result.status] += 1
-            if kind not in samples and result is not None:
-                samples[kind] = (result.detail, q.id)
+    errored, asked = _errored(gold, run)
+    for query_id, kind, result in errored:
+        counts[kind] += 1
+        if result is not None and result.status is not None and result.status >= 300:
+            statuses.setdefault(kind, Counter())[result.status] += 1
+        if kind not in samples and result is not None:
+            samples[kind] = (result.detail, query_id)
     found = []
     for kind, n in sorted(counts.items()):
         by_status = tuple(sorted(statuses.get(kind, Counter()).items()))
