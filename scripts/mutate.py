@@ -82,8 +82,6 @@ TARGETS = {
 PYTEST_ARGS = [
     "-p",
     "no:cacheprovider",
-    "-n",
-    "0",  # over the suite's own `-n 4` (pyproject addopts): mutmut runs pytest in-process
     "-m",
     "not slow",
     "-k",

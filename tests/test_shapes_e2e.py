@@ -95,9 +95,12 @@ def _clean(box: Box) -> None:
 
 
 def test_compare_across_refs_whose_api_moved(box: Box) -> None:
+    # The two refs answer through different code paths (a form POST against a GET): their
+    # latency may really differ, and latency is not what this test is about.
     done = box.harness(
-        "compare", "--baseline", "v1.0", "--candidate", "main", "--repeats", "2", "--format", "json"
-    )
+        "compare", "--baseline", "v1.0", "--candidate", "main", "--repeats", "2", "--format",
+        "json", "--latency-tolerance", "0.9",
+    )  # fmt: skip
     _ok(done)
     report = json.loads(done.stdout)
     text = json.dumps(report)
