@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from harness.boot.deployed import tls_context
 from harness.boot.sandbox import OpenSocket
@@ -44,6 +44,10 @@ if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask th
     import httpx
 
 EXCERPT = 200  # characters of a response body quoted in an error detail
+READ_BATCH = 32
+"""Queries sent (and timed) before their answers are read, together: reading ids is off the
+clock either way, and a batch of answers read in a row costs the harness about half the CPU of
+each read right after its exchange (`scripts/bench_replay_cpu.py`)."""
 
 OnResult = Callable[[int, int, QueryResult], None]  # (done, total, result)
 
@@ -235,14 +239,25 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
     browsers and httpx encode it), each with its Content-Length. A Content-Type in
     `query.headers` replaces the harness's own.
     """
+    url = _http_url(base_url)
+    start, rest = _encode_parts(url.path, spec)
+    return start + url.netloc.encode("utf-8") + rest
+
+
+def _http_url(base_url: str) -> SplitResult:
     url = urlsplit(base_url)
     if url.scheme not in ("http", "https") or url.hostname is None:
         raise ValueError(f"the timed client speaks http(s), not {base_url}")
-    target = url.path.rstrip("/") + spec.path
+    return url
+
+
+def _encode_parts(prefix: str, spec: RequestSpec) -> tuple[bytes, bytes]:
+    """The request of `spec` under the URL path `prefix`, split where the Host value goes: every
+    byte but the host, which changes with each boot's port (`Requests`)."""
+    target = prefix.rstrip("/") + spec.path
     if spec.params:
         target += ("&" if "?" in target else "?") + urlencode(dict(spec.params))
-    host = url.netloc
-    lines = [f"{spec.method} {target} HTTP/1.1", f"Host: {host}", "Accept: */*"]
+    lines = ["Accept: */*"]
     body = b""
     content_type = None
     if spec.json is not None:
@@ -256,7 +271,35 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
     if body or spec.method not in ("GET", "HEAD"):
         lines.append(f"Content-Length: {len(body)}")
     lines += [f"{name}: {value}" for name, value in spec.headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+    start = f"{spec.method} {target} HTTP/1.1\r\nHost: ".encode()
+    return start, ("\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+
+
+class Requests:
+    """Every request of one query configuration, encoded once and reused for each boot.
+
+        requests = Requests(query, items)          # once per ref (query.rewrite already applied)
+        requests.for_url("http://127.0.0.1:PORT")  # {text: bytes}: encode_request's, per text
+
+    A boot differs only in its port, which is the Host header's value: the rest of each request
+    is encoded here once (`make_request`, `encode_request`'s rules) and joined around the host.
+    """
+
+    def __init__(self, query: QueryConfig, items: Sequence[tuple[str, str]] = ()) -> None:
+        self.query = query
+        self._texts = list(dict.fromkeys(text for _, text in items))
+        self._parts: dict[str, dict[str, tuple[bytes, bytes]]] = {}  # URL path -> text -> parts
+
+    def for_url(self, base_url: str) -> dict[str, bytes]:
+        url = _http_url(base_url)
+        parts = self._parts.get(url.path)
+        if parts is None:
+            parts = self._parts[url.path] = {
+                text: _encode_parts(url.path, make_request(self.query, text))
+                for text in self._texts
+            }
+        host = url.netloc.encode("utf-8")
+        return {text: start + host + rest for text, (start, rest) in parts.items()}
 
 
 class Connection:
@@ -313,16 +356,14 @@ class Connection:
         try:
             try:
                 sock = self._sock or self._open(deadline)
-                sock.settimeout(_left(deadline))
-                sock.sendall(raw)
+                self._send(sock, raw, deadline)
                 self._fill(sock, deadline, query, 1)
             except (ConnectionError, ssl.SSLEOFError, _Closed):
                 if not reused:
                     raise
                 self.close()  # a stale keep-alive connection: the request never arrived
                 sock = self._open(deadline)
-                sock.settimeout(_left(deadline))
-                sock.sendall(raw)
+                self._send(sock, raw, deadline)
                 self._fill(sock, deadline, query, 1)
             return self._response(sock, deadline, query)
         except _Failure:
@@ -345,6 +386,20 @@ class Connection:
         except OSError as error:
             self.close()
             raise _Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
+
+    def _send(self, sock: socket.socket, raw: bytes, deadline: float) -> None:
+        """Write `raw` within the deadline. A request fits the socket's send buffer: over plain
+        TCP it is written at once, without the readiness poll of a timed `sendall`."""
+        sent = 0
+        if not self._tls:
+            sock.settimeout(0.0)
+            try:
+                sent = sock.send(raw)
+            except BlockingIOError:
+                sent = 0
+        if sent < len(raw):
+            sock.settimeout(_left(deadline))
+            sock.sendall(raw[sent:] if sent else raw)
 
     def _fill(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> int:
         """Read until the buffer holds at least `size` bytes; raise _Closed at end of stream."""
@@ -369,6 +424,24 @@ class Connection:
         line, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
         return line
 
+    def _headers(self, sock: socket.socket, deadline: float, query: QueryConfig) -> dict[str, str]:
+        """The header lines after a status line, up to the empty line, parsed as one block once
+        it is all in (names lower-cased, names and values stripped; the last of a name wins)."""
+        self._fill(sock, deadline, query, 2)
+        if self._buffer.startswith(b"\r\n"):  # no header lines at all
+            self._buffer = self._buffer[2:]
+            return {}
+        start = 0  # the first blank line ends the block: no header line holds one
+        while (end := self._buffer.find(b"\r\n\r\n", start)) < 0:
+            start = max(0, len(self._buffer) - 3)
+            self._fill(sock, deadline, query, len(self._buffer) + 1)
+        block, self._buffer = self._buffer[:end], self._buffer[end + 4 :]
+        headers: dict[str, str] = {}
+        for line in block.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return headers
+
     def _response(self, sock: socket.socket, deadline: float, query: QueryConfig) -> _Answer:
         while True:  # 1xx answers come before the real one
             status_line = self._line(sock, deadline, query)
@@ -378,10 +451,7 @@ class Connection:
                     ErrorKind.CONNECTION, f"RemoteProtocolError: bad status line {status_line!r}"
                 )
             status = int(parts[1])
-            headers: dict[str, str] = {}
-            while line := self._line(sock, deadline, query):
-                name, _, value = line.decode("latin-1").partition(":")
-                headers[name.strip().lower()] = value.strip()
+            headers = self._headers(sock, deadline, query)
             if not 100 <= status < 200:
                 break
         close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
@@ -451,17 +521,34 @@ def _decode(body: bytes, headers: Mapping[str, str]) -> bytes:
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One timed exchange, its answer not yet read (`Channel.send`, then `Channel.read`)."""
+
+    query_id: str
+    latency_ns: int
+    answer: _Answer | None = None  # None when it failed on the wire
+    failure: _Failure | None = None
+    result: QueryResult | None = None  # already read (the httpx path of tests)
+
+
 class Channel:
     """The timed path to one service: a persistent connection (or, in tests, an httpx client
     over `transport`) and every request prepared before the clock starts.
 
         channel = Channel(base_url, query, items)   # encodes every request once
         result = channel.ask(query_id, text)        # one timed exchange -> QueryResult
+        sent = channel.send(query_id, text)         # or: the timed exchange now...
+        result = channel.read(sent)                 # ...and its answer read later
         channel.close()
 
     On the clock: write the prepared bytes, read the answer; nothing else is built per query.
-    The client never reads proxies or certificates from the environment, speaks HTTP/1.1 only
-    and makes no TLS context (the service is plain http on 127.0.0.1).
+    `send` stops there: reading ids out of the answer (`read`) is the harness's own work, done
+    after the clock in either case, and cheaper for a batch of answers read together (the
+    runner reads a round's answers every READ_BATCH queries). `requests` (a `Requests` of the
+    same query) reuses requests encoded for an earlier boot. The client never reads proxies or
+    certificates from the environment, speaks HTTP/1.1 only and makes no TLS context (the
+    service is plain http on 127.0.0.1).
     """
 
     def __init__(
@@ -472,6 +559,7 @@ class Channel:
         *,
         transport: httpx.BaseTransport | None = None,
         open_socket: OpenSocket | None = None,
+        requests: Requests | None = None,
     ) -> None:
         self.base_url, self.query = base_url, query
         self._client = None
@@ -482,12 +570,19 @@ class Channel:
         self._connection = Connection(base_url, open_socket) if transport is None else None
         self._prepared: dict[str, bytes] = {}
         if self._connection is not None:
-            for _, text in items:
-                self._prepared[text] = encode_request(base_url, make_request(query, text))
+            if requests is None or requests.query != query:
+                requests = Requests(query, items)
+            self._prepared = requests.for_url(base_url)
 
     def ask(self, query_id: str, text: str) -> QueryResult:
+        """One timed exchange and its answer read: `read(send(query_id, text))`."""
+        return self.read(self.send(query_id, text))
+
+    def send(self, query_id: str, text: str) -> Sent:
+        """Send one query and read its whole answer, timed (`ask`'s latency); no ids read yet."""
         if self._client is not None:
-            return ask(self._client, self.base_url, self.query, query_id, text)
+            result = ask(self._client, self.base_url, self.query, query_id, text)
+            return Sent(query_id, result.latency_ns, result=result)
         assert self._connection is not None
         raw = self._prepared.get(text)
         if raw is None:
@@ -498,8 +593,18 @@ class Channel:
         try:
             answer = self._connection.exchange(raw, self.query)
         except _Failure as failure:
-            return _failed(query_id, failure.kind, failure.detail, time.perf_counter_ns() - started)
-        return _interpret(answer, self.query, query_id, time.perf_counter_ns() - started)
+            return Sent(query_id, time.perf_counter_ns() - started, failure=failure)
+        return Sent(query_id, time.perf_counter_ns() - started, answer=answer)
+
+    def read(self, sent: Sent) -> QueryResult:
+        """The QueryResult of a `send`: the ranking read from its answer, or its failure."""
+        if sent.result is not None:
+            return sent.result
+        if sent.answer is None:
+            assert sent.failure is not None
+            failure = sent.failure
+            return _failed(sent.query_id, failure.kind, failure.detail, sent.latency_ns)
+        return _interpret(sent.answer, self.query, sent.query_id, sent.latency_ns)
 
     def close(self) -> None:
         if self._client is not None:
@@ -512,6 +617,9 @@ class Channel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_STR, _FLOAT = frozenset({str}), frozenset({float})  # exact types: what json.loads makes
 
 
 def _kind(value: object) -> str:
@@ -530,6 +638,8 @@ def _kind(value: object) -> str:
 def _ids(found: object, path: str) -> tuple[tuple[str, ...], str | None]:
     if not isinstance(found, list):
         return (), f"ids path {path!r} matched {_kind(found)}, not an array"
+    if set(map(type, found)) <= _STR:  # the usual answer, checked without a Python loop
+        return tuple(found), None
     for index, item in enumerate(found):
         if isinstance(item, bool) or not isinstance(item, str | int):
             return (), f"ids[{index}] is {_kind(item)}; ids must be strings or integers"
@@ -539,6 +649,8 @@ def _ids(found: object, path: str) -> tuple[tuple[str, ...], str | None]:
 def _scores(found: object, path: str, count: int) -> tuple[tuple[float, ...] | None, str | None]:
     if not isinstance(found, list):
         return None, f"scores path {path!r} matched {_kind(found)}, not an array"
+    if len(found) == count and set(map(type, found)) <= _FLOAT and all(map(math.isfinite, found)):
+        return tuple(found), None  # the usual answer, checked without a Python loop
     for index, item in enumerate(found):
         number = isinstance(item, int | float) and not isinstance(item, bool)
         if not number or not math.isfinite(item):
@@ -581,7 +693,8 @@ def replay(
     for latency fidelity, over one `Channel`; `concurrency > 1` sends through a thread pool,
     one Channel (connection) per thread, and still returns results in item order: its
     latencies include the client's own queueing. `on_result(done, total, result)` is called in
-    this thread as each result arrives. `transport` is for tests (an httpx transport).
+    this thread for each result in item order as it is read (sequentially: every READ_BATCH
+    queries, after their exchanges). `transport` is for tests (an httpx transport).
     `open_socket` is `RunningService.open_socket`: in a bubblewrap sandbox every connection is a
     socket made in the service's network namespace (None: plain loopback connections).
     """
@@ -596,20 +709,26 @@ def replay(
 
 
 def warm_up(channel: Channel, items: Sequence[tuple[str, str]]) -> None:
-    """`query.warmup` unrecorded requests through `channel`, cycling through `items`."""
+    """`query.warmup` unrecorded requests through `channel`, cycling through `items` (each
+    answer read off the wire whole, never interpreted: its outcome is ignored)."""
     for index in range(channel.query.warmup if items else 0):
         query_id, text = items[index % len(items)]
-        channel.ask(query_id, text)
+        channel.send(query_id, text)
 
 
 def _sequential(
     channel: Channel, items: Sequence[tuple[str, str]], on_result: OnResult | None
 ) -> tuple[QueryResult, ...]:
     results: list[QueryResult] = []
-    for query_id, text in items:
-        results.append(channel.ask(query_id, text))
-        if on_result is not None:
-            on_result(len(results), len(items), results[-1])
+    sent: list[Sent] = []
+    for done, (query_id, text) in enumerate(items, start=1):
+        sent.append(channel.send(query_id, text))
+        if len(sent) == READ_BATCH or done == len(items):
+            for one in sent:
+                results.append(channel.read(one))
+                if on_result is not None:
+                    on_result(len(results), len(items), results[-1])
+            sent.clear()
     return tuple(results)
 
 

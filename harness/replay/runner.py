@@ -41,7 +41,7 @@ from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
-from harness.replay.client import Channel, replay, warm_up
+from harness.replay.client import READ_BATCH, Channel, Requests, Sent, replay, warm_up
 from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
@@ -129,6 +129,8 @@ class RefSession:
         self._items = rewritten_items(
             ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
         )
+        # Encoded once for every boot of this ref (each boot changes only the Host's port).
+        self.requests = Requests(self.side.query, self._items)
 
     @property
     def log_dir(self) -> Path:
@@ -549,7 +551,13 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             side.timings["boot"] = svc.boot_seconds
             side.timings.update(_prepare_steps(svc))
             side.channel = stack.enter_context(
-                Channel(svc.url, session.side.query, items, open_socket=svc.open_socket)
+                Channel(
+                    svc.url,
+                    session.side.query,
+                    items,
+                    open_socket=svc.open_socket,
+                    requests=session.requests,
+                )
             )
         asking = [side for side in sides if side.channel is not None]
         for side in asking:
@@ -557,15 +565,18 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             warm_up(side.channel, items)
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
         errors = 0
+        # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
+        sent: list[list[tuple[_Side, Sent]]] = []
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
+            exchanges = []
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
-                result = side.channel.ask(query_id, text)
-                side.results.append(result)
-                errors += 0 if result.ok else 1
-            if plan.progress is not None:
-                plan.progress(label, done, len(items), errors, result)
+                exchanges.append((side, side.channel.send(query_id, text)))
+            sent.append(exchanges)
+            if len(sent) == READ_BATCH or done == len(items):
+                errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
+                sent.clear()
         elapsed = time.perf_counter() - t0
         if asking:
             machine = _machine(load_before, cpu0, len(items) * len(asking))
@@ -581,6 +592,28 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             side.failure,
             machine if side.channel is not None else None,
         )
+
+
+def _read(
+    sent: Sequence[Sequence[tuple[_Side, Sent]]],
+    before: int,
+    total: int,
+    errors: int,
+    progress: Progress | None,
+    label: str,
+) -> int:
+    """Read a batch of a round's answers into each side's results, query by query in the order
+    sent, telling `progress` of each query as when it was asked; the errors counted so far."""
+    for offset, exchanges in enumerate(sent, start=1):
+        result = None
+        for side, one in exchanges:
+            assert side.channel is not None
+            result = side.channel.read(one)
+            side.results.append(result)
+            errors += 0 if result.ok else 1
+        if progress is not None:
+            progress(label, before + offset, total, errors, result)
+    return errors
 
 
 def _url_key(url: str) -> str:

@@ -1,0 +1,118 @@
+#!/usr/bin/env python
+"""The harness's own CPU in the replay of `compare --demo`: per HTTP query, user and system.
+
+    python scripts/bench_replay_cpu.py [--demos 3] [--tree OLD_CHECKOUT ...]
+
+Each demo compare runs in a fresh interpreter that runs the CLI in-process and reads
+getrusage(RUSAGE_SELF) around `harness.replay.runner.run_pair` (checkouts, builds, the ten
+boots and teardowns, warm-up and measured queries, the run records) and counts the HTTP
+exchanges it made (`Connection.exchange` calls: both sides, warm-up included). Printed per
+compare: run_pair's harness CPU (user, system), the exchanges, the CPU per exchange, and the
+whole process's CPU against its wall time (issue 17: at most 25%).
+
+`--tree DIR` also measures the harness package under DIR (a checkout of another commit, e.g.
+`git worktree add /tmp/old main`: DIR/harness is imported instead of the installed one), each
+demo interleaved with the installed harness's, so that the machine's load hits both alike: the
+before/after of a change, measured in one run. The load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+INNER = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+import harness.replay.client as client, harness.replay.runner as runner
+exchanges = [0]
+exchange = client.Connection.exchange
+def counted(self, raw, query):
+    exchanges[0] += 1
+    return exchange(self, raw, query)
+client.Connection.exchange = counted
+spent = {}
+run_pair = runner.run_pair
+def timed(*args, **kwargs):
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        return run_pair(*args, **kwargs)
+    finally:
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        spent["user"] = after.ru_utime - before.ru_utime
+        spent["sys"] = after.ru_stime - before.ru_stime
+runner.run_pair = timed
+from harness.cli.main import main
+status = main(["compare", "--demo", "--quiet", "--results", sys.argv[2]])
+wall = time.perf_counter() - t0
+me = resource.getrusage(resource.RUSAGE_SELF)
+with open(sys.argv[1], "w") as out:
+    json.dump({"status": status, "wall": wall, "self": me.ru_utime + me.ru_stime,
+               "exchanges": exchanges[0], "package": client.__file__, **spent}, out)
+"""
+
+
+def one(tree: str | None) -> dict[str, float]:
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="bench-replay-cpu-") as tmp:
+        out = Path(tmp) / "usage.json"
+        subprocess.run(
+            [sys.executable, "-c", INNER, str(out), str(Path(tmp) / "results")],
+            check=False,
+            cwd=tmp,  # not a harness of the current directory
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if not out.exists():
+            raise SystemExit(f"the demo compare {'of ' + tree if tree else ''} did not finish")
+        found: dict[str, float] = json.loads(out.read_text())
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--demos", type=int, default=3)
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="also measure the harness package of this checkout (DIR/harness), interleaved",
+    )
+    args = parser.parse_args()
+    trees: dict[str, str | None] = {"installed": None}
+    trees |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(args.tree, 1)}
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"  {'harness':<10} {'run_pair user s':>15} {'sys s':>6} {'exchanges':>9}"
+        f" {'us/exchange user':>16} {'sys':>5} {'own CPU / wall':>15}"
+    )
+    per: dict[str, list[float]] = {label: [] for label in trees}
+    for _ in range(args.demos):
+        for label, tree in trees.items():
+            found = one(tree)
+            n = max(int(found["exchanges"]), 1)
+            user, system = found["user"], found["sys"]
+            per[label].append((user + system) / n * 1e6)
+            print(
+                f"  {label:<10} {user:15.3f} {system:6.3f} {n:9d} {user / n * 1e6:16.0f}"
+                f" {system / n * 1e6:5.0f} {found['self']:7.2f}/{found['wall']:.2f} s"
+                f" = {found['self'] / found['wall']:.0%}"
+            )
+    for label, tree in trees.items():
+        where = tree or "the installed harness"
+        print(f"{label}: median {statistics.median(per[label]):.0f} us of run_pair CPU per "
+              f"exchange ({where})")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
