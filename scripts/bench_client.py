@@ -50,9 +50,8 @@ BOUND_MS = 0.3
 class RawLoop:
     """The native client: bytes out, bytes in, on one keep-alive socket."""
 
-    def __init__(self, url: str) -> None:
-        host, port = url.removeprefix("http://").split(":")
-        self.sock = socket.create_connection((host, int(port)))
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock  # RunningService.connect(): plain loopback, or into the sandbox
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def exchange(self, raw: bytes) -> int:
@@ -97,9 +96,9 @@ def main() -> int:
         items = [(f"q{i}", texts[i % len(texts)]) for i in range(args.queries)]
         with running_service(side.service, repo, log_path=Path(tmp) / "svc.log") as svc:
             prepared = {t: encode_request(svc.url, make_request(side.query, t)) for t in texts}
-            raw = RawLoop(svc.url)
-            lean = Channel(svc.url, side.query, items)
-            client = httpx.Client(trust_env=False, http2=False)
+            raw = RawLoop(svc.connect())
+            lean = Channel(svc.url, side.query, items, open_socket=svc.open_socket)
+            client = httpx.Client(trust_env=False, http2=False, transport=svc.transport())
 
             def raw_ns(qid: str, text: str) -> int:
                 started = time.perf_counter_ns()
