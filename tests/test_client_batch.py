@@ -24,9 +24,13 @@ from harness.config import QueryConfig
 from harness.replay import runner
 from harness.replay.client import (
     READ_BATCH,
+    AnswerCache,
     Channel,
     Requests,
+    Sent,
+    _Answer,
     _ids,
+    _interpret,
     _kind,
     _scores,
     encode_request,
@@ -292,3 +296,49 @@ def test_the_fast_paths_decide_as_the_item_by_item_checks(
     got, want = _scores(scores, "s", count), _scores_reference(scores, "s", count)
     assert got[1] == want[1]
     assert got[0] == want[0] and [type(x) for x in got[0] or ()] == [float] * len(got[0] or ())
+
+
+# --------------------------------------------------------------------------- answers read once
+
+
+ANSWERS = [
+    _Answer(200, "application/json", b'{"results": [{"id": "a", "score": 1.5}, {"id": 7}]}'),
+    _Answer(200, "application/json", b'{"results": [{"id": "b", "score": 2}]}'),
+    _Answer(200, "application/json", b'{"results": [{"id": "a", "score": NaN}]}'),
+    _Answer(200, "text/html", b"<p>no</p>"),
+    _Answer(503, "text/plain", b"busy"),
+    _Answer(200, "application/json", b'{"hits": 3}'),
+]
+
+
+def test_an_answer_seen_before_reads_as_it_did_with_this_querys_id_and_latency() -> None:
+    query = replace(GET, scores="results[].score")
+    answers = AnswerCache(query)
+    for boot in range(3):  # a channel per boot, one cache for the ref
+        with Channel(f"http://127.0.0.1:{8000 + boot}", query, answers=answers) as channel:
+            for i, answer in enumerate(ANSWERS):
+                qid, latency = f"q{boot}.{i}", 1000 * boot + i + 1
+                got = channel.read(Sent(qid, latency, answer=answer))
+                assert got == _interpret(answer, query, qid, latency)
+    assert len(answers._read) == len(ANSWERS)  # each read once
+
+
+def test_the_cache_of_another_query_is_not_used() -> None:
+    answers = AnswerCache(GET)
+    answer = ANSWERS[0]
+    with Channel("http://127.0.0.1:1", GET, answers=answers) as channel:
+        assert channel.read(Sent("q1", 5, answer=answer)).ids == ("a", "7")
+    other = replace(GET, ids="results[0].id")  # reads the same body otherwise
+    with Channel("http://127.0.0.1:1", other, answers=answers) as channel:
+        assert channel.read(Sent("q1", 5, answer=answer)).ids != ("a", "7")
+
+
+def test_past_its_bound_the_cache_keeps_nothing_more_and_reads_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(AnswerCache, "MAX_BYTES", len(ANSWERS[0].body))
+    answers = AnswerCache(GET)
+    for _ in range(2):
+        for i, answer in enumerate(ANSWERS):
+            assert answers.read(answer, f"q{i}", 9) == _interpret(answer, GET, f"q{i}", 9)
+    assert list(answers._read) == [(200, "application/json", ANSWERS[0].body)]

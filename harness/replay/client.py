@@ -29,7 +29,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlencode, urlsplit
 
@@ -521,6 +521,37 @@ def _decode(body: bytes, headers: Mapping[str, str]) -> bytes:
     return body
 
 
+class AnswerCache:
+    """What each distinct answer of one query configuration reads as, kept across boots.
+
+        answers = AnswerCache(query)           # once per ref, beside its Requests
+        Channel(url, query, items, answers=answers)
+
+    Reading an answer (`_interpret`: JSON, the ids/scores/texts paths, their checks) depends on
+    nothing but the query configuration and the answer's status, content type and body, so a
+    service that answers a query as it did in an earlier round is read once: the same result,
+    with this query's id and latency. Bodies up to MAX_BYTES in all are kept (a body is the key:
+    a hit is an exact match); past that, answers are read as if there were no cache.
+    """
+
+    MAX_BYTES = 32 << 20
+
+    def __init__(self, query: QueryConfig) -> None:
+        self.query = query
+        self._read: dict[tuple[int, str, bytes], QueryResult] = {}
+        self._bytes = 0
+
+    def read(self, answer: _Answer, query_id: str, latency_ns: int) -> QueryResult:
+        key = (answer.status, answer.content_type, answer.body)
+        known = self._read.get(key)
+        if known is None:
+            known = _interpret(answer, self.query, "", 0)
+            if self._bytes + len(answer.body) <= self.MAX_BYTES:
+                self._read[key] = known
+                self._bytes += len(answer.body)
+        return replace(known, query_id=query_id, latency_ns=latency_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class Sent:
     """One timed exchange, its answer not yet read (`Channel.send`, then `Channel.read`)."""
@@ -546,7 +577,8 @@ class Channel:
     `send` stops there: reading ids out of the answer (`read`) is the harness's own work, done
     after the clock in either case, and cheaper for a batch of answers read together (the
     runner reads a round's answers every READ_BATCH queries). `requests` (a `Requests` of the
-    same query) reuses requests encoded for an earlier boot. The client never reads proxies or
+    same query) reuses requests encoded for an earlier boot, `answers` (an `AnswerCache` of the
+    same query) what earlier boots' answers read as. The client never reads proxies or
     certificates from the environment, speaks HTTP/1.1 only and makes no TLS context (the
     service is plain http on 127.0.0.1).
     """
@@ -560,8 +592,10 @@ class Channel:
         transport: httpx.BaseTransport | None = None,
         open_socket: OpenSocket | None = None,
         requests: Requests | None = None,
+        answers: AnswerCache | None = None,
     ) -> None:
         self.base_url, self.query = base_url, query
+        self._answers = answers if answers is not None and answers.query == query else None
         self._client = None
         if transport is not None:
             import httpx
@@ -604,6 +638,8 @@ class Channel:
             assert sent.failure is not None
             failure = sent.failure
             return _failed(sent.query_id, failure.kind, failure.detail, sent.latency_ns)
+        if self._answers is not None:
+            return self._answers.read(sent.answer, sent.query_id, sent.latency_ns)
         return _interpret(sent.answer, self.query, sent.query_id, sent.latency_ns)
 
     def close(self) -> None:
@@ -683,6 +719,8 @@ def replay(
     on_result: OnResult | None = None,
     transport: httpx.BaseTransport | None = None,
     open_socket: OpenSocket | None = None,
+    requests: Requests | None = None,
+    answers: AnswerCache | None = None,
 ) -> tuple[QueryResult, ...]:
     """Send `query.warmup` unrecorded requests, then every (query_id, text) once, in order.
 
@@ -697,11 +735,20 @@ def replay(
     queries, after their exchanges). `transport` is for tests (an httpx transport).
     `open_socket` is `RunningService.open_socket`: in a bubblewrap sandbox every connection is a
     socket made in the service's network namespace (None: plain loopback connections).
+    `requests` and `answers` are the ref's, kept across its boots (see `Channel`).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
     warm = items if warmup_items is None else warmup_items
-    with Channel(base_url, query, items, transport=transport, open_socket=open_socket) as channel:
+    with Channel(
+        base_url,
+        query,
+        items,
+        transport=transport,
+        open_socket=open_socket,
+        requests=requests,
+        answers=answers,
+    ) as channel:
         warm_up(channel, warm)
         if concurrency == 1:
             return _sequential(channel, items, on_result)

@@ -41,7 +41,15 @@ from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay.answers import IdAdapter, adapter_for
-from harness.replay.client import READ_BATCH, Channel, Requests, Sent, replay, warm_up
+from harness.replay.client import (
+    READ_BATCH,
+    AnswerCache,
+    Channel,
+    Requests,
+    Sent,
+    replay,
+    warm_up,
+)
 from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
@@ -131,6 +139,7 @@ class RefSession:
         )
         # Encoded once for every boot of this ref (each boot changes only the Host's port).
         self.requests = Requests(self.side.query, self._items)
+        self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
 
     @property
     def log_dir(self) -> Path:
@@ -243,6 +252,8 @@ class RefSession:
                     concurrency=self.plan.concurrency,
                     on_result=on_result,
                     open_socket=svc.open_socket,
+                    requests=self.requests,
+                    answers=self.answers,
                 )
                 timings["queries"] = time.perf_counter() - t0
                 machine = _machine(load_before, cpu0, len(results))
@@ -557,6 +568,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     items,
                     open_socket=svc.open_socket,
                     requests=session.requests,
+                    answers=session.answers,
                 )
             )
         asking = [side for side in sides if side.channel is not None]
