@@ -4,6 +4,11 @@
     Channel(base_url, query, items).ask(query_id, text)      the timed path: one persistent
                                                              keep-alive socket, requests encoded
                                                              before the clock starts
+    channel.send(query_id, text) -> Sent; channel.read(sent) the same in two steps: the timed
+                                                             exchange, then the answer read
+    Requests(query, items), AnswerCache(query)               kept per ref across its boots:
+                                                             requests encoded once, each
+                                                             distinct answer read once
     ask(client, base_url, query, query_id, text)             the same over httpx (MockTransport)
     replay(base_url, query, items, *, warmup_items=None, concurrency=1, on_result=None)
 
