@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student_t
 
 from harness.history.points import Point
+from harness.verdict.distributions import t_quantile
 
 CONFIDENCE = 0.95
 LATENCY = "latency p50 ms"
@@ -48,7 +48,7 @@ def _interval(grouped: pd.DataFrame, name: str) -> pd.DataFrame:
     """mean, low, high from a frame with mean, sd and n columns."""
     n = grouped["n"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        q = np.where(n > 1, student_t.ppf(0.5 + CONFIDENCE / 2, np.maximum(n - 1, 1)), np.nan)
+        q = np.array([t_quantile(0.5 + CONFIDENCE / 2, int(k) - 1) if k > 1 else np.nan for k in n])
         half = q * grouped["sd"].to_numpy(dtype=np.float64) / np.sqrt(n)
     mean = grouped["mean"].to_numpy(dtype=np.float64)
     return pd.DataFrame(
@@ -82,10 +82,7 @@ def aggregate(
             f"({newest.gold_hash[:12]}) left out"
         )
     meta = pd.DataFrame(
-        [
-            {"sha": p.sha, "ref": p.ref, "when": p.when, "repeats": p.repeats}
-            for p in kept
-        ]
+        [{"sha": p.sha, "ref": p.ref, "when": p.when, "repeats": p.repeats} for p in kept]
     )
     table = meta.groupby("sha").agg(
         refs=("ref", lambda refs: ", ".join(sorted(set(refs)))),

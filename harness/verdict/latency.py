@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.types import Verdict
+from harness.verdict.distributions import t_quantile
 from harness.verdict.resample import aligned, check_confidence
 
 
@@ -167,11 +168,7 @@ def latency_test(
 
 
 def _half_width(spread: float, n: int, confidence: float) -> float:
-    # Student's t quantile. Imported here: scipy is a third of a second that `harness metrics`
-    # or a report of stored results never needs; scipy.special, not scipy.stats (3x the import).
-    from scipy.special import stdtrit
-
-    return float(stdtrit(n - 1, 0.5 + confidence / 2)) * spread / math.sqrt(n)
+    return t_quantile(0.5 + confidence / 2, n - 1) * spread / math.sqrt(n)
 
 
 def _rounds_needed(spread: float, room: float, confidence: float) -> int | None:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from harness.verdict.distributions import binomial_cdf
 from harness.verdict.resample import CHUNK_ELEMENTS, FloatArray, IntArray, percentile_interval
 
 ERROR = 1e-3
@@ -76,19 +77,19 @@ def batches(resamples: int, first: int = FIRST_BATCH) -> list[int]:
     return sizes
 
 
-def clopper_pearson(hits: int, draws: int, level: float) -> tuple[float, float]:
-    """Two-sided Clopper-Pearson interval of a binomial proportion at `level`."""
-    from scipy.special import betaincinv  # imported on use: see harness.verdict.stats
-
-    half = (1 - level) / 2
-    lower = 0.0 if hits == 0 else float(betaincinv(hits, draws - hits + 1, half))
-    upper = 1.0 if hits >= draws else float(betaincinv(hits + 1, draws - hits, 1 - half))
-    return lower, upper
-
-
 def _beyond(hits: int, draws: int, below: float, above: float, looks: int) -> bool:
-    lower, upper = clopper_pearson(hits, draws, 1 - ERROR / looks)
-    return upper < below or lower > above
+    """Whether the two-sided Clopper-Pearson interval of hits / draws at level 1 - ERROR /
+    looks lies wholly below `below` or wholly above `above`.
+
+    Tested without computing its ends (which takes the inverse incomplete beta function): its
+    upper end is below `below` exactly when P(X <= hits) < half at p = `below`, its lower end
+    above `above` exactly when P(X >= hits) < half at p = `above`, X ~ Bin(draws, p) and half
+    = ERROR / looks / 2, both probabilities being monotone in p."""
+    half = ERROR / looks / 2
+    if binomial_cdf(hits, draws, below) < half:  # the upper end is below `below`
+        return True
+    # P(X >= hits) at p = `above` is P(draws - X <= draws - hits) at p = 1 - `above`.
+    return binomial_cdf(draws - hits, draws, 1.0 - above) < half
 
 
 @dataclass(frozen=True)

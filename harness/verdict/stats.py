@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.types import Verdict
+from harness.verdict.distributions import half_binomial_cdf, half_binomial_pmf
 from harness.verdict.resample import (
     BoolArray,
     FloatArray,
@@ -54,11 +55,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     check_count("c", c)
     if b + c == 0 or b == c:
         return 1.0
-    # Imported on use (a third of a second that a metrics-only command never needs); from
-    # scipy.special, not scipy.stats: binom.cdf is bdtr, at a third of the import.
-    from scipy.special import bdtr
-
-    return min(1.0, 2.0 * float(bdtr(min(b, c), b + c, 0.5)))
+    return min(1.0, 2.0 * half_binomial_cdf(min(b, c), b + c))
 
 
 def min_detectable_swing(alpha: float = 0.05) -> int:
@@ -156,21 +153,11 @@ def sign_flip_exact(scaled: npt.ArrayLike) -> float:
     pmf = np.ones(1)
     for value, count in zip(*np.unique(magnitude, return_counts=True), strict=True):
         group = np.zeros(int(value) * int(count) + 1)
-        group[:: int(value)] = _half_binomial_pmf(int(count))
+        group[:: int(value)] = half_binomial_pmf(int(count))
         pmf = _convolve(pmf, group)
     upper, lower = (total + observed) // 2, (total - observed) // 2
     p = float(pmf[upper:].sum() + pmf[: lower + 1].sum())
     return min(1.0, max(p, 0.0))
-
-
-def _half_binomial_pmf(n: int) -> FloatArray:
-    """P(X = k) for k = 0..n, X ~ Bin(n, 1/2), from log-gamma: C(n, k) / 2**n."""
-    from scipy.special import gammaln
-
-    k = np.arange(n + 1, dtype=np.float64)
-    log_pmf = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0) - n * math.log(2.0)
-    pmf: FloatArray = np.exp(log_pmf)
-    return pmf
 
 
 def _convolve(a: FloatArray, b: FloatArray) -> FloatArray:
