@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.errors import GoldError
 from harness.gold import check_files
 from harness.gold.check import check_gold
 from harness.gold.documents import Corpus, Document
@@ -84,3 +86,57 @@ def test_check_files_reads_the_same_on_the_demo_as_with_the_whole_index(tmp_path
     whole.df("\0 build the whole index \0")
     # With the whole index built first, prepare is a no-op: the report is the unprepared one.
     assert check_gold(gold, whole) == report
+
+
+# --------------------------------------------------------------------------- reading the corpus
+
+_LINES = [
+    b'{"id": "a", "title": "T", "text": "x"}',
+    b'{"id": "b", "text": "no title"}',
+    b'{"_id": "c", "text": "beir"}',
+    b'{"_id": "d", "id": "d", "text": "both agree"}',
+    b'{"_id": "e", "id": "f", "text": "disagree"}',
+    b'{"id": 7, "text": "integer id"}',
+    b'{"id": true, "text": "bool id"}',
+    b'{"id": "", "text": "empty id"}',
+    b'{"id": "g", "title": 3, "text": "bad title"}',
+    b'{"id": "h", "title": "no text"}',
+    b'{"id": "a", "text": "duplicate"}',
+    b'{"text": "no id"}',
+    b'["not", "an", "object"]',
+    b'{"id": "i", "text": "caf\xc3\xa9 \\ud800"}',
+    b'{"id": "j", "text": "\xed\xa0\x80 a raw surrogate"}',
+    b'{"id": "k", "text": "\xff bad utf-8"}',
+    b'\xef\xbb\xbf{"id": "l", "text": "a BOM"}',
+    '{"id": "m", "text": "utf-16"}'.encode("utf-16"),
+    b'{"id": "n", "text": "trailing"} x',
+    b'{"id": "o", "text": "crlf"}\r',
+    b"   ",
+    b'{"id": "p", "text": "nul \x00 inside"}',
+    b'\x00{"id": "q"}',
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.sampled_from(_LINES), max_size=8))
+def test_the_quick_reading_of_a_line_changes_nothing(
+    lines: list[bytes], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import harness.gold.corpus as reading
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    def outcome() -> object:
+        try:
+            ids, sha = reading.load_corpus_ids(path)
+            return ids, sha, reading.load_corpus(path).documents
+        except GoldError as error:
+            return str(error), [str(p) for p in error.problems]
+
+    quick = outcome()
+    with pytest.MonkeyPatch.context() as patch:  # every line through the exact, slow reading
+        patch.setattr(reading, "_quick_row", lambda raw: None)
+        patch.setattr(reading, "_quick_id", lambda row: None)
+        exact = outcome()
+    assert quick == exact
