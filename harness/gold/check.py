@@ -177,7 +177,7 @@ def check_gold(gold: GoldSet, corpus: Corpus | None = None, *, alpha: float = 0.
 
 
 def _asked_terms(gold: GoldSet) -> Iterator[str]:
-    """Every term whose document frequency the checks of one query may ask for."""
+    """Every term whose document frequency (or postings) the per-query checks may ask for."""
     for query in gold.queries:
         if query.slice in EXACT_SLICES:
             yield from terms(query.text)
