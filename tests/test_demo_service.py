@@ -131,6 +131,20 @@ def test_generation_is_deterministic_across_processes(tmp_path: Path) -> None:
     assert (tmp_path / "gold.jsonl").read_bytes() == first.gold
 
 
+# The sha256 of the bytes `generate()` gave before the generator was made cheaper (tokenising
+# each draft once, an incremental view of recent drafts): a speed-up must not move a single byte.
+# Change these only with a deliberate change to the demo's data, and say so in the commit.
+PINNED_CORPUS_SHA256 = "20ae0557ee65b21e0ff17bdb2ae91d01a258ae9d336e21db9a2114f5e39716df"
+PINNED_GOLD_SHA256 = "51c6038aaf84e18a244583905ec641742b19d0adb3afa7a4df49cfe9c2cbb400"
+
+
+def test_generated_bytes_are_pinned() -> None:
+    data = generate()
+    assert hashlib.sha256(data.corpus).hexdigest() == PINNED_CORPUS_SHA256
+    assert hashlib.sha256(data.gold).hexdigest() == PINNED_GOLD_SHA256
+    assert data.corpus_sha256 == PINNED_CORPUS_SHA256
+
+
 def test_header_records_the_corpus_sha256(
     demo_repo: Path, gold: tuple[dict[str, Any], list[dict[str, Any]]]
 ) -> None:

@@ -66,8 +66,11 @@ class DemoData:
     corpus_sha256: str
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True)  # json.dumps(obj, sort_keys=True), made once
+
+
 def _line(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True) + "\n"
+    return _ENCODER.encode(obj) + "\n"
 
 
 def generate(seed: int = SEED) -> DemoData:

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from harness.demo import vocabulary
-from harness.demo.svc import CONCEPT_OF, STOPWORDS, THESAURUS, concepts, tokens
+from harness.demo.svc import CONCEPT_OF, STOPWORDS, THESAURUS
 from harness.demo.world import (
     RECENT_DAYS,
     RECENT_MENTIONS,
     SLANG,
     SLICE_SIZES,
-    WORD,
     Builder,
     Question,
     World,
@@ -25,9 +24,10 @@ from harness.demo.world import (
 
 def exact_token_questions(b: Builder, codes: list[str], tickets: list[str]) -> None:
     rng = b.stream("exact_token_questions")
-    holders: dict[str, list[int]] = {}
+    wanted = {c.lower() for c in codes + tickets}
+    holders: dict[str, list[int]] = {}  # code or ticket token -> the drafts holding it, in order
     for i, d in enumerate(b.drafts):
-        for t in dict.fromkeys(tokens(f"{d.title} {d.text}")):
+        for t in wanted.intersection(d.tokens):
             holders.setdefault(t, []).append(i)
     unique = [c for c in codes + tickets if len(holders.get(c.lower(), [])) == 1]
     picked = rng.sample([c for c in unique if c.startswith("ERR")], 25)
@@ -132,11 +132,8 @@ def superseded_questions(b: Builder, w: World) -> None:
 
 def _mentions_of(b: Builder, entity: str, skip: int) -> int:
     """How many documents other than `skip`, at most RECENT_DAYS old, name `entity`."""
-    return sum(
-        1
-        for i, d in enumerate(b.drafts)
-        if i != skip and d.age_days <= RECENT_DAYS and entity in f"{d.title} {d.text}"
-    )
+    drafts = b.drafts
+    return sum(1 for i in b.recent if i != skip and entity in drafts[i].body)
 
 
 def entity_questions(b: Builder, w: World, pages: Mapping[str, int]) -> None:
@@ -175,7 +172,10 @@ def background_mentions(b: Builder, w: World, count: int) -> None:
 
 def semantic_questions(b: Builder, runbooks: list[tuple[int, tuple[str, str, str]]]) -> None:
     rng = b.stream("semantic_questions")
-    concept_sets = [frozenset(concepts(f"{d.title} {d.text}")) for d in b.drafts]
+    holding: dict[str, set[int]] = {}  # concept id -> the drafts holding it
+    for i, d in enumerate(b.drafts):
+        for concept in {CONCEPT_OF[t] for t in d.tokens if t in CONCEPT_OF}:
+            holding.setdefault(concept, set()).add(i)
     templates = [
         "how do I {a} a {c} {o}",
         "{o} is {c}, how to {a} it",
@@ -184,10 +184,10 @@ def semantic_questions(b: Builder, runbooks: list[tuple[int, tuple[str, str, str
     ]
     count = 0
     for index, triple in rng.sample(runbooks, len(runbooks)):
-        if sum(1 for held in concept_sets if held.issuperset(triple)) != 1:
+        if len(set.intersection(*(holding.get(concept, set()) for concept in triple))) != 1:
             continue  # another document holds every concept too: the answer would be ambiguous
         draft = b.drafts[index]
-        doc_words = set(content_words(f"{draft.title} {draft.text}"))
+        doc_words = set(content_words(draft.body))
         options = [
             [f for f in THESAURUS[concept] if f not in SLANG and f not in doc_words]
             for concept in triple
@@ -217,8 +217,10 @@ def nonsense_questions(b: Builder) -> None:
     rng = b.stream("nonsense_questions")
     known: set[str] = set()  # every token of the corpus, both ways of splitting
     for d in b.drafts:
-        known.update(tokens(f"{d.title} {d.text}"))
-        known.update(WORD.findall(f"{d.title} {d.text}".lower()))
+        known.update(d.tokens)
+    # WORD splits at every hyphen, tokens() keeps inner hyphens: WORD's words are exactly the
+    # hyphen-separated parts of the tokens (both take maximal runs of the same characters).
+    known.update(*(t.split("-") for t in list(known) if "-" in t))
     made = 0
     while made < SLICE_SIZES["nonsense"]:
         words = [

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.demo import vocabulary
-from harness.demo.svc import STOPWORDS, THESAURUS
+from harness.demo.svc import STOPWORDS, THESAURUS, tokens
 
 SEED = 20240601
 TODAY = dt.date(2024, 6, 1)  # age_days counts back from here; dates in the text agree with it
@@ -53,6 +53,14 @@ class _Draft:
     title: str
     text: str
     age_days: int
+    # Derived once, when the draft is made: every slice reads them.
+    body: str = field(init=False, repr=False, compare=False)  # the title and text, as indexed
+    tokens: tuple[str, ...] = field(init=False, repr=False, compare=False)  # svc.tokens(body)
+
+    def __post_init__(self) -> None:
+        body = f"{self.title} {self.text}"
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "tokens", tuple(tokens(body)))
 
 
 @dataclass(frozen=True)
@@ -64,12 +72,24 @@ class Question:
     outranks: tuple[tuple[int, int], ...] = ()
 
 
+# The values `Builder.value` draws from, by kind ("person" draws from the people it is given).
+_VALUES: Mapping[str, Sequence[str]] = {
+    "region": vocabulary.REGIONS,
+    "weekday": vocabulary.WEEKDAYS,
+    "time": [f"{h:02d}:{m:02d}" for h in range(24) for m in (0, 30)],
+    "version": [f"{major}.{minor}" for major in range(1, 4) for minor in range(10)],
+    "apiversion": [f"v{n}" for n in range(1, 7)],
+    "channel": [f"#alerts-{b}" for b in vocabulary.BIRDS],
+}
+
+
 @dataclass
 class Builder:
     seed: int
     rng: random.Random = field(default_factory=random.Random)
     drafts: list[_Draft] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    recent: list[int] = field(default_factory=list)  # drafts at most RECENT_DAYS old, in order
 
     def stream(self, section: str) -> random.Random:
         """Switch to the random stream of one section, so tuning one leaves the others alone."""
@@ -78,6 +98,8 @@ class Builder:
 
     def add(self, title: str, text: str, age: int) -> int:
         self.drafts.append(_Draft(title, text, age))
+        if age <= RECENT_DAYS:
+            self.recent.append(len(self.drafts) - 1)
         return len(self.drafts) - 1
 
     def date(self, age: int) -> str:
@@ -88,15 +110,7 @@ class Builder:
         if kind.startswith("int:"):
             low, high = (int(part) for part in kind.split(":")[1:])
             return str(rng.randint(low, high))
-        choices = {
-            "region": vocabulary.REGIONS,
-            "weekday": vocabulary.WEEKDAYS,
-            "person": list(people),
-            "time": [f"{h:02d}:{m:02d}" for h in range(24) for m in (0, 30)],
-            "version": [f"{major}.{minor}" for major in range(1, 4) for minor in range(10)],
-            "apiversion": [f"v{n}" for n in range(1, 7)],
-            "channel": [f"#alerts-{b}" for b in vocabulary.BIRDS],
-        }[kind]
+        choices = people if kind == "person" else _VALUES[kind]
         return rng.choice(choices)
 
 

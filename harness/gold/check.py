@@ -152,6 +152,7 @@ def check_gold(gold: GoldSet, corpus: Corpus | None = None, *, alpha: float = 0.
         found.append(Finding("info", "integrity", None, None, "no corpus given: the integrity, "
                              "staleness, winnability and leak checks need one (--corpus)"))
     else:
+        corpus.prepare(_asked_terms(gold))  # the terms below ask df of: no whole index needed
         present = len(labelled & corpus.ids)
         found += _integrity(gold, corpus)
         found += _spans(gold, corpus)
@@ -173,6 +174,17 @@ def check_gold(gold: GoldSet, corpus: Corpus | None = None, *, alpha: float = 0.
         findings=tuple(sorted(found, key=lambda f: order[f.check])),  # stable: gold order within
         power=power, overall=overall,
     )
+
+
+def _asked_terms(gold: GoldSet) -> Iterator[str]:
+    """Every term whose document frequency (or postings) the per-query checks may ask for."""
+    for query in gold.queries:
+        if query.slice in EXACT_SLICES:
+            yield from terms(query.text)
+        elif query.slice in PHRASE_SLICES:
+            yield from tokens(phrase_of(query.text))
+        if query.slice in NONSENSE_SLICES:
+            yield from content_words(query.text)
 
 
 def check_query(query: GoldQuery, corpus: Corpus) -> list[Finding]:

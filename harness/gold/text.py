@@ -94,6 +94,26 @@ def compounds(text: str) -> list[str]:
     return list(dict.fromkeys(_COMPOUND.findall(_fold(text))))
 
 
+def surface_forms(term: str) -> list[str]:
+    """The words as written (NFKC, lower-cased) that `normalise` maps to `term`: `term` itself,
+    `term` + "s" and, for a final "y", "ies" in its place; only those that map back to it
+    (`normalise` changes nothing else, so no other word can). Empty for what no word maps to."""
+    forms = [term, term + "s"] + ([term[:-1] + "ies"] if term.endswith("y") else [])
+    return [form for form in forms if _WORD.fullmatch(form) and normalise(form) == term]
+
+
+def fold(text: str) -> str:
+    """`text` as the words and compounds are read from it: NFKC-normalised and lower-cased."""
+    return _fold(text)
+
+
+# The ASCII fast path: in ASCII text a word character (`[^\W_]`) is exactly [A-Za-z0-9], so a
+# byte translation that blanks every other byte, then a split, gives the same words as `_WORD`;
+# and a compound is the same match of this bytes pattern as of `_COMPOUND`.
+ASCII_GAPS = bytes(b if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
+ASCII_COMPOUND = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[-_.][A-Za-z0-9]++)++")
+
+
 def terms(text: str) -> list[str]:
     """Content words then compounds: the terms whose document frequency an exact query is
     checked on."""
