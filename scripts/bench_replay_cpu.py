@@ -13,7 +13,8 @@ whole process's CPU against its wall time (issue 17: at most 25%).
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit, e.g.
 `git worktree add /tmp/old main`: DIR/harness is imported instead of the installed one), each
 demo interleaved with the installed harness's, so that the machine's load hits both alike: the
-before/after of a change, measured in one run. The load average is printed before and after.
+before/after of a change, measured in one run. Each tree's .pyc files are brought up to date
+first (`compileall`), as an install leaves them. The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ def main() -> None:
     args = parser.parse_args()
     trees: dict[str, str | None] = {"installed": None}
     trees |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(args.tree, 1)}
+    for tree in trees.values():  # .pyc up to date, as an install leaves them (bench_overhead.py)
+        package = Path(tree or Path(__file__).resolve().parent.parent) / "harness"
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(
         f"  {'harness':<10} {'run_pair user s':>15} {'sys s':>6} {'exchanges':>9}"
