@@ -180,9 +180,7 @@ def test_send_then_read_is_ask(misbehaving: str) -> None:
         assert (one.error, one.status) == (channel.ask("id0", "q").error, 404)
 
 
-def test_warm_up_answers_are_never_read(
-    misbehaving: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_warm_up_answers_are_never_read(misbehaving: str, monkeypatch: pytest.MonkeyPatch) -> None:
     query = replace(GET, scores=None, warmup=3)
     with Channel(misbehaving, query) as channel:
         monkeypatch.setattr(channel, "read", lambda sent: pytest.fail("a warm-up was read"))
@@ -342,3 +340,32 @@ def test_past_its_bound_the_cache_keeps_nothing_more_and_reads_the_same(
         for i, answer in enumerate(ANSWERS):
             assert answers.read(answer, f"q{i}", 9) == _interpret(answer, GET, f"q{i}", 9)
     assert list(answers._read) == [(200, "application/json", ANSWERS[0].body)]
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n{}", "bad Content-Length 'abc'"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n{}", "bad Content-Length '-5'"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n{}", "bad Content-Length ''"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n",
+            "bad chunk size 'zz'",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\n{}\r\n",
+            "bad chunk size '+2'",
+        ),
+    ],
+)
+def test_garbled_framing_is_a_connection_error_not_a_crash(answer: bytes, detail: str) -> None:
+    got = ask_canned(answer)
+    assert got.error is ErrorKind.CONNECTION
+    assert got.detail == f"RemoteProtocolError: {detail}"
+
+
+def test_json_nested_deeper_than_python_recurses_is_not_json_not_a_crash() -> None:
+    body = b"[" * 5_000 + b"]" * 5_000
+    got = ask_canned(ok(body))
+    assert got.error is ErrorKind.NOT_JSON
+    assert got.detail.startswith("application/json: [[[")

@@ -207,7 +207,7 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
         decoded = (
             html_document(answer.body, query.select) if query.select else json.loads(answer.body)
         )
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python recurses
         return failed(ErrorKind.NOT_JSON, f"{answer.content_type or 'no content-type'}: {excerpt}")
     found = compile_path(query.ids).search(decoded)
     if found is None:
@@ -463,7 +463,7 @@ class Connection:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             body = self._chunked(sock, deadline, query)
         elif "content-length" in headers:
-            length = int(headers["content-length"])
+            length = _framing(headers["content-length"], 10, "Content-Length")
             if length > query.max_bytes:
                 raise _too_large(query)
             body = self._take(sock, deadline, query, length)
@@ -479,7 +479,8 @@ class Connection:
     def _chunked(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
         body = bytearray()
         while True:
-            size = int(self._line(sock, deadline, query).split(b";")[0].strip() or b"0", 16)
+            line = self._line(sock, deadline, query).split(b";")[0].strip() or b"0"
+            size = _framing(line.decode("latin-1"), 16, "chunk size")
             if size == 0:
                 while self._line(sock, deadline, query):  # trailers, then the empty line
                     pass
@@ -505,6 +506,14 @@ _HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_byte
 
 class _Closed(Exception):
     """The service closed the connection."""
+
+
+def _framing(text: str, base: int, what: str) -> int:
+    """A Content-Length or chunk size: digits only (no sign, no spaces, no underscores)."""
+    digits = "0123456789abcdefABCDEF"[: 10 if base == 10 else 22]
+    if not text or text.strip(digits):
+        raise _Failure(ErrorKind.CONNECTION, f"RemoteProtocolError: bad {what} {text[:40]!r}")
+    return int(text, base)
 
 
 def _left(deadline: float) -> float:
