@@ -32,7 +32,9 @@ prctl is unavailable, the marker search falls back to a scan of every process.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -179,13 +181,86 @@ def _signal(proc: psutil.Process, sig: signal.Signals) -> None:
         proc.send_signal(sig)
 
 
+class _Handle:
+    """One process of a boot, held from the moment it is found: a pidfd (Linux >= 5.3), which
+    names that process and no other, so a later check or signal can never reach a stranger that
+    reused its pid, and which polls readable once it has exited (a zombie included). Where
+    pidfd_open is unavailable, a psutil.Process (which checks the pid's start time instead).
+    Raises psutil.NoSuchProcess when `pid` is already gone."""
+
+    __slots__ = ("_proc", "fd", "pid")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd: int | None = None
+        self._proc: psutil.Process | None = None
+        try:
+            self.fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            raise psutil.NoSuchProcess(pid) from None
+        except (AttributeError, OSError):  # no pidfd here: psutil's create-time check
+            self._proc = psutil.Process(pid)
+
+    def alive(self) -> bool:
+        """Running and not a zombie (a zombie holds no resources; init or we will reap it)."""
+        if self._proc is not None:
+            return _alive(self._proc)
+        return self.fd is not None and not select.select([self.fd], [], [], 0)[0]
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self._proc is not None:
+            _signal(self._proc, sig)
+        elif self.fd is not None:
+            with contextlib.suppress(OSError):  # exited meanwhile
+                signal.pidfd_send_signal(self.fd, sig)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _live(handles: Iterable[_Handle]) -> list[_Handle]:
+    """Those of `handles` still running: one poll() for every pidfd, however many."""
+    handles = list(handles)
+    polled = [h.fd for h in handles if h.fd is not None]
+    if not polled:
+        return [h for h in handles if h.alive()]
+    poller = select.poll()
+    for fd in polled:
+        poller.register(fd, select.POLLIN)
+    ended = {fd for fd, _ in poller.poll(0)}
+    return [h for h in handles if (h.fd not in ended if h.fd is not None else h.alive())]
+
+
+def _wait_exit(handles: list[_Handle], timeout: float, fallback_interval: float) -> None:
+    """Return once every one of `handles` has exited, or after `timeout` s: woken by each exit
+    (pidfds polled together), else, without pidfds, after `fallback_interval` s."""
+    fds = [h.fd for h in handles if h.fd is not None]
+    if len(fds) < len(handles):
+        time.sleep(min(fallback_interval, max(0.0, timeout)))
+        return
+    deadline = time.monotonic() + timeout
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    pending = len(fds)
+    while pending and (left := deadline - time.monotonic()) > 0:
+        for fd, _ in poller.poll(math.ceil(left * 1000)):
+            poller.unregister(fd)
+            pending -= 1
+
+
 class ProcessTree:
     """Every process one boot started, found three ways: the leader (our child, never reaped
     before the end), its descendants (walked while alive: at ready, before SIGTERM, before each
     SIGKILL), and any process carrying MARKER_ENV=run_id (orphans re-parented to init, daemons
     that called setsid(), leftovers of prepare commands).
 
-    `poll_interval` (seconds) is how often `stop` checks whether they are gone; `kill_rounds` is
+    Each process is held by a pidfd from the moment it is found (`_Handle`): `stop` is woken by
+    each exit instead of polling, and no check or signal can reach a process that reused a pid.
+    `poll_interval` (seconds) is how often `stop` checks whether they are gone where the kernel
+    offers no pidfd (before Linux 5.3: then psutil checks each pid's start time); `kill_rounds` is
     how many collect-then-SIGKILL rounds it makes before declaring survivors. `contained`: every
     process of the boot stays a descendant of the leader (a bubblewrap PID namespace), so the
     marker search is skipped. Otherwise the harness is made a subreaper (`become_subreaper`) and
@@ -201,40 +276,46 @@ class ProcessTree:
         self.contained = contained
         self._scoped = contained or become_subreaper()
         self.leader: subprocess.Popen[bytes] | None = None
-        self.tracked: dict[int, psutil.Process] = {}
+        self.tracked: dict[int, _Handle] = {}
 
-    def collect(self) -> list[psutil.Process]:
-        """Track every process found now; return the live ones."""
-        roots = [p for p in self.tracked.values() if _alive(p)]
-        if self.leader is not None and self.leader.pid not in self.tracked:
+    def _track(self, pid: int, found: dict[int, _Handle]) -> None:
+        if pid not in found and pid not in self.tracked:
             with contextlib.suppress(psutil.Error):
-                roots.append(psutil.Process(self.leader.pid))
-        if not self.contained:
-            roots += find_marked(self.run_id, under=os.getpid() if self._scoped else None)
-        found = {p.pid: p for p in roots}
-        for proc in roots:
-            for pid in descendants(proc.pid):
-                if pid not in found and pid not in self.tracked:
-                    with contextlib.suppress(psutil.Error):
-                        found[pid] = psutil.Process(pid)
-        for pid, proc in found.items():
-            self.tracked.setdefault(pid, proc)
-        return [p for p in self.tracked.values() if _alive(p)]
+                found[pid] = _Handle(pid)
 
-    def _wait_gone(self, timeout: float) -> list[psutil.Process]:
+    def collect(self) -> list[_Handle]:
+        """Track every process found now; return the live ones."""
+        roots = _live(self.tracked.values())
+        found: dict[int, _Handle] = {}
+        if self.leader is not None:  # our child, not reaped before the end: its pid is its own
+            self._track(self.leader.pid, found)
+        if not self.contained:
+            for marked in find_marked(self.run_id, under=os.getpid() if self._scoped else None):
+                self._track(marked.pid, found)
+                # The marker was read before the pidfd was opened: still the same process?
+                if marked.pid in found and not marked.is_running():
+                    found.pop(marked.pid).close()
+        roots += found.values()
+        for root in roots:
+            for pid in descendants(root.pid):
+                self._track(pid, found)
+        self.tracked.update(found)
+        return _live(self.tracked.values())
+
+    def _wait_gone(self, timeout: float) -> list[_Handle]:
         deadline = time.monotonic() + timeout
-        while (
-            live := [p for p in self.tracked.values() if _alive(p)]
-        ) and time.monotonic() < deadline:
-            time.sleep(self.poll_interval)
+        while (live := _live(self.tracked.values())) and (
+            left := deadline - time.monotonic()
+        ) > 0:
+            _wait_exit(live, left, self.poll_interval)
         return live
 
-    def _signal_all(self, live: list[psutil.Process], sig: signal.Signals) -> None:
+    def _signal_all(self, live: list[_Handle], sig: signal.Signals) -> None:
         if self.leader is not None:  # the group: also reaches members we have not seen
             with contextlib.suppress(OSError):
                 os.killpg(self.leader.pid, sig)
         for proc in live:
-            _signal(proc, sig)
+            proc.signal(sig)
 
     def stop(self, stop_timeout: float, kill_wait: float) -> TeardownReport:
         """SIGTERM to the group and to every tracked process, up to `stop_timeout` s of grace,
@@ -262,6 +343,8 @@ class ProcessTree:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 status = self.leader.wait(timeout=kill_wait if survivors else None)
         reap(pid for pid in self.tracked if self.leader is None or pid != self.leader.pid)
+        for handle in self.tracked.values():
+            handle.close()
         return TeardownReport(
             confirmed=not survivors,
             killed_pids=tuple(sorted(ended)),

@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""The harness's own CPU per boot and teardown of the demo service: user and system.
+
+    python scripts/bench_boot_cpu.py [--boots 10] [--rounds 3] [--tree OLD_CHECKOUT ...]
+                                     [--profile N]
+
+Each round runs, in a fresh interpreter, `--boots` boots and teardowns of the demo service
+(`compare --demo`'s own, `harness.demo.materialise`d into a temp dir, the sandbox the machine
+gives: bubblewrap where it works) through `harness.boot.service.running_service`, with one
+readiness answer and nothing else between boot and teardown, and reads getrusage(RUSAGE_SELF)
+(every thread of the harness; the service's processes are not its own) around each
+boot+teardown. Printed per round: the median harness CPU of one boot+teardown, user and
+system, and the median wall time from spawn to ready (`boot_seconds`, so a change to the
+readiness polling that made a fast service slower to be found ready would show).
+
+`--tree DIR` also measures the harness package under DIR (a checkout of another commit:
+`git archive main | tar -x -C DIR`), each round interleaved with the installed harness's, so
+that the machine's load hits both alike. `--profile N` prints the N hottest functions of the
+installed harness's boots from a SIGPROF sampler (CPU time; inclusive for harness functions,
+`self` for the function running), for finding what to cut.
+The load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+INNER = """
+import collections, json, resource, signal, sys, tempfile, time
+from pathlib import Path
+out, boots, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from harness.boot.service import running_service
+from harness.config.loader import load_config
+from harness.demo import materialise
+tmp = Path(tempfile.mkdtemp(prefix="bench-boot-"))
+repo = materialise(tmp / "demo")
+config = load_config(repo / "harness.toml")
+spec = config.baseline.service
+samples = collections.Counter()
+def sample(signum, frame):
+    leaf = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
+    seen = {"self " + leaf}
+    while frame is not None:
+        code = frame.f_code
+        if "harness" in code.co_filename:
+            seen.add(f"{Path(code.co_filename).name}:{code.co_name}")
+        frame = frame.f_back
+    samples.update(seen)
+def one(i):
+    ctx = running_service(spec, repo, log_path=tmp / "logs" / f"boot{i}.log")
+    with ctx as svc:
+        ready = svc.boot_seconds
+        sandbox = svc.sandbox
+    return ready, sandbox, ctx.teardown.seconds
+one(-1)  # warm: imports, the bwrap probe, the first .pyc reads
+rows = []
+if profile:
+    signal.signal(signal.SIGPROF, sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+for i in range(boots):
+    r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    ready, sandbox, teardown = one(i)
+    r1, w1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    rows.append({"user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime,
+                 "wall": w1 - w0, "ready": ready, "teardown": teardown, "sandbox": sandbox})
+signal.setitimer(signal.ITIMER_PROF, 0, 0)
+import shutil; shutil.rmtree(tmp, ignore_errors=True)
+with open(out, "w") as fh:
+    json.dump({"rows": rows, "profile": samples.most_common(profile),
+               "samples": sum(samples.values())}, fh)
+"""
+
+
+def one(tree: str | None, boots: int, profile: int) -> dict[str, object]:
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
+        out = Path(tmp) / "usage.json"
+        subprocess.run(
+            [sys.executable, "-c", INNER, str(out), str(boots), str(profile)],
+            check=False,
+            cwd=tmp,  # not a harness of the current directory
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        if not out.exists():
+            raise SystemExit(f"the boots {'of ' + tree if tree else ''} did not finish")
+        found: dict[str, object] = json.loads(out.read_text())
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--boots", type=int, default=10, help="boots per round (default 10)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="also measure the harness package of this checkout (DIR/harness), interleaved",
+    )
+    args = parser.parse_args()
+    trees: dict[str, str | None] = {"installed": None}
+    trees |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(args.tree, 1)}
+    for tree in trees.values():  # .pyc up to date, as an install leaves them
+        package = Path(tree or Path(__file__).resolve().parent.parent) / "harness"
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"  {'harness':<10} {'ms CPU/boot user':>16} {'sys':>5} {'total':>6}"
+        f" {'ready ms':>8} {'teardown ms':>11} sandbox"
+    )
+    per: dict[str, list[float]] = {label: [] for label in trees}
+    for _ in range(args.rounds):
+        for label, tree in trees.items():
+            found = one(tree, args.boots, args.profile if tree is None else 0)
+            rows: list[dict[str, float]] = found["rows"]  # type: ignore[assignment]
+            user = statistics.median(r["user"] for r in rows) * 1e3
+            system = statistics.median(r["sys"] for r in rows) * 1e3
+            total = statistics.median(r["user"] + r["sys"] for r in rows) * 1e3
+            ready = statistics.median(r["ready"] for r in rows) * 1e3
+            down = statistics.median(r["teardown"] for r in rows) * 1e3
+            per[label].append(total)
+            print(
+                f"  {label:<10} {user:16.1f} {system:5.1f} {total:6.1f} {ready:8.1f}"
+                f" {down:11.1f} {rows[0]['sandbox']}"
+            )
+            if found.get("profile"):
+                print(f"    {found['samples']} SIGPROF samples (1 ms of CPU each); hottest:")
+                for stack, n in found["profile"]:  # type: ignore[attr-defined]
+                    print(f"    {n:5d}  {stack}")
+    for label, tree in trees.items():
+        where = tree or "the installed harness"
+        print(
+            f"{label}: median {statistics.median(per[label]):.1f} ms of harness CPU per "
+            f"boot+teardown ({where})"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
