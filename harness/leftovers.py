@@ -2,13 +2,16 @@
 
     track("worktree", path, repo=root)    # when a worktree, snapshot or boot root is made
     untrack("worktree", path)             # when it is removed again
+    track_all([("run_id", rid), ("dir", root)]); untrack_all(...)   # several, one rewrite
     recover()                             # at the start of every invocation: one line if it did
 
 Each harness process that makes something to remove keeps one small state file,
 `<cache>/live/<pid>.json`: its pid and start time (so a reused pid is not mistaken for it), and
 what it holds: worktrees (with their repository), snapshots, boot roots and build temp dirs,
-and the run ids of live boots (HARNESS_RUN_ID). It is rewritten atomically on each change and
-removed when the process holds nothing.
+and the run ids of live boots (HARNESS_RUN_ID). It is rewritten atomically on each change (once
+for a `track_all`/`untrack_all` of several items) and removed when the process holds nothing.
+A caller tracks a thing before anything that only recovery could clean up exists outside it (a
+boot's run id and root before its service is spawned) and untracks it only once it is gone.
 
 `recover()` looks at every state file whose process is gone: it SIGKILLs any process still
 carrying one of its run ids (plain isolation's orphans; a sandbox's died with the harness),
@@ -25,7 +28,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +79,14 @@ def _write() -> None:
             for kind, items in _held.items()
         },
     }
+    text = json.dumps(document, sort_keys=True) + "\n"
+    tmp = path.with_suffix(".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(document, sort_keys=True) + "\n", encoding="utf-8")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+        except FileNotFoundError:  # the first write, or the cache was removed meanwhile
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # best effort: a cache we cannot write loses only the cleanup after a SIGKILL
@@ -95,6 +102,22 @@ def track(kind: str, value: str | Path, *, repo: Path | None = None) -> None:
 def untrack(kind: str, value: str | Path) -> None:
     with _lock:
         if _held[kind].pop(str(value), "absent") != "absent":
+            _write()
+
+
+def track_all(items: Iterable[tuple[str, str | Path]]) -> None:
+    """`track(kind, value)` of each (kind, value), with one rewrite of the state file."""
+    with _lock:
+        for kind, value in items:
+            _held[kind][str(value)] = None
+        _write()
+
+
+def untrack_all(items: Iterable[tuple[str, str | Path]]) -> None:
+    """`untrack(kind, value)` of each (kind, value), with one rewrite of the state file."""
+    with _lock:
+        dropped = [_held[kind].pop(str(value), "absent") != "absent" for kind, value in items]
+        if any(dropped):
             _write()
 
 

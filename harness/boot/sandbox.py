@@ -94,11 +94,26 @@ def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
     environ = os.environ if environ is None else environ
     if environ.get(SANDBOX_ENV, "").lower() == "off":
         return PLAIN
-    reason = _probe(shutil.which("bwrap"))
+    reason = _probe(_which_bwrap(os.environ.get("PATH")))
     if reason is None:
         return BUBBLEWRAP
     _warn_once(reason)
     return PLAIN
+
+
+@functools.lru_cache(maxsize=8)
+def _which_bwrap(path: str | None) -> str | None:
+    """`shutil.which("bwrap")` on that PATH: a walk of its folders once, not at every boot."""
+    return shutil.which("bwrap", path=path)
+
+
+@functools.lru_cache(maxsize=1)
+def _harness_paths() -> tuple[Path, ...]:
+    """The helper's folder and the Python running the harness, resolved once per process."""
+    helper = Path(inside.__file__).resolve()
+    paths = [Path(sys.prefix), Path(sys.base_prefix), helper.parent]
+    paths.append(Path(sys.executable).resolve().parent)
+    return tuple(p.resolve() for p in paths)
 
 
 _NAMESPACES = (
@@ -139,18 +154,16 @@ def bwrap_prefix(
     (the worktree, `readable`, the Python running the harness and the helper), and last `root`
     writable (HOME, TMPDIR, XDG_*, the data copy)."""
     hidden = homes() if hide is None else [Path(p).resolve() for p in hide]
-    argv = [shutil.which("bwrap") or "bwrap", *_NAMESPACES]
+    argv = [_which_bwrap(os.environ.get("PATH")) or "bwrap", *_NAMESPACES]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for home in hidden:
         argv += ["--tmpfs", str(home)]
-    helper = Path(inside.__file__).resolve()
-    back = [worktree, *readable, Path(sys.prefix), Path(sys.base_prefix), helper.parent]
-    back.append(Path(sys.executable).resolve().parent)
-    for path in dict.fromkeys(Path(p).resolve() for p in back):
+    back = [*(Path(p).resolve() for p in (worktree, *readable)), *_harness_paths()]
+    for path in dict.fromkeys(back):
         if path.exists() and any(path.is_relative_to(h) for h in hidden):
             argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(root), str(root), "--chdir", str(worktree), "--"]
-    return [*argv, sys.executable, "-I", str(helper), str(child_fd)]
+    return [*argv, sys.executable, "-I", str(Path(inside.__file__).resolve()), str(child_fd)]
 
 
 class SandboxLink:

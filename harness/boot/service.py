@@ -228,9 +228,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
-        leftovers.track("run_id", self.run_id)
         self._root, isolation, data = make_root(self.temp_parent, data_src)
-        leftovers.track("dir", self._root)
+        # One rewrite of the leftovers state, before anything is spawned: a SIGKILL from here on
+        # leaves the next run the run id (plain isolation's orphans) and the root to remove.
+        leftovers.track_all([("run_id", self.run_id), ("dir", self._root)])
         try:
             raw = {
                 "port": str(port),
@@ -453,12 +454,14 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             if self._link is not None:
                 self._link.close()
                 self._link = None
+            done: list[tuple[str, str | Path]] = []
             if self._root is not None:
                 remove_tree(self._root)
-                leftovers.untrack("dir", self._root)
+                done.append(("dir", self._root))
                 self._root = None
             if report.confirmed:
-                leftovers.untrack("run_id", self.run_id)
+                done.append(("run_id", self.run_id))
+            leftovers.untrack_all(done)  # one rewrite, once what it names is gone
             scrub_file(self.log_path, self._scrub)  # the log stays in results/logs
         self.teardown = report
         if self.on_teardown is not None:
