@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness import leftovers
-from harness.boot import processes, sandbox, service
+from harness.boot import inside, processes, sandbox, service
 from harness.config import ServiceConfig
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -191,10 +191,46 @@ def test_the_state_is_written_again_when_its_folder_was_removed_meanwhile(
         leftovers.untrack("dir", tmp_path / "two")
 
 
-def test_bwrap_is_looked_up_on_the_path_given(tmp_path: Path) -> None:
-    assert sandbox._which_bwrap(str(tmp_path)) is None  # no bwrap in an empty folder
-    (tmp_path / "bin").mkdir()
-    fake = tmp_path / "bin" / "bwrap"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    assert sandbox._which_bwrap(str(tmp_path / "bin")) == str(fake)
+needs_bwrap = pytest.mark.skipif(
+    sandbox.sandbox_mode({}) != sandbox.BUBBLEWRAP, reason="no usable bubblewrap"
+)
+
+
+@needs_bwrap
+def test_the_probes_sockets_come_a_few_per_round_trip_and_reach_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / "svc.py").write_text(SERVICE_PY)
+    spec = ServiceConfig(start="{python} svc.py {port}", ready="/health", ready_timeout=20.0)
+    ctx = service.running_service(
+        spec,
+        tmp_path / "wt",
+        log_path=tmp_path / "svc.log",
+        temp_parent=tmp_path,
+        sandbox=sandbox.BUBBLEWRAP,
+    )
+    with ctx as svc:
+        assert ctx._link is not None
+        asked: list[int] = []
+        real = ctx._link.open_sockets
+        monkeypatch.setattr(ctx._link, "open_sockets", lambda n: (asked.append(n), real(n))[1])
+        pool = sandbox.SocketPool(ctx._link, most=4)
+        socks = [pool.take() for _ in range(9)]
+        assert asked == [1, 2, 4, 4]  # 1 + 2 + 4 + 4 = 11 made, 9 taken
+        assert len({s.fileno() for s in socks}) == 9
+        for sock in socks:  # each a fresh socket of the sandbox's namespace
+            sock.settimeout(5.0)
+            sock.connect(("127.0.0.1", svc.port))
+            sock.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+            assert sock.recv(64).startswith(b"HTTP/1.0 200")
+            sock.close()
+        pool.close()  # the two unused ones closed
+        # The sandbox's limit holds, and a lone "S" still gives one socket.
+        many = ctx._link.open_sockets(10_000)
+        assert len(many) == inside.MAX_SOCKETS
+        for sock in many:
+            sock.close()
+        ctx._link.open_socket().close()
+    assert ctx.teardown is not None and ctx.teardown.confirmed

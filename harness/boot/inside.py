@@ -9,9 +9,10 @@ Standard library only, and run by path with `-I`: inside the sandbox the harness
 FD is this end of a SOCK_SEQPACKET socketpair whose other end the harness holds
 (`harness.boot.sandbox.SandboxLink`). Requests, one message each, served in order:
 
-    b"S"                       -> b"S" carrying one fd (SCM_RIGHTS): a fresh, unconnected TCP
-                                  socket of this network namespace; the harness connects it to
-                                  127.0.0.1:PORT from its own side, with its own timeout
+    b"S" [+ N as ASCII digits] -> b"S" carrying one fd (N fds, at most MAX_SOCKETS) (SCM_RIGHTS):
+                                  fresh, unconnected TCP sockets of this network namespace; the
+                                  harness connects each to 127.0.0.1:PORT from its own side,
+                                  with its own timeout
     b"P" + JSON {cmd, timeout} -> b"P" + JSON {status}: `/bin/sh -c cmd` run to completion (its
                                   process group SIGKILLed after `timeout` s, status null); the
                                   service's environment, cwd and log
@@ -31,6 +32,8 @@ import subprocess
 import sys
 import threading
 
+MAX_SOCKETS = 64  # sockets in one answer (SCM_RIGHTS carries at most 253 fds)
+
 
 def _serve(link: socket.socket, env_cwd: tuple[dict[str, str], str]) -> None:
     env, cwd = env_cwd
@@ -42,8 +45,16 @@ def _serve(link: socket.socket, env_cwd: tuple[dict[str, str], str]) -> None:
         if not message:
             return  # the harness closed its end
         if message[:1] == b"S":
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as made:
-                socket.send_fds(link, [b"S"], [made.fileno()])
+            count = int(message[1:]) if message[1:].isdigit() else 1
+            made = [
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                for _ in range(max(1, min(count, MAX_SOCKETS)))
+            ]
+            try:
+                socket.send_fds(link, [b"S"], [sock.fileno() for sock in made])
+            finally:
+                for sock in made:
+                    sock.close()
         elif message[:1] == b"P":
             request = json.loads(message[1:])
             proc = subprocess.Popen(

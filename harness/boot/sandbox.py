@@ -94,17 +94,11 @@ def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
     environ = os.environ if environ is None else environ
     if environ.get(SANDBOX_ENV, "").lower() == "off":
         return PLAIN
-    reason = _probe(_which_bwrap(os.environ.get("PATH")))
+    reason = _probe(shutil.which("bwrap"))
     if reason is None:
         return BUBBLEWRAP
     _warn_once(reason)
     return PLAIN
-
-
-@functools.lru_cache(maxsize=8)
-def _which_bwrap(path: str | None) -> str | None:
-    """`shutil.which("bwrap")` on that PATH: a walk of its folders once, not at every boot."""
-    return shutil.which("bwrap", path=path)
 
 
 @functools.lru_cache(maxsize=1)
@@ -154,7 +148,7 @@ def bwrap_prefix(
     (the worktree, `readable`, the Python running the harness and the helper), and last `root`
     writable (HOME, TMPDIR, XDG_*, the data copy)."""
     hidden = homes() if hide is None else [Path(p).resolve() for p in hide]
-    argv = [_which_bwrap(os.environ.get("PATH")) or "bwrap", *_NAMESPACES]
+    argv = [shutil.which("bwrap") or "bwrap", *_NAMESPACES]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for home in hidden:
         argv += ["--tmpfs", str(home)]
@@ -182,17 +176,17 @@ class SandboxLink:
             self._theirs.close()
             self._theirs = None
 
-    def _ask(self, message: bytes, timeout: float) -> tuple[bytes, list[int]]:
+    def _ask(self, message: bytes, timeout: float, fds: int = 1) -> tuple[bytes, list[int]]:
         with self._lock:
             self._ours.settimeout(timeout)
             try:
                 self._ours.send(message)
-                answer, fds, _, _ = socket.recv_fds(self._ours, 1 << 16, 1)
+                answer, got, _, _ = socket.recv_fds(self._ours, 1 << 16, fds)
             except OSError as exc:  # a timeout too
                 raise ConnectionError(f"the sandbox did not answer ({exc})") from exc
         if not answer:
             raise ConnectionError("the sandbox has ended (the service exited)")
-        return answer, fds
+        return answer, got
 
     def open_socket(self) -> socket.socket:
         """A fresh, unconnected TCP socket made in the service's network namespace."""
@@ -200,6 +194,15 @@ class SandboxLink:
         if len(fds) != 1:
             raise ConnectionError("the sandbox answered without a socket")
         return socket.socket(fileno=fds[0])
+
+    def open_sockets(self, count: int) -> list[socket.socket]:
+        """`count` fresh, unconnected TCP sockets of the service's network namespace, made in
+        one round trip (at most `inside.MAX_SOCKETS`)."""
+        count = max(1, min(count, inside.MAX_SOCKETS))
+        _, fds = self._ask(b"S%d" % count, LINK_TIMEOUT_S, count)
+        if not fds:
+            raise ConnectionError("the sandbox answered without a socket")
+        return [socket.socket(fileno=fd) for fd in fds]
 
     def run(self, command: str, timeout: float) -> int | None:
         """Run `/bin/sh -c command` inside the sandbox (the service's environment, cwd and log);
@@ -212,6 +215,30 @@ class SandboxLink:
     def close(self) -> None:
         self.started()
         self._ours.close()
+
+
+class SocketPool:
+    """Fresh, unconnected sockets of a sandbox's network namespace for a run of short-lived
+    connections (the readiness probes): fetched 1, 2, 4, ... up to `most` per round trip with
+    the sandbox, so a service ready at the first probe costs one socket, and one that takes
+    many probes a few round trips. Each socket is used once; `close` closes the unused ones."""
+
+    def __init__(self, link: SandboxLink, most: int = 16) -> None:
+        self._link = link
+        self._most = most
+        self._next = 1
+        self._spare: list[socket.socket] = []
+
+    def take(self) -> socket.socket:
+        if not self._spare:
+            self._spare = self._link.open_sockets(self._next)
+            self._next = min(self._next * 2, self._most)
+        return self._spare.pop()
+
+    def close(self) -> None:
+        for sock in self._spare:
+            sock.close()
+        self._spare = []
 
 
 def transport_for(

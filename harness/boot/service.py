@@ -88,6 +88,7 @@ from harness.boot.sandbox import (
     BUBBLEWRAP,
     OpenSocket,
     SandboxLink,
+    SocketPool,
     bwrap_prefix,
     sandbox_mode,
     transport_for,
@@ -332,13 +333,24 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _wait_ready(self, pid: int, ready_url: str, t0: float, log_start: int) -> int | None:
         """None once ready_url answers 2xx; the exit status if the service exits first."""
+        deadline = t0 + self.spec.ready_timeout
+        # ready_url is plain http on 127.0.0.1 (through the sandbox, when there is one): one
+        # GET per probe over a plain socket (harness.boot.probe), no proxy, no TLS set up; in
+        # the sandbox, its sockets fetched a few per round trip.
+        pool = None if self._link is None else SocketPool(self._link)
+        try:
+            return self._probe_until_ready(pid, ready_url, deadline, log_start, pool)
+        finally:
+            if pool is not None:
+                pool.close()
+
+    def _probe_until_ready(
+        self, pid: int, ready_url: str, deadline: float, log_start: int, pool: SocketPool | None
+    ) -> int | None:
         spec = self.spec
-        deadline = t0 + spec.ready_timeout
         last = "no answer"
         slow = False  # a GET given the whole probe_timeout ran out of it
-        open_socket = None if self._link is None else self._link.open_socket
-        # ready_url is plain http on 127.0.0.1 (through the sandbox, when there is one): one
-        # GET per probe over a plain socket (harness.boot.probe), no proxy, no TLS set up.
+        open_socket = None if pool is None else pool.take
         while True:
             status = exit_status(pid)
             if status is not None:
