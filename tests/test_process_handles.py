@@ -234,3 +234,35 @@ def test_the_probes_sockets_come_a_few_per_round_trip_and_reach_the_service(
             sock.close()
         ctx._link.open_socket().close()
     assert ctx.teardown is not None and ctx.teardown.confirmed
+
+
+def test_a_collect_reads_each_process_children_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chain of four processes: leader -> child -> grandchild -> great-grandchild.
+    chain = (
+        "import subprocess, sys, time\n"
+        "depth = int(sys.argv[1])\n"
+        "if depth: subprocess.Popen([sys.executable, '-c', sys.argv[2], str(depth - 1),"
+        " sys.argv[2]])\n"
+        "time.sleep(600)\n"
+    )
+    leader = subprocess.Popen([sys.executable, "-c", chain, "3", chain], start_new_session=True)
+    tree = processes.ProcessTree("test-run", poll_interval=0.02, kill_rounds=3, contained=True)
+    tree.leader = leader
+    try:
+        deadline = time.monotonic() + 20
+        while len(tree.collect()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(tree.tracked) == 4
+        read: list[int] = []
+        real = processes._children
+
+        def counted(pid: int) -> list[int] | None:
+            read.append(pid)
+            return real(pid)
+
+        monkeypatch.setattr(processes, "_children", counted)
+        assert len(tree.collect()) == 4  # every one a root now, each walked once
+        assert sorted(read) == sorted(tree.tracked)
+    finally:
+        report = tree.stop(0.5, 5.0)
+    assert report.confirmed and len(report.killed_pids) == 4

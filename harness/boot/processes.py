@@ -296,9 +296,21 @@ class ProcessTree:
                 if marked.pid in found and not marked.is_running():
                     found.pop(marked.pid).close()
         roots += found.values()
-        for root in roots:
-            for pid in descendants(root.pid):
-                self._track(pid, found)
+        # One walk of the union of the roots' trees: each process's children read once, however
+        # many of its ancestors are roots too.
+        stack, walked = [root.pid for root in roots], set()
+        while stack:
+            pid = stack.pop()
+            if pid in walked:
+                continue
+            walked.add(pid)
+            children = _children(pid)
+            if children is None:  # no children file: psutil's walk of that subtree
+                children = descendants(pid)
+                walked.update(children)
+            for child in children:
+                self._track(child, found)
+            stack += children
         self.tracked.update(found)
         return _live(self.tracked.values())
 
