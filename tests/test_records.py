@@ -21,11 +21,19 @@ from typing import Any
 
 import pytest
 from compare_support import make_gold, make_run, ranks
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_reuse import clean_run
 
 from harness.errors import ResultsError
 from harness.results.comparisons import load_comparison, save_comparison
-from harness.results.files import read_json, utc_stamp, write_json_new, write_text_new
+from harness.results.files import (
+    json_text,
+    read_json,
+    utc_stamp,
+    write_json_new,
+    write_text_new,
+)
 from harness.results.records import (
     host_fingerprint,
     load_record,
@@ -168,7 +176,11 @@ def test_a_saved_record_is_sorted_json_named_by_stamp_ref_and_sha(tmp_path: Path
     assert path.parent == tmp_path / "runs"
     assert re.fullmatch(r"\d{8}T\d{6}Z_feat-x_ffffffff_[0-9a-f]{6}\.json", path.name), path.name
     text = path.read_text(encoding="utf-8")
-    assert text == json.dumps(EXPECTED, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    assert text == json_text(EXPECTED)
+    assert json.loads(text) == EXPECTED
+    # Four levels indented (record, repeats, a repeat, its results), then one line per answer.
+    answer = EXPECTED["repeats"][0]["results"][0]
+    assert "\n    " + json.dumps(answer, sort_keys=True, ensure_ascii=False) + "," in text
     assert load_run(path) == RefRun(**{**full_run().__dict__, "record_path": str(path)})
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
 
@@ -447,3 +459,27 @@ def test_a_record_keeps_the_texts_a_cutoff_can_read_and_redaction_drops_them() -
     assert record["repeats"][0]["results"][0]["texts"] == ["ta", "tb"]
     assert run_from_dict(record).repeats[0].results[0].texts == ("ta", "tb")
     assert redacted_record(record)["repeats"][0]["results"][0]["texts"] is None
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=_JSON, levels=st.integers(0, 6))
+def test_json_text_reads_back_equal_and_indents_only_the_top_levels(
+    document: object, levels: int
+) -> None:
+    text = json_text(document, levels)
+    assert json.loads(text) == document
+    assert text.endswith("\n") and text.count("\n") >= 1
+    one_line = json.dumps(document, sort_keys=True, ensure_ascii=False) + "\n"
+    if levels == 0:
+        assert text == one_line
+    # Indented all the way down it is exactly json.dumps(indent=1): the layout is the same.
+    assert json_text(document, 100) == (
+        json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    )

@@ -49,8 +49,7 @@ def save_comparison(
         for side, run in zip(("baseline", "candidate"), runs, strict=False):
             record = run_to_dict(run)
             if not redact and (same := _same_record(run, record)) is not None:
-                # The bytes already written under runs/: copied, not encoded again (an
-                # indented dump is pure Python, the largest CPU cost of saving a comparison).
+                # The bytes already written under runs/: copied, not encoded again.
                 write_text_new(directory / f"{side}.json", same)
                 continue
             write_json_new(

@@ -105,9 +105,47 @@ def check_writable(results: Path) -> Path:
 
 
 def write_json_new(path: Path, document: Mapping[str, Any]) -> Path:
-    """`write_text_new` of `document` as JSON with sorted keys."""
-    text = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-    return write_text_new(path, text)
+    """`write_text_new` of `document` as JSON with sorted keys (`json_text`)."""
+    return write_text_new(path, json_text(document))
+
+
+NESTED = 4
+"""Levels of a results file indented one space each; what is nested deeper is written on one
+line: in a run record, one line per answer (its ids, scores, error), not one per id."""
+
+_ONE_LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # the C encoder: no indent
+
+
+def json_text(document: Any, levels: int = NESTED) -> str:
+    """`document` as UTF-8 JSON text with sorted keys and a final newline: objects and arrays
+    indented one space a level down to `levels` levels, each deeper one on a single line.
+
+    Indenting every level takes Python's pure-Python encoder, about three times the CPU of the
+    C encoder that writes the deeper levels here (a run record holds one object per answer)."""
+    out: list[str] = []
+    _layered(document, 0, levels, out)
+    out.append("\n")
+    return "".join(out)
+
+
+def _layered(value: Any, depth: int, levels: int, out: list[str]) -> None:
+    is_object = isinstance(value, dict) and all(isinstance(key, str) for key in value)
+    if depth >= levels or not value or not (is_object or isinstance(value, list | tuple)):
+        out.append(_ONE_LINE.encode(value))
+        return
+    pad = "\n" + " " * (depth + 1)
+    if is_object:
+        out.append("{")
+        for index, key in enumerate(sorted(value)):
+            out.append(("," if index else "") + pad + _ONE_LINE.encode(key) + ": ")
+            _layered(value[key], depth + 1, levels, out)
+        out.append("\n" + " " * depth + "}")
+        return
+    out.append("[")
+    for index, item in enumerate(value):
+        out.append(("," if index else "") + pad)
+        _layered(item, depth + 1, levels, out)
+    out.append("\n" + " " * depth + "]")
 
 
 def read_json(path: Path) -> dict[str, Any]:
