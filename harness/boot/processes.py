@@ -7,10 +7,13 @@
     with signals_unwind(): ...                         # SIGTERM/SIGHUP unwind like Ctrl-C
     with signals_deferred(): ...                       # a teardown no second Ctrl-C can cut short
 
-Teardown is by process group, SIGTERM then SIGKILL. A boot's processes are found three ways: the
-leader (our child, never reaped before the end), its descendants (walked while alive), and any
-process whose environment carries MARKER_ENV=run_id (orphans, daemons that called setsid(),
-leftovers of prepare commands). Every walk reads only a tree's own /proc/PID/task/*/children
+Teardown is by process group, SIGTERM then SIGKILL. Each process found is held by a pidfd (Linux
+>= 5.3): whether any of them is still running is one poll() over them all, a teardown waits on
+their exits rather than polling, and a signal reaches that process only, never a stranger that
+reused its pid (psutil's start-time check where pidfds are missing). A boot's processes are found
+three ways: the leader (our child, never reaped before the end), its descendants (walked while
+alive), and any process whose environment carries MARKER_ENV=run_id (orphans, daemons that
+called setsid(), leftovers of prepare commands). Every walk reads only a tree's own /proc/PID/task/*/children
 files: the harness makes itself its descendants' subreaper (prctl PR_SET_CHILD_SUBREAPER), so an
 orphan is re-parented to the harness, not to init, and the marker is looked for among the
 harness's own descendants; a teardown never scans every process on the machine (it did, twice

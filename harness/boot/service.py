@@ -111,7 +111,7 @@ class ServiceLimits:
     field of ServiceConfig)."""
 
     port_attempts: int = 4  # one boot plus 3 retries after losing the port race
-    poll_interval: float = 0.05  # seconds between readiness probes and between liveness checks
+    poll_interval: float = 0.05  # s between readiness probes (liveness checks without pidfd)
     kill_rounds: int = 3  # collect-then-SIGKILL rounds before declaring survivors
 
 
