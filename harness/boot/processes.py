@@ -14,10 +14,10 @@ reused its pid (psutil's start-time check where pidfds are missing). A boot's pr
 three ways: the leader (our child, never reaped before the end), its descendants (walked while
 alive), and any process whose environment carries MARKER_ENV=run_id (orphans, daemons that
 called setsid(), leftovers of prepare commands). Every walk reads only a tree's own
-/proc/PID/task/*/children files: the harness makes itself its descendants' subreaper (prctl PR_SET_CHILD_SUBREAPER), so an
-orphan is re-parented to the harness, not to init, and the marker is looked for among the
-harness's own descendants; a teardown never scans every process on the machine (it did, twice
-per teardown, at a cost that grew with everything else running there).
+/proc/PID/task/*/children files: the harness makes itself its descendants' subreaper (prctl
+PR_SET_CHILD_SUBREAPER), so an orphan is re-parented to the harness, not to init, and the marker
+is looked for among the harness's own descendants; a teardown never scans every process on the
+machine (it did, twice per teardown, at a cost that grew with everything else running there).
 
 The harness itself: Python dies on SIGTERM without running `finally`; `signals_unwind()` (or
 `install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, a KeyboardInterrupt, so a
