@@ -2,7 +2,7 @@
 """The harness's own CPU per boot and teardown of the demo service: user and system.
 
     python scripts/bench_boot_cpu.py [--boots 10] [--rounds 3] [--tree OLD_CHECKOUT ...]
-                                     [--profile N]
+                                     [--profile N] [--fast]
 
 Each round runs, in a fresh interpreter, `--boots` boots and teardowns of the demo service
 (`compare --demo`'s own, `harness.demo.materialise`d into a temp dir, the sandbox the machine
@@ -11,7 +11,8 @@ readiness answer and nothing else between boot and teardown, and reads getrusage
 (every thread of the harness; the service's processes are not its own) around each
 boot+teardown. Printed per round: the median harness CPU of one boot+teardown, user and
 system, and the median wall time from spawn to ready (`boot_seconds`, so a change to the
-readiness polling that made a fast service slower to be found ready would show).
+readiness polling that made a fast service slower to be found ready would show). `--fast` boots,
+instead of the demo's, a stdlib http.server that answers 200 as soon as it listens.
 
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit:
 `git archive main | tar -x -C DIR`), each round interleaved with the installed harness's, so
@@ -35,14 +36,26 @@ from pathlib import Path
 INNER = """
 import collections, json, resource, signal, sys, tempfile, time
 from pathlib import Path
-out, boots, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, boots, profile, fast = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 from harness.boot.service import running_service
+from harness.config import ServiceConfig
 from harness.config.loader import load_config
 from harness.demo import materialise
 tmp = Path(tempfile.mkdtemp(prefix="bench-boot-"))
-repo = materialise(tmp / "demo")
-config = load_config(repo / "harness.toml")
-spec = config.baseline.service
+if fast:  # answers 200 as soon as it listens: readiness found by the probing alone
+    repo = tmp / "fast"
+    repo.mkdir()
+    (repo / "svc.py").write_text(
+        "import http.server, sys\\n"
+        "class H(http.server.BaseHTTPRequestHandler):\\n"
+        "    def do_GET(self):\\n"
+        "        self.send_response(200); self.send_header('Content-Length', '0')\\n"
+        "        self.end_headers()\\n"
+        "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\\n")
+    spec = ServiceConfig(start="{python} -S svc.py {port}", ready="/health")
+else:
+    repo = materialise(tmp / "demo")
+    spec = load_config(repo / "harness.toml").baseline.service
 samples = collections.Counter()
 def sample(signum, frame):
     leaf = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
@@ -78,14 +91,14 @@ with open(out, "w") as fh:
 """
 
 
-def one(tree: str | None, boots: int, profile: int) -> dict[str, object]:
+def one(tree: str | None, boots: int, profile: int, fast: bool) -> dict[str, object]:
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
         out = Path(tmp) / "usage.json"
         subprocess.run(
-            [sys.executable, "-c", INNER, str(out), str(boots), str(profile)],
+            [sys.executable, "-c", INNER, str(out), str(boots), str(profile), str(int(fast))],
             check=False,
             cwd=tmp,  # not a harness of the current directory
             env=env,
@@ -102,6 +115,11 @@ def main() -> None:
     parser.add_argument("--boots", type=int, default=10, help="boots per round (default 10)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="boot a stdlib service that is ready once it listens, not the demo's",
+    )
     parser.add_argument(
         "--tree",
         action="append",
@@ -122,7 +140,7 @@ def main() -> None:
     per: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.rounds):
         for label, tree in trees.items():
-            found = one(tree, args.boots, args.profile if tree is None else 0)
+            found = one(tree, args.boots, args.profile if tree is None else 0, args.fast)
             rows: list[dict[str, float]] = found["rows"]  # type: ignore[assignment]
             user = statistics.median(r["user"] for r in rows) * 1e3
             system = statistics.median(r["sys"] for r in rows) * 1e3
