@@ -2,7 +2,7 @@
 """The harness's own CPU per boot and teardown of the demo service: user and system.
 
     python scripts/bench_boot_cpu.py [--boots 10] [--rounds 3] [--tree OLD_CHECKOUT ...]
-                                     [--profile N] [--fast]
+                                     [--profile N] [--fast] [--demos N]
 
 Each round runs, in a fresh interpreter, `--boots` boots and teardowns of the demo service
 (`compare --demo`'s own, `harness.demo.materialise`d into a temp dir, the sandbox the machine
@@ -12,7 +12,9 @@ readiness answer and nothing else between boot and teardown, and reads getrusage
 boot+teardown. Printed per round: the median harness CPU of one boot+teardown, user and
 system, and the median wall time from spawn to ready (`boot_seconds`, so a change to the
 readiness polling that made a fast service slower to be found ready would show). `--fast` boots,
-instead of the demo's, a stdlib http.server that answers 200 as soon as it listens.
+instead of the demo's, a stdlib http.server that answers 200 as soon as it listens. `--demos N`
+then runs N `compare --demo` per harness (in-process, interleaved) and prints the CPU of their
+boots and teardowns (every ServiceContext's enter and exit) and the process's own CPU / wall.
 
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit:
 `git archive main | tar -x -C DIR`), each round interleaved with the installed harness's, so
@@ -90,6 +92,59 @@ with open(out, "w") as fh:
                "samples": sum(samples.values())}, fh)
 """
 
+DEMO = """
+import json, resource, sys, tempfile, time
+t0 = time.perf_counter()
+import harness.boot.service as service
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+spent = {"user": 0.0, "sys": 0.0, "boots": 0}
+def timed(method):
+    def run(*args, **kwargs):
+        u0, s0 = cpu()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            u1, s1 = cpu()
+            spent["user"] += u1 - u0
+            spent["sys"] += s1 - s0
+    return run
+enter = service.ServiceContext.__enter__
+def counted(self):
+    spent["boots"] += 1
+    return enter(self)
+service.ServiceContext.__enter__ = timed(counted)
+service.ServiceContext.__exit__ = timed(service.ServiceContext.__exit__)
+from harness.cli.main import main
+main(["compare", "--demo", "--quiet", "--results", tempfile.mkdtemp(prefix="bench-boot-")])
+me = resource.getrusage(resource.RUSAGE_SELF)
+with open(sys.argv[1], "w") as out:
+    json.dump({**spent, "self": me.ru_utime + me.ru_stime, "wall": time.perf_counter() - t0}, out)
+"""
+
+
+def demo(tree: str | None) -> dict[str, float]:
+    """One `compare --demo`, in-process in a fresh interpreter: the CPU of its boots and
+    teardowns (ServiceContext enter and exit), and of the whole process against its wall."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
+        out = Path(tmp) / "usage.json"
+        subprocess.run(
+            [sys.executable, "-c", DEMO, str(out)],
+            check=False,
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if not out.exists():
+            raise SystemExit(f"the demo compare {'of ' + tree if tree else ''} did not finish")
+        found: dict[str, float] = json.loads(out.read_text())
+    return found
+
 
 def one(tree: str | None, boots: int, profile: int, fast: bool) -> dict[str, object]:
     env = dict(os.environ)
@@ -125,6 +180,13 @@ def main() -> None:
         action="append",
         default=[],
         help="also measure the harness package of this checkout (DIR/harness), interleaved",
+    )
+    parser.add_argument(
+        "--demos",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N demo compares per harness: the CPU of their boots and teardowns",
     )
     args = parser.parse_args()
     trees: dict[str, str | None] = {"installed": None}
@@ -162,6 +224,18 @@ def main() -> None:
             f"{label}: median {statistics.median(per[label]):.1f} ms of harness CPU per "
             f"boot+teardown ({where})"
         )
+    if args.demos:
+        print(
+            f"  {'harness':<10} {'demo: boots':>11} {'user s':>7} {'sys s':>6}"
+            f" {'own CPU / wall':>15}"
+        )
+    for _ in range(args.demos):
+        for label, tree in trees.items():
+            found = demo(tree)
+            print(
+                f"  {label:<10} {int(found['boots']):11d} {found['user']:7.3f} {found['sys']:6.3f}"
+                f" {found['self']:7.2f}/{found['wall']:.2f} s = {found['self'] / found['wall']:.0%}"
+            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
