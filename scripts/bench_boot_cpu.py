@@ -93,7 +93,7 @@ with open(out, "w") as fh:
 """
 
 DEMO = """
-import json, resource, sys, tempfile, time
+import json, resource, sys, time
 t0 = time.perf_counter()
 import harness.boot.service as service
 def cpu():
@@ -117,7 +117,7 @@ def counted(self):
 service.ServiceContext.__enter__ = timed(counted)
 service.ServiceContext.__exit__ = timed(service.ServiceContext.__exit__)
 from harness.cli.main import main
-main(["compare", "--demo", "--quiet", "--results", tempfile.mkdtemp(prefix="bench-boot-")])
+main(["compare", "--demo", "--quiet", "--results", sys.argv[2]])
 me = resource.getrusage(resource.RUSAGE_SELF)
 with open(sys.argv[1], "w") as out:
     json.dump({**spent, "self": me.ru_utime + me.ru_stime, "wall": time.perf_counter() - t0}, out)
@@ -133,7 +133,7 @@ def demo(tree: str | None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
         out = Path(tmp) / "usage.json"
         subprocess.run(
-            [sys.executable, "-c", DEMO, str(out)],
+            [sys.executable, "-c", DEMO, str(out), str(Path(tmp) / "results")],
             check=False,
             cwd=tmp,
             env=env,
