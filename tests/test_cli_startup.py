@@ -155,3 +155,34 @@ def test_building_only_the_command_given_parses_as_the_whole_tree(
 
     whole = outcome(whole_tree)
     assert outcome(lambda: cli_parser.parse_args(argv)) == whole
+
+
+_BLAS_PROBE = """
+import os, sys
+from harness.cli.main import _import_numpy
+_import_numpy()
+import numpy
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize(("chosen", "expected"), [(None, "1 None"), ("2", "2")])
+def test_numpy_loads_with_blas_on_one_thread_and_the_variable_never_reaches_a_child(
+    chosen: str | None, expected: str
+) -> None:
+    """OpenBLAS's threads spin when numpy loads; the harness loads it with one, removes the
+    variable again (a build or service it starts never sees it), and leaves a user's own."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if chosen is not None:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    import numpy as np
+
+    if "openblas" not in json.dumps(np.show_config(mode="dicts")).lower():
+        pytest.skip("this numpy is not built on OpenBLAS")
+    done = subprocess.run(
+        [sys.executable, "-c", _BLAS_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    threads, variable = done.stdout.split()
+    # One thread, the variable gone again; or the user's variable as it was (threads: theirs).
+    assert (variable if chosen else f"{threads} {variable}") == expected

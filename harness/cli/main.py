@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
+    _import_numpy()
     from harness.boot.processes import Terminated
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
@@ -69,6 +70,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
         return signal_status(signal.SIGINT)
+
+
+def _import_numpy() -> None:
+    """Import numpy (every command does, through harness.types) with OpenBLAS on one thread.
+
+    OpenBLAS starts a thread per CPU when numpy loads, and they spin: about 0.1 CPU-second of a
+    command's own, for matrix products too small to gain from threads (`bench_scale.py` at 50k
+    queries takes the same time either way). OPENBLAS_NUM_THREADS is read only as the library
+    loads: it is set for the import and removed again, so no build or service the harness starts
+    ever sees it. A value the user set is left alone."""
+    import os
+
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
@@ -839,9 +859,8 @@ def _context_metrics(
             continue  # CompareSettings reports unknown names
         if needs and without:
             raise ConfigError(
-                f"{name} reads the returned context text, but the {without[0]} sets no "
-                "query.texts",
-                hint='set query.texts to the JMESPath of each result\'s text, e.g. '
+                f"{name} reads the returned context text, but the {without[0]} sets no query.texts",
+                hint="set query.texts to the JMESPath of each result's text, e.g. "
                 'texts = "results[].text"',
             )
     return not without and any(q.spans for q in gold.queries)
