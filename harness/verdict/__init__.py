@@ -7,6 +7,8 @@
                    (paired only for runs measured together), throughput, the machine's load
     summary.py     the quality and latency verdicts and their reasons
     stats.py       the tests themselves: McNemar exact, sign-flip randomization, bootstrap, Holm
+    sequential.py  the resampling tests, batched and stopping once each answer is settled
+    distributions.py  binomial tails and pmf (exact integers), Student's t quantile: no scipy
     latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
