@@ -27,18 +27,16 @@ The load average is printed before and after.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from fresh import compile_tree, run_fresh
 
 INNER = """
 import collections, json, resource, signal, sys, tempfile, time
 from pathlib import Path
-out, boots, profile, fast = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+out, boots, profile, fast = sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
 from harness.boot.service import running_service
 from harness.config import ServiceConfig
 from harness.config.loader import load_config
@@ -127,42 +125,12 @@ with open(sys.argv[1], "w") as out:
 def demo(tree: str | None) -> dict[str, float]:
     """One `compare --demo`, in-process in a fresh interpreter: the CPU of its boots and
     teardowns (ServiceContext enter and exit), and of the whole process against its wall."""
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
-        out = Path(tmp) / "usage.json"
-        subprocess.run(
-            [sys.executable, "-c", DEMO, str(out), str(Path(tmp) / "results")],
-            check=False,
-            cwd=tmp,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        if not out.exists():
-            raise SystemExit(f"the demo compare {'of ' + tree if tree else ''} did not finish")
-        found: dict[str, float] = json.loads(out.read_text())
-    return found
+    return run_fresh(DEMO, [], tree=tree, what="the demo compare")
 
 
 def one(tree: str | None, boots: int, profile: int, fast: bool) -> dict[str, object]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="bench-boot-cpu-") as tmp:
-        out = Path(tmp) / "usage.json"
-        subprocess.run(
-            [sys.executable, "-c", INNER, str(out), str(boots), str(profile), str(int(fast))],
-            check=False,
-            cwd=tmp,  # not a harness of the current directory
-            env=env,
-            stdout=subprocess.DEVNULL,
-        )
-        if not out.exists():
-            raise SystemExit(f"the boots {'of ' + tree if tree else ''} did not finish")
-        found: dict[str, object] = json.loads(out.read_text())
-    return found
+    args = [str(boots), str(profile), str(int(fast))]
+    return run_fresh(INNER, args, tree=tree, what="the boots", quiet=False)
 
 
 def main() -> None:
@@ -191,9 +159,8 @@ def main() -> None:
     args = parser.parse_args()
     trees: dict[str, str | None] = {"installed": None}
     trees |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(args.tree, 1)}
-    for tree in trees.values():  # .pyc up to date, as an install leaves them
-        package = Path(tree or Path(__file__).resolve().parent.parent) / "harness"
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
+    for tree in trees.values():
+        compile_tree(tree)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(
         f"  {'harness':<10} {'ms CPU/boot user':>16} {'sys':>5} {'total':>6}"

@@ -20,13 +20,11 @@ first (`compileall`), as an install leaves them. The load average is printed bef
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from fresh import compile_tree, run_fresh
 
 INNER = """
 import json, resource, sys, time
@@ -60,23 +58,7 @@ with open(sys.argv[1], "w") as out:
 
 
 def one(tree: str | None) -> dict[str, float]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="bench-replay-cpu-") as tmp:
-        out = Path(tmp) / "usage.json"
-        subprocess.run(
-            [sys.executable, "-c", INNER, str(out), str(Path(tmp) / "results")],
-            check=False,
-            cwd=tmp,  # not a harness of the current directory
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        if not out.exists():
-            raise SystemExit(f"the demo compare {'of ' + tree if tree else ''} did not finish")
-        found: dict[str, float] = json.loads(out.read_text())
-    return found
+    return run_fresh(INNER, [], tree=tree, what="the demo compare")
 
 
 def main() -> None:
@@ -91,9 +73,8 @@ def main() -> None:
     args = parser.parse_args()
     trees: dict[str, str | None] = {"installed": None}
     trees |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(args.tree, 1)}
-    for tree in trees.values():  # .pyc up to date, as an install leaves them (bench_overhead.py)
-        package = Path(tree or Path(__file__).resolve().parent.parent) / "harness"
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
+    for tree in trees.values():  # .pyc up to date, as an install leaves them
+        compile_tree(tree)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(
         f"  {'harness':<10} {'run_pair user s':>15} {'sys s':>6} {'exchanges':>9}"
@@ -113,8 +94,10 @@ def main() -> None:
             )
     for label, tree in trees.items():
         where = tree or "the installed harness"
-        print(f"{label}: median {statistics.median(per[label]):.0f} us of run_pair CPU per "
-              f"exchange ({where})")
+        print(
+            f"{label}: median {statistics.median(per[label]):.0f} us of run_pair CPU per "
+            f"exchange ({where})"
+        )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
