@@ -186,3 +186,34 @@ def test_numpy_loads_with_blas_on_one_thread_and_the_variable_never_reaches_a_ch
     threads, variable = done.stdout.split()
     # One thread, the variable gone again; or the user's variable as it was (threads: theirs).
     assert (variable if chosen else f"{threads} {variable}") == expected
+
+
+def test_numpy_is_imported_up_front_only_for_the_commands_that_import_it_anyway() -> None:
+    """main() loads numpy itself (with OpenBLAS on one thread) unless the command is in
+    WITHOUT_NUMPY: each command's own stage imports say which ones those are."""
+    import ast
+
+    from harness.cli import main as cli_main
+
+    functions = {
+        node.name: node
+        for node in ast.parse(Path(cli_main.__file__).read_text()).body
+        if isinstance(node, ast.FunctionDef)
+    }
+    without = set()
+    for name, command in cli_main.COMMANDS.items():
+        imports = sorted(
+            {
+                node.module
+                for node in ast.walk(functions[command.__name__])
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness")
+            }
+        )
+        code = "import sys\n" + "".join(f"import {m}\n" for m in imports)
+        code += "print('numpy' in sys.modules)"
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        if done.stdout.strip() == "False":
+            without.add(name)
+    assert without == cli_main.WITHOUT_NUMPY

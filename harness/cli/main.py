@@ -40,12 +40,14 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
-    _import_numpy()
     from harness.boot.processes import Terminated
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
 
-    command = COMMANDS[f"gold {args.gold_command}" if args.command == "gold" else args.command]
+    name = f"gold {args.gold_command}" if args.command == "gold" else args.command
+    if name not in WITHOUT_NUMPY:
+        _import_numpy()
+    command = COMMANDS[name]
     try:
         check_args(args)
         from harness.leftovers import recover
@@ -73,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _import_numpy() -> None:
-    """Import numpy (every command does, through harness.types) with OpenBLAS on one thread.
+    """Import numpy (every command but WITHOUT_NUMPY's will) with OpenBLAS on one thread.
 
     OpenBLAS starts a thread per CPU when numpy loads, and they spin: about 0.1 CPU-second of a
     command's own, for matrix products too small to gain from threads (`bench_scale.py` at 50k
@@ -908,6 +910,9 @@ def _check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: b
 
 
 # --------------------------------------------------------------------------- the command table
+
+# The commands that never import numpy (tests/test_cli_startup.py checks the list).
+WITHOUT_NUMPY = frozenset({"gold convert", "schema", "clean", "demo"})
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare,
