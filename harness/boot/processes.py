@@ -208,7 +208,7 @@ class _Handle:
         """Running and not a zombie (a zombie holds no resources; init or we will reap it)."""
         if self._proc is not None:
             return _alive(self._proc)
-        return self.fd is not None and not select.select([self.fd], [], [], 0)[0]
+        return self.fd is not None and bool(_live([self]))  # poll(): no FD_SETSIZE limit
 
     def signal(self, sig: signal.Signals) -> None:
         if self._proc is not None:
