@@ -51,8 +51,28 @@ _ARROW_ID = st.sampled_from(["q1", "q2", "001", "NA", "a", "b", "B", "é", "10",
             _ARROW_ID,
             _ARROW_ID,
             st.sampled_from(
-                ["1", "1.0", "2.5", "-3", "1e3", "-0", "0", "NaN", "inf", "1_0", "x", "+1", ".5",
-                 "5.", "0001", "1E5", "1e-400", "4.9e-324", "0x10", "1d5"]
+                [
+                    "1",
+                    "1.0",
+                    "2.5",
+                    "-3",
+                    "1e3",
+                    "-0",
+                    "0",
+                    "NaN",
+                    "inf",
+                    "1_0",
+                    "x",
+                    "+1",
+                    ".5",
+                    "5.",
+                    "0001",
+                    "1E5",
+                    "1e-400",
+                    "4.9e-324",
+                    "0x10",
+                    "1d5",
+                ]
             )
             | st.floats(allow_nan=False, allow_infinity=False).map(repr),
             st.sampled_from(["t", "run", ""]),  # "" drops the tag column: a 5-column line
@@ -137,43 +157,43 @@ def test_a_large_file_is_read_column_wise_and_equal(tmp_path: Path) -> None:
     assert run.rankings == slow.rankings and run.scores == slow.scores
 
 
-def test_importing_the_cli_loads_no_heavy_library() -> None:
+def _loaded_after(imports: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of `candidates` a fresh interpreter has in sys.modules after `import <imports>`."""
     code = (
-        "import json, sys, harness.cli.main, harness.cli.parser; "
-        "print(json.dumps(sorted(m for m in ('scipy', 'pandas', 'numpy', 'git', 'httpx', "
-        "'psutil', 'ssl') if m in sys.modules)))"
+        f"import json, sys, {imports}; "
+        f"print(json.dumps(sorted(m for m in {candidates!r} if m in sys.modules)))"
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(found.stdout) == []
+    loaded: list[str] = json.loads(found.stdout)
+    return loaded
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    heavy = ("scipy", "pandas", "numpy", "git", "httpx", "psutil", "ssl")
+    assert _loaded_after("harness.cli.main, harness.cli.parser", heavy) == []
 
 
 def test_the_metrics_command_loads_no_scipy_git_or_http() -> None:
-    code = (
-        "import json, sys, harness.report.runs, harness.score.evaluation, harness.gold, "
-        "harness.score.runfile; print(json.dumps(sorted(m for m in "
-        "('scipy', 'git', 'httpx', 'psutil') if m in sys.modules)))"
-    )
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(found.stdout) == []
+    imports = "harness.report.runs, harness.score.evaluation, harness.gold, harness.score.runfile"
+    assert _loaded_after(imports, ("scipy", "git", "httpx", "psutil")) == []
 
 
 def test_a_compare_boots_and_replays_without_httpx_or_gitpython() -> None:
     """The readiness probe and the replay client are harness's own sockets; git finds the
     working tree itself: httpx, httpcore and gitpython are imported only on their own paths."""
-    code = (
-        "import json, sys, harness.boot.service, harness.replay.runner, harness.replay.client, "
-        "harness.checkout.worktree; print(json.dumps(sorted(m for m in "
-        "('httpx', 'httpcore', 'git') if m in sys.modules)))"
+    imports = (
+        "harness.boot.service, harness.replay.runner, harness.replay.client, "
+        "harness.checkout.worktree"
     )
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(found.stdout) == []
+    assert _loaded_after(imports, ("httpx", "httpcore", "git")) == []
 
 
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("abcdefgh"),
-                  st.integers(0, 3)),
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]), st.sampled_from("abcdefgh"), st.integers(0, 3)
+        ),
         max_size=30,
     ),
     st.dictionaries(
