@@ -508,10 +508,12 @@ class _Closed(Exception):
     """The service closed the connection."""
 
 
+_DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF"}
+
+
 def _framing(text: str, base: int, what: str) -> int:
     """A Content-Length or chunk size: digits only (no sign, no spaces, no underscores)."""
-    digits = "0123456789abcdefABCDEF"[: 10 if base == 10 else 22]
-    if not text or text.strip(digits):
+    if not text or text.strip(_DIGITS[base]):
         raise _Failure(ErrorKind.CONNECTION, f"RemoteProtocolError: bad {what} {text[:40]!r}")
     return int(text, base)
 
