@@ -190,10 +190,7 @@ class SandboxLink:
 
     def open_socket(self) -> socket.socket:
         """A fresh, unconnected TCP socket made in the service's network namespace."""
-        _, fds = self._ask(b"S", LINK_TIMEOUT_S)
-        if len(fds) != 1:
-            raise ConnectionError("the sandbox answered without a socket")
-        return socket.socket(fileno=fds[0])
+        return self.open_sockets(1)[0]
 
     def open_sockets(self, count: int) -> list[socket.socket]:
         """`count` fresh, unconnected TCP sockets of the service's network namespace, made in
