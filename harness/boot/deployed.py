@@ -31,21 +31,26 @@ from harness.boot.processes import TeardownReport
 from harness.boot.service import ready_path
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
+from harness.scrub import register_url, safe_url
 
 DEPLOYED = "deployed"  # Repeat.sandbox of a run against a running deployment
 
 
 def check_url(url: str, option: str) -> str:
-    """`url` without a trailing slash, or ConfigError naming `option` and the fix."""
+    """`url` without a trailing slash, or ConfigError naming `option` and the fix.  Its
+    userinfo (user:password@), if any, is registered as a secret (`harness.scrub`) first: it is
+    sent as HTTP Basic credentials and never shown, not even in this error."""
+    register_url(url)
     parts = urlsplit(url)
+    shown = safe_url(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"{option} {url!r}: not an http(s) URL",
+            f"{option} {shown!r}: not an http(s) URL",
             hint=f"give the service's base URL, e.g. {option} http://127.0.0.1:8080",
         )
     if parts.query or parts.fragment:
         raise ConfigError(
-            f"{option} {url!r}: has a query string or fragment",
+            f"{option} {shown!r}: has a query string or fragment",
             hint="give the base URL only; query.path and query.params say the rest",
         )
     return url.rstrip("/")
@@ -84,7 +89,8 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
     sandbox = DEPLOYED
 
     def __init__(self, url: str, spec: ServiceConfig, *, log_path: Path) -> None:
-        self.url = url
+        self.url = url  # with its userinfo, if any: what the requests are sent with
+        self.shown = safe_url(url)  # what every message and the log say
         self.spec = spec
         self.log_path = log_path
         # Nothing of ours ever runs: the teardown is confirmed by construction, also when the
@@ -96,7 +102,7 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
     def __enter__(self) -> Deployment:
         t0 = time.monotonic()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        note = f"deployment {self.url}: not started or stopped by harness\n"
+        note = f"deployment {self.shown}: not started or stopped by harness\n"
         self.log_path.write_text(note, encoding="utf-8")
         if self.spec.ready:
             self._wait_ready(self.url + ready_path(self.spec.ready), t0)
@@ -122,7 +128,8 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ServiceError(
-                        f"the deployment at {self.url} is not ready: GET {ready_url} gave "
+                        f"the deployment at {self.shown} is not ready: GET "
+                        f"{safe_url(ready_url)} gave "
                         f"{last} for {spec.ready_timeout:g} s",
                         ["check that it is running and reachable from here, or raise "
                          "service.ready_timeout"],
@@ -137,7 +144,7 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
                     untrusted = tls_failure(error)
                     if untrusted is not None:  # waiting longer will not make it verify
                         raise ServiceError(
-                            f"the deployment at {self.url} is not ready: {untrusted}: name "
+                            f"the deployment at {self.shown} is not ready: {untrusted}: name "
                             "its CA bundle (PEM) in SSL_CERT_FILE",
                             ["or fix the certificate: it must be valid now, chain to a "
                              "trusted CA and name the URL's host"],

@@ -38,6 +38,7 @@ from types import MappingProxyType
 
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
 from harness.errors import ConfigError, Problem
+from harness.scrub import Scrubber, registered, scrub_log
 
 MARKER_ENV = "HARNESS_RUN_ID"
 """Set in every service's environment to the boot's run id; how orphans are found at teardown."""
@@ -45,6 +46,7 @@ MARKER_ENV = "HARNESS_RUN_ID"
 ALLOWED_ENV = frozenset({"PATH", "LANG", "TZ"})  # and every name with an ALLOWED_PREFIXES prefix
 ALLOWED_PREFIXES = ("LC_",)
 NO_ENV: Mapping[str, str] = MappingProxyType({})
+DEFAULT_MAX_LOG_BYTES = 16 << 20  # service.max_log_bytes's default
 
 
 def allowlisted_env(
@@ -84,45 +86,34 @@ SCRUB_MIN_CHARS = 4  # shorter values ("1", "on", "C") would mangle every excerp
 _NOT_SECRETS = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})  # paths of the caller's shell
 
 
-def scrubber(caller: Mapping[str, str], env: Mapping[str, str]) -> Callable[[str], str]:
-    """A function replacing, in a text, the value of every variable of `caller` that the
-    allowlist left out of `env` by `[NAME scrubbed]` (longest values first, so one secret
-    containing another is scrubbed whole). For log excerpts that go into results and reports:
-    a token the harness kept from a service must not come back through its output."""
+def removed_values(caller: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
+    """The value of every variable of `caller` that the allowlist left out of `env`, mapped to
+    `[NAME scrubbed]` (values of SCRUB_MIN_CHARS or more, and none that `env` holds too)."""
     kept = set(env.values())
-    removed = sorted(
-        (
-            (name, value)
-            for name, value in caller.items()
-            if name not in env
-            and name not in _NOT_SECRETS
-            and len(value) >= SCRUB_MIN_CHARS
-            and value not in kept
-        ),
-        key=lambda item: -len(item[1]),
-    )
-
-    def scrub(text: str) -> str:
-        for name, value in removed:
-            if value in text:
-                text = text.replace(value, f"[{name} scrubbed]")
-        return text
-
-    return scrub
+    return {
+        value: f"[{name} scrubbed]"
+        for name, value in caller.items()
+        if name not in env
+        and name not in _NOT_SECRETS
+        and len(value) >= SCRUB_MIN_CHARS
+        and value not in kept
+    }
 
 
-def scrub_file(path: Path, scrub: Callable[[str], str], *, limit: int = 64 << 20) -> None:
-    """Rewrite `path` (a boot's log under results/logs, at most `limit` bytes) scrubbed,
-    atomically; best effort."""
-    with contextlib.suppress(OSError):
-        if path.stat().st_size > limit:
-            return
-        text = path.read_bytes().decode("utf-8", "replace")
-        clean = scrub(text)
-        if clean != text:
-            tmp = path.with_name(path.name + ".scrub")
-            tmp.write_text(clean, encoding="utf-8")
-            os.replace(tmp, path)
+def scrubber(caller: Mapping[str, str], env: Mapping[str, str]) -> Scrubber:
+    """A Scrubber (call it on a text, or stream a file through it) replacing every value the
+    allowlist left out of `env` by `[NAME scrubbed]`, and every credential this process
+    registered (`harness.scrub`: a URL's password, an Authorization header) by `[scrubbed]`;
+    the longest first, so one secret containing another is scrubbed whole. For logs and log
+    excerpts: a token the harness kept from a service must not come back through its output."""
+    return Scrubber.of_text({**removed_values(caller, env), **registered()})
+
+
+def scrub_file(path: Path, scrub: Scrubber, *, limit: int = DEFAULT_MAX_LOG_BYTES) -> None:
+    """Rewrite `path` (a boot's or build's log under results/logs) scrubbed, by stream whatever
+    its size, and cut to its last `limit` bytes (service.max_log_bytes) under a line that says
+    so; atomically, best effort."""
+    scrub_log(path, scrub, limit=limit, key="service.max_log_bytes")
 
 
 # --------------------------------------------------------------------------- placeholders

@@ -98,6 +98,7 @@ from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
+from harness.scrub import Scrubber
 
 if TYPE_CHECKING:
     import httpx
@@ -193,7 +194,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self._tree: ProcessTree | None = None
         self._root: Path | None = None
         self._link: SandboxLink | None = None
-        self._scrub: Callable[[str], str] = str  # set once the environment is built
+        self._scrub = Scrubber({})  # set once the environment is built
         self._entered = False
         self.sandbox = sandbox or sandbox_mode(os.environ if environ is None else environ)
 
@@ -474,7 +475,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             if report.confirmed:
                 done.append(("run_id", self.run_id))
             leftovers.untrack_all(done)  # one rewrite, once what it names is gone
-            scrub_file(self.log_path, self._scrub)  # the log stays in results/logs
+            # The log stays in results/logs: scrubbed, and cut to service.max_log_bytes.
+            scrub_file(self.log_path, self._scrub, limit=self.spec.max_log_bytes)
         self.teardown = report
         if self.on_teardown is not None:
             self.on_teardown(report)

@@ -242,7 +242,8 @@ def _run_build(
                 shown = service.build
                 step.run(["/bin/sh", "-c", service.build], with_venv(env, venv), shown=shown)
         finally:
-            scrub_file(log_path, scrub)  # the log stays under results/logs
+            # The log stays under results/logs: scrubbed, and cut to service.max_log_bytes.
+            scrub_file(log_path, scrub, limit=service.max_log_bytes)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,19 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
+    from harness.scrub import guard_output, register_url, release_output
+
+    for url in (getattr(args, "baseline_url", None), getattr(args, "candidate_url", None)):
+        if url:
+            register_url(url)  # before anything can quote it, a usage error included
+    guard_output()  # a URL's password, an Authorization header: never printed (harness.scrub)
+    try:
+        return _main(args)
+    finally:
+        release_output()
+
+
+def _main(args: argparse.Namespace) -> int:
     from harness.boot.processes import Terminated
     from harness.cli.checks import check_args
     from harness.errors import HarnessError

@@ -401,6 +401,7 @@ _SERVICE: dict[str, Key] = {
     "python": Key("str", _python),
     "build_outputs": Key("strs", _outputs),
     "load": Key("load"),
+    "max_log_bytes": Key("int", _at_least(4096)),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),

@@ -88,6 +88,7 @@ class ServiceConfig:
     # relative to the checkout, a folder meaning all under it); None: the whole tree's delta.
     build_outputs: tuple[str, ...] | None = None
     load: LoadConfig | None = None  # [service.load]: the corpus posted over HTTP after ready
+    max_log_bytes: int = 16 << 20  # a boot's or build's log is cut to its tail past this
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ _NOT_HASHED = frozenset(
         "stop_timeout",
         "probe_timeout",
         "kill_wait",
+        "max_log_bytes",  # how much of a log is kept, not what is measured
     }
 )
 _LOAD_NOT_HASHED = frozenset({"timeout"})  # service.load.timeout; query.timeout is hashed

@@ -36,13 +36,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, urlencode, urlsplit
+from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
 from harness.boot.deployed import tls_context
 from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
 from harness.replay.paths import compile_path
+from harness.scrub import basic_token
 from harness.types import ErrorKind, QueryResult
 
 if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask through it
@@ -246,7 +247,18 @@ def encode_request(base_url: str, spec: RequestSpec) -> bytes:
     """
     url = _http_url(base_url)
     start, rest = _encode_parts(url.path, spec)
-    return start + url.netloc.encode("utf-8") + rest
+    return start + _host(url, spec.headers) + rest
+
+
+def _host(url: SplitResult, headers: Mapping[str, str]) -> bytes:
+    """The Host header's value: the URL's host and port, never its userinfo, which becomes
+    HTTP Basic credentials instead (as curl and httpx send them), unless query.headers names
+    an Authorization of its own."""
+    host = url.netloc.rpartition("@")[2]
+    if "@" in url.netloc and not any(name.lower() == "authorization" for name in headers):
+        user, password = unquote(url.username or ""), unquote(url.password or "")
+        host += "\r\nAuthorization: " + basic_token(user, password)
+    return host.encode("utf-8")
 
 
 def _http_url(base_url: str) -> SplitResult:
@@ -303,7 +315,7 @@ class Requests:
                 text: _encode_parts(url.path, make_request(self.query, text))
                 for text in self._texts
             }
-        host = url.netloc.encode("utf-8")
+        host = _host(url, self.query.headers)
         return {text: start + host + rest for text, (start, rest) in parts.items()}
 
 

@@ -53,6 +53,7 @@ from harness.replay.client import (
 from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
+from harness.scrub import register_headers, safe_url
 from harness.score.definition import Definition, definition
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
@@ -118,6 +119,8 @@ class RefSession:
                 chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
             )
         self.side: SideConfig = chosen
+        # Its credentials (query.headers' Authorization, Cookie) never come back in any output.
+        register_headers(chosen.query.headers)
         _check_limit(plan.config, side, ref, chosen)
         if url is None:  # a missing service.python: a config error before any checkout
             interpreter(self.side.service.python, plan.config.config_dir)
@@ -489,9 +492,9 @@ def run_deployed(
     """Two running deployments measured together, exactly as `run_pair` measures two refs
     (time-paired rounds, per-query order drawn, a shared pair_id), with nothing checked out,
     built, booted or torn down; never reused (a URL's service changes without a commit)."""
-    sessions = [
-        RefSession(plan, "baseline", baseline_url, url=baseline_url),
-        RefSession(plan, "candidate", candidate_url, url=candidate_url),
+    sessions = [  # named by the URL without its userinfo, requests sent with it
+        RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url),
+        RefSession(plan, "candidate", safe_url(candidate_url), url=candidate_url),
     ]
     baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=True)
     return baseline, candidate
@@ -629,10 +632,12 @@ def _read(
 
 
 def _url_key(url: str) -> str:
-    """The stand-in for a commit sha of a deployment: stable per URL, never a real sha."""
+    """The stand-in for a commit sha of a deployment: stable per URL, never a real sha.  Of the
+    URL without its userinfo: the same deployment reached with a new password is the same
+    deployment, and no hash of a password (guessable offline when it is weak) is stored."""
     import hashlib
 
-    return "url-" + hashlib.sha256(url.encode()).hexdigest()[:12]
+    return "url-" + hashlib.sha256(safe_url(url).encode()).hexdigest()[:12]
 
 
 def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[..., bool]:

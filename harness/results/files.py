@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ResultsError
+from harness.scrub import scrub_bytes, scrub_text
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -47,8 +48,10 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
 
     The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
     (link fails if the target exists, unlike rename), so a reader never sees half a file and a
-    crash never leaves one.
+    crash never leaves one.  A registered credential (`harness.scrub`) is replaced by
+    [scrubbed] in the bytes and in the file's name.
     """
+    data, path = scrub_bytes(data), path.with_name(scrub_text(path.name))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
