@@ -53,8 +53,8 @@ from harness.replay.client import (
 from harness.replay.hook import rewritten_items
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
-from harness.scrub import register_headers, safe_url
 from harness.score.definition import Definition, definition
+from harness.scrub import register_headers, safe_url
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
