@@ -42,15 +42,25 @@ MIN_CHARS = 4
 line); in a URL's userinfo it is, whatever its length."""
 SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 CHUNK = 1 << 20  # bytes of a log read at a time
+_SECRET_PARAM = re.compile(r"token|key|secret|pass|auth|sig|session|cred", re.IGNORECASE)
+"""A query parameter or environment variable with such a name holds a credential."""
 
 
 def safe_url(url: str) -> str:
-    """`url` with its userinfo (user:password@) replaced by [scrubbed]; unchanged without one."""
+    """`url` with its userinfo (user:password@) replaced by [scrubbed], and so the value of each
+    query parameter named like a credential (token, key, secret, password, auth, signature,
+    session); unchanged without either."""
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{SCRUBBED}@{host}"))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc=f"{SCRUBBED}@{parts.netloc.rpartition('@')[2]}")
+    if parts.query:
+        params = [p.partition("=") for p in parts.query.split("&")]
+        query = "&".join(
+            f"{name}={SCRUBBED}" if eq and _SECRET_PARAM.search(name) else f"{name}{eq}{value}"
+            for name, eq, value in params
+        )
+        parts = parts._replace(query=query)
+    return urlunsplit(parts)
 
 
 def url_credentials(url: str) -> tuple[str, str] | None:
@@ -114,6 +124,18 @@ def register_url(url: str) -> None:
 
 def register_headers(headers: Mapping[str, str]) -> None:
     register(header_secrets(headers))
+
+
+def register_environment(environ: Mapping[str, str]) -> None:
+    """Scrub, as `[NAME scrubbed]`, the value of each variable of `environ` named like a
+    credential (API_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD...) from all output: a service
+    that reads it (from /proc/<harness pid>/environ, in plain mode) and quotes it in an answer
+    must not get it into a report.  Every other value the allowlist kept from a service is
+    scrubbed from its logs only (`harness.boot.isolation.scrubber`): scrubbing HOME's value
+    from every path harness prints would say nothing the user does not know."""
+    for name, value in environ.items():
+        if _SECRET_PARAM.search(name) and len(value) >= MIN_CHARS:
+            _registered.setdefault(value, f"[{name} scrubbed]")
 
 
 def registered() -> Mapping[str, str]:

@@ -56,6 +56,11 @@ def hits(root: Path, needles: list[str]) -> list[str]:
 def test_a_url_is_shown_without_its_userinfo() -> None:
     assert safe_url("http://alice:pw@127.0.0.1:8080/x") == f"http://{SCRUBBED}@127.0.0.1:8080/x"
     assert safe_url("http://127.0.0.1:8080") == "http://127.0.0.1:8080"
+    shown = safe_url("https://h/x?q=tea&api_key=k1&access_token=t2&Signature=s3")
+    assert (
+        shown
+        == f"https://h/x?q=tea&api_key={SCRUBBED}&access_token={SCRUBBED}&Signature={SCRUBBED}"
+    )
     token = base64.b64encode(b"al ice:p@ss").decode()
     assert token in url_secrets("http://al%20ice:p%40ss@h:1")  # the decoded Basic token too
 
@@ -198,7 +203,8 @@ def test_an_authorization_header_quoted_back_by_the_service_is_scrubbed(
     assert done.returncode == 3 and "HTTP 401" in said, said[-3000:]
     assert f"not authorized: {SCRUBBED}" in said  # the sample body, quoted scrubbed
     secret = bearer.split()[1]
-    assert secret not in said and hits(results, [secret]) == []
+    assert secret not in said
+    assert hits(results, [secret]) == []
 
 
 # --------------------------------------------------------------------------- logs
@@ -207,18 +213,24 @@ def test_an_authorization_header_quoted_back_by_the_service_is_scrubbed(
 def _leaky_run(tmp_path: Path, behaviour: dict[str, object], max_log: int | None) -> Path:
     """`harness run` of a ref whose service writes TOKEN, read from harness's environ, into its
     log as `behaviour` says; the one boot's log."""
-    sandbox = build_sandbox(tmp_path / "box", {"leaky": {"leak_env": "API_TOKEN", **behaviour}})
+    leaky = {"leak_env": "API_TOKEN", "error_on": ["q05"], **behaviour}
+    sandbox = build_sandbox(tmp_path / "box", {"leaky": leaky})
     config = sandbox.write_config("leaky.toml")
+    text = config.read_text()
     if max_log is not None:
-        text = config.read_text().replace("[service]\n", f"[service]\nmax_log_bytes = {max_log}\n")
-        config.write_text(text)
+        text = text.replace("[service]\n", f"[service]\nmax_log_bytes = {max_log}\n")
+    config.write_text(text)
     results = tmp_path / "results"
     done = sandbox.harness(
         "run", "--ref", "leaky", "--repeats", "1", config=config, results=results,
         env={"API_TOKEN": TOKEN},
     )  # fmt: skip
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert TOKEN not in done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said[-3000:]  # its error answer: an invalid run, as it should
+    assert "my token is [API_TOKEN scrubbed]" in said and TOKEN not in said
+    (record,) = (results / "runs").glob("*.json")
+    assert "my token is [API_TOKEN scrubbed]" in record.read_text()  # its error answers
+    assert hits(results, [TOKEN]) == []
     (log,) = (results / "logs").glob("*_r0.log")
     return log
 

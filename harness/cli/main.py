@@ -40,8 +40,11 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
-    from harness.scrub import guard_output, register_url, release_output
+    import os
 
+    from harness.scrub import guard_output, register_environment, register_url, release_output
+
+    register_environment(os.environ)  # API_TOKEN and the like: never printed or written
     for url in (getattr(args, "baseline_url", None), getattr(args, "candidate_url", None)):
         if url:
             register_url(url)  # before anything can quote it, a usage error included
