@@ -103,7 +103,8 @@ def header_secrets(headers: Mapping[str, str]) -> list[str]:
 
 # --------------------------------------------------------------------------- the registry
 
-_registered: dict[str, str] = {}  # secret -> what it is replaced by
+_registered: dict[str, str] = {}  # secret -> what it is replaced by; only ever grows
+_made: Scrubber | None = None
 
 
 def register(values: Iterable[str], replacement: str = SCRUBBED) -> None:
@@ -144,20 +145,30 @@ def registered() -> Mapping[str, str]:
 
 def forget_all() -> None:
     """Empty the registry (tests that call the CLI's main in-process)."""
+    global _made
     _registered.clear()
+    _made = None
+
+
+def _current() -> Scrubber:
+    """The Scrubber of the registry as it is now (made again only when it has grown)."""
+    global _made
+    if _made is None or len(_made.replacements) != len(_registered):
+        _made = Scrubber.of_text(_registered)
+    return _made
 
 
 def scrub_text(text: str) -> str:
     """`text` with every registered secret replaced; `text` itself when there is none in it."""
     if not _registered or not text:
         return text
-    return Scrubber.of_text(_registered).text(text)
+    return _current().text(text)
 
 
 def scrub_bytes(data: bytes) -> bytes:
     if not _registered or not data:
         return data
-    return Scrubber.of_text(_registered).data(data)
+    return _current().data(data)
 
 
 # --------------------------------------------------------------------------- the scrubber
@@ -194,9 +205,7 @@ class Scrubber:
     def text(self, text: str) -> str:
         if self._pattern is None:
             return text
-        return self.data(text.encode("utf-8", "surrogateescape")).decode(
-            "utf-8", "surrogateescape"
-        )
+        return self.data(text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
 
     def stream(self, src: BinaryIO, dst: BinaryIO, *, chunk: int = CHUNK) -> bool:
         """Copy `src` to `dst` scrubbed, `chunk` bytes at a time; whether anything was replaced.
@@ -243,8 +252,7 @@ def scrub_log(path: Path, scrubber: Scrubber, *, limit: int, key: str) -> None:
                     if start:
                         dst.write(
                             f"--- harness: the first {start} bytes of this log ({size} in all) "
-                            f"were cut: only the last {limit} are kept ({key} = {limit})\n"
-                            .encode()
+                            f"were cut: only the last {limit} are kept ({key} = {limit})\n".encode()
                         )
                     src.seek(start)
                     changed = scrubber.stream(src, dst)

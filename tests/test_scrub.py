@@ -31,6 +31,7 @@ from harness.scrub import (
     CHUNK,
     SCRUBBED,
     Scrubber,
+    header_secrets,
     safe_url,
     scrub_log,
     url_secrets,
@@ -63,6 +64,14 @@ def test_a_url_is_shown_without_its_userinfo() -> None:
     )
     token = base64.b64encode(b"al ice:p@ss").decode()
     assert token in url_secrets("http://al%20ice:p%40ss@h:1")  # the decoded Basic token too
+
+
+def test_credential_headers_are_secrets_whatever_their_case() -> None:
+    headers = {"authorization": "Bearer abc123xyz", "COOKIE": "sid=77aa", "Accept": "x/y"}
+    headers["Proxy-Authorization"] = "Basic cHJveHk6cHc="
+    found = header_secrets(headers)
+    assert set(found) == {"Bearer abc123xyz", "abc123xyz", "sid=77aa", "Basic cHJveHk6cHc=",
+                          "cHJveHk6cHc="}  # fmt: skip
 
 
 def test_userinfo_becomes_basic_credentials_and_never_the_host_header() -> None:
