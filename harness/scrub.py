@@ -43,7 +43,11 @@ line); in a URL's userinfo it is, whatever its length."""
 SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 CHUNK = 1 << 20  # bytes of a log read at a time
 _SECRET_PARAM = re.compile(r"token|key|secret|pass|auth|sig|session|cred", re.IGNORECASE)
-"""A query parameter or environment variable with such a name holds a credential."""
+"""A query parameter with such a name holds a credential."""
+_SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|COOKIE|CREDENTIAL|(^|_)(PASS|KEY|APIKEY)($|_)")
+"""An environment variable with such a name holds one: narrower than _SECRET_PARAM, since
+SSH_AUTH_SOCK, XAUTHORITY and XDG_SESSION_DESKTOP ("ubuntu", in every path of that user) do not;
+and a value shorter than 8 characters, or a path, is no token."""
 
 
 def safe_url(url: str) -> str:
@@ -129,13 +133,14 @@ def register_headers(headers: Mapping[str, str]) -> None:
 
 def register_environment(environ: Mapping[str, str]) -> None:
     """Scrub, as `[NAME scrubbed]`, the value of each variable of `environ` named like a
-    credential (API_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD...) from all output: a service
+    credential (API_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD, OPENAI_API_KEY: `_SECRET_ENV`)
+    from all output: a service
     that reads it (from /proc/<harness pid>/environ, in plain mode) and quotes it in an answer
     must not get it into a report.  Every other value the allowlist kept from a service is
     scrubbed from its logs only (`harness.boot.isolation.scrubber`): scrubbing HOME's value
     from every path harness prints would say nothing the user does not know."""
     for name, value in environ.items():
-        if _SECRET_PARAM.search(name) and len(value) >= MIN_CHARS:
+        if _SECRET_ENV.search(name) and len(value) >= 8 and not value.startswith("/"):
             _registered.setdefault(value, f"[{name} scrubbed]")
 
 

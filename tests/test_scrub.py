@@ -66,6 +66,24 @@ def test_a_url_is_shown_without_its_userinfo() -> None:
     assert token in url_secrets("http://al%20ice:p%40ss@h:1")  # the decoded Basic token too
 
 
+def test_credential_named_variables_are_secrets_and_nothing_else() -> None:
+    from harness import scrub
+
+    environ = {
+        "API_TOKEN": "tok-aaaa1111", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI",
+        "PGPASSWORD": "pg-pw-123", "OPENAI_API_KEY": "sk-proj-0000",
+        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1", "XDG_SESSION_DESKTOP": "ubuntu",
+        "KEYBOARD": "us-intl-alt", "SHORT_TOKEN": "abc",
+    }  # fmt: skip
+    scrub.forget_all()  # this process's registry: nothing else in it for the check
+    try:
+        scrub.register_environment(environ)
+        assert set(scrub.registered()) == {"tok-aaaa1111", "wJalrXUtnFEMI", "pg-pw-123",
+                                           "sk-proj-0000"}  # fmt: skip
+    finally:
+        scrub.forget_all()
+
+
 def test_credential_headers_are_secrets_whatever_their_case() -> None:
     headers = {"authorization": "Bearer abc123xyz", "COOKIE": "sid=77aa", "Accept": "x/y"}
     headers["Proxy-Authorization"] = "Basic cHJveHk6cHc="
