@@ -174,9 +174,8 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
         mounts = ctx._mounts
         assert mounts is not None
         home = Path(plan["home"])
-        back = sorted(
-            {b.relative_to(home).parts[0] for b in mounts.back if b.is_relative_to(home) and b != home}
-        )
+        inside_home = [b.relative_to(home) for b in mounts.back if b.is_relative_to(home)]
+        back = sorted({b.parts[0] for b in inside_home if b.parts})
     assert ctx.teardown is not None and ctx.teardown.confirmed
     return {"report": json.loads(answer.partition(b"\r\n\r\n")[2]), "mounted_back_in_home": back}
 

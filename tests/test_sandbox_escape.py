@@ -24,9 +24,9 @@ from typing import Any
 import jmespath
 import psutil
 import pytest
+from escape_support import boot_and_report, controls, listen_unix
 
 import harness
-from escape_support import boot_and_report, controls, listen_unix
 from harness.boot import sandbox
 
 pytestmark = pytest.mark.skipif(
