@@ -6,7 +6,8 @@
 The service (`ESCAPE_PY`, standard library only) makes every attempt at start, before it
 serves, and answers GET /report with one outcome per attempt: "ok ..." when the attempt worked,
 "denied: ERRNO" when the kernel refused it. The plan (JSON) names what to attack: the
-harness's pid, the real home, the repository, host Unix sockets, an abstract socket, a
+harness's pid, the real home, the repository, host Unix sockets, an abstract socket, host
+files in the folders the sandbox hides, a
 `secret` that is in the harness's environment, a file name on the host's `/`.
 
 Standard library and `harness` only: the driver runs under a system Python as user nobody,
@@ -88,6 +89,8 @@ ESCAPE_PY = textwrap.dedent(
     attempt("write_repo", lambda: write(os.path.join(plan["repo"], plan["repo_file"])))
     for name, path in sorted(plan["sockets"].items()):
         attempt("connect_" + name, lambda: connect(path))
+    for name, path in sorted(plan["markers"].items()):
+        attempt("read_" + name, lambda: (open(path).read(), "ok (read)")[1])
     attempt("connect_abstract", lambda: connect("\\0" + plan["abstract"]))
     attempt("read_environ", environ)
     attempt("kill_harness", lambda: (os.kill(plan["harness_pid"], 0), "ok")[1])
@@ -138,6 +141,12 @@ def controls(plan: dict[str, Any]) -> dict[str, str]:
             seen["connect_" + name] = "ok"
         except OSError as exc:
             seen["connect_" + name] = f"denied: {exc}"
+    for name, path in plan["markers"].items():
+        try:
+            Path(path).read_text()
+            seen["read_" + name] = "ok"
+        except OSError as exc:
+            seen["read_" + name] = f"denied: {exc}"
     try:
         raw = Path(f"/proc/{plan['harness_pid']}/environ").read_bytes()
         seen["read_environ"] = "ok (secret read)" if plan["secret"].encode() in raw else "ok"

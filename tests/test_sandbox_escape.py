@@ -49,6 +49,7 @@ def _plan(work: Path, home: Path, harness_pid: int, token: str, secret: str) -> 
         "root_file": f"escape-probe-{token}",
         "abstract": f"harness-escape-{token}",
         "sockets": {},
+        "markers": {},
     }
 
 
@@ -61,16 +62,23 @@ def _host_sockets(plan: dict[str, Any], work: Path) -> Iterator[None]:
     places["shm"] = Path("/dev/shm") / f"harness-escape-{token}.sock"
     if os.access("/run", os.W_OK):
         places["run"] = Path("/run") / f"harness-escape-{token}.sock"
+    folders = {"tmp": "/tmp", "var_tmp": "/var/tmp", "shm": "/dev/shm", "run": "/run"}
+    name = f"harness-escape-{token}.txt"
+    files = {k: Path(v) / name for k, v in folders.items() if os.access(v, os.W_OK)}
     held = [listen_unix("\0" + plan["abstract"])]
     try:
         for name, path in places.items():
             held.append(listen_unix(str(path)))
             plan["sockets"][name] = str(path)
+        for name, path in files.items():
+            path.write_text("a host file")
+            path.chmod(0o644)
+            plan["markers"][name] = str(path)
         yield
     finally:
         for sock in held:
             sock.close()
-        for path in places.values():
+        for path in [*places.values(), *files.values()]:
             path.unlink(missing_ok=True)
 
 
@@ -228,6 +236,14 @@ def test_no_host_unix_socket_is_reachable(escape: Any, place: str) -> None:
         pytest.skip(f"no host socket could be made under {place}")
     assert escape["controls"][f"connect_{place}"] == "ok"  # reachable from outside the sandbox
     _denied(escape, f"connect_{place}")
+
+
+@pytest.mark.parametrize("place", ["tmp", "var_tmp", "shm", "run"])
+def test_host_files_in_the_hidden_folders_are_absent(escape: Any, place: str) -> None:
+    if place not in escape["plan"]["markers"]:
+        pytest.skip(f"no host file could be made under {place}")
+    assert escape["controls"][f"read_{place}"] == "ok"
+    assert _denied(escape, f"read_{place}") == "denied: ENOENT"
 
 
 def test_the_harness_environment_and_process_are_out_of_reach(escape: Any) -> None:
