@@ -180,8 +180,8 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
             answer = b""
             while chunk := conn.recv(65536):
                 answer += chunk
-        mounts = ctx._mounts
-        assert mounts is not None
+        assert ctx._where is not None
+        mounts = ctx._where[2]
         home = Path(plan["home"])
         inside_home = [b.relative_to(home) for b in mounts.back if b.is_relative_to(home)]
         back = sorted({b.parts[0] for b in inside_home if b.parts})

@@ -173,3 +173,17 @@ def test_a_failure_naming_no_hidden_path_keeps_the_plain_advice(
     assert caught.value.message.endswith(")")  # nothing said of the sandbox
     assert "fix the start command" in "\n".join(caught.value.details)
     assert json.dumps(caught.value.message)  # one line, no traceback
+
+
+def test_a_hidden_path_of_a_command_that_did_start_is_only_a_hint(
+    tmp_path: Path, worktree: Path
+) -> None:
+    cache = tmp_path / "elsewhere" / "cache"
+    cache.mkdir(parents=True)
+    ctx = _boot(tmp_path, worktree, f"python3 -c 'raise SystemExit(3)' {cache} {{port}}")
+    with pytest.raises(ServiceError) as caught:
+        ctx.__enter__()
+    assert "exited at boot with status 3" in caught.value.message
+    assert "sandbox" not in caught.value.message  # it started: the path may not be why
+    maybe = f"maybe: {cache} exists outside the sandbox but not inside it"
+    assert any(line.startswith(maybe) for line in caught.value.details)

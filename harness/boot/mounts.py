@@ -25,7 +25,6 @@ import json
 import os
 import pwd
 import shlex
-import shutil
 import stat
 import subprocess
 import sys
@@ -224,11 +223,26 @@ def _shebang(path: Path) -> Path | None:
     return None
 
 
+def _hidden_hop(path: Path, mounts: Mounts) -> tuple[Path, Path] | None:
+    """(the first hop of `path`'s links, or of its `#!` interpreter's, that is hidden inside,
+    the folder hiding it), or None when every hop is there."""
+    hops = chain(path)
+    interpreter = _shebang(hops[-1])
+    if interpreter is not None and interpreter.is_absolute():
+        hops += chain(interpreter)
+    for hop in hops:
+        folder = mounts.hiding(hop)
+        if folder is not None:
+            return hop, folder
+    return None
+
+
 def hidden_names(
     command: str, *, cwd: Path, path_env: str, mounts: Mounts
 ) -> list[tuple[str, Path, Path]]:
     """(word, path, hidden folder) for each word of `command` naming a path that exists here
-    (a command on `path_env`, a file, a link to follow, a script's `#!` interpreter) but is
+    (a file, a link to follow, a script's `#!` interpreter, a command found on `path_env` as
+    the sandbox's shell would look it up: only when no entry of PATH has it inside) but is
     hidden inside the sandbox."""
     try:
         words = shlex.split(command)
@@ -236,39 +250,47 @@ def hidden_names(
         words = command.split()
     found = []
     for word in words:
-        if "/" in word and not word.startswith("-") and "=" not in word.split("/")[0]:
-            candidate: str | None = str(cwd / word)
+        if word.startswith("-") or "=" in word.split("/")[0]:
+            continue  # an option or an assignment: its value is not looked up
+        if "/" in word:
+            where = cwd / word
+            hidden = _hidden_hop(where, mounts) if os.path.lexists(where) else None
         else:
-            candidate = None if "=" in word else shutil.which(word, path=path_env)
-        if candidate is None or not os.path.lexists(candidate):
-            continue
-        hops = chain(Path(candidate))
-        interpreter = _shebang(hops[-1])
-        if interpreter is not None and interpreter.is_absolute():
-            hops += chain(interpreter)
-        for hop in hops:
-            folder = mounts.hiding(hop)
-            if folder is not None:
-                found.append((word, hop, folder))
-                break
+            hidden = _on_path(word, path_env, mounts)
+        if hidden is not None:
+            found.append((word, *hidden))
     return found
 
 
+def _on_path(word: str, path_env: str, mounts: Mounts) -> tuple[Path, Path] | None:
+    first = None
+    for folder in path_env.split(os.pathsep):
+        candidate = Path(folder or ".") / word
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        hidden = _hidden_hop(candidate, mounts)
+        if hidden is None:
+            return None  # the shell inside finds this one
+        first = first or hidden
+    return first
+
+
 def not_inside(
-    command: str, cwd: Path, path_env: str, mounts: Mounts | None
+    command: str, status: int, log: str, where: tuple[Path, str, Mounts] | None
 ) -> tuple[str, list[str]]:
-    """For a command that failed in the sandbox (`mounts`; None: no sandbox): what to add to
-    its error ("" when it names no hidden path) and the hints that say what to do."""
-    if mounts is None:
+    """For a command that failed in a sandbox (`where`: its cwd, PATH and mounts; None: no
+    sandbox) with `status` and `log`: what to add to its error message and the hints. The
+    message says a hidden path is why only when the command could not start (status 126 or
+    127, or "No such file" in its log); otherwise the hidden path is one hint among others."""
+    if where is None:
         return "", []
+    cwd, path_env, mounts = where
     found = hidden_names(command, cwd=cwd, path_env=path_env, mounts=mounts)
     if not found:
         return "", []
     word, path, folder = found[0]
-    said = (
-        f"; {path} exists outside the sandbox but not inside it"
-        f" (`{word}` leads there, and the sandbox hides {folder})"
-    )
+    why = f"{path} exists outside the sandbox but not inside it"
+    why += f" (`{word}` leads there, and the sandbox hides {folder})"
     hints = [
         f"inside the sandbox {', '.join(str(h) for h in mounts.hidden)} are empty but for "
         "the worktree, the build's venv, the service's interpreter and {config_dir}; start "
@@ -276,4 +298,6 @@ def not_inside(
         "(HARNESS_SANDBOX=off)",
         *(f"{w} leads to {p}, hidden too" for w, p, _ in found[1:]),
     ]
-    return said, hints
+    if status in (126, 127) or "no such file" in log.lower():
+        return f"; {why}", hints
+    return "", [f"maybe: {why}", *hints]

@@ -195,8 +195,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self._tree: ProcessTree | None = None
         self._root: Path | None = None
         self._link: SandboxLink | None = None
-        self._mounts: Mounts | None = None  # the sandbox's files, to say why a path is not there
-        self._path_env = os.defpath  # the service's PATH, once its environment is built
+        # The sandbox's cwd, PATH and files, to say why a command could not start in it.
+        self._where: tuple[Path, str, Mounts] | None = None
         self._scrub: Callable[[str], str] = str  # set once the environment is built
         self._entered = False
         self.sandbox = sandbox or sandbox_mode(os.environ if environ is None else environ)
@@ -264,7 +264,6 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 run_id=self.run_id,
             )
             self._scrub = scrubber(caller, env)
-            self._path_env = env.get("PATH", os.defpath)
             command = expand_placeholders(spec.start, quoted, key="start")
             prefix: list[str] = []
             if self.sandbox == BUBBLEWRAP:
@@ -274,7 +273,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     readable.append(self.config_dir)  # scripts and files of the user's tree
                 readable += python_paths(raw["python"])  # a base under HOME: pyenv, uv, conda
                 mounts = plan_mounts(root=self._root, worktree=self.worktree, readable=readable)
-                self._mounts = mounts
+                self._where = (self.worktree, env.get("PATH", os.defpath), mounts)
                 prefix = bwrap_prefix(
                     self._link.child_fd, root=self._root, worktree=self.worktree, mounts=mounts
                 )
@@ -301,7 +300,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 if taken and attempt < limits.port_attempts:
                     raise _PortTaken()
                 why = f"; its port was taken on each of {attempt} attempts" if taken else ""
-                said, hints = not_inside(command, self.worktree, self._path_env, self._mounts)
+                said, hints = not_inside(command, status, text, self._where)
                 raise self._failure(
                     "boot",
                     f"service exited at boot with status {status}{why} (start: {command!r}){said}",
@@ -448,7 +447,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _prepared(self, command: str, status: int, log_start: int) -> None:
         if status != 0:
-            said, hints = not_inside(command, self.worktree, self._path_env, self._mounts)
+            text = log_text(self.log_path, log_start)
+            said, hints = not_inside(command, status, text, self._where)
             raise self._failure(
                 "prepare",
                 f"prepare command {command!r} failed with exit status {status}{said}",
