@@ -50,8 +50,9 @@ SERVICE_PY = textwrap.dedent(
 
 
 def _relocated_python(base: Path) -> Path:
-    """A Python whose sys.base_prefix is `base`: the system Python's (statically linked) binary
-    copied into base/bin, its standard library linked as base/lib/pythonX.Y."""
+    """A Python whose sys.base_prefix is `base`: a system Python's binary copied into base/bin,
+    its standard library linked as base/lib/pythonX.Y (a shared libpython is still found where
+    the system keeps it)."""
     for name in ("python3.13", "python3.12", "python3.11", "python3"):
         system = shutil.which(name, path="/usr/bin:/usr/local/bin")
         if system is None:
@@ -59,15 +60,20 @@ def _relocated_python(base: Path) -> Path:
         probe = "import sys, sysconfig; print(sysconfig.get_paths()['stdlib'])"
         probe += "; print(sys.version_info >= (3, 11))"
         told = subprocess.run([system, "-c", probe], capture_output=True, text=True, check=False)
-        needed = subprocess.run(["ldd", system], capture_output=True, text=True, check=False)
         stdlib, recent = [*told.stdout.split(), "", ""][:2]
-        if told.returncode == 0 and recent == "True" and "libpython" not in needed.stdout:
-            (base / "bin").mkdir(parents=True)
-            (base / "lib").mkdir()
-            shutil.copy2(system, base / "bin" / Path(stdlib).name)
-            (base / "lib" / Path(stdlib).name).symlink_to(stdlib)
-            return base / "bin" / Path(stdlib).name
-    pytest.skip("no statically linked system Python >= 3.11 to relocate")
+        if told.returncode != 0 or recent != "True":
+            continue
+        shutil.rmtree(base, ignore_errors=True)
+        (base / "bin").mkdir(parents=True)
+        (base / "lib").mkdir()
+        python = base / "bin" / Path(stdlib).name
+        shutil.copy2(system, python)
+        (base / "lib" / Path(stdlib).name).symlink_to(stdlib)
+        where = "import sys; print(sys.base_prefix)"
+        moved = subprocess.run([python, "-c", where], capture_output=True, text=True, check=False)
+        if moved.stdout.strip() == str(base):
+            return python
+    pytest.skip("no system Python >= 3.11 that runs from a copy with its own prefix")
 
 
 @pytest.fixture
