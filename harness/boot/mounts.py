@@ -5,16 +5,16 @@
     mounts.hiding(path)           # the hidden folder `path` lies in (inside: absent), or None
     hidden_names(command, cwd=wt, path_env=PATH, mounts=mounts)   # [(word, path, folder)]
 
-Inside, the host's filesystem is read-only, and these are empty tmpfs: every place a host
-process keeps its sockets or its secrets (`HOST_HIDDEN`: /tmp, /var (with /var/tmp, /var/run,
-/var/lib), /run, each real home, $XDG_RUNTIME_DIR); /dev is bubblewrap's own (its /dev/shm
-empty). Then what the service must see is mounted back read-only where it lies: the worktree,
-the build's venv, the folders of the service's interpreter (`python_paths`, asked of the
-interpreter itself: its prefixes, the links to its executable, its sys.path and the shared
-objects it maps), the Python running the harness. Last, the boot's root writable, and
-/dev/null over every listening Unix socket of the host still visible (read from
-/proc/net/unix), so a socket a host process binds in the repository or in /opt cannot be
-reached either.
+Inside, the host's filesystem is read-only, and these are empty read-only tmpfs: every place
+a host process keeps its sockets or its secrets (`HOST_HIDDEN`: /tmp, /var (with /var/tmp,
+/var/run, /var/lib), /run, each real home, $XDG_RUNTIME_DIR); /dev is bubblewrap's own (its
+/dev/shm empty, and the sandbox's own to write). Then what the service must see is mounted
+back read-only where it lies: the worktree, the build's venv, the folders of the service's
+interpreter (`python_paths`, asked of the interpreter itself: its prefixes, the links to its
+executable, its sys.path and the shared objects it maps), the Python running the harness.
+Last, the boot's root writable, and /dev/null over every listening Unix socket of the host
+still visible (read from /proc/net/unix), so a socket a host process binds in the repository
+or in /opt cannot be reached either.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ class Mounts:
         argv += ["--bind", str(self.writable), str(self.writable)]
         for sock in self.sockets:
             argv += ["--ro-bind", "/dev/null", str(sock)]
+        for path in self.hidden:  # read-only once what lies in it is mounted (not recursive)
+            argv += ["--remount-ro", str(path)]
         return argv
 
     def hiding(self, path: Path) -> Path | None:
