@@ -119,7 +119,8 @@ def plan(
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     named = [Path(p) for p in HOST_HIDDEN] + ([Path(runtime)] if runtime else [])
     system = [p.resolve() for p in named if p.is_dir()]
-    hidden = _outermost(p for p in [*system, *extra] if p != Path("/"))
+    asked = [p for p in [*system, *extra] if p != Path("/")]
+    hidden = _outermost(asked)
     links = []
     for folder in hidden:  # /var/run -> /run: the links of a hidden folder still lead somewhere
         with contextlib.suppress(OSError):
@@ -134,7 +135,7 @@ def plan(
         for p in wanted
         if p.exists()
         and any(p.is_relative_to(h) for h in hidden)
-        and not any(h.is_relative_to(p) for h in hidden)
+        and not any(h.is_relative_to(p) for h in asked)
     ]
     mounts = Mounts(hidden, tuple(links), _outermost(wanted), Path(root).resolve(), ())
     sockets = [s for s in _host_sockets() if _visible(s, mounts)]
@@ -185,14 +186,19 @@ def python_paths(python: str) -> tuple[Path, ...]:
         told = json.loads(done.stdout) if done.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired, ValueError):
         told = {}
-    if not isinstance(told, dict):
-        told = {}
-    named = [*told.get("prefixes", []), *told.get("path", [])]
-    named += [str(Path(m).parent) for m in told.get("maps", []) if not m.endswith(")")]
-    if told.get("executable"):
-        paths += [p.parent for p in chain(Path(told["executable"]))]
-    paths += [Path(p) for p in named if isinstance(p, str) and p.startswith("/")]
-    return tuple(dict.fromkeys(p.resolve() for p in paths if p.is_dir()))
+    if not isinstance(told, dict) or not told:
+        return ()
+    named = [*_absolute(told.get("prefixes")), *_absolute(told.get("path"))]
+    named += [m.parent for m in _absolute(told.get("maps")) if not m.name.endswith(")")]
+    for executable in _absolute([told.get("executable")]):
+        paths += [p.parent for p in chain(executable)]
+    return tuple(dict.fromkeys(p.resolve() for p in [*paths, *named] if p.is_dir()))
+
+
+def _absolute(told: object) -> list[Path]:
+    """The absolute paths in a list the interpreter printed (anything else ignored)."""
+    items = told if isinstance(told, list) else []
+    return [Path(p) for p in items if isinstance(p, str) and p.startswith("/")]
 
 
 def own_paths(helper: Path) -> tuple[Path, ...]:
