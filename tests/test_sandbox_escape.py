@@ -258,6 +258,9 @@ def test_the_harness_environment_and_process_are_out_of_reach(escape: Any) -> No
     "attempt", ["mknod", "new_user_namespace", "raw_socket", "load_module"]
 )
 def test_privileged_calls_fail(escape: Any, attempt: str) -> None:
+    confinement = sandbox._probe(shutil.which("bwrap"))[1]
+    if attempt == "new_user_namespace" and "--disable-userns" not in confinement:
+        pytest.skip(f"bwrap here runs with {confinement} only (README: an older bwrap)")
     said = _denied(escape, attempt)
     if attempt in ("mknod", "raw_socket"):
         assert said == "denied: EPERM"  # refused for want of a capability, not of an argument
