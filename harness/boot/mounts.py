@@ -143,8 +143,8 @@ def plan(
 
 
 def _visible(path: Path, mounts: Mounts) -> bool:
-    if path.is_relative_to(mounts.writable):
-        return False  # the boot's own root: nothing of the host's lives there
+    if any(path.is_relative_to(p) for p in (mounts.writable, Path("/dev"), Path("/proc"))):
+        return False  # the boot's own root, /dev and /proc: nothing of the host's is there
     return mounts.hiding(path) is None
 
 
