@@ -19,8 +19,8 @@ In bubblewrap mode (`bwrap`, Debian package bubblewrap) each boot gets:
   no_new_privs, no further user namespace), so no mount, umount, mknod, module or raw socket;
 - a read-only view of the filesystem but for the boot's throwaway root (HOME, TMPDIR, XDG_*,
   the data copy); the host's socket and secret folders (/tmp, /var, /run, the real home) are
-  empty tmpfs, with the worktree, the build's venv, the service's interpreter and the Python
-  running the harness mounted back read-only where they lie inside them
+  empty read-only tmpfs, with the worktree, the build's venv, the service's interpreter and
+  the Python running the harness mounted back read-only where they lie inside them
   (`harness.boot.mounts`); /dev/null lies over every other listening host socket.
 
 The harness reaches the service without a relay: `harness.boot.inside`, the sandbox's first
