@@ -4,6 +4,8 @@
                   placeholders of `start` and `prepare`
     sandbox.py    bubblewrap per boot (own network and PID namespace, read-only files, the home
                   hidden) or plain; SandboxLink: sockets made inside, httpx transport over them
+    mounts.py     what a sandbox shows of the host's files: the hidden folders, what is mounted
+                  back (the service's interpreter, asked of it), why a named path is not there
     inside.py     the sandbox's first process: starts the service, hands out its sockets
     spawn.py      a free port, `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown

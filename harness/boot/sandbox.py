@@ -15,9 +15,13 @@ In bubblewrap mode (`bwrap`, Debian package bubblewrap) each boot gets:
 - its own PID namespace, --die-with-parent and a new session: every process of the boot, a
   double-forked daemon with a cleared environment included, ends when the boot ends, and when
   the harness itself is SIGKILLed (the namespace's init goes, and the kernel kills the rest);
+- no capability, root or not (`_CONFINEMENTS`: a user namespace, an empty bounding set,
+  no_new_privs, no further user namespace), so no mount, umount, mknod, module or raw socket;
 - a read-only view of the filesystem but for the boot's throwaway root (HOME, TMPDIR, XDG_*,
-  the data copy); the real home is an empty tmpfs, with the worktree, the build's venv and the
-  Python running the harness mounted back read-only where they lie inside it.
+  the data copy); the host's socket and secret folders (/tmp, /var, /run, the real home) are
+  empty read-only tmpfs, with the worktree, the build's venv, the service's interpreter and
+  the Python running the harness mounted back read-only where they lie inside them
+  (`harness.boot.mounts`); /dev/null lies over every other listening host socket.
 
 The harness reaches the service without a relay: `harness.boot.inside`, the sandbox's first
 process, creates TCP sockets in the namespace and passes them over a socketpair (SCM_RIGHTS); the
@@ -31,11 +35,9 @@ not contain.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
-import pwd
 import shutil
 import socket
 import subprocess
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.boot import inside
+from harness.boot.mounts import Mounts, own_paths, plan
 
 if TYPE_CHECKING:
     import httpx
@@ -61,22 +64,41 @@ LINK_TIMEOUT_S = 10.0  # the sandbox's helper answering one socket request
 OpenSocket = Callable[[], socket.socket]
 
 
+# How a sandbox is confined, strongest first; the first that runs here is used. A user
+# namespace (the service keeps its uid, with no capability and an empty bounding set) and no
+# further user namespace inside it; then, for an older bwrap without --disable-userns or a root
+# whose user namespaces are disabled, the capabilities dropped alone. Root without them would
+# keep nearly every capability inside (CAP_SYS_ADMIN: `mount -o remount,rw /`, `umount $HOME`).
+_CONFINEMENTS = (
+    ("--unshare-user", "--disable-userns", "--cap-drop", "ALL"),
+    ("--unshare-user", "--cap-drop", "ALL"),
+    ("--cap-drop", "ALL"),
+)
+
+
 @functools.cache
-def _probe(bwrap: str | None) -> str | None:
-    """Why bubblewrap cannot sandbox a boot here, or None when a trial sandbox ran."""
+def _probe(bwrap: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """(why bubblewrap cannot sandbox a boot here or None, the confinement a trial sandbox ran
+    with)."""
     if bwrap is None:
-        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    argv = [bwrap, *_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap did not run ({exc})"
-    if done.returncode != 0:
+        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)", ()
+    last = ""
+    for confinement in _CONFINEMENTS:
+        argv = [bwrap, *_NAMESPACES, *confinement, "--ro-bind", "/", "/", "--proc", "/proc"]
+        try:
+            done = subprocess.run(
+                [*argv, "--dev", "/dev", "true"],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap did not run ({exc})", ()
+        if done.returncode == 0:
+            return None, confinement
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return f"bwrap cannot create namespaces here ({last}; are user namespaces disabled?)"
-    return None
+    return f"bwrap cannot create namespaces here ({last}; are user namespaces disabled?)", ()
 
 
 @functools.cache
@@ -94,7 +116,7 @@ def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
     environ = os.environ if environ is None else environ
     if environ.get(SANDBOX_ENV, "").lower() == "off":
         return PLAIN
-    reason = _probe(shutil.which("bwrap"))
+    reason, _ = _probe(shutil.which("bwrap"))
     if reason is None:
         return BUBBLEWRAP
     _warn_once(reason)
@@ -104,10 +126,7 @@ def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
 @functools.lru_cache(maxsize=1)
 def _harness_paths() -> tuple[Path, ...]:
     """The helper's folder and the Python running the harness, resolved once per process."""
-    helper = Path(inside.__file__).resolve()
-    paths = [Path(sys.prefix), Path(sys.base_prefix), helper.parent]
-    paths.append(Path(sys.executable).resolve().parent)
-    return tuple(p.resolve() for p in paths)
+    return own_paths(Path(inside.__file__).resolve())
 
 
 _NAMESPACES = (
@@ -121,18 +140,6 @@ _NAMESPACES = (
 )
 
 
-def homes() -> list[Path]:
-    """The real home directories to hide: $HOME and the password database's, when they exist."""
-    found = []
-    with_home = os.environ.get("HOME")
-    if with_home:
-        found.append(Path(with_home))
-    with contextlib.suppress(KeyError):  # a uid with no passwd entry
-        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
-    resolved = [p.resolve() for p in found if p.is_dir()]
-    return [p for p in dict.fromkeys(resolved) if p != Path("/")]
-
-
 def bwrap_prefix(
     child_fd: int,
     *,
@@ -140,24 +147,30 @@ def bwrap_prefix(
     worktree: Path,
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
+    mounts: Mounts | None = None,
 ) -> list[str]:
-    """The argv before `/bin/sh -c START`: bwrap, its namespaces and mounts, then the helper.
-
-    Mount order matters (bwrap applies them in order): everything read-only, a tmpfs over each
-    home in `hide` (default `homes()`), then read-only again what must stay visible inside them
-    (the worktree, `readable`, the Python running the harness and the helper), and last `root`
-    writable (HOME, TMPDIR, XDG_*, the data copy)."""
-    hidden = homes() if hide is None else [Path(p).resolve() for p in hide]
-    argv = [shutil.which("bwrap") or "bwrap", *_NAMESPACES]
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for home in hidden:
-        argv += ["--tmpfs", str(home)]
-    back = [*(Path(p).resolve() for p in (worktree, *readable)), *_harness_paths()]
-    for path in dict.fromkeys(back):
-        if path.exists() and any(path.is_relative_to(h) for h in hidden):
-            argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(root), str(root), "--chdir", str(worktree), "--"]
+    """The argv before `/bin/sh -c START`: bwrap, its namespaces, confinement and mounts, then
+    the helper. The mounts are `mounts`, else `harness.boot.mounts.plan` of the other arguments
+    (the host's socket folders and each home in `hide`, default `homes()`, hidden; the worktree,
+    `readable` and the Python running the harness mounted back; `root` writable)."""
+    if mounts is None:
+        mounts = plan_mounts(root=root, worktree=worktree, readable=readable, hide=hide)
+    bwrap = shutil.which("bwrap")
+    argv = [bwrap or "bwrap", *_NAMESPACES, *_probe(bwrap)[1], *mounts.argv()]
+    argv += ["--chdir", str(worktree), "--"]
     return [*argv, sys.executable, "-I", str(Path(inside.__file__).resolve()), str(child_fd)]
+
+
+def plan_mounts(
+    *,
+    root: Path,
+    worktree: Path,
+    readable: Iterable[Path] = (),
+    hide: Iterable[Path] | None = None,
+) -> Mounts:
+    """`harness.boot.mounts.plan` with the Python running the harness and the helper added."""
+    both = [*readable, *_harness_paths()]
+    return plan(root=root, worktree=worktree, readable=both, hide=hide)
 
 
 class SandboxLink:

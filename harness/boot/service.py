@@ -82,6 +82,7 @@ from harness.boot.isolation import (
     scrubber,
 )
 from harness.boot.loader import corpus_path, load_corpus
+from harness.boot.mounts import Mounts, not_inside, python_paths
 from harness.boot.probe import ProbeError, get_status
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
@@ -90,6 +91,7 @@ from harness.boot.sandbox import (
     SandboxLink,
     SocketPool,
     bwrap_prefix,
+    plan_mounts,
     sandbox_mode,
     transport_for,
 )
@@ -194,6 +196,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self._tree: ProcessTree | None = None
         self._root: Path | None = None
         self._link: SandboxLink | None = None
+        # The sandbox's cwd, PATH and files, to say why a command could not start in it.
+        self._where: tuple[Path, str, Mounts] | None = None
         self._scrub = Scrubber({})  # set once the environment is built
         self._entered = False
         self.sandbox = sandbox or sandbox_mode(os.environ if environ is None else environ)
@@ -268,8 +272,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 readable = [Path(v) for v in (self.extra_env.get("VIRTUAL_ENV"),) if v]
                 if self.config_dir is not None and uses(as_values(spec), "config_dir"):
                     readable.append(self.config_dir)  # scripts and files of the user's tree
+                readable += python_paths(raw["python"])  # a base under HOME: pyenv, uv, conda
+                mounts = plan_mounts(root=self._root, worktree=self.worktree, readable=readable)
+                self._where = (self.worktree, env.get("PATH", os.defpath), mounts)
                 prefix = bwrap_prefix(
-                    self._link.child_fd, root=self._root, worktree=self.worktree, readable=readable
+                    self._link.child_fd, root=self._root, worktree=self.worktree, mounts=mounts
                 )
             t0 = time.monotonic()
             header = f"boot attempt {attempt} of {limits.port_attempts} on {url}"
@@ -294,11 +301,13 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 if taken and attempt < limits.port_attempts:
                     raise _PortTaken()
                 why = f"; its port was taken on each of {attempt} attempts" if taken else ""
+                said, hints = not_inside(command, status, text, self._where)
                 raise self._failure(
                     "boot",
-                    f"service exited at boot with status {status}{why} (start: {command!r})",
+                    f"service exited at boot with status {status}{why} (start: {command!r}){said}",
                     log_start,
                     *_import_hints(text, command, env, spec),
+                    *hints,
                     "fix the start command, or run it by hand in the worktree to see why",
                 )
             boot_seconds = time.monotonic() - t0
@@ -439,10 +448,13 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _prepared(self, command: str, status: int, log_start: int) -> None:
         if status != 0:
+            text = log_text(self.log_path, log_start)
+            said, hints = not_inside(command, status, text, self._where)
             raise self._failure(
                 "prepare",
-                f"prepare command {command!r} failed with exit status {status}",
+                f"prepare command {command!r} failed with exit status {status}{said}",
                 log_start,
+                *hints,
                 "run it by hand in the worktree against a booted service to see why",
             )
 

@@ -1,0 +1,197 @@
+"""A service that tries to escape its sandbox, booted through the real boot path, and a driver.
+
+    report = boot_and_report(work, plan)     # in this process, as whoever runs the tests
+    python3 escape_support.py PLAN.json      # the same, as a driver (run as user nobody)
+
+The service (`ESCAPE_PY`, standard library only) makes every attempt at start, before it
+serves, and answers GET /report with one outcome per attempt: "ok ..." when the attempt worked,
+"denied: ERRNO" when the kernel refused it. The plan (JSON) names what to attack: the
+harness's pid, the real home, the repository, host Unix sockets, an abstract socket, host
+files in the folders the sandbox hides, a
+`secret` that is in the harness's environment, a file name on the host's `/`.
+
+Standard library and `harness` only: the driver runs under a system Python as user nobody,
+with the harness package copied next to this file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+ESCAPE_PY = textwrap.dedent(
+    '''
+    import ctypes, errno, http.server, json, os, platform, socket, stat, subprocess, sys
+
+    port = int(sys.argv[1])
+    plan = json.load(open(sys.argv[2]))
+    libc = ctypes.CDLL(None, use_errno=True)
+    report = {}
+
+    def outcome(result):
+        if result == 0:
+            return "ok"
+        return "denied: " + errno.errorcode.get(ctypes.get_errno(), "?")
+
+    def attempt(name, action):
+        try:
+            report[name] = action()
+        except OSError as exc:
+            report[name] = "denied: " + errno.errorcode.get(exc.errno or 0, str(exc))
+
+    def status(field):
+        for line in open("/proc/self/status"):
+            if line.startswith(field + ":"):
+                return line.split()[1]
+
+    def write(path):
+        with open(path, "w") as f:
+            f.write("written by the escape service")
+        return "ok (written inside)"
+
+    def connect(address):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(address)
+            sock.sendall(b"escaped")
+        return "ok (connected and sent)"
+
+    def environ():
+        raw = open("/proc/%d/environ" % plan["harness_pid"], "rb").read()
+        return "ok (secret read)" if plan["secret"].encode() in raw else "ok (no secret)"
+
+    def mount_command():
+        done = subprocess.run(["mount", "-o", "remount,bind,rw", "/"], capture_output=True)
+        return "ok" if done.returncode == 0 else "denied: exit %d" % done.returncode
+
+    def finit_module():
+        number = {"x86_64": 313, "aarch64": 273}.get(platform.machine())
+        if number is None:
+            return "denied: unknown architecture"
+        fd = os.open("/dev/null", os.O_RDONLY)
+        return outcome(libc.syscall(number, fd, b"", 0))
+
+    report["CapEff"] = status("CapEff")
+    report["CapBnd"] = status("CapBnd")
+    home = plan["home"].encode()
+    attempt("remount_rw", lambda: outcome(libc.mount(b"none", b"/", None, 32 | 4096, None)))
+    attempt("mount_command", mount_command)
+    attempt("write_host_root", lambda: write(os.path.join("/", plan["root_file"])))
+    attempt("umount_home", lambda: outcome(libc.umount2(home, 0)))
+    attempt("umount_lazy_home", lambda: outcome(libc.umount2(home, 2)))
+    attempt("home_listing", lambda: sorted(os.listdir(plan["home"])))
+    attempt("write_home", lambda: write(os.path.join(plan["home"], plan["home_file"])))
+    attempt("write_repo", lambda: write(os.path.join(plan["repo"], plan["repo_file"])))
+    for name, path in sorted(plan["sockets"].items()):
+        attempt("connect_" + name, lambda: connect(path))
+    for name, path in sorted(plan["markers"].items()):
+        attempt("read_" + name, lambda: (open(path).read(), "ok (read)")[1])
+    attempt("connect_abstract", lambda: connect("\\0" + plan["abstract"]))
+    attempt("read_environ", environ)
+    attempt("kill_harness", lambda: (os.kill(plan["harness_pid"], 0), "ok")[1])
+    attempt("ptrace_harness", lambda: outcome(libc.ptrace(16, plan["harness_pid"], 0, 0)))
+    attempt("mknod", lambda: (os.mknod(os.path.join(os.environ["HOME"], "null"),
+                                       stat.S_IFCHR | 0o666, os.makedev(1, 3)), "ok")[1])
+    attempt("new_user_namespace", lambda: outcome(libc.unshare(0x10000000)))
+    attempt("raw_socket", lambda: (socket.socket(socket.AF_INET, socket.SOCK_RAW, 1).close(),
+                                   "ok")[1])
+    attempt("load_module", finit_module)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            raw = json.dumps(report).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *a):
+            pass
+
+    http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    '''
+)
+
+
+def listen_unix(address: str) -> socket.socket:
+    """A listening Unix socket at `address` (a path, or "\\0name" for an abstract one) that
+    anyone may connect to."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(address)
+    if not address.startswith("\0"):
+        os.chmod(address, 0o777)
+    sock.listen(8)
+    return sock
+
+
+def controls(plan: dict[str, Any]) -> dict[str, str]:
+    """The same connections and read from outside the sandbox: they must work, so that each
+    denial inside is the sandbox's doing."""
+    seen = {}
+    for name, path in {**plan["sockets"], "abstract": "\0" + plan["abstract"]}.items():
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(2)
+                sock.connect(path)
+            seen["connect_" + name] = "ok"
+        except OSError as exc:
+            seen["connect_" + name] = f"denied: {exc}"
+    for name, path in plan["markers"].items():
+        try:
+            Path(path).read_text()
+            seen["read_" + name] = "ok"
+        except OSError as exc:
+            seen["read_" + name] = f"denied: {exc}"
+    try:
+        raw = Path(f"/proc/{plan['harness_pid']}/environ").read_bytes()
+        seen["read_environ"] = "ok (secret read)" if plan["secret"].encode() in raw else "ok"
+    except OSError as exc:
+        seen["read_environ"] = f"denied: {exc}"
+    return seen
+
+
+def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
+    """Boot the escape service from `work`/wt in the bubblewrap sandbox (the harness's real boot
+    path) and return {"report": its /report, "mounted_back_in_home": [...]}."""
+    from harness.boot import service
+    from harness.config import ServiceConfig
+
+    worktree = work / "wt"
+    (worktree / "escape.py").write_text(ESCAPE_PY)
+    (worktree / "plan.json").write_text(json.dumps(plan))
+    spec = ServiceConfig(
+        start="{python} escape.py {port} plan.json", ready="/health", ready_timeout=30.0
+    )
+    ctx = service.running_service(
+        spec,
+        worktree,
+        log_path=work / "escape.log",
+        temp_parent=work / "roots",
+        sandbox="bubblewrap",
+    )
+    with ctx as svc:
+        with svc.connect(timeout=10.0) as conn:
+            conn.sendall(b"GET /report HTTP/1.0\r\n\r\n")
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        assert ctx._where is not None
+        mounts = ctx._where[2]
+        home = Path(plan["home"])
+        inside_home = [b.relative_to(home) for b in mounts.back if b.is_relative_to(home)]
+        back = sorted({b.parts[0] for b in inside_home if b.parts})
+    assert ctx.teardown is not None and ctx.teardown.confirmed
+    return {"report": json.loads(answer.partition(b"\r\n\r\n")[2]), "mounted_back_in_home": back}
+
+
+if __name__ == "__main__":
+    given = json.loads(Path(sys.argv[1]).read_text())
+    given["harness_pid"] = os.getpid()  # this driver is the harness
+    seen = controls(given)
+    done = boot_and_report(Path(sys.argv[2]), given)
+    print(json.dumps({**done, "controls": seen, "uid": os.getuid()}))
