@@ -76,7 +76,8 @@ from harness.boot.isolation import (
     command_values,
     data_source,
     expand_placeholders,
-    make_root,
+    fill_root,
+    new_root,
     remove_tree,
     scrub_file,
     scrubber,
@@ -229,11 +230,13 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
-        self._root, isolation, data = make_root(self.temp_parent, data_src)
-        # One rewrite of the leftovers state, before anything is spawned: a SIGKILL from here on
-        # leaves the next run the run id (plain isolation's orphans) and the root to remove.
-        leftovers.track_all([("run_id", self.run_id), ("dir", self._root)])
+        # The root is in the leftovers state before it exists, and in self._root as soon as it
+        # does (for `_stop`); the run id joins it before anything is spawned: a SIGKILL from
+        # here on leaves the next run the run id (plain isolation's orphans) and the root.
+        self._root = new_root(self.temp_parent)
         try:
+            leftovers.track("run_id", self.run_id)
+            isolation, data = fill_root(self._root, data_src)
             raw = {
                 "port": str(port),
                 "url": url,
@@ -469,7 +472,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             done: list[tuple[str, str | Path]] = []
             if self._root is not None:
                 remove_tree(self._root)
-                done.append(("dir", self._root))
+                if not os.path.lexists(self._root):  # else recorded still: the next run's
+                    done.append(("dir", self._root))
                 self._root = None
             if report.confirmed:
                 done.append(("run_id", self.run_id))
