@@ -149,18 +149,29 @@ def tracked(kind: str, value: str | Path, *, repo: Path | None = None) -> Iterat
 
 
 def make_dir(
-    kind: str, parent: Path, prefix: str, *, suffix: str = "", repo: Path | None = None
+    kind: str,
+    parent: Path,
+    prefix: str,
+    *,
+    repo: Path | None = None,
+    also: Iterable[tuple[str, str]] = (),
 ) -> Path:
-    """A new directory `parent/<prefix><random><suffix>` (mode 0700, as mkdtemp makes), held as
-    `kind` ("dir" or "worktree") from BEFORE it exists: the state file names it first, then it
-    is made. Whatever interrupts the making (a Ctrl-C, an OSError) leaves neither the directory
-    nor its record; a SIGKILL leaves at most the record of a directory, which `recover()` removes
-    if it was made and forgets if not."""
+    """A new directory `parent/<prefix><random>` (mode 0700, as mkdtemp makes), held as `kind`
+    ("dir" or "worktree") from BEFORE it exists: the state file names it first, then it is made.
+    `also` (kind, value) pairs are tracked in the same rewrite (a boot's run id with its root).
+    Whatever interrupts the making (a Ctrl-C, an OSError) leaves neither the directory nor its
+    record; a SIGKILL leaves at most the record of a directory, which `recover()` removes if it
+    was made and forgets if not."""
     from harness.boot.processes import signals_deferred
 
+    extra = list(also)
     for _ in range(100):
-        path = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
-        track(kind, path, repo=repo)
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        with _changing():  # one rewrite for the directory and `also`
+            _held[kind][str(path)] = None if repo is None else str(repo)
+            for other, value in extra:
+                _held[other][value] = None
+            _write()
         made = False
         try:
             os.mkdir(path, 0o700)
@@ -172,9 +183,11 @@ def make_dir(
             with signals_deferred():  # a second Ctrl-C must not leave it made and unrecorded
                 if made or os.path.isdir(path):
                     shutil.rmtree(path, ignore_errors=True)
-                if not os.path.lexists(path):
-                    untrack(kind, path)
+                untrack_all(
+                    [*extra, *([(kind, str(path))] if not os.path.lexists(path) else [])]
+                )
             raise
+    untrack_all(extra)
     raise FileExistsError(f"{parent}: no free name for a new {prefix}* directory")
 
 

@@ -1,6 +1,6 @@
 """What a service or a build runs in: an allowlisted environment, a throwaway root, placeholders.
 
-    root = new_root(parent)                    # one per boot, recorded before it exists
+    root = new_root(parent, run_id)            # one per boot, recorded before it exists
     root_env, data = fill_root(root, data_source(spec, worktree))
     env = allowlisted_env(os.environ, isolation=root_env, pass_env=spec.pass_env,
                           pins=pins, run_id=run_id)    # the one allowlist: service and build
@@ -243,15 +243,14 @@ def _link_out(src: Path, worktree: Path) -> str | None:
     return None
 
 
-def new_root(parent: Path | None) -> Path:
+def new_root(parent: Path | None, run_id: str) -> Path:
     """A new empty boot root under `parent` (default: the temp dir), in the leftovers state
-    (kind "dir") from before it exists until the caller untracks it, after `remove_tree`: no
-    signal can leave it made and unrecorded, and a SIGKILL leaves it to the next `recover()`.
-    Assign it before anything else runs (`self._root = new_root(...)`): the teardown that
-    removes it is the one that knows of it."""
-    return leftovers.make_dir(
-        "dir", Path(tempfile.gettempdir()) if parent is None else parent, "harness-svc-"
-    )
+    (kind "dir", with the boot's `run_id` in the same rewrite) from before it exists until the
+    caller untracks it, after `remove_tree`: no signal can leave it made and unrecorded, and a
+    SIGKILL leaves it to the next `recover()`. Assign it before anything else runs
+    (`self._root = new_root(...)`): the teardown that removes it is the one that knows of it."""
+    parent = Path(tempfile.gettempdir()) if parent is None else parent
+    return leftovers.make_dir("dir", parent, "harness-svc-", also=[("run_id", run_id)])
 
 
 def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path | None]:

@@ -230,12 +230,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
-        # The root is in the leftovers state before it exists, and in self._root as soon as it
-        # does (for `_stop`); the run id joins it before anything is spawned: a SIGKILL from
-        # here on leaves the next run the run id (plain isolation's orphans) and the root.
-        self._root = new_root(self.temp_parent)
+        # One rewrite of the leftovers state, before the root exists and so before anything is
+        # spawned: a SIGKILL from here on leaves the next run the run id (plain isolation's
+        # orphans) and the root to remove. self._root names it as soon as it exists (`_stop`).
+        self._root = new_root(self.temp_parent, self.run_id)
         try:
-            leftovers.track("run_id", self.run_id)
             isolation, data = fill_root(self._root, data_src)
             raw = {
                 "port": str(port),
