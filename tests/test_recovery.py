@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,10 +32,19 @@ from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 from harness import leftovers
 from harness.checkout import worktree as worktree_module
 from harness.checkout.worktree import checkout, resolve_ref
-from harness.results.files import new_directory_atomic, remove_dead_temps
+from harness.results.files import check_writable, new_directory_atomic, remove_dead_temps
 
 SAVE_TEMP = re.compile(r"\.tmp-(\d+)-\d{8}T\d{6}Z_")
 KILL_ATTEMPTS = 3  # a save the poller did not see in time is tried again, not counted as a pass
+
+
+@pytest.fixture(autouse=True)
+def nothing_held_after() -> Iterator[None]:
+    """This process's leftovers state is global: what a test leaves held is dropped after it,
+    so that no later test writes it into its own cache."""
+    yield
+    for items in leftovers._held.values():  # no rewrite: the test's cache is gone from the env
+        items.clear()
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +143,8 @@ def test_a_save_killed_midway_leaves_a_temp_dir_the_next_invocation_removes(
     assert sandbox.worktrees() == []
 
 
-def test_a_temp_of_a_dead_pid_is_removed_by_the_next_save_there_and_a_live_ones_kept(
-    tmp_path: Path,
+def test_a_temp_of_a_dead_pid_is_removed_by_the_next_run_there_and_a_live_ones_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without any leftovers state (another cache, a state file lost): the pid in the name."""
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -149,8 +159,11 @@ def test_a_temp_of_a_dead_pid_is_removed_by_the_next_save_there_and_a_live_ones_
     dead_file.parent.mkdir()
     dead_file.write_text("{}")
 
-    assert sorted(remove_dead_temps(tmp_path)) == sorted([dead_dir, dead_file])
+    assert check_writable(tmp_path) == tmp_path  # what every run does first with --results
     assert not dead_dir.exists() and not dead_file.exists()
+    said = capsys.readouterr().err
+    assert f"harness: removed 2 temp files of a save cut short in {tmp_path}" in said
+    assert remove_dead_temps(tmp_path) == []  # nothing more to remove
     assert mine.is_dir() and unrelated.is_dir()  # a live harness's save is never touched
 
 
@@ -237,7 +250,8 @@ def test_a_signal_at_the_mkdir_leaves_the_dir_recorded_or_gone(
 
     def mkdir_then_sigterm(path: Any, mode: int = 0o777) -> None:
         real(path, mode)
-        raise Terminated(signal.SIGTERM)
+        if Path(path).name.startswith("harness-svc-"):  # not the state file's own directory
+            raise Terminated(signal.SIGTERM)
 
     monkeypatch.setattr(os, "mkdir", mkdir_then_sigterm)
     with pytest.raises(Terminated):
@@ -258,20 +272,58 @@ def test_a_second_ctrl_c_inside_a_checkout_teardown_does_not_cut_it_short(
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     real_git = worktree_module._git
 
-    def git_then_ctrl_c(cwd: Path, *args: str, **kwargs: Any) -> Any:
-        done = real_git(cwd, *args, **kwargs)
+    def ctrl_c_then_git(cwd: Path, *args: str, **kwargs: Any) -> Any:
         if args[:2] == ("worktree", "remove"):
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, as the removal starts
             time.sleep(0.05)  # where an unguarded teardown would be interrupted
-        return done
+        return real_git(cwd, *args, **kwargs)
 
-    monkeypatch.setattr(worktree_module, "_git", git_then_ctrl_c)
+    monkeypatch.setattr(worktree_module, "_git", ctrl_c_then_git)
     resolved = resolve_ref(sandbox.repo, "main")
     with pytest.raises(KeyboardInterrupt), checkout(sandbox.repo, resolved) as path:
         raise KeyboardInterrupt  # the first Ctrl-C
     assert not path.exists()
     assert str(path) not in git(sandbox.repo, "worktree", "list", "--porcelain", home=sandbox.home)
     assert leftovers.remaining() == [] and held_values(tmp_path / "cache") == set()
+
+
+def test_the_torn_down_line_is_said_only_when_nothing_is_left(
+    sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from harness.cli.main import _say_torn_down
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    _say_torn_down("interrupted", exiting=False)
+    assert capsys.readouterr().err == TORN_DOWN + "\n"
+
+    # A temp dir still there, and a worktree whose directory is gone but which git still lists.
+    temp = leftovers.make_dir("dir", tmp_path, "harness-svc-")
+    registered, half = tmp_path / "wt-registered", tmp_path / "wt-half"
+    for path in (registered, half):
+        git(sandbox.repo, "worktree", "add", "--detach", str(path), "main", home=sandbox.home)
+        leftovers.track("worktree", path, repo=sandbox.repo)
+    shutil.rmtree(registered)
+    # As a `git worktree add` cut short by Ctrl-C leaves one: locked (which prune skips), and
+    # no .git file yet (which `git worktree remove` refuses).
+    git(sandbox.repo, "worktree", "lock", str(half), home=sandbox.home)
+    (half / ".git").unlink()
+    leftovers.track("dir", tmp_path / "gone")  # held but already gone: forgotten, not said
+    _say_torn_down("interrupted", exiting=False)
+    said = capsys.readouterr().err
+    assert "torn down:" in said and TORN_DOWN not in said
+    assert f"worktree {registered} (still registered with git)" in said
+    assert f"worktree {half} (still registered with git)" in said
+    assert f"temp dir {temp}" in said and str(tmp_path / "gone") not in said
+    assert "are left, and the next run (or `harness clean`) will remove them" in said
+    assert held_values(tmp_path / "cache") == {str(registered), str(half), str(temp)}
+
+    # What the next run does, run here as if this process were dead.
+    monkeypatch.setattr(leftovers, "_dead", lambda document: True)
+    (line,) = leftovers.recover(quiet=True)
+    assert "removed 2 worktrees, 1 temp dir" in line
+    listed = git(sandbox.repo, "worktree", "list", home=sandbox.home)
+    assert str(registered) not in listed and str(half) not in listed
+    assert not temp.exists() and not half.exists()
 
 
 TORN_DOWN = "harness: interrupted; every service and worktree was torn down"
