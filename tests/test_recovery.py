@@ -30,10 +30,22 @@ import pytest
 from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 
 from harness import leftovers
+from harness.boot.service import running_service
 from harness.checkout import worktree as worktree_module
+from harness.checkout.build import build
 from harness.checkout.worktree import checkout, resolve_ref
+from harness.config import ServiceConfig
 from harness.results.files import check_writable, new_directory_atomic, remove_dead_temps
 
+SERVICE_PY = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
 SAVE_TEMP = re.compile(r"\.tmp-(\d+)-\d{8}T\d{6}Z_")
 KILL_ATTEMPTS = 3  # a save the poller did not see in time is tried again, not counted as a pass
 
@@ -218,24 +230,28 @@ def made_untracked(calls: list[tuple[Path, set[str]]], pattern: str) -> list[Pat
 def test_a_checkout_and_a_boot_root_are_recorded_before_their_mkdir(
     sandbox: Sandbox, tmp_path: Path, mkdir_spy: list[tuple[Path, set[str]]]
 ) -> None:
-    from harness.boot.isolation import new_root
-
     repo = sandbox.repo
     resolved = resolve_ref(repo, "main")
     with checkout(repo, resolved) as path:
         assert path.is_dir()
-    assert made_untracked(mkdir_spy, resolved.short + r"-[0-9a-f]{8}") == []
+    assert made_untracked(mkdir_spy, resolved.short + r"-\w{8}") == []
 
-    root = new_root(tmp_path, "run-1")
-    assert made_untracked(mkdir_spy, r"harness-svc-[0-9a-f]{8}") == []
-    assert {str(root), "run-1"} <= held_values(tmp_path / "cache")  # one rewrite, both
-    os.rmdir(root)
-    leftovers.untrack_all([("dir", root), ("run_id", "run-1")])
-
-    with leftovers.temp_dir(tmp_path, "build-") as build_tmp:
-        assert build_tmp.is_dir()
-    assert made_untracked(mkdir_spy, r"build-[0-9a-f]{8}") == [] and not build_tmp.exists()
-    assert held_values(tmp_path / "cache") == set()
+    # A real boot (its root) and a real build (its throwaway HOME), as a run makes them.
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / "svc.py").write_text(SERVICE_PY)
+    spec = ServiceConfig(
+        start="{python} svc.py {port}", ready="/health", ready_timeout=20.0, venv=False,
+        build="true",
+    )
+    with running_service(
+        spec, tmp_path / "wt", log_path=tmp_path / "svc.log", temp_parent=tmp_path,
+        sandbox="plain",
+    ) as svc:
+        assert svc.root is not None and svc.root.is_dir()
+    assert made_untracked(mkdir_spy, r"harness-svc-\w{8}") == []
+    build(tmp_path / "wt", sha_key="0" * 40, service=spec, log_dir=tmp_path / "logs")
+    assert made_untracked(mkdir_spy, r"build-\w{8}") == []
+    assert held_values(tmp_path / "cache") == set()  # and each forgotten once removed
 
 
 def test_a_signal_at_the_mkdir_leaves_the_dir_recorded_or_gone(
