@@ -16,8 +16,8 @@ A caller tracks a thing before anything that only recovery could clean up exists
 boot's run id before its service is spawned) and untracks it only once it is gone. Every temp
 dir and worktree directory the harness makes is made by `make_dir`, which records the path
 first and only then creates it: a signal or a SIGKILL at any instant leaves either nothing on
-disk or a directory the state file names (the window between mkdtemp and a later track that a
-SIGTERM hit 1 time in 5 does not exist).
+disk or a directory the state file names (a mkdtemp, then a track, left a window between the
+two that a SIGTERM hit).
 
 `recover()` looks at every state file whose process is gone: it SIGKILLs any process still
 carrying one of its run ids (plain isolation's orphans; a sandbox's died with the harness),
@@ -208,12 +208,6 @@ def temp_dir(parent: Path, prefix: str) -> Iterator[Path]:
                 untrack("dir", path)
 
 
-def held() -> list[tuple[str, str]]:
-    """(kind, value) of everything this process holds now."""
-    with _lock:
-        return [(kind, value) for kind in KINDS for value in _held[kind]]
-
-
 def _worktree_listed(repo: Path, path: Path) -> bool:
     """Whether git in `repo` still lists `path` as one of its worktrees."""
     from harness.checkout.worktree import listed_worktrees
@@ -223,7 +217,7 @@ def _worktree_listed(repo: Path, path: Path) -> bool:
 
 def remaining() -> list[str]:
     """What this process still holds that still exists, one phrase each ("worktree PATH",
-    "temp dir PATH", "process PID of run RUNID"); what it held but is gone is forgotten. Checked
+    "temp dir PATH", "processes PID, PID"); what it held but is gone is forgotten. Checked
     against the disk, git's worktree list and the process table, not against what the teardown
     meant to do: it is what a "torn down" line must be true of."""
     from harness.boot.processes import find_marked

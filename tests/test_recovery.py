@@ -170,13 +170,19 @@ def test_a_temp_of_a_dead_pid_is_removed_by_the_next_run_there_and_a_live_ones_k
         (path / "comparison.json").write_text("{}")
     dead_file.parent.mkdir()
     dead_file.write_text("{}")
+    fresh = tmp_path / f".tmp-{gone.pid}-20261201T000000Z_aaaaaaaa_bbbbbbbb-x3"
+    fresh.mkdir()  # dead pid, but changed just now: perhaps another machine's, kept
+    hour_ago = time.time() - 3700
+    for path in (dead_dir, dead_file, mine, unrelated):
+        os.utime(path, (hour_ago, hour_ago))
 
     assert check_writable(tmp_path) == tmp_path  # what every run does first with --results
     assert not dead_dir.exists() and not dead_file.exists()
     said = capsys.readouterr().err
-    assert f"harness: removed 2 temp files of a save cut short in {tmp_path}" in said
+    assert f"harness: removed 2 leftovers of results saves cut short in {tmp_path}" in said
     assert remove_dead_temps(tmp_path) == []  # nothing more to remove
     assert mine.is_dir() and unrelated.is_dir()  # a live harness's save is never touched
+    assert fresh.is_dir()
 
 
 def test_the_save_names_its_temp_dir_by_pid_and_records_it_while_it_exists(

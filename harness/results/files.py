@@ -85,6 +85,9 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
 
 
 _TMP_NAME = re.compile(r"\.tmp-(\d+)-")
+_TMP_STALE_S = 3600.0
+"""A save takes seconds: a temp untouched this long whose pid is gone is nobody's, even when the
+results directory is shared with another machine or container (whose pids mean nothing here)."""
 
 
 def _tmp_prefix(stem: str = "") -> str:
@@ -94,11 +97,16 @@ def _tmp_prefix(stem: str = "") -> str:
 
 def remove_dead_temps(results: Path) -> list[Path]:
     """Remove every `.tmp-<pid>-*` file or directory in `results` and `results/runs` whose pid
-    is no running process (a save cut short by SIGKILL); return what was removed. One whose pid
-    is running is left alone, whoever runs it: never what a live harness is writing."""
+    is no running process and which was last changed an hour ago or more (a save cut short by
+    SIGKILL, its leftovers state lost); return what was removed. One whose pid is running is left
+    alone, whoever runs it: never what a live harness is writing. (The leftovers state removes
+    the same at once, at the next invocation: this is for a temp no state file names.)"""
+    import time
+
     import psutil
 
     removed = []
+    now = time.time()
     for folder in (results, results / "runs"):
         try:
             entries = list(folder.iterdir())
@@ -107,6 +115,11 @@ def remove_dead_temps(results: Path) -> list[Path]:
         for entry in entries:
             match = _TMP_NAME.match(entry.name)
             if match is None or psutil.pid_exists(int(match.group(1))):
+                continue
+            try:
+                if now - entry.lstat().st_mtime < _TMP_STALE_S:
+                    continue
+            except OSError:
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
@@ -148,8 +161,8 @@ def check_writable(results: Path) -> Path:
 
         names = ", ".join(p.name for p in removed[:3]) + (", ..." if len(removed) > 3 else "")
         print(
-            f"harness: removed {len(removed)} temp file{'s' * (len(removed) != 1)} of a save cut "
-            f"short in {results} ({names})",
+            f"harness: removed {len(removed)} leftover{'s' * (len(removed) != 1)} of results "
+            f"saves cut short in {results} ({names})",
             file=sys.stderr,
         )
     return results
