@@ -1,8 +1,10 @@
 """What a live run holds, on disk, so that a run killed with SIGKILL can be cleaned up after.
 
-    track("worktree", path, repo=root)    # when a worktree, snapshot or boot root is made
+    path = make_dir("worktree", parent, "abc-", repo=root)   # tracked, THEN created
+    with temp_dir(parent, "build-") as path: ...                # the same, removed at the end
     untrack("worktree", path)             # when it is removed again
     track_all([("run_id", rid), ("dir", root)]); untrack_all(...)   # several, one rewrite
+    remaining()                           # what this process still holds that exists
     recover()                             # at the start of every invocation: one line if it did
 
 Each harness process that makes something to remove keeps one small state file,
@@ -11,7 +13,11 @@ what it holds: worktrees (with their repository), snapshots, boot roots and buil
 and the run ids of live boots (HARNESS_RUN_ID). It is rewritten atomically on each change (once
 for a `track_all`/`untrack_all` of several items) and removed when the process holds nothing.
 A caller tracks a thing before anything that only recovery could clean up exists outside it (a
-boot's run id and root before its service is spawned) and untracks it only once it is gone.
+boot's run id before its service is spawned) and untracks it only once it is gone. Every temp
+dir and worktree directory the harness makes is made by `make_dir`, which records the path
+first and only then creates it: a signal or a SIGKILL at any instant leaves either nothing on
+disk or a directory the state file names (a mkdtemp, then a track, left a window between the
+two that a SIGTERM hit).
 
 `recover()` looks at every state file whose process is gone: it SIGKILLs any process still
 carrying one of its run ids (plain isolation's orphans; a sandbox's died with the harness),
@@ -25,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import sys
 import threading
@@ -92,22 +99,33 @@ def _write() -> None:
         pass  # best effort: a cache we cannot write loses only the cleanup after a SIGKILL
 
 
+@contextlib.contextmanager
+def _changing() -> Iterator[None]:
+    """The lock, and no Ctrl-C between changing `_held` and rewriting the file: one landing
+    there left a state file naming what was gone while `_held` no longer did (so nothing
+    rewrote it again), the file outliving a run that had torn everything down."""
+    from harness.boot.processes import signals_deferred
+
+    with signals_deferred(), _lock:
+        yield
+
+
 def track(kind: str, value: str | Path, *, repo: Path | None = None) -> None:
     """Record that this process holds `value` (of one of KINDS) until `untrack`."""
-    with _lock:
+    with _changing():
         _held[kind][str(value)] = None if repo is None else str(repo)
         _write()
 
 
 def untrack(kind: str, value: str | Path) -> None:
-    with _lock:
+    with _changing():
         if _held[kind].pop(str(value), "absent") != "absent":
             _write()
 
 
 def track_all(items: Iterable[tuple[str, str | Path]]) -> None:
     """`track(kind, value)` of each (kind, value), with one rewrite of the state file."""
-    with _lock:
+    with _changing():
         for kind, value in items:
             _held[kind][str(value)] = None
         _write()
@@ -115,7 +133,7 @@ def track_all(items: Iterable[tuple[str, str | Path]]) -> None:
 
 def untrack_all(items: Iterable[tuple[str, str | Path]]) -> None:
     """`untrack(kind, value)` of each (kind, value), with one rewrite of the state file."""
-    with _lock:
+    with _changing():
         dropped = [_held[kind].pop(str(value), "absent") != "absent" for kind, value in items]
         if any(dropped):
             _write()
@@ -128,6 +146,109 @@ def tracked(kind: str, value: str | Path, *, repo: Path | None = None) -> Iterat
         yield
     finally:
         untrack(kind, value)
+
+
+def make_dir(
+    kind: str,
+    parent: Path,
+    prefix: str,
+    *,
+    repo: Path | None = None,
+    also: Iterable[tuple[str, str]] = (),
+) -> Path:
+    """A new directory `parent/<prefix><random>` (mode 0700, as mkdtemp makes), held as `kind`
+    ("dir" or "worktree") from BEFORE it exists: the state file names it first, then it is made.
+    `also` (kind, value) pairs are tracked in the same rewrite (a boot's run id with its root).
+    Whatever interrupts the making (a Ctrl-C, an OSError) leaves neither the directory nor its
+    record; a SIGKILL leaves at most the record of a directory, which `recover()` removes if it
+    was made and forgets if not."""
+    from harness.boot.processes import signals_deferred
+
+    extra = list(also)
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        with _changing():  # one rewrite for the directory and `also`
+            _held[kind][str(path)] = None if repo is None else str(repo)
+            for other, value in extra:
+                _held[other][value] = None
+            _write()
+        made = False
+        try:
+            os.mkdir(path, 0o700)
+            made = True
+            return path
+        except FileExistsError:
+            untrack(kind, path)  # another's: try the next name
+        except BaseException:
+            with signals_deferred():  # a second Ctrl-C must not leave it made and unrecorded
+                if made or os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                untrack_all(
+                    [*extra, *([(kind, str(path))] if not os.path.lexists(path) else [])]
+                )
+            raise
+    untrack_all(extra)
+    raise FileExistsError(f"{parent}: no free name for a new {prefix}* directory")
+
+
+@contextlib.contextmanager
+def temp_dir(parent: Path, prefix: str) -> Iterator[Path]:
+    """`make_dir("dir", parent, prefix)` for the block, then removed (no second Ctrl-C cuts
+    that short) and forgotten once it is gone; what cannot be removed stays recorded."""
+    from harness.boot.isolation import remove_tree
+    from harness.boot.processes import signals_deferred
+
+    path = make_dir("dir", parent, prefix)
+    try:
+        yield path
+    finally:
+        with signals_deferred():
+            remove_tree(path)
+            if not os.path.lexists(path):
+                untrack("dir", path)
+
+
+def _worktree_listed(repo: Path, path: Path) -> bool:
+    """Whether git in `repo` still lists `path` as one of its worktrees."""
+    from harness.checkout.worktree import listed_worktrees
+
+    return path.resolve() in listed_worktrees(repo)
+
+
+def remaining() -> list[str]:
+    """What this process still holds that still exists, one phrase each ("worktree PATH",
+    "temp dir PATH", "processes PID, PID"); what it held but is gone is forgotten. Checked
+    against the disk, git's worktree list and the process table, not against what the teardown
+    meant to do: it is what a "torn down" line must be true of."""
+    from harness.boot.processes import find_marked
+
+    with _lock:
+        items = {kind: dict(values) for kind, values in _held.items()}
+    left: list[str] = []
+    gone: list[tuple[str, str]] = []
+    for value, repo in items["worktree"].items():
+        path = Path(value)
+        listed = repo is not None and Path(repo).is_dir() and _worktree_listed(Path(repo), path)
+        if os.path.lexists(path) or listed:
+            left.append(f"worktree {path}" + (" (still registered with git)" if listed else ""))
+        else:
+            gone.append(("worktree", value))
+    for value in items["dir"]:
+        if os.path.lexists(value):
+            left.append(f"temp dir {value}")
+        else:
+            gone.append(("dir", value))
+    for value in items["run_id"]:
+        procs = [p.pid for p in find_marked(value)]
+        if procs:
+            left.append(f"process{'es' * (len(procs) > 1)} {', '.join(map(str, procs))}")
+        else:
+            gone.append(("run_id", value))
+    with _changing():
+        for kind, value in gone:
+            _held[kind].pop(value, None)
+        _write()  # whatever an earlier rewrite missed: the file says exactly `left` now
+    return left
 
 
 def _dead(document: dict[str, Any]) -> bool:
@@ -183,10 +304,12 @@ def _clean(document: dict[str, Any]) -> str:
     worktrees = 0
     for item in held.get("worktree", []):
         path = Path(item["value"])
-        worktrees += path.exists()
         if item.get("repo") and Path(item["repo"]).is_dir():
-            remove_worktree(Path(item["repo"]), path)  # prunes git's record even if it is gone
+            repo = Path(item["repo"])
+            worktrees += path.exists() or _worktree_listed(repo, path)
+            remove_worktree(repo, path)  # prunes git's record even if it is gone
         else:
+            worktrees += path.exists()
             shutil.rmtree(path, ignore_errors=True)
     dirs = 0
     for item in held.get("dir", []):

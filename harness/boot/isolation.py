@@ -1,6 +1,7 @@
 """What a service or a build runs in: an allowlisted environment, a throwaway root, placeholders.
 
-    root, root_env, data = make_root(parent, data_source(spec, worktree))    # one per boot
+    root = new_root(parent, run_id)            # one per boot, recorded before it exists
+    root_env, data = fill_root(root, data_source(spec, worktree))
     env = allowlisted_env(os.environ, isolation=root_env, pass_env=spec.pass_env,
                           pins=pins, run_id=run_id)    # the one allowlist: service and build
     command = expand_placeholders(spec.start, values, key="start")
@@ -36,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from harness import leftovers
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
 from harness.errors import ConfigError, Problem
 from harness.scrub import Scrubber, registered, scrub_log
@@ -232,41 +234,45 @@ def _link_out(src: Path, worktree: Path) -> str | None:
     return None
 
 
-def make_root(
-    parent: Path | None, data_src: Path | None
-) -> tuple[Path, dict[str, str], Path | None]:
-    """A fresh root with home, tmp, xdg/* and the data copy; its isolation env; the copy's path.
+def new_root(parent: Path | None, run_id: str) -> Path:
+    """A new empty boot root under `parent` (default: the temp dir), in the leftovers state
+    (kind "dir", with the boot's `run_id` in the same rewrite) from before it exists until the
+    caller untracks it, after `remove_tree`: no signal can leave it made and unrecorded, and a
+    SIGKILL leaves it to the next `recover()`. Assign it before anything else runs
+    (`self._root = new_root(...)`): the teardown that removes it is the one that knows of it."""
+    parent = Path(tempfile.gettempdir()) if parent is None else parent
+    return leftovers.make_dir("dir", parent, "harness-svc-", also=[("run_id", run_id)])
+
+
+def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path | None]:
+    """Home, tmp, xdg/* and the data copy made in `root`; its isolation env; the copy's path.
+    On failure what was made stays for the caller's `remove_tree(root)`.
 
     A data directory is copied to root/data, a data file to root/data/<its name>.
     """
-    root = Path(tempfile.mkdtemp(prefix="harness-svc-", dir=parent))
-    try:
-        dirs = {
-            "HOME": root / "home",
-            "TMPDIR": root / "tmp",
-            "XDG_CONFIG_HOME": root / "xdg" / "config",
-            "XDG_CACHE_HOME": root / "xdg" / "cache",
-            "XDG_DATA_HOME": root / "xdg" / "data",
-            "XDG_STATE_HOME": root / "xdg" / "state",
-            "XDG_RUNTIME_DIR": root / "xdg" / "runtime",
-        }
-        for path in dirs.values():
-            path.mkdir(parents=True, mode=0o700)
-        data = None
-        if data_src is not None:
-            if data_src.is_dir():
-                data = Path(shutil.copytree(data_src, root / "data"))
-            else:
-                (root / "data").mkdir()
-                data = Path(shutil.copy2(data_src, root / "data" / data_src.name))
-    except BaseException:
-        remove_tree(root)
-        raise
+    dirs = {
+        "HOME": root / "home",
+        "TMPDIR": root / "tmp",
+        "XDG_CONFIG_HOME": root / "xdg" / "config",
+        "XDG_CACHE_HOME": root / "xdg" / "cache",
+        "XDG_DATA_HOME": root / "xdg" / "data",
+        "XDG_STATE_HOME": root / "xdg" / "state",
+        "XDG_RUNTIME_DIR": root / "xdg" / "runtime",
+    }
+    for path in dirs.values():
+        path.mkdir(parents=True, mode=0o700)
+    data = None
+    if data_src is not None:
+        if data_src.is_dir():
+            data = Path(shutil.copytree(data_src, root / "data"))
+        else:
+            (root / "data").mkdir()
+            data = Path(shutil.copy2(data_src, root / "data" / data_src.name))
     env = {name: str(path) for name, path in dirs.items()}
     # No __pycache__ written into the checked-out worktree (it must stay as git made it), and no
     # block-buffered stdout, so the log tail of a crash holds its last words.
     env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-    return root, env, data
+    return env, data
 
 
 def remove_tree(path: Path) -> None:

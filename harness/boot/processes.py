@@ -6,6 +6,7 @@
     kill_group(popen, grace)                           # one command's process group (the build)
     with signals_unwind(): ...                         # SIGTERM/SIGHUP unwind like Ctrl-C
     with signals_deferred(): ...                       # a teardown no second Ctrl-C can cut short
+    with signals_ignored(): ...                        # the last words of an interrupted run
 
 Teardown is by process group, SIGTERM then SIGKILL. Each process found is held by a pidfd (Linux
 >= 5.3): whether any of them is still running is one poll() over them all, a teardown waits on
@@ -453,3 +454,22 @@ def signals_deferred() -> Iterator[None]:
             signal.signal(sig, handler)
         for signum in dict.fromkeys(pending):
             signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def signals_ignored(*, restore: bool = True) -> Iterator[None]:
+    """Ignore SIGINT/SIGTERM/SIGHUP for the block, and drop them: the run is already ending on
+    one, so a third Ctrl-C must not cut short the check of what is left nor the line saying it.
+    With restore=False they stay ignored after it (a process about to exit 130, which a Ctrl-C
+    during the interpreter's shutdown would turn into a death by SIGINT). Main thread only;
+    elsewhere unguarded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _DEFERRED_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            if restore:
+                signal.signal(sig, handler)

@@ -76,7 +76,8 @@ from harness.boot.isolation import (
     command_values,
     data_source,
     expand_placeholders,
-    make_root,
+    fill_root,
+    new_root,
     remove_tree,
     scrub_file,
     scrubber,
@@ -234,11 +235,12 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
-        self._root, isolation, data = make_root(self.temp_parent, data_src)
-        # One rewrite of the leftovers state, before anything is spawned: a SIGKILL from here on
-        # leaves the next run the run id (plain isolation's orphans) and the root to remove.
-        leftovers.track_all([("run_id", self.run_id), ("dir", self._root)])
+        # One rewrite of the leftovers state, before the root exists and so before anything is
+        # spawned: a SIGKILL from here on leaves the next run the run id (plain isolation's
+        # orphans) and the root to remove. self._root names it as soon as it exists (`_stop`).
+        self._root = new_root(self.temp_parent, self.run_id)
         try:
+            isolation, data = fill_root(self._root, data_src)
             raw = {
                 "port": str(port),
                 "url": url,
@@ -482,7 +484,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             done: list[tuple[str, str | Path]] = []
             if self._root is not None:
                 remove_tree(self._root)
-                done.append(("dir", self._root))
+                if not os.path.lexists(self._root):  # else recorded still: the next run's
+                    done.append(("dir", self._root))
                 self._root = None
             if report.confirmed:
                 done.append(("run_id", self.run_id))

@@ -54,7 +54,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -211,13 +210,8 @@ def _run_build(
     scratch = cache_dir() / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
-    with (
-        tempfile.TemporaryDirectory(
-            prefix="build-", dir=scratch, ignore_cleanup_errors=True
-        ) as throwaway,
-        leftovers.tracked("dir", throwaway),
-    ):
-        home, tmp = Path(throwaway) / "home", Path(throwaway) / "tmp"
+    with leftovers.temp_dir(scratch, "build-") as throwaway:  # recorded before it exists
+        home, tmp = throwaway / "home", throwaway / "tmp"
         home.mkdir()
         tmp.mkdir()
         # A caller without PATH still gets the default one (service processes get none then).

@@ -51,7 +51,6 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -289,9 +288,10 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
     kind = "snapshots" if resolved.dirty else "worktrees"
     parent = cache / kind
     parent.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f"{resolved.short}-", dir=parent))
-    # Recorded before git knows of it, so a SIGKILL at any point leaves it for `recover()`.
-    leftovers.track("dir" if resolved.dirty else "worktree", path, repo=root)
+    held = "dir" if resolved.dirty else "worktree"
+    # Recorded before it exists (and so before git knows of it): a signal or a SIGKILL at any
+    # point leaves it for `recover()`.
+    path = leftovers.make_dir(held, parent, f"{resolved.short}-", repo=root)
     entered = False
     try:
         if resolved.dirty:
@@ -303,28 +303,55 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
         entered = True
         yield path
     finally:
-        if keep and entered:
-            log.info("kept the checkout of %s (%s) at %s", resolved.ref, resolved.key, path)
-        elif resolved.dirty:
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            remove_worktree(root, path)
-        leftovers.untrack("dir" if resolved.dirty else "worktree", path)
+        from harness.boot.processes import signals_deferred
+
+        # A second (third) Ctrl-C must not cut the removal short: held until it is done.
+        with signals_deferred():
+            if keep and entered:
+                log.info("kept the checkout of %s (%s) at %s", resolved.ref, resolved.key, path)
+                gone = True  # the user's now, not a leftover
+            elif resolved.dirty:
+                shutil.rmtree(path, ignore_errors=True)
+                gone = not os.path.lexists(path)
+            else:
+                gone = remove_worktree(root, path)
+            if gone:  # else it stays recorded: the next run (or `harness clean`) removes it
+                leftovers.untrack(held, path)
 
 
-def remove_worktree(root: Path, path: Path) -> None:
+def listed_worktrees(root: Path) -> set[Path]:
+    """The (resolved) paths git in `root` lists as its worktrees, the main one included."""
+    proc = _git(root, "worktree", "list", "--porcelain", check=False)
+    return {
+        Path(os.fsdecode(line[len(b"worktree ") :])).resolve()
+        for line in proc.stdout.splitlines()
+        if line.startswith(b"worktree ")
+    }
+
+
+def remove_worktree(root: Path, path: Path) -> bool:
     """`git worktree remove --force --force` of `path` in the repository `root`, whatever is left
-    deleted, then `git worktree prune`; failures are logged, never raised."""
+    deleted, then `git worktree prune`; failures are logged, never raised. True once `path` is
+    gone from the disk and from `git worktree list`.
+
+    A `git worktree add` cut short (a Ctrl-C) leaves its entry locked ("initializing"), which
+    prune skips: when the entry outlives the prune, it is unlocked and pruned again."""
     # Never let a failed cleanup hide the exception that ended the `with` body: log instead.
     proc = _git(root, "worktree", "remove", "--force", "--force", str(path), check=False)
     if proc.returncode != 0 and path.exists():
         log.debug("git worktree remove %s: %s", path, proc.stderr.decode(errors="replace"))
     shutil.rmtree(path, ignore_errors=True)
     pruned = _git(root, "worktree", "prune", check=False)
-    if path.exists() or pruned.returncode != 0:
+    listed = path.resolve() in listed_worktrees(root)
+    if listed:
+        _git(root, "worktree", "unlock", str(path), check=False)
+        pruned = _git(root, "worktree", "prune", check=False)
+        listed = path.resolve() in listed_worktrees(root)
+    if path.exists() or listed or pruned.returncode != 0:
         log.warning(
             "could not fully remove the worktree at %s; run `git -C %s worktree prune`", path, root
         )
+    return not (path.exists() or listed)
 
 
 def _update_submodules(root: Path, worktree: Path) -> None:

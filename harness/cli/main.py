@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return _main(argv, exiting=argv is None)
+
+
+def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
+    """`main`; `exiting`: called as the program (the process ends when this returns)."""
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
     import os
 
@@ -81,13 +86,36 @@ def _main(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         return exc.exit_status
     except Terminated as exc:
-        print("harness: terminated; every service and worktree was torn down", file=sys.stderr)
+        _say_torn_down("terminated", exiting=exiting)
         return signal_status(exc.signum)
     except KeyboardInterrupt:
         import signal
 
-        print("harness: interrupted; every service and worktree was torn down", file=sys.stderr)
+        _say_torn_down("interrupted", exiting=exiting)
         return signal_status(signal.SIGINT)
+
+
+def _say_torn_down(what: str, *, exiting: bool) -> None:
+    """The last line of a run a signal ended: "torn down" only when it is true, checked against
+    the disk, git's worktree list and the process table (`leftovers.remaining`); else what is
+    left, which stays in the leftovers state for the next run or `harness clean` to remove.
+    `exiting` (main called as the program, argv None): signals stay ignored to the exit."""
+    from harness.boot.processes import signals_ignored
+    from harness.leftovers import remaining
+
+    # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program).
+    with signals_ignored(restore=not exiting):
+        left = remaining()
+        if not left:
+            print(f"harness: {what}; every service and worktree was torn down", file=sys.stderr)
+            return
+        print(
+            f"harness: {what}; not everything was torn down: {'; '.join(left)} "
+            f"{'is' if len(left) == 1 else 'are'} left, and the next run (or `harness clean`) "
+            "will remove "
+            + ("it" if len(left) == 1 else "them"),
+            file=sys.stderr,
+        )
 
 
 def _import_numpy() -> None:
@@ -111,7 +139,7 @@ def _import_numpy() -> None:
 
 def compare_main(argv: Sequence[str] | None = None) -> int:
     """The `compare` console script: the same as `harness compare`."""
-    return main(["compare", *(sys.argv[1:] if argv is None else argv)])
+    return _main(["compare", *(sys.argv[1:] if argv is None else argv)], exiting=argv is None)
 
 
 # --------------------------------------------------------------------------- commands
@@ -687,11 +715,12 @@ def _compare_demo(args: argparse.Namespace) -> int:
     import tempfile
 
     from harness.demo import materialise
+    from harness.leftovers import temp_dir
     from harness.results.files import check_writable
 
     results = check_writable(Path(args.results).resolve())
-    with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
-        repo = materialise(Path(tmp) / "demo")
+    with temp_dir(Path(tempfile.gettempdir()), "harness-demo-") as tmp:  # recorded before made
+        repo = materialise(tmp / "demo")
         args.config, args.repo = repo / "harness.toml", repo
         args.baseline = args.baseline or "main"
         args.candidate = args.candidate or "feat/x"

@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -190,7 +189,9 @@ def _read_back(folder: Path, to: str, split: str, topics: str,
 
 def _write_folder(out: Path, files: dict[str, str], verify: Callable[[Path], None]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    from harness import leftovers  # at call time: reading a gold set needs none of it
+
+    temp = leftovers.make_dir("dir", out.parent, f".{out.name}.tmp-")  # recorded, then made
     old: Path | None = None
     try:
         for name, text in files.items():
@@ -207,11 +208,14 @@ def _write_folder(out: Path, files: dict[str, str], verify: Callable[[Path], Non
         os.replace(temp, out)
     except BaseException as exc:
         shutil.rmtree(temp, ignore_errors=True)
+        if not os.path.lexists(temp):
+            leftovers.untrack("dir", temp)
         if old is not None and not out.exists():
             os.replace(old, out)  # put back what was there
         if isinstance(exc, OSError):
             raise GoldError(f"{out}: cannot write the converted gold set: {exc.strerror}") from exc
         raise
+    leftovers.untrack("dir", temp)  # it is `out` now
     if old is not None and old.is_dir():
         shutil.rmtree(old, ignore_errors=True)
     elif old is not None:

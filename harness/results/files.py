@@ -7,6 +7,12 @@ never over an existing file, and directories claimed by mkdir so two runs never 
     tmp_ctx.path                       # ... renamed to results/stem[-N] only when all is written
 
 Every OSError of a write (a full disk, a read-only mount) is a ResultsError naming the path.
+
+Temp names carry the pid of the process writing them (`.tmp-<pid>-...`), and a temp directory is
+in that process's leftovers state from before it exists (`harness.leftovers.make_dir`): what a
+SIGKILL mid-save leaves is removed by the next invocation's `recover()` (any command, `harness
+clean` too), and `check_writable` removes the `.tmp-<pid>-*` of dead pids it finds in the
+results directory (and its runs/) even without that state.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -54,7 +61,7 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
     data, path = scrub_bytes(data), path.with_name(scrub_text(path.name))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(), suffix=path.suffix)
     except OSError as exc:
         raise _write_error(path, exc) from None
     try:
@@ -78,6 +85,53 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     return path
+
+
+_TMP_NAME = re.compile(r"\.tmp-(\d+)-")
+_TMP_STALE_S = 3600.0
+"""A save takes seconds: a temp untouched this long whose pid is gone is nobody's, even when the
+results directory is shared with another machine or container (whose pids mean nothing here)."""
+
+
+def _tmp_prefix(stem: str = "") -> str:
+    """`.tmp-<pid>-[<stem>-]`: whose temp it is, for `remove_dead_temps`."""
+    return f".tmp-{os.getpid()}-" + (f"{stem}-" if stem else "")
+
+
+def remove_dead_temps(results: Path) -> list[Path]:
+    """Remove every `.tmp-<pid>-*` file or directory in `results` and `results/runs` whose pid
+    is no running process and which was last changed an hour ago or more (a save cut short by
+    SIGKILL, its leftovers state lost); return what was removed. One whose pid is running is left
+    alone, whoever runs it: never what a live harness is writing. (The leftovers state removes
+    the same at once, at the next invocation: this is for a temp no state file names.)"""
+    import time
+
+    import psutil
+
+    removed = []
+    now = time.time()
+    for folder in (results, results / "runs"):
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            match = _TMP_NAME.match(entry.name)
+            if match is None or psutil.pid_exists(int(match.group(1))):
+                continue
+            try:
+                if now - entry.lstat().st_mtime < _TMP_STALE_S:
+                    continue
+            except OSError:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+            if not os.path.lexists(entry):
+                removed.append(entry)
+    return removed
 
 
 def _write_error(path: Path, exc: OSError) -> ResultsError:
@@ -104,6 +158,16 @@ def check_writable(results: Path) -> Path:
             f"--results {results}: cannot be written ({why})",
             ["pass --results DIR naming a directory you can write, or fix its permissions"],
         ) from None
+    removed = remove_dead_temps(results)
+    if removed:
+        import sys
+
+        names = ", ".join(p.name for p in removed[:3]) + (", ..." if len(removed) > 3 else "")
+        print(
+            f"harness: removed {len(removed)} leftover{'s' * (len(removed) != 1)} of results "
+            f"saves cut short in {results} ({names})",
+            file=sys.stderr,
+        )
     return results
 
 
@@ -176,24 +240,35 @@ class AtomicDirectory(contextlib.AbstractContextManager[Path]):
         self._tmp: Path | None = None
 
     def __enter__(self) -> Path:
+        from harness import leftovers
+
         try:
             self.parent.mkdir(parents=True, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{self.stem}-", dir=self.parent))
+            # In the leftovers state before it exists: a SIGKILL mid-save leaves it to recover().
+            self._tmp = leftovers.make_dir("dir", self.parent, _tmp_prefix(self.stem))
         except OSError as exc:
             raise _write_error(self.parent / self.stem, exc) from None
         return self._tmp
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        from harness import leftovers
+        from harness.boot.processes import signals_deferred
+
         tmp, self._tmp = self._tmp, None
         assert tmp is not None  # entered
-        if exc is None:
+        with signals_deferred():  # a Ctrl-C here must not leave it renamed but still recorded
             try:
-                self.path = _rename_new(tmp, self.parent, self.stem)
-                return
-            except OSError as error:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise _write_error(self.parent / self.stem, error) from None
-        shutil.rmtree(tmp, ignore_errors=True)
+                if exc is None:
+                    try:
+                        self.path = _rename_new(tmp, self.parent, self.stem)
+                        return
+                    except OSError as error:
+                        raise _write_error(self.parent / self.stem, error) from None
+            finally:
+                if self.path is None:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                if not os.path.lexists(tmp):
+                    leftovers.untrack("dir", tmp)
 
 
 def new_directory_atomic(parent: Path, stem: str) -> AtomicDirectory:
