@@ -55,12 +55,12 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
             register_url(url)  # before anything can quote it, a usage error included
     guard_output()  # a URL's password, an Authorization header: never printed (harness.scrub)
     try:
-        return _main(args)
+        return _run(args, exiting=exiting)
     finally:
         release_output()
 
 
-def _main(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     from harness.boot.processes import Terminated
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
