@@ -173,7 +173,8 @@ def _doc_id(row: dict[str, object], file: Path, number: int, problems: Problems)
         return str(doc_id)
     if not isinstance(doc_id, str) or not doc_id.strip():
         got = "a blank string" if isinstance(doc_id, str) else json_type(doc_id)
-        problems.add(file, f"a document id is a string with a non-blank character, got {got}", number, "id")
+        problems.add(file, f"a document id is a string with a non-blank character, got {got}",
+                     number, "id")
         return None
     return doc_id
 
