@@ -364,7 +364,7 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
     gold = doc.get("gold") if isinstance(doc.get("gold"), dict) else {}
     for key in ("path", "corpus"):
         value = gold.get(key) if isinstance(gold, dict) else None
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and "\x00" not in value:  # NUL: refused already
             # Inside the repository, or beside a config file kept outside it.
             target = base / Path(value).expanduser()
             whys = [outside(target, root) for root in dict.fromkeys((repo, base))]
@@ -376,6 +376,8 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
     tables += [(f"ref.{pattern}.service", _get(refs, pattern, "service")) for pattern in refs]
     for where, table in tables:
         value = table.get("data") if isinstance(table, dict) else None
+        if isinstance(value, str) and "\x00" in value:
+            continue  # refused by its key's check
         if isinstance(value, str) and value.startswith(CONFIG_DIR):
             rest = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
             why = outside(base / rest, base)
