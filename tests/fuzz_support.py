@@ -163,8 +163,17 @@ def json_lines(draw: st.DrawFn, rows: list[dict[str, Any]]) -> str:
     lines = [json.dumps(row) for row in rows]
     for _ in range(draw(st.integers(1, 3))):
         index = draw(st.integers(0, len(lines) - 1))
-        how = draw(st.integers(0, 4))
-        if how == 0:
+        how = draw(st.integers(-2, 4))
+        if how < 0 and index < len(rows):  # one value of a valid row made nasty, the rest kept
+            row = dict(rows[index])
+            key = draw(st.sampled_from(sorted(row)))
+            nasty = draw(st.sampled_from(SPECIAL_STRINGS + ["\udc00", "x\ud83d"]))
+            item = row[key]
+            if isinstance(item, dict) and item:  # a judged document's id
+                item = {nasty if k == next(iter(item)) else k: v for k, v in item.items()}
+            row[key] = item if isinstance(item, dict) else nasty
+            lines[index] = json.dumps(row)
+        elif how == 0:
             row = dict(rows[index]) if index < len(rows) else {}
             row[draw(st.sampled_from([*row, "id", "_id", "query", "text", "relevant", "x"]))] = \
                 draw(values)
