@@ -167,7 +167,7 @@ def json_lines(draw: st.DrawFn, rows: list[dict[str, Any]]) -> str:
         if how < 0 and index < len(rows):  # one value of a valid row made nasty, the rest kept
             row = dict(rows[index])
             key = draw(st.sampled_from(sorted(row)))
-            nasty = draw(st.sampled_from(SPECIAL_STRINGS + ["\udc00", "x\ud83d"]))
+            nasty = draw(st.sampled_from([*SPECIAL_STRINGS, "\udc00", "x\ud83d"]))
             item = row[key]
             if isinstance(item, dict) and item:  # a judged document's id
                 item = {nasty if k == next(iter(item)) else k: v for k, v in item.items()}
