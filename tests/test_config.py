@@ -75,7 +75,7 @@ def test_complete_example_reads_every_key() -> None:
         venv=True,
         data="fixtures/corpus",
         prepare=("{python} load.py --url {url} --data {data}", "echo {worktree} {home}"),
-        env={"SOUL_SYNC_URL": "http://127.0.0.1:9", "WORKERS": "1"},  # an integer pin -> "1"
+        env={"SOUL_SYNC_URL": "http://127.0.0.1:9", "WORKERS": "1"},
         pass_env=("MODEL_DIR",),
         ready_timeout=30.0,
         build_timeout=900.0,

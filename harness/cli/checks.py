@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError, clip
+from harness.limits import MAX_CONCURRENCY, MAX_COUNT, MAX_LIMIT, MAX_REPEATS, MAX_SEED
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,12 @@ class _Range:
     example: str  # "--alpha 0.05"
 
 
-_AT_LEAST_1 = ("1 or more", lambda v: v >= 1)
-_AT_LEAST_0 = ("0 or more", lambda v: v >= 0)
+def _count(low: int, high: int) -> tuple[str, Callable[[float], bool]]:
+    """A count from `low` to `high`: the upper bound is named in the message, so a typo of
+    1e11 repeats is refused before it runs for a lifetime."""
+    return f"{low} or more and at most {high:,}", lambda v: low <= v <= high
+
+
 _FRACTION = ("between 0 and 1 (exclusive)", lambda v: 0 < v < 1)
 
 _RANGES: dict[str, _Range] = {
@@ -35,27 +40,28 @@ _RANGES: dict[str, _Range] = {
         lambda v: 0 < v <= 1,
         "--min-effect 0.05",
     ),
-    "k": _Range(*_AT_LEAST_1, "--k 10"),
-    "answers_k": _Range(*_AT_LEAST_1, "--answers-k 5"),
-    "concurrency": _Range(*_AT_LEAST_1, "--concurrency 1"),
+    "k": _Range(*_count(1, MAX_LIMIT), "--k 10"),
+    "answers_k": _Range(*_count(1, MAX_LIMIT), "--answers-k 5"),
+    "concurrency": _Range(*_count(1, MAX_CONCURRENCY), "--concurrency 1"),
     "latency_tolerance": _Range(
         "at least 0 and below 1 (a fraction: 0.10 is ±10%)",
         lambda v: 0 <= v < 1,
         "--latency-tolerance 0.10",
     ),
-    "repeats": _Range(*_AT_LEAST_1, "--repeats 3"),
-    "max_errors": _Range(*_AT_LEAST_0, "--max-errors 0"),
-    "seed": _Range(*_AT_LEAST_0, "--seed 0"),
-    "bins": _Range(*_AT_LEAST_1, "--bins 10"),
-    "rel_level": _Range(*_AT_LEAST_0, "--rel-level 1"),
-    "exact_rare": _Range(*_AT_LEAST_0, "--exact-rare 20"),
-    "phrase": _Range(*_AT_LEAST_0, "--phrase 20"),
-    "nonsense": _Range(*_AT_LEAST_0, "--nonsense 5"),
-    "min_words": _Range(*_AT_LEAST_1, "--min-words 20"),
-    "max_words": _Range(*_AT_LEAST_1, "--max-words 2000"),
-    "phrase_words": _Range(*_AT_LEAST_1, "--phrase-words 3"),
-    "max_phrase_docs": _Range(*_AT_LEAST_1, "--max-phrase-docs 25"),
-    "older_than": _Range(*_AT_LEAST_0, "--older-than 30"),
+    "repeats": _Range(*_count(1, MAX_REPEATS), "--repeats 3"),
+    "repeat": _Range(*_count(0, MAX_REPEATS - 1), "--repeat 0"),
+    "max_errors": _Range(*_count(0, MAX_COUNT), "--max-errors 0"),
+    "seed": _Range(*_count(0, MAX_SEED), "--seed 0"),
+    "bins": _Range(*_count(1, 1000), "--bins 10"),
+    "rel_level": _Range(*_count(0, 1_000_000), "--rel-level 1"),
+    "exact_rare": _Range(*_count(0, 1_000_000), "--exact-rare 20"),
+    "phrase": _Range(*_count(0, 1_000_000), "--phrase 20"),
+    "nonsense": _Range(*_count(0, 1_000_000), "--nonsense 5"),
+    "min_words": _Range(*_count(1, MAX_COUNT), "--min-words 20"),
+    "max_words": _Range(*_count(1, MAX_COUNT), "--max-words 2000"),
+    "phrase_words": _Range(*_count(1, 1000), "--phrase-words 3"),
+    "max_phrase_docs": _Range(*_count(1, MAX_COUNT), "--max-phrase-docs 25"),
+    "older_than": _Range(*_count(0, 36_500), "--older-than 30"),  # days: 100 years
 }
 
 

@@ -827,8 +827,6 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     from harness.results.files import check_writable
     from harness.verdict.comparison import CompareSettings
 
-    # First of all: a run that cannot save what it measured must not measure.
-    results_dir = check_writable(Path(args.results).resolve())
     deployed = bool(getattr(args, "baseline_url", None))
     if deployed:
         from harness.boot.deployed import check_url
@@ -852,6 +850,9 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # The same checks as `harness gold check`, before anything is built or booted.
     gold, report = check_files(config.gold, config.corpus, alpha=config.compare.alpha)
     report.raise_if_errors()
+    # A run that cannot save what it measured must not measure; checked (and the directory
+    # made) only once every input is valid, so a refused run leaves no empty results behind.
+    results_dir = check_writable(Path(args.results).resolve())
     progress = None if args.quiet else Progress()
     plan = RunPlan(
         config=config,

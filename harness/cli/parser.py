@@ -620,6 +620,11 @@ def _check_compare_sides(parser: argparse.ArgumentParser, args: argparse.Namespa
                 "--baseline-url/--candidate-url compare running deployments: drop --demo, "
                 "--baseline and --candidate"
             )
+    elif args.demo and (args.baseline or args.candidate):
+        parser.error(
+            "--demo compares the bundled example's own refs (main and feat/x): drop --baseline "
+            "and --candidate, or drop --demo to compare your refs"
+        )
     elif not args.demo and not (args.baseline and args.candidate):
         parser.error("compare needs --baseline and --candidate (or --demo, or the two --*-url)")
 

@@ -50,6 +50,7 @@ from harness.config.values import (
     ServiceConfig,
     SideConfig,
 )
+from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ConfigError, Problem
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
@@ -301,7 +302,11 @@ def _discover(cwd: Path) -> Path:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+        wide = encoding_problem(data[:SAMPLE], path)
+        if wide is not None:
+            raise ConfigError(f"{path}:1: {wide}")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file", hint="check the path") from None
     except OSError as error:
@@ -322,6 +327,13 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
         if at:
             message = f"{message[: at.start()]} (column {at.group(2)})"
         problem = Problem(str(path), f"TOML syntax error: {message}", line)
+        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
+    except ValueError as error:  # not a TOMLDecodeError: an integer of over 4300 digits
+        problem = Problem(str(path), f"a value is too large to read ({error})")
+        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        problem = Problem(str(path), "nested too deeply: arrays and inline tables in arrays "
+                          "and inline tables, hundreds of levels; no key takes that")
         raise ConfigError(f"{path}: not valid TOML", [problem]) from None
 
 
@@ -352,7 +364,7 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
     gold = doc.get("gold") if isinstance(doc.get("gold"), dict) else {}
     for key in ("path", "corpus"):
         value = gold.get(key) if isinstance(gold, dict) else None
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and "\x00" not in value:  # NUL: refused already
             # Inside the repository, or beside a config file kept outside it.
             target = base / Path(value).expanduser()
             whys = [outside(target, root) for root in dict.fromkeys((repo, base))]
@@ -364,6 +376,8 @@ def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any
     tables += [(f"ref.{pattern}.service", _get(refs, pattern, "service")) for pattern in refs]
     for where, table in tables:
         value = table.get("data") if isinstance(table, dict) else None
+        if isinstance(value, str) and "\x00" in value:
+            continue  # refused by its key's check
         if isinstance(value, str) and value.startswith(CONFIG_DIR):
             rest = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
             why = outside(base / rest, base)

@@ -27,6 +27,17 @@ from harness.config.values import (
     REQUEST_PLACEHOLDERS,
     LoadConfig,
 )
+from harness.errors import clip
+from harness.limits import (
+    MAX_BATCH,
+    MAX_BYTES,
+    MAX_COUNT,
+    MAX_LIMIT,
+    MAX_REPEATS,
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_WARMUP,
+)
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -42,12 +53,20 @@ class Key:
 def _positive(value: float) -> list[tuple[str, str]]:
     if not math.isfinite(value) or value <= 0:
         return [("", f"must be a finite number of seconds > 0, not {value!r}")]
+    if value > MAX_SECONDS:
+        return [("", f"must be at most {MAX_SECONDS:.0f} seconds (1 day), not {value!r}")]
     return []
 
 
-def _at_least(low: int) -> Check:
+def _at_least(low: int, high: int) -> Check:
+    """A count from `low` to `high`; the message names the bound that was passed."""
+
     def check(value: int) -> list[tuple[str, str]]:
-        return [] if value >= low else [("", f"must be >= {low}, not {value}")]
+        if value < low:
+            return [("", f"must be >= {low}, not {clip(str(value))}")]
+        if value > high:
+            return [("", f"must be at most {high}, not {clip(str(value))}")]
+        return []
 
     return check
 
@@ -245,7 +264,7 @@ def _relative(value: str) -> list[tuple[str, str]]:
 LOAD_KEYS: dict[str, Key] = {
     "path": Key("str", lambda v: _query_path(v)),
     "method": Key("str", lambda v: _http_method(v)),
-    "batch": Key("int", _at_least(1)),
+    "batch": Key("int", _at_least(1, MAX_BATCH)),
     "body": Key("json", _load_body),
     "document": Key("json", _load_document),
     "index": Key("str", lambda v: _query_path(v)),
@@ -364,6 +383,11 @@ def _k(value: tuple[int, ...]) -> list[tuple[str, str]]:
     if not value:
         return [("", "must list at least one cutoff, e.g. k = [5, 10]")]
     found = [(f"[{i}]", f"must be >= 1, not {k}") for i, k in enumerate(value) if k < 1]
+    found += [
+        (f"[{i}]", f"must be at most {MAX_LIMIT}, not {clip(str(k))}")
+        for i, k in enumerate(value)
+        if k > MAX_LIMIT
+    ]
     if len(set(value)) != len(value):
         found.append(("", f"lists a cutoff twice: {list(value)}"))
     return found
@@ -417,21 +441,21 @@ _QUERY: dict[str, Key] = {
     "select": Key("str", _selector),
     "id_pattern": Key("str", _id_pattern),
     "id_field": Key("str", _id_field),
-    "limit": Key("int", _at_least(1)),
+    "limit": Key("int", _at_least(1, MAX_LIMIT)),
     "timeout": Key("float", _positive),
-    "max_bytes": Key("int", _at_least(1)),
-    "warmup": Key("int", _at_least(0)),
+    "max_bytes": Key("int", _at_least(1, MAX_BYTES)),
+    "warmup": Key("int", _at_least(0, MAX_WARMUP)),
 }
 _GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}
 _COMPARE: dict[str, Key] = {
-    "repeats": Key("int", _at_least(1)),
+    "repeats": Key("int", _at_least(1, MAX_REPEATS)),
     "k": Key("ints", _k),
     "alpha": Key("float", _alpha),
     "min_effect": Key("float", _effect),
-    "max_unknown_ids": Key("int", _at_least(0)),
+    "max_unknown_ids": Key("int", _at_least(0, MAX_COUNT)),
     "latency_tolerance": Key("float", _tolerance),
-    "max_errors": Key("int", _at_least(0)),
-    "seed": Key("int", _at_least(0)),
+    "max_errors": Key("int", _at_least(0, MAX_COUNT)),
+    "seed": Key("int", _at_least(0, MAX_SEED)),
 }
 def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
     from harness.gate.floors import floor_problems
@@ -510,6 +534,10 @@ def _json_problem(value: object, where: str) -> str | None:
 def convert(kind: str, value: Any) -> tuple[Any, str | None]:
     """(converted value, None) or (None, what is wrong with its type)."""
     wrong = f"expected {_KIND_NAMES[kind]}, got {describe(value)}"
+    nul = next((suffix for suffix, text in _strings(value, "") if "\x00" in text), None)
+    if nul is not None:  # no argv, environment or path can carry one: it fails only at boot
+        where = f" (at {nul.lstrip('.')})" if nul else ""
+        return None, f"holds a NUL byte (\\x00){where}; remove it"
     if kind == "str":
         return (value, None) if isinstance(value, str) else (None, wrong)
     if kind == "bool":
@@ -517,6 +545,8 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
     if kind == "int":
         return (value, None) if _is_int(value) else (None, wrong)
     if kind == "float":
+        if _is_int(value) and abs(value) > MAX_SECONDS * 1e6:  # float() of 1e400 overflows
+            return None, f"expected a number of reasonable size, got {clip(str(value))}"
         ok = _is_int(value) or isinstance(value, float)
         return (float(value), None) if ok else (None, wrong)
     if kind in ("strs", "ints"):
@@ -540,8 +570,9 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
     if kind == "json":
         problem = _json_problem(value, "")
         return (value, None) if problem is None else (None, f"expected a JSON body: {problem}")
-    bad_entries = [(k, v) for k, v in value.items() if not (isinstance(v, str) or _is_int(v))]
-    if bad_entries:
+    bad_entries = [(k, v) for k, v in value.items() if not isinstance(v, str)]
+    if bad_entries:  # as config.schema.json says: an environment value or header is text
         key, item = bad_entries[0]
-        return None, f"expected a table of strings; entry {key!r} is {describe(item)}"
-    return {k: str(v) for k, v in value.items()}, None
+        quote = f'; quote it: {key} = "{item}"' if _is_int(item) else ""
+        return None, f"expected a table of strings; entry {key!r} is {describe(item)}{quote}"
+    return dict(value), None

@@ -179,6 +179,8 @@ def read_baseline(path: Path) -> Baseline:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not a baseline file (JSON nested too deeply)") from None
     if not isinstance(doc, dict):
         raise ResultsError(f"{path}: expected a JSON object at the top level")
     return baseline_from_dict(doc, str(path))

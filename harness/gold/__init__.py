@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
 from harness.gold.canonical import canonical_form, canonical_hash
 
@@ -45,7 +46,14 @@ from harness.gold.convert import convert
 from harness.gold.corpus import dangling, file_sha256, load_corpus, load_corpus_ids
 from harness.gold.documents import Corpus, Document
 from harness.gold.native import read_native, write_native
-from harness.gold.reading import JsonObject, Parsed, Problems, loads
+from harness.gold.reading import (
+    LONE_SURROGATE,
+    NESTED_TOO_DEEPLY,
+    JsonObject,
+    Parsed,
+    Problems,
+    loads,
+)
 from harness.gold.tables import read_beir, read_qrels, read_trec
 from harness.types import CorpusInfo, GoldSet
 
@@ -98,17 +106,21 @@ FORMATS = ("native", "beir", "trec")
 
 def detect_format(path: Path | str) -> str:
     """"beir" for a folder; "native" for a file whose first non-blank line is a JSON object;
-    otherwise "trec"."""
+    otherwise "trec". A UTF-16 or UTF-32 file is a GoldError naming its encoding."""
     path = Path(path)
     if path.is_dir():
         return "beir"
     with open(path, "rb") as handle:
+        wide = encoding_problem(handle.read(SAMPLE), path)
+        if wide is not None:  # told before the format: read as UTF-8 it looks like TREC qrels
+            raise GoldError(f"{path}:1: {wide}")
+        handle.seek(0)
         for raw in handle:
             if raw.strip():
                 try:
                     first = loads(raw.decode("utf-8-sig", errors="replace"))
-                except ValueError:
-                    return "trec"
+                except ValueError as exc:  # JSON too deep or with a lone surrogate: native's
+                    return "native" if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE) else "trec"
                 return "native" if isinstance(first, JsonObject) else "trec"
     return "native"  # an empty file: let the native reader say it has no queries
 

@@ -16,9 +16,17 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
 from harness.gold.documents import Corpus, Document
-from harness.gold.reading import DocRef, Problems, json_type
+from harness.gold.reading import (
+    LONE_SURROGATE,
+    NESTED_TOO_DEEPLY,
+    DocRef,
+    Problems,
+    has_lone_surrogate,
+    json_type,
+)
 
 _CHUNK = 1 << 20
 _DECODE = json.JSONDecoder().decode  # what json.loads(str) calls
@@ -66,6 +74,10 @@ def _scan(file: Path, *, documents: bool) -> tuple[frozenset[str], str, list[Doc
     first_line: dict[str, int] = {}
     found: list[Document] = []
     with open(file, "rb") as handle:
+        wide = encoding_problem(handle.read(SAMPLE), file)
+        if wide is not None:
+            raise GoldError(f"{file}:1: {wide}")
+        handle.seek(0)
         for number, raw in enumerate(handle, start=1):
             digest.update(raw)
             if not raw.strip():
@@ -102,9 +114,11 @@ def _quick_row(raw: bytes) -> dict[str, object] | None:
     that decodes as strict UTF-8 and then parses (a BOM, a NUL in the first two bytes or a UTF-16
     or -32 line fails one or the other), and strict decoding never lets through a surrogate that
     "surrogatepass" would. Skipping the detection, and the problem bookkeeping, is the saving."""
+    if b"\\ud" in raw or b"\\uD" in raw:  # maybe a lone surrogate: the exact reading
+        return None
     try:
         row = _DECODE(raw.decode("utf-8"))
-    except ValueError:  # also UnicodeDecodeError
+    except (ValueError, RecursionError):  # also UnicodeDecodeError; RecursionError: nesting
         return None
     return row if type(row) is dict else None
 
@@ -112,14 +126,22 @@ def _quick_row(raw: bytes) -> dict[str, object] | None:
 def _quick_id(row: dict[str, object]) -> str | None:
     """A plain "id" string (no "_id"), as `_doc_id` would return it; None for anything else."""
     doc_id = row.get("id")
-    return doc_id if type(doc_id) is str and doc_id and "_id" not in row else None
+    if type(doc_id) is str and doc_id and not doc_id.isspace() and "_id" not in row:
+        return doc_id
+    return None
 
 
 def _row(raw: bytes, file: Path, number: int, problems: Problems) -> dict[str, object] | None:
     try:
         row = json.loads(raw)
+    except RecursionError:
+        problems.add(file, f"the line {NESTED_TOO_DEEPLY}", number)
+        return None
     except ValueError as exc:  # also UnicodeDecodeError
         problems.add(file, f"malformed JSON: {exc}", number)
+        return None
+    if has_lone_surrogate(row):
+        problems.add(file, f"the line {LONE_SURROGATE}", number)
         return None
     if not isinstance(row, dict):
         problems.add(file, f"expected a JSON object per document, got {json_type(row)}", number)
@@ -149,9 +171,10 @@ def _doc_id(row: dict[str, object], file: Path, number: int, problems: Problems)
     doc_id = ids[0]
     if isinstance(doc_id, int) and not isinstance(doc_id, bool):
         return str(doc_id)
-    if not isinstance(doc_id, str) or not doc_id:
-        got = "an empty string" if doc_id == "" else json_type(doc_id)
-        problems.add(file, f"a document id is a non-empty string, got {got}", number, "id")
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        got = "a blank string" if isinstance(doc_id, str) else json_type(doc_id)
+        problems.add(file, f"a document id is a string with a non-blank character, got {got}",
+                     number, "id")
         return None
     return doc_id
 

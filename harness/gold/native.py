@@ -169,8 +169,9 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
         if key not in obj:
             problems.add(path, f"required field {key!r} is missing", number, key)
     query_id, text, slice_ = obj.get("id"), obj.get("query"), obj.get("slice", "default")
-    if "id" in obj and not (isinstance(query_id, str) and query_id):
-        problems.add(path, f"id is a non-empty string, got {json.dumps(query_id)}", number, "id")
+    if "id" in obj and not _non_blank(query_id):
+        problems.add(path, f"id is a string with a non-blank character, got "
+                     f"{json.dumps(query_id)}", number, "id")
     if "query" in obj and not _non_blank(text):
         problems.add(path, "query is the text sent to the service: a string with a non-blank "
                      f"character, got {json.dumps(text)}", number, "query")
@@ -237,8 +238,9 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
             problems.add(path, f"document {doc!r} is judged twice; keep one grade", number,
                          "relevant")
         for doc, grade in value.items():
-            if not doc:
-                problems.add(path, "a document id is a non-empty string", number, "relevant")
+            if not doc.strip():
+                problems.add(path, f"a document id has a non-blank character, got {doc!r}",
+                             number, "relevant")
             elif type(grade) is not int or grade < 0:
                 rule = GRADE_RULE + (NEGATIVE_GRADE if type(grade) is int else "")
                 problems.add(path, f"document {doc!r} has grade {json.dumps(grade)}; {rule}",
@@ -247,7 +249,7 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
                 found[doc] = grade
     elif isinstance(value, list):
         for doc in value:
-            if not (isinstance(doc, str) and doc):
+            if not _non_blank(doc):
                 problems.add(path, "a list of relevant documents holds non-empty string ids, got "
                              f"{json.dumps(doc)}", number, "relevant")
             elif doc in found:
@@ -271,11 +273,11 @@ def parse_outranks(value: object, path: str, number: int,
     pairs = []
     for index, pair in enumerate(value):
         if (isinstance(pair, list) and len(pair) == 2
-                and all(isinstance(d, str) and d for d in pair) and pair[0] != pair[1]):
+                and all(_non_blank(d) for d in pair) and pair[0] != pair[1]):
             pairs.append((str(pair[0]), str(pair[1])))
         else:
             problems.add(path, "each outranks entry is [correct_id, stale_id]: two different "
-                         f"non-empty doc ids, got {json.dumps(pair)}", number, f"outranks[{index}]")
+                         f"non-blank doc ids, got {json.dumps(pair)}", number, f"outranks[{index}]")
     return tuple(pairs)
 
 

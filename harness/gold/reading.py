@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError, Problem
 from harness.types import CorpusInfo, GoldQuery
 
@@ -75,9 +76,14 @@ def numbered_lines(path: Path, problems: Problems) -> list[tuple[int, str]] | No
 
     Only "\\n" ends a line ("\\r\\n" too, its "\\r" is dropped); a JSON string may legally hold
     U+2028, which `str.splitlines` would wrongly split on. A leading BOM is ignored. A file that is
-    not UTF-8 is one problem at the line of its first bad byte, and None.
+    not UTF-8 is one problem at the line of its first bad byte, and None; so is a UTF-16 or
+    UTF-32 file (at line 1, naming its encoding).
     """
     data = path.read_bytes()
+    wide = encoding_problem(data[:SAMPLE], path)
+    if wide is not None:
+        problems.add(path, wide, 1)
+        return None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -115,15 +121,65 @@ def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+MAX_DEPTH = 100
+"""Deepest nesting of arrays and objects a gold or corpus line may have: the formats need 3."""
+NESTED_TOO_DEEPLY = f"nested too deeply (more than {MAX_DEPTH} levels of [ and {{)"
+LONE_SURROGATE = (
+    "holds a lone surrogate escape (e.g. \\ud800), which is no character and cannot be "
+    "saved as UTF-8; remove it, or write the character itself"
+)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _depth_over(text: str, limit: int) -> bool:
+    """Whether brackets outside strings nest deeper than `limit` (a linear scan, only run on
+    a line with that many opening brackets at all)."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether a parsed JSON value holds a string (or key) with a lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def loads(text: str) -> object:
-    """json.loads that rejects NaN/Infinity and records duplicate keys (see JsonObject)."""
-    return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
+    """json.loads that rejects NaN/Infinity, nesting deeper than MAX_DEPTH and lone surrogate
+    escapes (each a ValueError saying so), and records duplicate keys (see JsonObject)."""
+    if (text.count("[") + text.count("{") > MAX_DEPTH and _depth_over(text, MAX_DEPTH)):
+        raise ValueError(NESTED_TOO_DEEPLY)  # json's C scanner would recurse until it overflows
+    value = json.loads(text, object_pairs_hook=_object_pairs, parse_constant=_no_constant)
+    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(value):
+        raise ValueError(LONE_SURROGATE)
+    return value
 
 
 def json_error(exc: ValueError) -> str:
     """A one-line description of why a line is not JSON."""
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed JSON: {exc.msg} at column {exc.colno}"
+    if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE):
+        return f"the line {exc}"
     return f"malformed JSON: {exc}"
 
 

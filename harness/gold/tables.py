@@ -174,8 +174,9 @@ def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topi
     query_id = ids[0] if ids else None
     if isinstance(query_id, int) and not isinstance(query_id, bool):
         query_id = str(query_id)
-    if not (isinstance(query_id, str) and query_id):
-        problems.add(path, 'a query needs an "_id" or "id": a non-empty string', number, "id")
+    if not (isinstance(query_id, str) and query_id.strip()):
+        problems.add(path, 'a query needs an "_id" or "id": a string with a non-blank character',
+                     number, "id")
     elif len(ids) == 2 and str(ids[1]) != query_id:
         problems.add(path, f'"_id" {ids[0]!r} and "id" {ids[1]!r} disagree; keep one', number,
                      "id")
@@ -236,9 +237,9 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
             if grade is None or grade < 0:
                 rule = GRADE_RULE + (NEGATIVE_GRADE if grade is not None else "")
                 problems.add(path, f"grade {grade_text!r}: {rule}", number, columns.grade)
-            elif not query_id or not doc_id:
-                field = columns.query if not query_id else columns.doc
-                problems.add(path, "an id is a non-empty string", number, field)
+            elif not query_id.strip() or not doc_id.strip():
+                field = columns.query if not query_id.strip() else columns.doc
+                problems.add(path, "an id has a non-blank character", number, field)
             else:
                 found.append(_Judgement(query_id, doc_id, grade, number))
     return found

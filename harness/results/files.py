@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ResultsError
 from harness.scrub import scrub_bytes, scrub_text
 
@@ -141,16 +142,23 @@ def _write_error(path: Path, exc: OSError) -> ResultsError:
 
 
 def check_writable(results: Path) -> Path:
-    """`results`, created if missing, once a file could be written into it and removed again;
+    """`results` (not created: its writers make it), once a file could be written into it, or
+    into its nearest existing parent, and removed again;
     ResultsError otherwise (a file in its place, a read-only mount, no permission). Checked
     before anything is built or booted: a run that cannot save what it measured must not run."""
     if results.exists() and not results.is_dir():
         raise ResultsError(
             f"--results {results}: is a file, not a directory", ["pass --results DIR"]
         )
+    # Probed where it, or its nearest existing parent, is: the directory itself is made by the
+    # first file saved into it, so a run refused later (an unknown ref) leaves none behind.
+    probe = results
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
     try:
-        results.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results, prefix=".harness-probe-"):
+        if not probe.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{probe} is not a directory")
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".harness-probe-"):
             pass
     except OSError as exc:
         why = exc.strerror or str(exc)
@@ -216,13 +224,25 @@ def _layered(value: Any, depth: int, levels: int, out: list[str]) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`; ResultsError naming the file for anything else: missing,
+    unreadable, not UTF-8 (a run record is written as UTF-8), not JSON, nested too deeply."""
     try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f)
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        wide = encoding_problem(data[:SAMPLE], path)
+        why = wide or f"is not UTF-8 text (byte {exc.start}); harness writes its records as UTF-8"
+        raise ResultsError(f"{path}: {why}", ["pass a run record or a comparison directory"]) \
+            from None
+    except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: cannot be read as JSON ({exc})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: cannot be read as JSON (nested too deeply)") from None
     if not isinstance(document, dict):
         raise ResultsError(f"{path}: expected a JSON object at the top level")
     return document
