@@ -15,3 +15,4 @@ MAX_WARMUP = 1000  # query.warmup: queries sent before measuring
 MAX_BATCH = 100_000  # service.load.batch: documents per request
 MAX_SEED = (1 << 63) - 1  # a 64-bit seed, what numpy and every log show whole
 MAX_CONCURRENCY = 1024  # --concurrency: queries in flight
+MAX_LOG_BYTES = 1 << 40  # service.max_log_bytes: the log tail kept per boot or build (1 TiB)

@@ -33,6 +33,7 @@ from harness.limits import (
     MAX_BYTES,
     MAX_COUNT,
     MAX_LIMIT,
+    MAX_LOG_BYTES,
     MAX_REPEATS,
     MAX_SECONDS,
     MAX_SEED,
@@ -425,7 +426,7 @@ _SERVICE: dict[str, Key] = {
     "python": Key("str", _python),
     "build_outputs": Key("strs", _outputs),
     "load": Key("load"),
-    "max_log_bytes": Key("int", _at_least(4096)),
+    "max_log_bytes": Key("int", _at_least(4096, MAX_LOG_BYTES)),
 }
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),
