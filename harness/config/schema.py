@@ -421,6 +421,7 @@ _QUERY: dict[str, Key] = {
     "timeout": Key("float", _positive),
     "max_bytes": Key("int", _at_least(1)),
     "warmup": Key("int", _at_least(0)),
+    "max_consecutive_failures": Key("int", _at_least(0)),
 }
 _GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}
 _COMPARE: dict[str, Key] = {

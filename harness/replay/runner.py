@@ -47,6 +47,8 @@ from harness.replay.client import (
     Channel,
     Requests,
     Sent,
+    Stopped,
+    Streak,
     replay,
     warm_up,
 )
@@ -57,17 +59,21 @@ from harness.score.definition import Definition, definition
 from harness.scrub import register_headers, safe_url
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
+STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
 
 
 class Observer(Protocol):
     """Told what the runner is doing between queries: `planned(boots)` once per run of
-    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build")."""
+    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build"),
+    `note(message)` when a round is stopped (`query.max_consecutive_failures`)."""
 
     def planned(self, boots: int) -> None: ...
 
     def phase(self, name: str, detail: str) -> None: ...
+
+    def note(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class RefSession:
         # Encoded once for every boot of this ref (each boot changes only the Host's port).
         self.requests = Requests(self.side.query, self._items)
         self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
+        # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
+        self.stopped = False
 
     @property
     def log_dir(self) -> Path:
@@ -260,9 +268,21 @@ class RefSession:
                 )
                 timings["queries"] = time.perf_counter() - t0
                 machine = _machine(load_before, cpu0, len(results))
+        except Stopped as stop:
+            results, failure = stop.results, self.stop(label, stop.message)
         except ServiceError as exc:
             failure = RunFailure(exc.stage, exc.message, exc.details)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
+
+    def stop(self, label: str, message: str) -> RunFailure:
+        """This session's round stopped (`Stopped`): said at once, and the repeat's failure."""
+        self.stopped = True
+        observer = self.plan.observer
+        if observer is not None:
+            observer.note(
+                f"{label}: {self.side_name} {self.ref} stopped, the run is invalid: {message}"
+            )
+        return RunFailure(STOPPED, message)
 
     def _record(
         self,
@@ -443,6 +463,8 @@ def run_interleaved(
         else:
             for index in range(repeats):
                 play_round(together, index, repeats)
+                if any(session.stopped for session in together):
+                    break  # the run is invalid already: no more rounds of a stalled service
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
 
@@ -455,6 +477,8 @@ def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None
     else:
         for session in sessions if index % 2 == 0 else sessions[::-1]:
             session.run_repeat(index)
+            if session.stopped:
+                break
 
 
 def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
@@ -582,16 +606,24 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
         sent: list[list[tuple[_Side, Sent]]] = []
+        streaks = {id(side): Streak(side.session.side.query) for side in asking}
+        stopped = False
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
             exchanges = []
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
-                exchanges.append((side, side.channel.send(query_id, text)))
+                one = side.channel.send(query_id, text)
+                exchanges.append((side, one))
+                stop = streaks[id(side)].stops(one)
+                if stop is not None:  # this side stalls: the round ends with this query
+                    side.failure, stopped = side.session.stop(label, stop), True
             sent.append(exchanges)
-            if len(sent) == READ_BATCH or done == len(items):
+            if len(sent) == READ_BATCH or done == len(items) or stopped:
                 errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
+            if stopped:
+                break
         elapsed = time.perf_counter() - t0
         if asking:
             machine = _machine(load_before, cpu0, len(items) * len(asking))
