@@ -7,65 +7,31 @@ intermittent one does not."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import QueryConfig
 from harness.replay import client
 from harness.replay.client import Channel, Stopped, replay
 from harness.types import ErrorKind
 
-CANNED = Path(__file__).parent / "fixtures" / "canned" / "svc.py"
 GET = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, limit=10)
-BODY = b'{"results": [{"id": "a"}, {"id": "b"}]}'
 BOMB_BYTES = 200 << 20  # what the bomb decodes to
 MAX_BYTES = 1 << 20
-Start = Callable[..., str]
-
-
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    argv = [sys.executable, str(CANNED), *args]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert line.startswith("listening on "), line
-    return process, line.split()[-1]
-
-
-def _end(process: subprocess.Popen[str]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=10)
-    if process.stdout is not None:
-        process.stdout.close()
 
 
 @pytest.fixture
 def canned() -> Iterator[Start]:
-    """start(*args) -> base URL of a canned service; every one started is ended after the test."""
-    started: list[subprocess.Popen[str]] = []
-
-    def start(*args: str) -> str:
-        process, url = _start(*args)
-        started.append(process)
-        return url
-
-    yield start
-    for process in started:
-        _end(process)
-
-
-def ok(body: bytes = BODY, head: bytes = b"") -> bytes:
-    return b"HTTP/1.1 200 OK\r\n" + head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    yield from canned_services()
 
 
 def compressed(wbits: int, size: int = BOMB_BYTES) -> bytes:
@@ -237,13 +203,6 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
 # --------------------------------------------------------------------------- failing fast
 
 
-def _requests(count: Path) -> int:
-    return len(count.read_text().splitlines()) if count.exists() else 0
-
-
-STALL = b"HTTP/1.1 2"  # ten bytes, then nothing: the client waits for the rest of the head
-
-
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_stalled_service_is_given_up_after_max_consecutive_failures(
     canned: Start, tmp_path: Path, concurrency: int
@@ -261,10 +220,10 @@ def test_a_stalled_service_is_given_up_after_max_consecutive_failures(
     kept = stopped.value.results
     assert len(kept) >= 3 and all(r.error is ErrorKind.TIMEOUT for r in kept)
     if concurrency == 1:
-        assert _requests(count) == 3  # the service saw three queries, not twenty
+        assert requests_seen(count) == 3  # the service saw three queries, not twenty
         assert [r.query_id for r in kept] == ["q0", "q1", "q2"] and told == [1, 2, 3]
     else:  # the queries already in flight on the other connection complete
-        assert _requests(count) < len(items)
+        assert requests_seen(count) < len(items)
 
 
 def test_failures_that_are_not_in_a_row_do_not_stop_the_replay(
@@ -276,7 +235,7 @@ def test_failures_that_are_not_in_a_row_do_not_stop_the_replay(
     items = [(f"q{i}", f"text {i}") for i in range(10)]
     results = replay(url, query, items)
     assert [r.error for r in results] == [None, ErrorKind.TIMEOUT] * 5
-    assert _requests(count) == 10
+    assert requests_seen(count) == 10
     # An error answer (here an HTTP 500) is an answer: it ends a streak, it starts none.
     url = canned(STALL.hex(), ok(b"oops").replace(b"200 OK", b"500 Oops").hex())
     results = replay(url, query, items)
@@ -289,4 +248,4 @@ def test_max_consecutive_failures_0_never_stops(canned: Start, tmp_path: Path) -
     query = replace(GET, timeout=0.05, warmup=0, max_consecutive_failures=0)
     results = replay(url, query, [(f"q{i}", f"t{i}") for i in range(6)])
     assert [r.error for r in results] == [ErrorKind.TIMEOUT] * 6
-    assert _requests(count) == 6
+    assert requests_seen(count) == 6

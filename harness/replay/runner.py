@@ -269,19 +269,18 @@ class RefSession:
                 timings["queries"] = time.perf_counter() - t0
                 machine = _machine(load_before, cpu0, len(results))
         except Stopped as stop:
-            results, failure = stop.results, self.stop(label, stop.message)
+            results, failure = stop.results, self.stop(f"{label}:", stop.message)
         except ServiceError as exc:
             failure = RunFailure(exc.stage, exc.message, exc.details)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
 
-    def stop(self, label: str, message: str) -> RunFailure:
-        """This session's round stopped (`Stopped`): said at once, and the repeat's failure."""
+    def stop(self, who: str, message: str) -> RunFailure:
+        """This session's round stopped (`Stopped`): said at once (`who` names the round and
+        the side), and the repeat's failure."""
         self.stopped = True
         observer = self.plan.observer
         if observer is not None:
-            observer.note(
-                f"{label}: {self.side_name} {self.ref} stopped, the run is invalid: {message}"
-            )
+            observer.note(f"{who} stopped, the run is invalid: {message}")
         return RunFailure(STOPPED, message)
 
     def _record(
@@ -607,7 +606,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
         sent: list[list[tuple[_Side, Sent]]] = []
         streaks = {id(side): Streak(side.session.side.query) for side in asking}
-        stopped = False
+        stopped: list[_Side] = []
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
             exchanges = []
@@ -617,12 +616,15 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 exchanges.append((side, one))
                 stop = streaks[id(side)].stops(one)
                 if stop is not None:  # this side stalls: the round ends with this query
-                    side.failure, stopped = side.session.stop(label, stop), True
+                    who = f"{label}: {side.session.side_name} {side.session.ref}"
+                    side.failure = side.session.stop(who, stop)
+                    stopped.append(side)
             sent.append(exchanges)
             if len(sent) == READ_BATCH or done == len(items) or stopped:
                 errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
             if stopped:
+                _cut_short(asking, stopped)
                 break
         elapsed = time.perf_counter() - t0
         if asking:
@@ -639,6 +641,17 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             side.failure,
             machine if side.channel is not None else None,
         )
+
+
+def _cut_short(asking: Sequence[_Side], stopped: Sequence[_Side]) -> None:
+    """The other sides of a round stopped for `stopped`: their repeat failed too (its answers
+    end early through no fault of theirs, and are not counted as their errors)."""
+    names = " and ".join(f"{s.session.side_name} {s.session.ref}" for s in stopped)
+    for side in asking:
+        if side.failure is None:
+            side.failure = RunFailure(
+                STOPPED, f"the round was stopped when {names} failed too many queries in a row"
+            )
 
 
 def _read(

@@ -1,0 +1,107 @@
+"""A round given up on a stalled service (`query.max_consecutive_failures`), through the real
+CLI against two canned deployments on 127.0.0.1 (`compare --baseline-url --candidate-url`: no
+checkout, no build, no boot): the round stops after N timeouts in a row on one side, no later
+round runs, a progress line says so, and the verdict is invalid (exit 3) naming the key; a
+service that fails now and then, never N times in a row, is measured to the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from canned_support import STALL, Start, canned_services, ok, requests_seen
+
+GOLD_SIZE = 8
+
+
+@pytest.fixture
+def canned() -> Iterator[Start]:
+    yield from canned_services()
+
+
+def compare(
+    tmp_path: Path, baseline: str, candidate: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`harness compare` of two deployments over an 8-query gold set, 2 rounds, no warm-up,
+    0.05 s per query, query.max_consecutive_failures = 3; plain progress on stderr."""
+    header = {"format": "harness-gold", "version": 1}
+    rows = [{"id": f"q{i}", "query": f"topic {i}", "relevant": {"a": 1}} for i in range(GOLD_SIZE)]
+    (tmp_path / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (header, *rows)))
+    config = tmp_path / "harness.toml"
+    config.write_text(
+        "[query]\n"
+        'path = "/search"\n'
+        'params = { q = "{query}" }\n'
+        'ids = "results[].id"\n'
+        "timeout = 0.05\n"
+        "warmup = 0\n"
+        "max_consecutive_failures = 3\n"
+        "\n[gold]\n"
+        'path = "gold.jsonl"\n'
+        "\n[compare]\n"
+        "repeats = 2\n"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "TMPDIR": str(tmp_path),
+        "HARNESS_CACHE_DIR": str(tmp_path / "cache"),
+        "LC_ALL": "C.UTF-8",
+    }
+    argv = [sys.executable, "-m", "harness.cli.main", "compare", "--config", str(config)]
+    argv += ["--baseline-url", baseline, "--candidate-url", candidate]
+    argv += ["--results", str(tmp_path / "results"), *extra]
+    return subprocess.run(
+        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_a_stalled_side_stops_the_round_and_the_run_is_invalid(
+    canned: Start, tmp_path: Path, concurrency: str
+) -> None:
+    """At concurrency 1 the rounds are time-paired (runner._paired_round); at 2 each side
+    replays on its own (RefSession.run_repeat, the client's thread pool)."""
+    good, stalled = tmp_path / "good.count", tmp_path / "stalled.count"
+    baseline = canned(ok().hex(), "--count", str(good))
+    candidate = canned(STALL.hex(), "--count", str(stalled))
+    done = compare(tmp_path, baseline, candidate, "--concurrency", concurrency)
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said[-3000:]
+    assert "Traceback" not in said
+    # Told as it happened, on the progress stream: the round, the side, why, and the key.
+    stops = [line for line in done.stderr.splitlines() if "stopped, the run is invalid" in line]
+    assert len(stops) == 1, done.stderr
+    assert stops[0].startswith("harness: ") and "candidate" in stops[0]
+    assert "stopped at query.max_consecutive_failures = 3" in stops[0]
+    # The verdict names it too.
+    assert "INVALID" in done.stdout.upper()
+    assert "query.max_consecutive_failures = 3" in done.stdout, done.stdout[-3000:]
+    if concurrency == "1":
+        # Three queries reached the stalled service, in the first round only: no second round.
+        assert requests_seen(stalled) == 3
+        assert requests_seen(good) == 3  # the same queries, paired
+    else:  # the queries already in flight on the other connection complete
+        assert 3 <= requests_seen(stalled) < GOLD_SIZE
+
+
+def test_a_side_failing_now_and_then_is_measured_to_the_end(canned: Start, tmp_path: Path) -> None:
+    good, flaky = tmp_path / "good.count", tmp_path / "flaky.count"
+    baseline = canned(ok().hex(), "--count", str(good))
+    # answers, stalls, stalls, answers, ...: two failures in a row at most, never three
+    candidate = canned(ok().hex(), STALL.hex(), STALL.hex(), "--count", str(flaky))
+    done = compare(tmp_path, baseline, candidate)
+    said = done.stdout + done.stderr
+    assert "stopped, the run is invalid" not in said
+    assert "max_consecutive_failures" not in said
+    # Every query of both rounds was asked; the errors still make the verdict invalid
+    # (compare.max_errors = 0), as errored answers always have.
+    assert requests_seen(flaky) == requests_seen(good) == 2 * GOLD_SIZE
+    assert done.returncode == 3 and "timeout" in done.stdout, said[-3000:]
