@@ -21,7 +21,7 @@ from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import QueryConfig
 from harness.replay import client
-from harness.replay.client import Channel, Stopped, replay
+from harness.replay.client import AnswerCache, Channel, Stopped, replay
 from harness.types import ErrorKind
 
 GET = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, limit=10)
@@ -188,16 +188,20 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
 
     url = canned(ok().hex())
     query = replace(GET, timeout=0.05)
-    with Channel(url, query) as channel:
+    answers = AnswerCache(query)  # the same answer read before: never a ranking when late
+    with Channel(url, query, answers=answers) as channel:
         assert channel.ask("q1", "tea").ids == ("a", "b")  # on time: an answer
         monkeypatch.setattr(client.Connection, "_response", late)
         result = channel.ask("q2", "tea")
+        monkeypatch.undo()
+        again = channel.ask("q3", "tea")  # on time again, on the same connection
     assert result.error is ErrorKind.TIMEOUT, result
     assert result.detail is not None
     assert result.detail.startswith(
         "no answer within query.timeout = 0.05 s (the answer came whole after "
     )
     assert result.ids == ()
+    assert (again.query_id, again.ids, again.error) == ("q3", ("a", "b"), None)
 
 
 # --------------------------------------------------------------------------- failing fast

@@ -63,33 +63,47 @@ def compare(
     )
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.parametrize(
+    ("concurrency", "stalls"), [("1", "candidate"), ("2", "candidate"), ("2", "baseline")]
+)
 def test_a_stalled_side_stops_the_round_and_the_run_is_invalid(
-    canned: Start, tmp_path: Path, concurrency: str
+    canned: Start, tmp_path: Path, concurrency: str, stalls: str
 ) -> None:
     """At concurrency 1 the rounds are time-paired (runner._paired_round); at 2 each side
-    replays on its own (RefSession.run_repeat, the client's thread pool)."""
+    replays on its own (RefSession.run_repeat, the client's thread pool), the baseline first
+    in the first round."""
     good, stalled = tmp_path / "good.count", tmp_path / "stalled.count"
-    baseline = canned(ok().hex(), "--count", str(good))
-    candidate = canned(STALL.hex(), "--count", str(stalled))
-    done = compare(tmp_path, baseline, candidate, "--concurrency", concurrency)
+    urls = {
+        "good": canned(ok().hex(), "--count", str(good)),
+        "stalled": canned(STALL.hex(), "--count", str(stalled)),
+    }
+    order = ("good", "stalled") if stalls == "candidate" else ("stalled", "good")
+    done = compare(tmp_path, urls[order[0]], urls[order[1]], "--concurrency", concurrency)
     said = done.stdout + done.stderr
     assert done.returncode == 3, said[-3000:]
     assert "Traceback" not in said
     # Told as it happened, on the progress stream: the round, the side, why, and the key.
     stops = [line for line in done.stderr.splitlines() if "stopped, the run is invalid" in line]
     assert len(stops) == 1, done.stderr
-    assert stops[0].startswith("harness: ") and "candidate" in stops[0]
+    assert stops[0].startswith("harness: ") and stalls in stops[0]
     assert "stopped at query.max_consecutive_failures = 3" in stops[0]
-    # The verdict names it too.
-    assert "INVALID" in done.stdout.upper()
+    # The verdict names it too; the other side's repeat, when the stop cut it short, failed
+    # with it (its unasked queries are not counted as its errors).
+    assert done.stdout.startswith("harness: ") and "\nINVALID: " in done.stdout
     assert "query.max_consecutive_failures = 3" in done.stdout, done.stdout[-3000:]
+    cut = f"the round was stopped when {stalls} http://127.0.0.1:"
+    assert (cut in done.stdout) == (concurrency == "1" or stalls == "baseline"), done.stdout
+    assert "errored answers (missing" not in done.stdout, done.stdout
     if concurrency == "1":
         # Three queries reached the stalled service, in the first round only: no second round.
         assert requests_seen(stalled) == 3
         assert requests_seen(good) == 3  # the same queries, paired
-    else:  # the queries already in flight on the other connection complete
+    elif stalls == "candidate":  # the queries already in flight on the other connection end
         assert 3 <= requests_seen(stalled) < GOLD_SIZE
+        assert requests_seen(good) == GOLD_SIZE  # its own repeat, before: one round only
+    else:  # the baseline's repeat stopped; the candidate's of that round was never asked
+        assert 3 <= requests_seen(stalled) < GOLD_SIZE
+        assert requests_seen(good) == 0
 
 
 def test_a_side_failing_now_and_then_is_measured_to_the_end(canned: Start, tmp_path: Path) -> None:

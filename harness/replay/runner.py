@@ -474,10 +474,14 @@ def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None
     if len(sessions) > 1 and sessions[0].plan.concurrency == 1:
         _paired_round(sessions, index, repeats)
     else:
+        stopped: list[RefSession] = []
         for session in sessions if index % 2 == 0 else sessions[::-1]:
+            if stopped:  # not booted: the round ended with the stalled session's repeat
+                session.repeats.append(Repeat(index=index, results=(), failure=_cut(stopped)))
+                continue
             session.run_repeat(index)
             if session.stopped:
-                break
+                stopped.append(session)
 
 
 def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
@@ -643,15 +647,20 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
 
 
+def _cut(stopped: Sequence[RefSession]) -> RunFailure:
+    """The failure of the other sessions' repeats in a round stopped for `stopped`: cut short
+    through no fault of theirs (their missing answers are not counted as their errors)."""
+    names = " and ".join(f"{s.side_name} {s.ref}" for s in stopped)
+    said = f"the round was stopped when {names} failed too many queries in a row"
+    return RunFailure(STOPPED, said)
+
+
 def _cut_short(asking: Sequence[_Side], stopped: Sequence[_Side]) -> None:
-    """The other sides of a round stopped for `stopped`: their repeat failed too (its answers
-    end early through no fault of theirs, and are not counted as their errors)."""
-    names = " and ".join(f"{s.session.side_name} {s.session.ref}" for s in stopped)
+    """The other sides of a paired round stopped for `stopped`: their repeat failed too."""
+    failure = _cut([side.session for side in stopped])
     for side in asking:
         if side.failure is None:
-            side.failure = RunFailure(
-                STOPPED, f"the round was stopped when {names} failed too many queries in a row"
-            )
+            side.failure = failure
 
 
 def _read(
