@@ -16,6 +16,11 @@ from pathlib import Path
 import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
+from harness.config import load_config
+from harness.gold import check_files
+from harness.replay.runner import RunPlan, run_deployed
+from harness.types import ErrorKind, RunFailure
+
 GOLD_SIZE = 8
 
 
@@ -24,11 +29,9 @@ def canned() -> Iterator[Start]:
     yield from canned_services()
 
 
-def compare(
-    tmp_path: Path, baseline: str, candidate: str, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    """`harness compare` of two deployments over an 8-query gold set, 2 rounds, no warm-up,
-    0.05 s per query, query.max_consecutive_failures = 3; plain progress on stderr."""
+def write_config(tmp_path: Path) -> Path:
+    """An 8-query gold set and a harness.toml for two deployments: 2 rounds, no warm-up,
+    0.05 s per query, query.max_consecutive_failures = 3."""
     header = {"format": "harness-gold", "version": 1}
     rows = [{"id": f"q{i}", "query": f"topic {i}", "relevant": {"a": 1}} for i in range(GOLD_SIZE)]
     (tmp_path / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (header, *rows)))
@@ -46,6 +49,14 @@ def compare(
         "\n[compare]\n"
         "repeats = 2\n"
     )
+    return config
+
+
+def compare(
+    tmp_path: Path, baseline: str, candidate: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`harness compare` of two deployments (`write_config`); plain progress on stderr."""
+    config = write_config(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     env = {
@@ -119,3 +130,48 @@ def test_a_side_failing_now_and_then_is_measured_to_the_end(canned: Start, tmp_p
     # (compare.max_errors = 0), as errored answers always have.
     assert requests_seen(flaky) == requests_seen(good) == 2 * GOLD_SIZE
     assert done.returncode == 3 and "timeout" in done.stdout, said[-3000:]
+
+
+class _Notes:
+    """An Observer that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def planned(self, boots: int) -> None:
+        pass
+
+    def phase(self, name: str, detail: str) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+
+def test_in_process_the_stalled_side_and_its_partner_record_the_stop(
+    canned: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner itself (where scripts/mutate.py sees it): run_deployed, time-paired rounds."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))  # its live-run state
+    good, stalled = tmp_path / "good.count", tmp_path / "stalled.count"
+    baseline = canned(ok().hex(), "--count", str(good))
+    candidate = canned(STALL.hex(), "--count", str(stalled))
+    config = load_config(write_config(tmp_path), deployed=True)
+    gold, report = check_files(config.gold)
+    report.raise_if_errors()
+    observer = _Notes()
+    plan = RunPlan(config, gold, None, tmp_path / "results", observer=observer)
+    base, cand = run_deployed(plan, baseline, candidate, repeats=2)
+    assert [rep.index for rep in cand.repeats] == [0] == [rep.index for rep in base.repeats]
+    (stalled_rep,), (cut_rep,) = cand.repeats, base.repeats
+    assert stalled_rep.failure is not None and stalled_rep.failure.stage == "replay"
+    assert "stopped at query.max_consecutive_failures = 3" in stalled_rep.failure.message
+    assert [r.error for r in stalled_rep.results] == [ErrorKind.TIMEOUT] * 3
+    assert cut_rep.failure == RunFailure(
+        "replay",
+        f"the round was stopped when candidate {candidate} failed too many queries in a row",
+    )
+    assert [r.ids for r in cut_rep.results] == [("a", "b")] * 3
+    (note,) = observer.notes
+    assert note.startswith(f"round 1/2: baseline {baseline}") and "stopped, the run" in note
+    assert requests_seen(stalled) == requests_seen(good) == 3

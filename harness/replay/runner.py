@@ -256,22 +256,23 @@ class RefSession:
                 timings.update(_prepare_steps(svc))
                 load_before, cpu0 = _load(), time.thread_time_ns()
                 t0 = time.perf_counter()
-                results = replay(
-                    svc.url,
-                    self.side.query,
-                    items,
-                    concurrency=self.plan.concurrency,
-                    on_result=on_result,
-                    open_socket=svc.open_socket,
-                    requests=self.requests,
-                    answers=self.answers,
-                )
+                try:
+                    results = replay(
+                        svc.url,
+                        self.side.query,
+                        items,
+                        concurrency=self.plan.concurrency,
+                        on_result=on_result,
+                        open_socket=svc.open_socket,
+                        requests=self.requests,
+                        answers=self.answers,
+                    )
+                except Stopped as stop:  # the service is torn down as after any replay
+                    results, failure = stop.results, self.stop(f"{label}:", stop.message)
                 timings["queries"] = time.perf_counter() - t0
                 machine = _machine(load_before, cpu0, len(results))
-        except Stopped as stop:
-            results, failure = stop.results, self.stop(f"{label}:", stop.message)
-        except ServiceError as exc:
-            failure = RunFailure(exc.stage, exc.message, exc.details)
+        except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
+            failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
 
     def stop(self, who: str, message: str) -> RunFailure:
