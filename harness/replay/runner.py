@@ -300,9 +300,13 @@ class RefSession:
         confirmed = teardown is not None and teardown.confirmed
         if teardown is not None:
             timings["teardown"] = teardown.seconds
-            if failure is None and teardown.died_before_teardown:
-                # It answered some queries, then died: every later answer is suspect.
-                failure = RunFailure("crashed", "the service exited while being queried")
+            if teardown.died_before_teardown and (failure is None or failure.stage == STOPPED):
+                # It answered some queries, then died: every later answer is suspect. (A round
+                # stopped for the connection failures that followed says why second.)
+                said = "the service exited while being queried"
+                if failure is not None:
+                    said += f"; {failure.message}"
+                failure = RunFailure("crashed", said)
         changed = (
             []
             if self.worktree is None
