@@ -11,7 +11,10 @@ service and sending each query to all of them back to back, in an order drawn pe
 numbers that are compared were measured at the same moment.  Each repeat records what the
 machine was doing (`types.Machine`: load average, CPU count, the client's CPU per query).
 Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
-and the run is invalid.
+and the run is invalid.  So is a round stopped because one side failed
+`query.max_consecutive_failures` queries in a row (timeouts, connection failures: a stalled
+service): the round ends there, every side's repeat of it fails (stage "replay"), an Observer
+`note` says so at once, and no later round runs.
 """
 
 from __future__ import annotations
@@ -616,8 +619,10 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         sent: list[list[tuple[_Side, Sent]]] = []
         streaks = {id(side): Streak(side.session.side.query) for side in asking}
         stopped: list[_Side] = []
+        asked = 0  # queries sent to every side: all of them unless the round was stopped
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
+            asked = done
             exchanges = []
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
@@ -637,7 +642,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 break
         elapsed = time.perf_counter() - t0
         if asking:
-            machine = _machine(load_before, cpu0, len(items) * len(asking))
+            machine = _machine(load_before, cpu0, asked * len(asking))
         for side in asking:
             side.timings["queries"] = elapsed
     for side in sides:
