@@ -124,6 +124,7 @@ class RunFailure:
     """A stage of a run that did not complete: the run is invalid, never scored."""
 
     stage: str  # "worktree" | "build" | "boot" | "ready" | "prepare" | "teardown" | "interrupted"
+    # | "replay" (a round stopped: query.max_consecutive_failures)
     message: str
     log_tail: tuple[str, ...] = ()
 

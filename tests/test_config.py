@@ -421,6 +421,14 @@ BROKEN = [
     ),
     pytest.param(
         "[query]\n",
+        "[query]\nmax_consecutive_failures = -1\n",
+        "query.max_consecutive_failures",
+        "must be >= 0",
+        "max_consecutive_failures =",
+        id="max_consecutive_failures < 0",
+    ),
+    pytest.param(
+        "[query]\n",
         "[query]\ntimeout = 0\n",
         "query.timeout",
         "> 0",
@@ -850,6 +858,15 @@ def test_side_hash_ignores_process_deadlines() -> None:
     side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
     slower = replace(side.service, ready_timeout=600.0, build_timeout=1.0, stop_timeout=1.0)
     assert side_hash(SideConfig(slower, side.query)) == side_hash(side)
+
+
+def test_max_consecutive_failures_is_not_hashed() -> None:
+    """When to give up on a stalled round is not what a run measured: records stay reusable."""
+    side = SideConfig(ServiceConfig("svc --port {port}", "/health"), QueryConfig("/s", "ids"))
+    assert side.query.max_consecutive_failures == 5
+    for value in (0, 3, 100):
+        patient = replace(side.query, max_consecutive_failures=value)
+        assert side_hash(SideConfig(side.service, patient)) == side_hash(side)
 
 
 def test_the_load_deadline_is_not_hashed_but_the_load_is() -> None:

@@ -22,6 +22,7 @@ from harness import __version__
 from harness.boot.processes import TeardownReport
 from harness.config import load_config, side_hash
 from harness.gold import check_files
+from harness.replay.client import Stopped
 from harness.replay.runner import RefSession, RunPlan, run_pair, run_ref
 from harness.results.records import host_fingerprint, load_run
 from harness.types import ErrorKind, QueryResult, Repeat, RunFailure
@@ -251,6 +252,35 @@ def test_a_service_that_died_while_queried_is_a_crashed_repeat(
     rep = _repeat(isolated, tmp_path, monkeypatch, _report(died_before_teardown=True))
     assert rep.failure == RunFailure("crashed", "the service exited while being queried")
     assert len(rep.results) == GOLD_SIZE  # what it answered is kept, and the repeat is invalid
+
+
+def _stalled_replay(url: str, query: object, items: Any, **kw: Any) -> tuple[QueryResult, ...]:
+    failed = QueryResult("q01", error=ErrorKind.CONNECTION, detail="refused", latency_ns=5)
+    kw["on_result"](1, len(items), failed)
+    raise Stopped("1 queries in a row failed (connection; the last: refused)", (failed,))
+
+
+@pytest.mark.parametrize("died", [False, True], ids=["stalled", "died"])
+def test_a_stopped_repeat_keeps_its_answers_and_a_crash_is_said_first(
+    isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, died: bool
+) -> None:
+    import harness.replay.runner as runner
+
+    p = plan(isolated, tmp_path / "results", [])
+    service = FakeService(_report(died_before_teardown=died))
+    monkeypatch.setattr(runner, "running_service", lambda *a, **kw: service)
+    monkeypatch.setattr(runner, "replay", _stalled_replay)
+    with RefSession(p, "candidate", "main") as session:
+        rep = session.run_repeat(0)
+        assert session.stopped  # no later round
+    assert service.teardown is not None  # torn down as after any replay
+    assert [r.query_id for r in rep.results] == ["q01"] and "queries" in rep.timings_s
+    stop = "1 queries in a row failed (connection; the last: refused)"
+    assert rep.failure == (
+        RunFailure("crashed", f"the service exited while being queried; {stop}")
+        if died
+        else RunFailure("replay", stop)
+    )
 
 
 def test_an_unconfirmed_teardown_is_recorded_as_such(

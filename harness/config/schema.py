@@ -446,6 +446,7 @@ _QUERY: dict[str, Key] = {
     "timeout": Key("float", _positive),
     "max_bytes": Key("int", _at_least(1, MAX_BYTES)),
     "warmup": Key("int", _at_least(0, MAX_WARMUP)),
+    "max_consecutive_failures": Key("int", _at_least(0, MAX_COUNT)),
 }
 _GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}
 _COMPARE: dict[str, Key] = {

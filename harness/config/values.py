@@ -112,6 +112,8 @@ class QueryConfig:
     timeout: float = 10.0  # seconds per query: the whole request's deadline, body included
     max_bytes: int = 10_000_000  # the longest answer read (headers and body); longer: too_large
     warmup: int = 3  # queries sent first and not recorded
+    # Timeouts or connection failures in a row on one side that stop the round (0: never)
+    max_consecutive_failures: int = 5
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,7 @@ _NOT_HASHED = frozenset(
         "probe_timeout",
         "kill_wait",
         "max_log_bytes",  # how much of a log is kept, not what is measured
+        "max_consecutive_failures",  # when to give up on a round, not what is measured
     }
 )
 _LOAD_NOT_HASHED = frozenset({"timeout"})  # service.load.timeout; query.timeout is hashed

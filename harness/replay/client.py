@@ -15,8 +15,10 @@
 Why not httpx on the clock: it adds about 0.4 ms per request at concurrency 1 (request and URL
 objects, header models, its connection pool), which on a 0.5 ms service reads a 1.6x slowdown
 as 1.35x; `scripts/bench_client.py` measures the lean path against a raw-socket loop.
-`query.timeout` is the whole request's deadline and `query.max_bytes` caps an answer (TIMEOUT,
-TOO_LARGE).
+`query.timeout` is the whole request's deadline (an answer that comes whole after it is a
+TIMEOUT too) and `query.max_bytes` caps an answer, as sent and as decoded (TOO_LARGE);
+`query.max_consecutive_failures` timeouts or connection failures in a row stop a replay
+(`Stopped`).
 
 A query either yields a ranking (possibly empty: a valid answer to an unanswerable query) or fails
 with an ErrorKind and a detail; a failure is never turned into an empty ranking, and nothing is
@@ -123,6 +125,17 @@ def _timeout_detail(query: QueryConfig, what: str) -> str:
     return f"no answer within query.timeout = {query.timeout:g} s ({what})"
 
 
+def _check_late(query: QueryConfig, latency_ns: int) -> None:
+    """An answer that came whole, but after `query.timeout`, is a timeout all the same: every
+    read kept to the deadline, yet the exchange as timed did not (a read that found its bytes
+    waiting after the process was descheduled past the deadline; decoding a large body)."""
+    if latency_ns > query.timeout * 1e9:  # a float: no overflow for any timeout
+        raise _Failure(
+            ErrorKind.TIMEOUT,
+            _timeout_detail(query, f"the answer came whole after {latency_ns / 1e6:.1f} ms"),
+        )
+
+
 def _too_large(query: QueryConfig) -> _Failure:
     return _Failure(
         ErrorKind.TOO_LARGE,
@@ -166,7 +179,7 @@ def ask(
             timeout=query.timeout,
         ) as response:
             body = bytearray()
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_bytes():  # decoded by httpx: only tests come this way
                 body += chunk
                 if len(body) > query.max_bytes:
                     raise _too_large(query)
@@ -175,6 +188,7 @@ def ask(
             answer = _Answer(
                 response.status_code, response.headers.get("content-type", ""), bytes(body)
             )
+        _check_late(query, time.perf_counter_ns() - started)
     except _Failure as failure:
         return _failed(query_id, failure.kind, failure.detail, time.perf_counter_ns() - started)
     except httpx.TimeoutException as error:
@@ -486,7 +500,7 @@ class Connection:
             close = True
         if close:
             self.close()
-        return _Answer(status, headers.get("content-type", ""), _decode(body, headers))
+        return _Answer(status, headers.get("content-type", ""), _decode(body, headers, query))
 
     def _chunked(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
         body = bytearray()
@@ -537,16 +551,39 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _decode(body: bytes, headers: Mapping[str, str]) -> bytes:
-    encoding = headers.get("content-encoding", "identity").lower()
+# The Content-Encodings decoded (zlib's window bits for each). The lean path sends no
+# Accept-Encoding: a service that compresses anyway is read all the same; any other coding (br,
+# zstd) is read as sent, and is then not JSON.
+_DECODED = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_TRUNCATED = "Error -5 while decompressing data: incomplete or truncated stream"  # zlib's words
+
+
+def _decode(body: bytes, headers: Mapping[str, str], query: QueryConfig) -> bytes:
+    """`body` decoded of its Content-Encoding, never to more than `query.max_bytes`.
+
+    One decompressobj call whose output is capped at max_bytes + 1 (`max_length`): a bomb (a
+    small gzip body that decodes to gigabytes) stops there, so decoding holds at most the
+    compressed body (itself within max_bytes) and max_bytes + 1 decoded bytes. An identity body
+    is returned as it is, untouched."""
+    wbits = _DECODED.get(headers.get("content-encoding", "identity").lower())
+    if wbits is None:
+        return body
+    decoder = zlib.decompressobj(wbits)
     try:
-        if encoding in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if encoding == "deflate":
-            return zlib.decompress(body)
+        decoded = decoder.decompress(body, query.max_bytes + 1)
     except zlib.error as error:
         raise _Failure(ErrorKind.NOT_JSON, f"undecodable body: {error}") from None
-    return body
+    if len(decoded) > query.max_bytes:
+        encoding = headers.get("content-encoding", "").lower()
+        raise _Failure(
+            ErrorKind.TOO_LARGE,
+            f"the answer is too large after decoding: its {len(body)}-byte {encoding} body "
+            f"decodes to more than query.max_bytes = {query.max_bytes} bytes; raise "
+            "query.max_bytes if the service is right to send that much",
+        )
+    if not decoder.eof:  # what zlib.decompress says of a body cut short
+        raise _Failure(ErrorKind.NOT_JSON, f"undecodable body: {_TRUNCATED}")
+    return decoded
 
 
 class AnswerCache:
@@ -589,6 +626,52 @@ class Sent:
     answer: _Answer | None = None  # None when it failed on the wire
     failure: _Failure | None = None
     result: QueryResult | None = None  # already read (the httpx path of tests)
+
+
+_ON_THE_WIRE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECTION})
+
+
+class Stopped(Exception):
+    """`query.max_consecutive_failures` queries in a row timed out or could not connect: the
+    round stops (`replay`, and the runner's paired rounds), its `results` so far kept, and the
+    run is invalid.  `message` names the key and the last failure."""
+
+    def __init__(self, message: str, results: tuple[QueryResult, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.results = message, results
+
+
+class Streak:
+    """Failures on the wire in a row on one side (TIMEOUT, CONNECTION; any answer, even an
+    error status, ends a streak): a service that stalls costs `limit` timeouts, not one per
+    gold query.  `limit` 0 never stops."""
+
+    __slots__ = ("count", "limit")
+
+    def __init__(self, query: QueryConfig) -> None:
+        self.limit, self.count = query.max_consecutive_failures, 0
+
+    def stops(self, sent: Sent) -> str | None:
+        """Count `sent`; the reason to stop the round when this makes `limit` in a row."""
+        failure = sent.failure
+        if failure is not None:
+            kind, detail = failure.kind, failure.detail
+        elif sent.result is not None and sent.result.error is not None:  # the httpx path
+            kind, detail = sent.result.error, sent.result.detail or ""
+        else:
+            self.count = 0
+            return None
+        if kind not in _ON_THE_WIRE:
+            self.count = 0
+            return None
+        self.count += 1
+        if not self.limit or self.count < self.limit:
+            return None
+        return (
+            f"{self.count} queries in a row failed ({kind.value}; the last: {detail}); "
+            f"stopped at query.max_consecutive_failures = {self.limit}: is the service "
+            "stalled? raise query.max_consecutive_failures (0: never stop) if it is right"
+        )
 
 
 class Channel:
@@ -654,9 +737,11 @@ class Channel:
         started = time.perf_counter_ns()
         try:
             answer = self._connection.exchange(raw, self.query)
+            latency_ns = time.perf_counter_ns() - started
+            _check_late(self.query, latency_ns)
         except _Failure as failure:
             return Sent(query_id, time.perf_counter_ns() - started, failure=failure)
-        return Sent(query_id, time.perf_counter_ns() - started, answer=answer)
+        return Sent(query_id, latency_ns, answer=answer)
 
     def read(self, sent: Sent) -> QueryResult:
         """The QueryResult of a `send`: the ranking read from its answer, or its failure."""
@@ -764,6 +849,8 @@ def replay(
     `open_socket` is `RunningService.open_socket`: in a bubblewrap sandbox every connection is a
     socket made in the service's network namespace (None: plain loopback connections).
     `requests` and `answers` are the ref's, kept across its boots (see `Channel`).
+    `query.max_consecutive_failures` timeouts or connection failures in a row (`Streak`) raise
+    `Stopped` with the results so far: nothing more is sent.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
@@ -796,14 +883,18 @@ def _sequential(
 ) -> tuple[QueryResult, ...]:
     results: list[QueryResult] = []
     sent: list[Sent] = []
+    streak = Streak(channel.query)
     for done, (query_id, text) in enumerate(items, start=1):
         sent.append(channel.send(query_id, text))
-        if len(sent) == READ_BATCH or done == len(items):
+        stop = streak.stops(sent[-1])
+        if len(sent) == READ_BATCH or done == len(items) or stop:
             for one in sent:
                 results.append(channel.read(one))
                 if on_result is not None:
                     on_result(len(results), len(items), results[-1])
             sent.clear()
+        if stop:
+            raise Stopped(stop, tuple(results))
     return tuple(results)
 
 
@@ -832,6 +923,7 @@ def _concurrent(
         return result
 
     slots: dict[int, QueryResult] = {}
+    streak = Streak(query)  # in the order answers complete: the service's order
     try:
         with ThreadPoolExecutor(concurrency, thread_name_prefix="harness-query") as pool:
             futures = {
@@ -840,10 +932,14 @@ def _concurrent(
             }
             try:
                 for future in as_completed(futures):
-                    slots[futures[future]] = future.result()
+                    result = slots[futures[future]] = future.result()
                     if on_result is not None:
-                        on_result(len(slots), len(items), slots[futures[future]])
-            except BaseException:  # Ctrl-C or a failing callback: send nothing more
+                        on_result(len(slots), len(items), result)
+                    stop = streak.stops(Sent(result.query_id, result.latency_ns, result=result))
+                    if stop:
+                        kept = tuple(slots[index] for index in sorted(slots))
+                        raise Stopped(stop, kept)
+            except BaseException:  # Ctrl-C, a failing callback, a stall: send nothing more
                 for future in futures:
                     future.cancel()
                 raise

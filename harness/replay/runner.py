@@ -11,7 +11,10 @@ service and sending each query to all of them back to back, in an order drawn pe
 numbers that are compared were measured at the same moment.  Each repeat records what the
 machine was doing (`types.Machine`: load average, CPU count, the client's CPU per query).
 Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
-and the run is invalid.
+and the run is invalid.  So is a round stopped because one side failed
+`query.max_consecutive_failures` queries in a row (timeouts, connection failures: a stalled
+service): the round ends there, every side's repeat of it fails (stage "replay"), an Observer
+`note` says so at once, and no later round runs.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from harness.replay.client import (
     Channel,
     Requests,
     Sent,
+    Stopped,
+    Streak,
     replay,
     warm_up,
 )
@@ -57,17 +62,21 @@ from harness.score.definition import Definition, definition
 from harness.scrub import register_headers, safe_url
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
 
+STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
 """progress(label, done, total, errors, last_result) — called as queries complete."""
 
 
 class Observer(Protocol):
     """Told what the runner is doing between queries: `planned(boots)` once per run of
-    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build")."""
+    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build"),
+    `note(message)` when a round is stopped (`query.max_consecutive_failures`)."""
 
     def planned(self, boots: int) -> None: ...
 
     def phase(self, name: str, detail: str) -> None: ...
+
+    def note(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,8 @@ class RefSession:
         # Encoded once for every boot of this ref (each boot changes only the Host's port).
         self.requests = Requests(self.side.query, self._items)
         self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
+        # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
+        self.stopped = False
 
     @property
     def log_dir(self) -> Path:
@@ -248,21 +259,33 @@ class RefSession:
                 timings.update(_prepare_steps(svc))
                 load_before, cpu0 = _load(), time.thread_time_ns()
                 t0 = time.perf_counter()
-                results = replay(
-                    svc.url,
-                    self.side.query,
-                    items,
-                    concurrency=self.plan.concurrency,
-                    on_result=on_result,
-                    open_socket=svc.open_socket,
-                    requests=self.requests,
-                    answers=self.answers,
-                )
+                try:
+                    results = replay(
+                        svc.url,
+                        self.side.query,
+                        items,
+                        concurrency=self.plan.concurrency,
+                        on_result=on_result,
+                        open_socket=svc.open_socket,
+                        requests=self.requests,
+                        answers=self.answers,
+                    )
+                except Stopped as stop:  # the service is torn down as after any replay
+                    results, failure = stop.results, self.stop(f"{label}:", stop.message)
                 timings["queries"] = time.perf_counter() - t0
                 machine = _machine(load_before, cpu0, len(results))
-        except ServiceError as exc:
-            failure = RunFailure(exc.stage, exc.message, exc.details)
+        except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
+            failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
+
+    def stop(self, who: str, message: str) -> RunFailure:
+        """This session's round stopped (`Stopped`): said at once (`who` names the round and
+        the side), and the repeat's failure."""
+        self.stopped = True
+        observer = self.plan.observer
+        if observer is not None:
+            observer.note(f"{who} stopped, the run is invalid: {message}")
+        return RunFailure(STOPPED, message)
 
     def _record(
         self,
@@ -280,9 +303,13 @@ class RefSession:
         confirmed = teardown is not None and teardown.confirmed
         if teardown is not None:
             timings["teardown"] = teardown.seconds
-            if failure is None and teardown.died_before_teardown:
-                # It answered some queries, then died: every later answer is suspect.
-                failure = RunFailure("crashed", "the service exited while being queried")
+            if teardown.died_before_teardown and (failure is None or failure.stage == STOPPED):
+                # It answered some queries, then died: every later answer is suspect. (A round
+                # stopped for the connection failures that followed says why second.)
+                said = "the service exited while being queried"
+                if failure is not None:
+                    said += f"; {failure.message}"
+                failure = RunFailure("crashed", said)
         changed = (
             []
             if self.worktree is None
@@ -443,6 +470,8 @@ def run_interleaved(
         else:
             for index in range(repeats):
                 play_round(together, index, repeats)
+                if any(session.stopped for session in together):
+                    break  # the run is invalid already: no more rounds of a stalled service
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
 
@@ -453,8 +482,14 @@ def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None
     if len(sessions) > 1 and sessions[0].plan.concurrency == 1:
         _paired_round(sessions, index, repeats)
     else:
+        stopped: list[RefSession] = []
         for session in sessions if index % 2 == 0 else sessions[::-1]:
+            if stopped:  # not booted: the round ended with the stalled session's repeat
+                session.repeats.append(Repeat(index=index, results=(), failure=_cut(stopped)))
+                continue
             session.run_repeat(index)
+            if session.stopped:
+                stopped.append(session)
 
 
 def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
@@ -582,19 +617,32 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
         sent: list[list[tuple[_Side, Sent]]] = []
+        streaks = {id(side): Streak(side.session.side.query) for side in asking}
+        stopped: list[_Side] = []
+        asked = 0  # queries sent to every side: all of them unless the round was stopped
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
+            asked = done
             exchanges = []
             for side in rng.sample(asking, len(asking)):
                 assert side.channel is not None
-                exchanges.append((side, side.channel.send(query_id, text)))
+                one = side.channel.send(query_id, text)
+                exchanges.append((side, one))
+                stop = streaks[id(side)].stops(one)
+                if stop is not None:  # this side stalls: the round ends with this query
+                    who = f"{label}: {side.session.side_name} {side.session.ref}"
+                    side.failure = side.session.stop(who, stop)
+                    stopped.append(side)
             sent.append(exchanges)
-            if len(sent) == READ_BATCH or done == len(items):
+            if len(sent) == READ_BATCH or done == len(items) or stopped:
                 errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
+            if stopped:
+                _cut_short(asking, stopped)
+                break
         elapsed = time.perf_counter() - t0
         if asking:
-            machine = _machine(load_before, cpu0, len(items) * len(asking))
+            machine = _machine(load_before, cpu0, asked * len(asking))
         for side in asking:
             side.timings["queries"] = elapsed
     for side in sides:
@@ -607,6 +655,22 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             side.failure,
             machine if side.channel is not None else None,
         )
+
+
+def _cut(stopped: Sequence[RefSession]) -> RunFailure:
+    """The failure of the other sessions' repeats in a round stopped for `stopped`: cut short
+    through no fault of theirs (their missing answers are not counted as their errors)."""
+    names = " and ".join(f"{s.side_name} {s.ref}" for s in stopped)
+    said = f"the round was stopped when {names} failed too many queries in a row"
+    return RunFailure(STOPPED, said)
+
+
+def _cut_short(asking: Sequence[_Side], stopped: Sequence[_Side]) -> None:
+    """The other sides of a paired round stopped for `stopped`: their repeat failed too."""
+    failure = _cut([side.session for side in stopped])
+    for side in asking:
+        if side.failure is None:
+            side.failure = failure
 
 
 def _read(
