@@ -102,9 +102,7 @@ def test_a_sandbox_socket_fetch_is_off_the_clock(closing: str) -> None:
     assert len(fetched) == len(ITEMS)  # a new connection for every query: the service closed it
 
 
-def test_a_plain_connect_is_off_the_clock(
-    closing: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_plain_connect_is_off_the_clock(closing: str, monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[float] = []
     real = socket.create_connection
 
