@@ -2,8 +2,9 @@
 
     make_request(query, text) -> RequestSpec                 pure: the request for one query
     Channel(base_url, query, items).ask(query_id, text)      the timed path: one persistent
-                                                             keep-alive socket, requests encoded
-                                                             before the clock starts
+                                                             keep-alive socket (any new one
+                                                             connected off the clock), requests
+                                                             encoded before the clock starts
     channel.send(query_id, text) -> Sent; channel.read(sent) the same in two steps: the timed
                                                              exchange, then the answer read
     Requests(query, items), AnswerCache(query)               kept per ref across its boots:
@@ -622,7 +623,8 @@ class Channel:
         result = channel.read(sent)                 # ...and its answer read later
         channel.close()
 
-    On the clock: write the prepared bytes, read the answer; nothing else is built per query.
+    On the clock: write the prepared bytes, read the answer; nothing else is built per query,
+    and the connection is open before the clock starts (`Connection.connect`).
     `send` stops there: reading ids out of the answer (`read`) is the harness's own work, done
     after the clock in either case, and cheaper for a batch of answers read together (the
     runner reads a round's answers every READ_BATCH queries). `requests` (a `Requests` of the
