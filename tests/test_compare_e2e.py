@@ -370,7 +370,7 @@ def test_a_plain_recompare_measures_the_stored_baseline_again(
     )
 
     boots = sandbox.boots()
-    later = compare(sandbox, "main", "slow", tmp_path)
+    later = compare(sandbox, "main", "slow", tmp_path, "--seed", "77")
     assert later.returncode == 1, later.stderr  # a 30 ms slower candidate: latency regressed
     assert sandbox.boots() == boots + 4  # the stored baseline booted again beside the candidate
     assert "reused from" not in later.stdout
@@ -380,6 +380,12 @@ def test_a_plain_recompare_measures_the_stored_baseline_again(
         for side in ("baseline", "candidate")
     )
     assert baseline["pair_id"] is not None and baseline["pair_id"] == candidate["pair_id"]
+    # --seed drew the order within pairs (item 4): recorded, and shown with its effect.
+    assert baseline["order_seed"] == candidate["order_seed"] == 77
+    document = json.loads((saved_dirs(tmp_path)[-1] / "comparison.json").read_text())
+    assert document["latency"]["order_seed"] == 77
+    assert document["latency"]["order_effect"]["pairs"] > 0
+    assert "order within pairs: the second of a pair is" in later.stdout
     assert_nothing_left(sandbox, tmp_path)
 
 

@@ -342,7 +342,8 @@ class RefSession:
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
             pair_id=self.pair_id,
-            order_seed=self.order_seed if self.pair_id is not None else None,
+            # Only when queries were sent in pairs (not alone, nor under --concurrency N > 1).
+            order_seed=self.order_seed if any(rep.positions for rep in self.repeats) else None,
             concurrency=self.plan.concurrency,
             inputs_hash=self.inputs_hash,
             definition=run_definition(
