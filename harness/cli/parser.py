@@ -192,7 +192,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="latency ratio band counted as no change (default 0.10)",
     )
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap and randomization tests, and of the order within pairs",
+    )
     p.add_argument(
         "--gate-on",
         action="append",
@@ -657,7 +661,11 @@ def _add_runs_against_a_reference(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap and randomization tests, and of the order within pairs",
+    )
 
 
 def _add_ray(p: argparse.ArgumentParser) -> None:

@@ -504,8 +504,8 @@ def run_deployed(
     plan: RunPlan, baseline_url: str, candidate_url: str, *, repeats: int
 ) -> tuple[RefRun, RefRun]:
     """Two running deployments measured together, exactly as `run_pair` measures two refs
-    (time-paired rounds, per-query order drawn, a shared pair_id), with nothing checked out,
-    built, booted or torn down; never reused (a URL's service changes without a commit)."""
+    (time-paired rounds, the order within pairs balanced, a shared pair_id), with nothing checked
+    out, built, booted or torn down; never reused (a URL's service changes without a commit)."""
     sessions = [  # named by the URL without its userinfo, requests sent with it
         RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url),
         RefSession(plan, "candidate", safe_url(candidate_url), url=candidate_url),
