@@ -164,6 +164,10 @@ class Repeat:
     failure: RunFailure | None = None
     sandbox: str | None = None  # "bubblewrap" or "plain" (harness.boot.sandbox); None: unknown
     machine: Machine | None = None
+    # Per result (in results order), this side's place in its query's time-paired exchange in
+    # this round: 0 sent first, 1 second, ...; () when not measured in a pair (harness.replay
+    # .order says how the places are drawn).
+    positions: tuple[int, ...] = ()
 
     @property
     def errors(self) -> int:
@@ -201,6 +205,9 @@ class RefRun:
     inputs_hash: str | None = None  # contents of every file the configuration names by path
     # What defines the measurement (harness.score.definition); None in records made before it.
     definition: Definition | None = None
+    # The seed the order within each pair was drawn from (--seed, else fresh per compare:
+    # harness.replay.order); None when measured on its own.
+    order_seed: int | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

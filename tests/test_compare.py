@@ -292,9 +292,10 @@ def test_a_reused_baseline_gives_quality_but_latency_not_compared() -> None:
     c = compare(gold, base, candidate(gold, ranks(buried(*range(1, 13))), pair_id=None), FAST)
     assert c.verdict_quality is Verdict.REGRESSED  # a stored run serves quality
     assert c.verdict_latency is Verdict.NOT_COMPARED and c.latency.test is None
-    assert c.latency_reason.startswith("the baseline is a stored run")
-    assert "rerun with --fresh" in c.latency_reason
-    assert any(w.startswith("latency not compared") and "--fresh" in w for w in c.warnings)
+    # The reason names the choice that skipped latency (--reuse-runs) and how to undo it.
+    assert c.latency_reason.startswith("the baseline is a stored run (reused: --reuse-runs)")
+    assert "compare without --reuse-runs" in c.latency_reason
+    assert any(w.startswith("latency not compared") and "--reuse-runs" in w for w in c.warnings)
     assert exit_status(c.verdicts) == EXIT_REGRESSED  # from quality; not compared fails nothing
 
 

@@ -295,7 +295,7 @@ def test_a_candidate_exiting_at_boot_makes_it_invalid_and_leaves_nothing(
 # --------------------------------------------------------------------------- results and reuse
 
 
-def test_results_are_saved_rerendered_and_reused_unless_fresh(
+def test_results_are_saved_rerendered_and_reused_only_on_request(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     first = compare(sandbox, "main", "bury12", tmp_path)
@@ -325,36 +325,68 @@ def test_results_are_saved_rerendered_and_reused_unless_fresh(
     assert rendered.stdout == (directory / "report.md").read_text()
 
     boots = sandbox.boots()
-    reused = compare(sandbox, "main", "bury12", tmp_path)
+    reused = compare(sandbox, "main", "bury12", tmp_path, "--reuse-runs")
     assert reused.returncode == 1, reused.stderr
     assert sandbox.boots() == boots  # no service was booted
     assert "baseline reused from" in reused.stdout and "candidate reused from" in reused.stdout
     assert len(saved_dirs(tmp_path)) == 2  # a new comparison, never an overwrite
     # A stored run serves quality, never latency: numbers from different times are not a pair.
-    assert "latency: not compared: the baseline and candidate are stored runs" in reused.stdout
-    assert "rerun with --fresh" in reused.stdout
+    assert (
+        "latency: not compared: the baseline and candidate are stored runs (reused: --reuse-runs)"
+        in reused.stdout
+    )
+    assert "compare without --reuse-runs" in reused.stdout
     again = saved_dirs(tmp_path)[-1] / "comparison.json"
     document = json.loads(again.read_text())
     assert document["verdict"]["latency"] == "not compared"
-    assert any("latency not compared" in w and "--fresh" in w for w in document["warnings"])
+    assert any("latency not compared" in w and "--reuse-runs" in w for w in document["warnings"])
 
-    fresh = compare(sandbox, "main", "bury12", tmp_path, "--fresh")
-    assert fresh.returncode == 1, fresh.stderr
-    assert sandbox.boots() == boots + 4  # 2 refs x 2 repeats
-    assert "reused from" not in fresh.stdout
-    assert "latency: not compared" not in fresh.stdout
+    # The same compare without the flag (or with --fresh, its old name) measures both again.
+    for extra in ((), ("--fresh",)):
+        before = sandbox.boots()
+        fresh = compare(sandbox, "main", "bury12", tmp_path, *extra)
+        assert fresh.returncode == 1, fresh.stderr
+        assert sandbox.boots() == before + 4  # 2 refs x 2 repeats
+        assert "reused from" not in fresh.stdout
+        assert "latency: not compared" not in fresh.stdout
     assert_nothing_left(sandbox, tmp_path)
 
 
-def test_a_stored_baseline_gives_latency_not_compared(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_a_plain_recompare_measures_the_stored_baseline_again(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Issue 24, item 3: a stored baseline record no longer silences latency; skipping the
+    measurement is `--reuse-runs`, and the report names that flag as the reason."""
     first = compare(sandbox, "main", "bury3", tmp_path)
     assert first.returncode == 0, first.stderr
     boots = sandbox.boots()
-    later = compare(sandbox, "main", "slow", tmp_path, "--format", "markdown")
-    assert later.returncode == 0, later.stderr  # not compared fails nothing
+    reused = compare(sandbox, "main", "slow", tmp_path, "--reuse-runs", "--format", "markdown")
+    assert reused.returncode == 0, reused.stderr  # not compared fails nothing
     assert sandbox.boots() == boots + 2  # the candidate only, on its own
-    assert "**latency: not compared**: the baseline is a stored run" in later.stdout
-    assert "--fresh" in later.stdout
+    assert "baseline reused from" in reused.stdout
+    assert (
+        "**latency: not compared**: the baseline is a stored run (reused: --reuse-runs)"
+        in reused.stdout
+    )
+
+    boots = sandbox.boots()
+    later = compare(sandbox, "main", "slow", tmp_path, "--seed", "77")
+    assert later.returncode == 1, later.stderr  # a 30 ms slower candidate: latency regressed
+    assert sandbox.boots() == boots + 4  # the stored baseline booted again beside the candidate
+    assert "reused from" not in later.stdout
+    assert re.search(r"^latency: regressed: \d+\.\d\dx slower", later.stdout, re.MULTILINE)
+    baseline, candidate = (
+        json.loads((saved_dirs(tmp_path)[-1] / f"{side}.json").read_text())
+        for side in ("baseline", "candidate")
+    )
+    assert baseline["pair_id"] is not None and baseline["pair_id"] == candidate["pair_id"]
+    # --seed drew the order within pairs (item 4): recorded, and shown with its effect.
+    assert baseline["order_seed"] == candidate["order_seed"] == 77
+    document = json.loads((saved_dirs(tmp_path)[-1] / "comparison.json").read_text())
+    assert document["latency"]["order_seed"] == 77
+    assert document["latency"]["order_effect"]["pairs"] > 0
+    assert "order within pairs: the second of a pair is" in later.stdout
+    assert_nothing_left(sandbox, tmp_path)
 
 
 def test_json_output_parses_and_markdown_has_a_table(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ class RecordingSession:
     repeats: list[Repeat] = field(default_factory=list)
     inputs_hash: str | None = None
     pair_id: str | None = None
+    order_seed: int | None = None
     url: str | None = None  # a RefSession of a running deployment has one
     side: SideConfig = FAKE_SIDE
 

@@ -101,6 +101,7 @@ EXPECTED: dict[str, Any] = {
     "timings_s": {"build": 3.5},
     "build_cached": False,
     "pair_id": None,
+    "order_seed": None,
     "concurrency": 1,
     "inputs_hash": None,
     "definition": None,
@@ -111,6 +112,7 @@ EXPECTED: dict[str, Any] = {
             "teardown_confirmed": True,
             "sandbox": None,
             "machine": None,
+            "positions": [],
             "log_path": "results/logs/a.log",
             "failure": None,
             "results": [
@@ -149,6 +151,7 @@ EXPECTED: dict[str, Any] = {
             "teardown_confirmed": False,
             "sandbox": None,
             "machine": None,
+            "positions": [],
             "log_path": None,
             "failure": {
                 "stage": "boot",

@@ -16,7 +16,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,7 +44,7 @@ from harness.report.page import RENDERERS, render
 from harness.report.runs import render_evaluation, render_run
 from harness.results.comparisons import load_comparison, save_comparison
 from harness.score.evaluation import Evaluation, evaluate
-from harness.types import ErrorKind, GoldQuery, RunFailure, Verdict
+from harness.types import ErrorKind, GoldQuery, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
 from harness.verdict.comparison import CompareSettings, Comparison
 
@@ -120,12 +122,44 @@ def build_failed() -> Comparison:
 
 def stale() -> Comparison:
     """`regressed` with the stored baseline record reused: quality as before, latency not
-    compared, with the reason and --fresh."""
+    compared, with the reason (--reuse-runs) and the fix."""
     return regressed(reused=True)
+
+
+ORDER_EFFECT = 1.05  # what the second of a pair costs in `ordered`
+
+
+def _in_pairs(base: RefRun, cand: RefRun) -> tuple[RefRun, RefRun]:
+    """Both runs with their order within pairs recorded (query i of round r baseline-first
+    when i + r is even: balanced) and the second of each pair ORDER_EFFECT times slower."""
+
+    def placed(run: RefRun, first_when: int) -> RefRun:
+        reps = []
+        for rep in run.repeats:
+            places = tuple(
+                0 if (i + rep.index) % 2 == first_when else 1 for i in range(len(rep.results))
+            )
+            results = tuple(
+                replace(r, latency_ns=round(r.latency_ns * ORDER_EFFECT)) if p else r
+                for r, p in zip(rep.results, places, strict=True)
+            )
+            reps.append(replace(rep, results=results, positions=places))
+        return replace(run, repeats=tuple(reps), order_seed=1234)
+
+    return placed(base, 0), placed(cand, 1)
+
+
+def ordered() -> Comparison:
+    """1.5x slower, measured together with the order within pairs recorded: the latency
+    details show the order effect measured (ORDER_EFFECT put in) and the order seed."""
+    gold = make_gold()
+    base, cand = _in_pairs(make_run(gold, ranks()), candidate(gold, ranks(), ms=slow))
+    return compare(gold, base, cand, CompareSettings(resamples=500))
 
 
 CASES = {
     "regressed": regressed,
+    "ordered": ordered,
     "stale": stale,
     "invalid": invalid,
     "collapsed": collapsed,
@@ -149,6 +183,50 @@ def test_regressed_comparison_matches_the_expected_file(
     check_expected(f"regressed.{SUFFIX[fmt]}", render(comparisons["regressed"], fmt))
 
 
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_the_order_effect_is_shown_as_computed_independently(
+    comparisons: dict[str, Comparison], fmt: str
+) -> None:
+    """The order-effect line (issue 24, item 4) against the estimator written out here with
+    the statistics module: per round half the difference of the mean log ratios of
+    baseline-first and candidate-first pairs, rounds weighted by inverse variance."""
+    c = comparisons["ordered"]
+    text = render(c, fmt)
+    check_expected(f"ordered.{SUFFIX[fmt]}", text)
+    base, cand = (
+        side
+        for side in _in_pairs(
+            make_run(make_gold(), ranks()), candidate(make_gold(), ranks(), ms=slow)
+        )
+    )
+    num = den = 0.0
+    for b_rep, c_rep in zip(base.repeats, cand.repeats, strict=True):
+        groups: dict[bool, list[float]] = {True: [], False: []}
+        for b, cr, place in zip(b_rep.results, c_rep.results, b_rep.positions, strict=True):
+            groups[place == 0].append(math.log(cr.latency_ns / b.latency_ns))
+        first, second = groups[True], groups[False]
+        estimate = (statistics.fmean(first) - statistics.fmean(second)) / 2
+        var = (
+            statistics.variance(first) / len(first) + statistics.variance(second) / len(second)
+        ) / 4
+        num, den = num + estimate / var, den + 1 / var
+    expected = math.exp(num / den)
+    assert abs(expected - ORDER_EFFECT) < 0.01  # what was put in comes back out
+    effect = c.latency.order_effect
+    assert effect is not None and math.isclose(effect.ratio, expected, rel_tol=1e-9)
+    assert effect.low < expected < effect.high and effect.rounds == 3
+    assert c.latency.order_seed == 1234
+    if fmt == "json":
+        shown = json.loads(text)["latency"]["order_effect"]["ratio"]
+        assert math.isclose(shown, expected, rel_tol=1e-9)
+    else:
+        assert (
+            f"order within pairs: the second of a pair is {(expected - 1) * 100:.1f}% slower"
+            in text
+        )
+        assert "order seed 1234" in text
+
+
 @pytest.mark.parametrize("name", ["invalid", "collapsed", "too_small"])
 def test_other_comparisons_match_their_expected_text(
     comparisons: dict[str, Comparison], name: str
@@ -162,7 +240,7 @@ def test_a_stale_pair_says_latency_not_compared_in_every_format(
 ) -> None:
     text = render(comparisons["stale"], fmt)
     check_expected(f"stale.{SUFFIX[fmt]}", text)
-    assert "not compared" in text and "--fresh" in text
+    assert "not compared" in text and "--reuse-runs" in text
 
 
 def test_redacted_markdown_matches_the_expected_file(comparisons: dict[str, Comparison]) -> None:

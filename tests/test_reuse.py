@@ -199,7 +199,9 @@ def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> Non
 
     def compare() -> int:
         done = sandbox.harness(
-            "compare", "--baseline", "main", "--candidate", "twin", "--repeats", "1", config=config
+            "compare",
+            *("--baseline", "main", "--candidate", "twin", "--repeats", "1", "--reuse-runs"),
+            config=config,
         )
         assert done.returncode == 0, done.stderr
         return sandbox.boots()

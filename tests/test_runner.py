@@ -174,7 +174,7 @@ def test_a_session_removes_its_worktree_unless_kept(isolated: Sandbox, tmp_path:
     git(isolated.repo, "worktree", "prune", home=isolated.home)
 
 
-def test_run_ref_always_measures_and_run_pair_reuses_unless_fresh(
+def test_run_ref_always_measures_and_run_pair_reuses_only_when_asked(
     isolated: Sandbox, tmp_path: Path
 ) -> None:
     p = plan(isolated, tmp_path / "results", [])
@@ -185,8 +185,16 @@ def test_run_ref_always_measures_and_run_pair_reuses_unless_fresh(
     # (issue 12: one stored record compared with itself measures nothing).
     base, cand = run_pair(p, "main", "main", repeats=1)
     assert not base.reused and not cand.reused
-    base, cand = run_pair(p, "main", "main", repeats=1, fresh=True)
+    base, cand = run_pair(p, "main", "main", repeats=1, reuse=True)
     assert not base.reused and not cand.reused
+    # Two refs: measured together again by default (issue 24: latency is then compared), a
+    # stored record reused for both sides only when asked (compare --reuse-runs).
+    first_pair = run_pair(p, "main", "bury3", repeats=1)
+    again_pair = run_pair(p, "main", "bury3", repeats=1)
+    assert not any(run.reused for run in (*first_pair, *again_pair))
+    assert again_pair[0].pair_id is not None and again_pair[0].pair_id == again_pair[1].pair_id
+    stored = run_pair(p, "main", "bury3", repeats=1, reuse=True)
+    assert all(run.reused and run.pair_id is not None for run in stored)
 
 
 # --------------------------------------------------------------------------- what a repeat records

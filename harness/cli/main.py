@@ -273,8 +273,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 plan, args.baseline_url, args.candidate_url, repeats=_repeats(args, plan)
             )
         else:
+            # Both sides measured together unless --reuse-runs: latency is what a re-compare
+            # is most often for, and a stored run cannot be paired with a new one.
             baseline, candidate = run_pair(
-                plan, args.baseline, args.candidate, repeats=_repeats(args, plan), fresh=args.fresh
+                plan,
+                args.baseline,
+                args.candidate,
+                repeats=_repeats(args, plan),
+                reuse=args.reuse_runs,
             )
     _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
@@ -865,6 +871,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         progress=progress,
         observer=progress,
         ray=ray,
+        order_seed=getattr(args, "seed", None),  # else each compare draws its pairs' order
     )
     sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
     settings = CompareSettings.from_config(

@@ -158,7 +158,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--fresh",
         action="store_true",
-        help="never reuse earlier run records (a stored run gives quality, never latency)",
+        help="measure both sides now (the default: kept for scripts that say so)",
+    )
+    p.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="reuse matching run records instead of measuring again: quality only, latency "
+        "not compared (a stored run was measured at another time)",
     )
     _add_ray(p)
     p.add_argument(
@@ -186,7 +192,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="latency ratio band counted as no change (default 0.10)",
     )
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap and randomization tests, and of the order within pairs",
+    )
     p.add_argument(
         "--gate-on",
         action="append",
@@ -627,6 +637,13 @@ def _check_compare_sides(parser: argparse.ArgumentParser, args: argparse.Namespa
         )
     elif not args.demo and not (args.baseline and args.candidate):
         parser.error("compare needs --baseline and --candidate (or --demo, or the two --*-url)")
+    if args.reuse_runs and args.fresh:
+        parser.error("--reuse-runs and --fresh contradict each other: give one")
+    if args.reuse_runs and any(urls):
+        parser.error(
+            "--reuse-runs: a deployment is never reused (what answers at a URL changes without "
+            "a commit): drop --reuse-runs"
+        )
 
 
 def _add_strict(p: argparse.ArgumentParser) -> None:
@@ -649,7 +666,11 @@ def _add_runs_against_a_reference(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the bootstrap and randomization tests")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap and randomization tests, and of the order within pairs",
+    )
 
 
 def _add_ray(p: argparse.ArgumentParser) -> None:

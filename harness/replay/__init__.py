@@ -1,11 +1,13 @@
 """How we ask, N rounds: the gold set replayed over HTTP against booted services.
 
     client.py  one query: the request built from the config, the answer's ids, scores and
-               latency, every failure kind named (never a score); the timed path (Channel) is
-               one keep-alive socket per service with every request encoded beforehand
+               latency, every failure kind named (never a score); the timed path (Channel)
+               connects before the clock (one keep-alive socket per service, or a new one
+               per query for a service that closes it) with every request encoded beforehand
     runner.py  RefSession (one ref: worktree, build, boots) and run_interleaved (time-paired
                rounds: each boots every ref, then each query goes to all of them back to back),
                into RefRun records flushed under results/
+    order.py   who goes first in each query's exchange: balanced per round, drawn per compare
     remote.py  --ray: each round one Ray task (both sides booted on one worker), its Repeats
                gathered back into the driver's sessions and records
 

@@ -2,8 +2,9 @@
 
     make_request(query, text) -> RequestSpec                 pure: the request for one query
     Channel(base_url, query, items).ask(query_id, text)      the timed path: one persistent
-                                                             keep-alive socket, requests encoded
-                                                             before the clock starts
+                                                             keep-alive socket (any new one
+                                                             connected off the clock), requests
+                                                             encoded before the clock starts
     channel.send(query_id, text) -> Sent; channel.read(sent) the same in two steps: the timed
                                                              exchange, then the answer read
     Requests(query, items), AnswerCache(query)               kept per ref across its boots:
@@ -337,9 +338,11 @@ class Connection:
     """One persistent keep-alive HTTP/1.1 connection to a service, TCP_NODELAY set; over TLS
     (`harness.boot.deployed.tls_context`, certificate verified) for an https URL.
 
-    `exchange(raw, query)` writes a prepared request and reads the whole answer under one
-    deadline (`query.timeout`, counted from the call: connect, send and every byte of the body,
-    so a body dripped a byte at a time fails at the deadline) and one cap (`query.max_bytes`,
+    `connect(query)` opens the connection ahead of a request (the Channel does so before its
+    clock starts).  `exchange(raw, query)` writes a prepared request and reads the whole answer
+    under one deadline (`query.timeout`, counted from the call: send and every byte of the body,
+    and the connect when none was open, so a body dripped a byte at a time fails at the
+    deadline) and one cap (`query.max_bytes`,
     headers and body).  Content-Length, chunked and read-until-close bodies are read; gzip and
     deflate bodies are decoded.  A kept-alive connection that the service had closed before our
     request reached it is reopened once (the service never saw that request); nothing else is
@@ -353,6 +356,22 @@ class Connection:
         self._open_socket = open_socket
         self._sock: socket.socket | None = None
         self._buffer = b""
+        self._fresh = False  # the open socket has carried no request yet (`connect`)
+
+    def connect(self, query: QueryConfig) -> None:
+        """Open the connection now, unless one is open: called before the clock starts, so the
+        TCP (and TLS) handshake, and in a sandbox fetching the socket from its helper, is never
+        part of a query's latency, for a service that closes every connection as for one that
+        keeps it alive.  Its own deadline, `query.timeout`; a failure is the query's _Failure."""
+        if self._sock is not None:
+            return
+        try:
+            self._open(time.monotonic() + query.timeout)
+        except TimeoutError:
+            detail = _timeout_detail(query, "connecting")
+            raise _Failure(ErrorKind.TIMEOUT, detail) from None
+        except OSError as error:
+            raise _Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
 
     def close(self) -> None:
         if self._sock is not None:
@@ -378,15 +397,17 @@ class Connection:
             except BaseException:
                 sock.close()
                 raise
-        self._sock, self._buffer = sock, b""
+        self._sock, self._buffer, self._fresh = sock, b"", True
         return sock
 
     def exchange(self, raw: bytes, query: QueryConfig) -> _Answer:
         deadline = time.monotonic() + query.timeout
-        reused = self._sock is not None
+        # Only a socket that carried an earlier request can be a stale keep-alive one.
+        reused = self._sock is not None and not self._fresh
         try:
             try:
                 sock = self._sock or self._open(deadline)
+                self._fresh = False
                 self._send(sock, raw, deadline)
                 self._fill(sock, deadline, query, 1)
             except (ConnectionError, ssl.SSLEOFError, _Closed):
@@ -394,6 +415,7 @@ class Connection:
                     raise
                 self.close()  # a stale keep-alive connection: the request never arrived
                 sock = self._open(deadline)
+                self._fresh = False
                 self._send(sock, raw, deadline)
                 self._fill(sock, deadline, query, 1)
             return self._response(sock, deadline, query)
@@ -684,7 +706,8 @@ class Channel:
         result = channel.read(sent)                 # ...and its answer read later
         channel.close()
 
-    On the clock: write the prepared bytes, read the answer; nothing else is built per query.
+    On the clock: write the prepared bytes, read the answer; nothing else is built per query,
+    and the connection is open before the clock starts (`Connection.connect`).
     `send` stops there: reading ids out of the answer (`read`) is the harness's own work, done
     after the clock in either case, and cheaper for a batch of answers read together (the
     runner reads a round's answers every READ_BATCH queries). `requests` (a `Requests` of the
@@ -734,6 +757,11 @@ class Channel:
             raw = self._prepared[text] = encode_request(
                 self.base_url, make_request(self.query, text)
             )
+        try:
+            self._connection.connect(self.query)  # off the clock: see Connection.connect
+        except _Failure as failure:
+            return Sent(query_id, 0, failure=failure)
+        # On the clock: from the first byte written to the last byte of the answer read.
         started = time.perf_counter_ns()
         try:
             answer = self._connection.exchange(raw, self.query)

@@ -6,10 +6,11 @@
         run = session.finish()                                  # a RefRun, saved under results/
 
 `run_ref` runs one ref; `run_pair` (compare) and `harness.sweep.run` open several sessions and
-measure them together (`run_interleaved`): time-paired rounds, each booting every session's
-service and sending each query to all of them back to back, in an order drawn per query, so
-numbers that are compared were measured at the same moment.  Each repeat records what the
-machine was doing (`types.Machine`: load average, CPU count, the client's CPU per query).
+measure them together (`run_interleaved`): time-paired rounds, each booting every session's service
+and sending each query to all of them back to back, in an order balanced per round
+(`harness.replay.order`), so numbers that are compared were measured at the same moment.  Each
+repeat records what the machine was doing (`types.Machine`: load average, CPU count, the client's
+CPU per query).
 Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
 and the run is invalid.  So is a round stopped because one side failed
 `query.max_consecutive_failures` queries in a row (timeouts, connection failures: a stalled
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import secrets
 import sys
 import time
@@ -56,6 +56,7 @@ from harness.replay.client import (
     warm_up,
 )
 from harness.replay.hook import rewritten_items
+from harness.replay.order import draw_seed, in_rotation, pair_orders
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.score.definition import Definition, definition
@@ -94,6 +95,9 @@ class RunPlan:
     observer: Observer | None = field(default=None, compare=False)
     # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
     ray: str | None = None
+    # The seed of the order within each pair (harness.replay.order): --seed, else None and a
+    # fresh one is drawn per run of sessions, then recorded in each RefRun as order_seed.
+    order_seed: int | None = None
 
 
 class RefSession:
@@ -136,6 +140,7 @@ class RefSession:
         self.config_hash = side_hash(self.side)
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
+        self.order_seed: int | None = plan.order_seed
         self.repeats: list[Repeat] = []
         self.build_failure: RunFailure | None = None
         self.worktree: Path | None = None
@@ -296,6 +301,7 @@ class RefSession:
         log_path: Path,
         failure: RunFailure | None,
         machine: Machine | None,
+        positions: tuple[int, ...] = (),
     ) -> Repeat:
         if self.ids:  # after the clock: adapting ids is not the service's latency
             results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
@@ -333,6 +339,7 @@ class RefSession:
             failure=failure,
             sandbox=None if svc_cm is None else svc_cm.sandbox,
             machine=machine,
+            positions=positions if len(positions) == len(results) else (),
         )
         self.repeats.append(rep)
         return rep
@@ -362,6 +369,8 @@ class RefSession:
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
             pair_id=self.pair_id,
+            # Only when queries were sent in pairs (not alone, nor under --concurrency N > 1).
+            order_seed=self.order_seed if any(rep.positions for rep in self.repeats) else None,
             concurrency=self.plan.concurrency,
             inputs_hash=self.inputs_hash,
             definition=run_definition(
@@ -438,10 +447,10 @@ def run_interleaved(
     A session whose record already exists for exactly these inputs is reused unless `fresh`
     (its RefRun has `reused=True`, no pair_id) and boots nothing: its ref is resolved, but no
     worktree is made.  The sessions measured now share a `pair_id` and, at concurrency 1, run
-    time-paired rounds (`_paired_round`: each round boots all of them, then sends each query to
-    all back to back, in an order drawn per query); under `concurrency > 1`, or with one
-    session, each round boots them one after the other (order alternating), each sending its
-    queries as a burst.
+    time-paired rounds (`_paired_round`: each round boots all of them, then sends each query to all
+    back to back, half of the queries baseline-first, drawn per compare); under `concurrency > 1`,
+    or with one session, each round boots them one after the other (order alternating), each sending
+    its queries as a burst.
     """
     runs: dict[int, RefRun] = {}
     on_ray = bool(sessions) and sessions[0].plan.ray is not None
@@ -461,8 +470,11 @@ def run_interleaved(
         together = list(live.values())
         if len(together) > 1:
             pair_id = secrets.token_hex(8)
+            # One order seed for the run: --seed, else drawn now (a fresh order per compare).
+            seed = together[0].order_seed
+            seed = draw_seed() if seed is None else seed
             for session in together:
-                session.pair_id = pair_id
+                session.pair_id, session.order_seed = pair_id, seed
         if on_ray and together:
             from harness.replay.remote import run_rounds
 
@@ -500,24 +512,26 @@ def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
 
 
 def run_pair(
-    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, fresh: bool = False
+    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, reuse: bool = False
 ) -> tuple[RefRun, RefRun]:
     """Both refs through `run_interleaved`, measured together: `repeats` rounds, each booting
-    both services afresh (boot order alternating) and sending every query to both back to back,
-    in an order drawn per query (seeded by compare.seed and the round), so a burst of machine
-    load hits both sides of a pair alike.  The two RefRuns share a `pair_id`: what `compare`
-    requires before it gives a latency verdict.
+    both services afresh (boot order alternating) and sending every query to both back to back, half
+    of them baseline-first in each round (drawn from --seed, else afresh: `harness.replay.order`),
+    so a burst of machine load hits both sides of a pair alike.  The two RefRuns share a `pair_id`:
+    what `compare` requires before it gives a latency verdict.
 
-    A stored run is reused (unless `fresh`) for quality only: the other side is then measured
-    alone (no pair_id) and latency is not compared.  When both sides are the same ref and
-    configuration (an A/A), nothing is reused: both are measured, never one record twice.
+    Both sides are measured now, each build cached as always, so a re-compare gives a latency
+    verdict.  Only with `reuse` (compare --reuse-runs) is a stored run reused, for quality only:
+    the other side is then measured alone (no pair_id) and latency is not compared.  When both
+    sides are the same ref and configuration (an A/A), nothing is reused even then: both are
+    measured, never one record twice.
     """
     sessions = [
         RefSession(plan, "baseline", baseline_ref),
         RefSession(plan, "candidate", candidate_ref),
     ]
     same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
-    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=fresh or same)
+    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=not reuse or same)
     return baseline, candidate
 
 
@@ -525,8 +539,8 @@ def run_deployed(
     plan: RunPlan, baseline_url: str, candidate_url: str, *, repeats: int
 ) -> tuple[RefRun, RefRun]:
     """Two running deployments measured together, exactly as `run_pair` measures two refs
-    (time-paired rounds, per-query order drawn, a shared pair_id), with nothing checked out,
-    built, booted or torn down; never reused (a URL's service changes without a commit)."""
+    (time-paired rounds, the order within pairs balanced, a shared pair_id), with nothing checked
+    out, built, booted or torn down; never reused (a URL's service changes without a commit)."""
     sessions = [  # named by the URL without its userinfo, requests sent with it
         RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url),
         RefSession(plan, "candidate", safe_url(candidate_url), url=candidate_url),
@@ -568,14 +582,18 @@ class _Side:
     failure: RunFailure | None = None
     results: list[QueryResult] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    positions: list[int] = field(default_factory=list)  # its place in each query's exchange
 
 
 def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
     """One round: boot every session's service, then each query to all of them back to back
-    (order drawn per query), then tear them all down; one Repeat per session."""
+    (the order balanced per round: `harness.replay.order`), then tear them all down; one
+    Repeat per session."""
     plan = sessions[0].plan
     items = sessions[0].items()  # query.rewrite is the same for every side (the loader says so)
-    rng = random.Random(f"harness-round:{plan.config.compare.seed}:{index}")
+    if sessions[0].order_seed is None:  # a round played outside run_interleaved
+        sessions[0].order_seed = draw_seed()
+    seed = sessions[0].order_seed
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
     sides = [_Side(s, s._log_path(index)) for s in order]
     names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
@@ -609,7 +627,14 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     answers=session.answers,
                 )
             )
-        asking = [side for side in sides if side.channel is not None]
+        # In the sessions' order (baseline, candidate, ...), not the boot order: the rotations
+        # of harness.replay.order are of this list.
+        rank = {id(s): i for i, s in enumerate(sessions)}
+        asking = sorted(
+            (side for side in sides if side.channel is not None),
+            key=lambda side: rank[id(side.session)],
+        )
+        rotations = pair_orders(len(items), len(asking), seed, index) if asking else []
         for side in asking:
             assert side.channel is not None
             warm_up(side.channel, items)
@@ -624,8 +649,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
             asked = done
             exchanges = []
-            for side in rng.sample(asking, len(asking)):
+            for place, side in enumerate(in_rotation(asking, rotations[done - 1])):
                 assert side.channel is not None
+                side.positions.append(place)
                 one = side.channel.send(query_id, text)
                 exchanges.append((side, one))
                 stop = streaks[id(side)].stops(one)
@@ -654,6 +680,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             side.log_path,
             side.failure,
             machine if side.channel is not None else None,
+            tuple(side.positions),
         )
 
 

@@ -26,6 +26,7 @@ from harness.report.layout import Block
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
+from harness.verdict.order_effect import order_words
 from harness.verdict.power import Power
 
 SHOWN_FLIPS = 50  # per cutoff in text and Markdown; JSON keeps every one
@@ -263,6 +264,10 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
         lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
         if rounds:
             lines.append(f"per-round ratios: {', '.join(f'{r:.2f}' for r in lat.test.rounds)}")
+        if lat.order_effect is not None:
+            n = lat.order_seed
+            seed = "" if n is None else f"; order seed {n} (--seed {n} draws it again)"
+            lines.append(f"order within pairs: {order_words(lat.order_effect)}{seed}")
     elif lat.not_compared is not None:
         lines.append(f"candidate/baseline: not compared: {lat.words}")
     else:

@@ -171,6 +171,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "concurrency": run.concurrency,
         "inputs_hash": run.inputs_hash,
         "definition": None if run.definition is None else run.definition.to_dict(),
+        "order_seed": run.order_seed,
         "repeats": [
             {
                 "index": rep.index,
@@ -180,6 +181,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
                 "failure": _failure_to_dict(rep.failure),
                 "sandbox": rep.sandbox,
                 "machine": _machine_to_dict(rep.machine),
+                "positions": list(rep.positions),
                 "results": [_result_to_dict(r, limit) for r in rep.results],
             }
             for rep in run.repeats
@@ -207,6 +209,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
                 failure=_failure_from_dict(rep.get("failure")),
                 sandbox=rep.get("sandbox"),
                 machine=_machine_from_dict(rep.get("machine")),
+                positions=tuple(int(p) for p in rep.get("positions", ())),
             )
             for rep in data["repeats"]
         )
@@ -228,6 +231,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             concurrency=int(data.get("concurrency", 1)),
             inputs_hash=data.get("inputs_hash"),
             definition=definition_from_dict(data.get("definition")),
+            order_seed=None if data.get("order_seed") is None else int(data["order_seed"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None

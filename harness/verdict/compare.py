@@ -36,9 +36,10 @@ What is compared, and how:
   sides back to back, round by round); then per round `latency.round_ratio` over the analysed
   queries (answerable or not, with a latency > 0 on both sides in that round) and
   `latency.latency_test` over the rounds (Student's t on the log ratios: boots inside the
-  interval).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED with
-  the reason and the fix (--fresh), also as a warning; so does --concurrency N > 1, which gives
-  throughput per side instead.  A busy machine (load average above the CPU count) is a warning.
+  interval).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED
+  with the reason and the fix (no --reuse-runs), also as a warning; so does --concurrency
+  N > 1, which gives throughput per side instead.  A busy machine (load average above the CPU
+  count) is a warning.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
   relevant document (grade >= rel_level, ranks over the deduplicated list, None = not returned)
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse

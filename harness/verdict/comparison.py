@@ -37,6 +37,7 @@ from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
+from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
 from harness.verdict.stats import BinaryTest
 from harness.verdict.twobytwo import TwoByTwoComparison
@@ -275,6 +276,10 @@ class Latency:
     percentiles_baseline: tuple[float, ...] = ()
     percentiles_candidate: tuple[float, ...] = ()
     ratio_percentiles: tuple[float, ...] = ()
+    # How much slower the second of a back-to-back pair was (harness.verdict.order_effect),
+    # when the runs recorded the order; and the seed that order was drawn from.
+    order_effect: OrderEffect | None = None
+    order_seed: int | None = None
 
 
 class Direction(enum.StrEnum):

@@ -7,6 +7,7 @@ over repeats, impact order, modal counts, paired latency); pure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import islice
 
@@ -36,6 +37,7 @@ from harness.verdict.latency import (
     round_ratio,
     throughput,
 )
+from harness.verdict.order_effect import OrderEffect, order_effect
 from harness.verdict.scopes import Side
 
 
@@ -121,7 +123,7 @@ def outranks(ids: set[str], sides: Sequence[Side]) -> Outranks:
 
 
 _BUSY_FIX = (
-    "close other work (or run on a quieter machine) and compare again with --fresh; "
+    "close other work (or run on a quieter machine) and compare again; "
     "more --repeats narrow the interval but cannot make a busy machine quiet"
 )
 
@@ -157,10 +159,13 @@ def latency(
     if concurrency > 1:
         flows = [_throughput(reps, concurrency) for reps in repeats]
     test, paired = None, 0
+    effect: OrderEffect | None = None
     per_query: list[float] = []
     if why is None and all(repeats):
         base_by, cand_by = ({rep.index: validity.by_query(rep) for rep in reps} for reps in repeats)
+        first_by = {rep.index: _baseline_first(rep) for rep in repeats[0]}
         ratios = []
+        orders: list[tuple[list[float], list[bool]]] = []
         for index in sorted(set(base_by) & set(cand_by)):
             b, c = base_by[index], cand_by[index]
             both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
@@ -169,8 +174,13 @@ def latency(
                 b_ns, c_ns = [b[q].latency_ns for q in both], [c[q].latency_ns for q in both]
                 ratios.append(round_ratio(b_ns, c_ns))
                 per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
+                first = first_by.get(index, {})
+                if all(q in first for q in both):  # the order was recorded (runs since 24)
+                    logs = [math.log(y / x) for x, y in zip(b_ns, c_ns, strict=True)]
+                    orders.append((logs, [first[q] for q in both]))
         if ratios:
             test = latency_test(ratios, tolerance=settings.latency_tolerance)
+            effect = order_effect(orders)
     if why is not None:
         words = why
     elif test is None:
@@ -191,7 +201,17 @@ def latency(
         percentiles_baseline=percentiles[0],
         percentiles_candidate=percentiles[1],
         ratio_percentiles=_percentiles(np.asarray(per_query if test else [], dtype=np.float64)),
+        order_effect=effect,
+        order_seed=base_run.order_seed if why is None else None,
     )
+
+
+def _baseline_first(rep: Repeat) -> dict[str, bool]:
+    """Per query of a baseline repeat, whether the baseline was sent first of its pair ({} for
+    a record without positions)."""
+    if len(rep.positions) != len(rep.results):
+        return {}
+    return {r.query_id: p == 0 for r, p in zip(rep.results, rep.positions, strict=True)}
 
 
 def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:
@@ -201,21 +221,24 @@ def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:
     return tuple(float(x) for x in np.percentile(values, np.arange(101), method="linear"))
 
 
+_SWEEP_FIX = " (in a sweep or matrix, which reuse stored runs: --fresh)"
+
+
 def _not_together(base: RefRun, cand: RefRun, concurrency: int) -> str | None:
     stored = [side for side, run in (("baseline", base), ("candidate", cand)) if run.reused]
     if stored:
         which = " and ".join(stored)
         what = "is a stored run" if len(stored) == 1 else "are stored runs"
         return (
-            f"the {which} {what}"
+            f"the {which} {what} (reused: --reuse-runs)"
             " measured at another time, and numbers from different times are not a pair "
-            "(a stored run serves quality, never latency); rerun with --fresh to measure both "
-            "sides together"
+            "(a stored run serves quality, never latency); compare without --reuse-runs to "
+            f"measure both sides together{_SWEEP_FIX}"
         )
     if base.pair_id is None or base.pair_id != cand.pair_id:
         return (
-            "the two sides were not measured together in one invocation; "
-            "rerun with --fresh to measure both sides together"
+            "the two sides were not measured together in one invocation; compare again "
+            f"without --reuse-runs to measure both sides together{_SWEEP_FIX}"
         )
     if concurrency > 1:
         return (

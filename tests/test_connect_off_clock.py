@@ -1,0 +1,128 @@
+"""The timed path keeps connection setup off the clock (issue 24, item 5): for a service that
+closes every connection, the next connection is opened (and, in a sandbox, its socket fetched
+from the helper) before the clock starts; a query is timed from the first byte written to the
+last byte read.
+
+A connect made slow on purpose (50 ms, by a hook in the socket factory) must not show in any
+measured latency of a fast local service: a behaviour check with a wide margin, not a timing
+assertion on the service itself."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+import harness.replay.client as client
+from harness.config import QueryConfig
+from harness.replay.client import Channel, replay
+from harness.types import ErrorKind, QueryResult
+
+QUERY = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, warmup=0)
+SLOW_CONNECT_S = 0.05
+
+
+class _Closing(BaseHTTPRequestHandler):
+    """HTTP/1.0: every answer ends its connection (half of the services the issue names)."""
+
+    protocol_version = "HTTP/1.0"
+    headers_sent_close = False
+
+    def do_GET(self) -> None:
+        q = parse_qs(urlsplit(self.path).query)["q"][0]
+        body = json.dumps({"results": [{"id": q}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if self.headers_sent_close:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _KeepAliveButClose(_Closing):
+    """HTTP/1.1 that says `Connection: close` on every answer (the other half)."""
+
+    protocol_version = "HTTP/1.1"
+    headers_sent_close = True
+
+    def end_headers(self) -> None:
+        self.close_connection = True
+        super().end_headers()
+
+
+@pytest.fixture(params=[_Closing, _KeepAliveButClose], ids=["http1.0", "connection-close"])
+def closing(request: pytest.FixtureRequest) -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), request.param)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+ITEMS = [(f"id{i}", f"q{i}") for i in range(8)]
+
+
+def _check(results: tuple[QueryResult, ...] | list[QueryResult]) -> None:
+    assert [(r.query_id, r.ids, r.error) for r in results] == [
+        (qid, (text,), None) for qid, text in ITEMS
+    ]
+    # Every connect took 50 ms or more; a local answer takes well under a millisecond: none of
+    # those 50 ms may be inside a measured latency.
+    slowest = max(r.latency_ns for r in results) / 1e9
+    assert 0 < slowest < SLOW_CONNECT_S / 2, slowest
+
+
+def test_a_sandbox_socket_fetch_is_off_the_clock(closing: str) -> None:
+    """open_socket stands for the sandbox helper's round trip (harness.boot.sandbox)."""
+    fetched: list[float] = []
+
+    def open_socket() -> socket.socket:
+        time.sleep(SLOW_CONNECT_S)
+        fetched.append(time.perf_counter())
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+
+    results = replay(closing, QUERY, ITEMS, open_socket=open_socket)
+    _check(results)
+    assert len(fetched) == len(ITEMS)  # a new connection for every query: the service closed it
+
+
+def test_a_plain_connect_is_off_the_clock(closing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[float] = []
+    real = socket.create_connection
+
+    def slow_connect(*args: object, **kwargs: object) -> socket.socket:
+        time.sleep(SLOW_CONNECT_S)
+        made.append(time.perf_counter())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client.socket, "create_connection", slow_connect)
+    with Channel(closing, QUERY, ITEMS) as channel:
+        results = [channel.ask(qid, text) for qid, text in ITEMS]
+    _check(results)
+    assert len(made) == len(ITEMS)
+
+
+def test_a_connect_that_fails_is_the_querys_connection_error() -> None:
+    with socket.socket() as placeholder:  # a port nothing listens on
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    with Channel(f"http://127.0.0.1:{port}", replace(QUERY, timeout=2.0)) as channel:
+        result = channel.ask("id0", "q0")
+    assert result.error is ErrorKind.CONNECTION
+    assert result.detail is not None and "ConnectionRefusedError" in result.detail
