@@ -66,6 +66,7 @@ class RecordingSession:
     inputs_hash: str | None = None
     pair_id: str | None = None
     order_seed: int | None = None
+    stopped: bool = False  # a round stopped for failures in a row (never, here)
     url: str | None = None  # a RefSession of a running deployment has one
     side: SideConfig = FAKE_SIDE
 
