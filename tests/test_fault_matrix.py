@@ -75,14 +75,14 @@ def assert_refused(done: subprocess.CompletedProcess[str], *phrases: str) -> str
 BAD_NUMBERS = [
     (["--alpha", "2"], "--alpha 2.0: must be between 0 and 1 (exclusive), e.g. --alpha 0.05"),
     (["--alpha", "nan"], "--alpha nan: must be between 0 and 1"),
-    (["--k", "0"], "--k 0: must be 1 or more, e.g. --k 10"),
+    (["--k", "0"], "--k 0: must be 1 or more and at most 10,000, e.g. --k 10"),
     (["--k", "5", "--k", "5"], "--k: the cutoff 5 is given twice"),
     (["--concurrency", "0"], "--concurrency 0: must be 1 or more"),
     (["--latency-tolerance", "-1"], "--latency-tolerance -1.0: must be at least 0 and below 1"),
     (["--latency-tolerance", "1"], "--latency-tolerance 1.0: must be at least 0 and below 1"),
-    (["--repeats", "0"], "--repeats 0: must be 1 or more, e.g. --repeats 3"),
+    (["--repeats", "0"], "--repeats 0: must be 1 or more and at most 1,000, e.g. --repeats 3"),
     (["--repeats", "-1"], "--repeats -1: must be 1 or more"),
-    (["--max-errors", "-1"], "--max-errors -1: must be 0 or more, e.g. --max-errors 0"),
+    (["--max-errors", "-1"], "--max-errors -1: must be 0 or more and at most 1,000,000,000, e.g. --max-errors 0"),
     (["--seed", "-3"], "--seed -3: must be 0 or more"),
     (["--min-effect", "0"], "--min-effect 0.0: must be above 0 and at most 1"),
 ]

@@ -616,7 +616,7 @@ def test_beir_query_rows_with_a_bad_outranks_are_a_problem(tmp_path: Path) -> No
         load_gold(folder)
     problem = info.value.problems[0]  # then: the judged query has no (valid) text
     assert (problem.line, problem.field) == (1, "outranks[0]")
-    assert "two different non-empty doc ids" in problem.message
+    assert "two different non-blank doc ids" in problem.message
 
 
 _ids = st.text(alphabet="abcxyz0189-_.:", min_size=1, max_size=6)
