@@ -87,6 +87,10 @@ class LatencyTest:
     reason: str
     rounds: tuple[float, ...] = ()
     rounds_needed: int | None = None
+    # The sequential rule's (harness.verdict.latency_rule): the most rounds it could run, and
+    # why it stopped ("decided after 4 rounds (budget 10)", "the budget of 10 rounds is spent").
+    budget: int | None = None
+    stop: str | None = None
 
 
 MIN_ROUNDS = 2  # one round shows nothing of the spread between boots
