@@ -163,6 +163,9 @@ class Repeat:
     failure: RunFailure | None = None
     sandbox: str | None = None  # "bubblewrap" or "plain" (harness.boot.sandbox); None: unknown
     machine: Machine | None = None
+    # A round past compare.repeats, run for the latency verdict only (harness.verdict
+    # .latency_rule): its answers time latency and are never scored for quality.
+    latency_only: bool = False
 
     @property
     def errors(self) -> int:
@@ -200,6 +203,9 @@ class RefRun:
     inputs_hash: str | None = None  # contents of every file the configuration names by path
     # What defines the measurement (harness.score.definition); None in records made before it.
     definition: Definition | None = None
+    # The rounds the latency rule planned for (harness.verdict.latency_rule.plan's budget);
+    # None: the rounds were a fixed number (`repeats`), one look at the end.
+    latency_budget: int | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

@@ -35,6 +35,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
 
+def _latency_budget(text: str) -> str:
+    """--latency-budget's value, checked here so a bad one is a usage error (exit 2)."""
+    from harness.verdict.latency_rule import parse_budget
+
+    try:
+        parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
@@ -159,6 +170,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--fresh",
         action="store_true",
         help="never reuse earlier run records (a stored run gives quality, never latency)",
+    )
+    p.add_argument(
+        "--latency-budget",
+        type=_latency_budget,
+        metavar="N|TIME",
+        help="the most latency rounds (12) or their time (5m, 300s): rounds go on past "
+        "--repeats until the latency verdict is decided (default compare.latency_budget, 15)",
     )
     _add_ray(p)
     p.add_argument(

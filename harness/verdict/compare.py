@@ -233,7 +233,8 @@ def compare(
         if fell:
             more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
             collapses.append(f"{scope.name} ({fell[0]}{more})")
-    latency = details.latency(analysed if in_analysis else [], runs, usable, settings)
+    timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
+    latency = details.latency(analysed if in_analysis else [], runs, timed, settings)
     if latency.test is None and latency.not_compared is None and not invalid:
         invalid.append("no query latency was recorded on both sides; the runner must record it")
     if latency.not_compared is not None:

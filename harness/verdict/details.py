@@ -29,13 +29,8 @@ from harness.verdict.comparison import (
     RepeatMeans,
     TopScores,
 )
-from harness.verdict.latency import (
-    Throughput,
-    latency_summary,
-    latency_test,
-    round_ratio,
-    throughput,
-)
+from harness.verdict.latency import Throughput, latency_summary, throughput
+from harness.verdict.latency_rule import MIN_LOOK, decide, plan, round_estimate
 from harness.verdict.scopes import Side
 
 
@@ -159,18 +154,17 @@ def latency(
     test, paired = None, 0
     per_query: list[float] = []
     if why is None and all(repeats):
-        base_by, cand_by = ({rep.index: validity.by_query(rep) for rep in reps} for reps in repeats)
-        ratios = []
-        for index in sorted(set(base_by) & set(cand_by)):
-            b, c = base_by[index], cand_by[index]
-            both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
-            if both:
-                paired = max(paired, len(both))
-                b_ns, c_ns = [b[q].latency_ns for q in both], [c[q].latency_ns for q in both]
-                ratios.append(round_ratio(b_ns, c_ns))
-                per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
-        if ratios:
-            test = latency_test(ratios, tolerance=settings.latency_tolerance)
+        rounds = paired_rounds(ids, repeats[0], repeats[1])
+        for b_ns, c_ns in rounds:
+            paired = max(paired, len(b_ns))
+            per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
+        if rounds:
+            estimates = [round_estimate(b_ns, c_ns) for b_ns, c_ns in rounds]
+            first = sum(1 for rep in repeats[0] if not rep.latency_only) or len(rounds)
+            budget = max(base_run.latency_budget or len(rounds), len(rounds), MIN_LOOK)
+            test = decide(
+                estimates, plan(first, budget), tolerance=settings.latency_tolerance
+            )
     if why is not None:
         words = why
     elif test is None:
@@ -192,6 +186,22 @@ def latency(
         percentiles_candidate=percentiles[1],
         ratio_percentiles=_percentiles(np.asarray(per_query if test else [], dtype=np.float64)),
     )
+
+
+def paired_rounds(
+    ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
+) -> list[tuple[list[int], list[int]]]:
+    """Per round (by repeat index, in order) the latencies (ns) of the queries of `ids` answered
+    with a latency on both sides in that round, baseline's and candidate's, aligned."""
+    base_by = {rep.index: validity.by_query(rep) for rep in baseline}
+    cand_by = {rep.index: validity.by_query(rep) for rep in candidate}
+    out = []
+    for index in sorted(set(base_by) & set(cand_by)):
+        b, c = base_by[index], cand_by[index]
+        both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
+        if both:
+            out.append(([b[q].latency_ns for q in both], [c[q].latency_ns for q in both]))
+    return out
 
 
 def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:

@@ -95,7 +95,7 @@ def trimmed(values: npt.ArrayLike, trim: float = TRIM) -> RoundEstimate:
     n = int(x.size)
     if n == 0 or not np.isfinite(x).all():
         raise ValueError("a round needs at least one finite log ratio")
-    g = int(math.floor(trim * n))
+    g = math.floor(trim * n)
     mean = float(x[g : n - g].mean())
     if n < 3:
         return RoundEstimate(mean, math.inf, n)
@@ -177,15 +177,12 @@ def _boundaries(looks: Sequence[int], alpha: float, gamma: float) -> tuple[float
         else:
             sd = math.sqrt(k - prev_info)
 
-            def exceed(b: float, grid: npt.NDArray[np.float64] = grid, sd: float = sd) -> float:
-                upper = 1 - _ncdf((b - grid) / sd)
-                lower = _ncdf((-b - grid) / sd)
-                return float((weights * density * (upper + lower)).sum())
-
+            mass = weights * density
             lo, hi = 0.0, 40.0 * math.sqrt(k)  # on the sum's scale
             for _ in range(50):
                 mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if exceed(mid) > step else (lo, mid)
+                tails = 1 - _ncdf((mid - grid) / sd) + _ncdf((-mid - grid) / sd)
+                lo, hi = (mid, hi) if float((mass * tails).sum()) > step else (lo, mid)
             c = hi / math.sqrt(k)
         out.append(c)
         # The density of S_k on its continuation region (-c sqrt(k), c sqrt(k)).
@@ -209,9 +206,32 @@ def _ncdf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     relative error < 1.2e-7 everywhere, tails included), ample for boundaries to 1e-4."""
     z = np.abs(x) / math.sqrt(2)
     t = 1 / (1 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
+    poly = (
+        -z * z
+        - 1.26551223
+        + t
+        * (
+            1.00002368
+            + t
+            * (
+                0.37409196
+                + t
+                * (
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t
+                        * (
+                            0.27886807
+                            + t
+                            * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                        )
+                    )
+                )
+            )
+        )
+    )
     upper = 0.5 * t * np.exp(poly)  # P(Z > |x|)
     return np.asarray(np.where(x >= 0, 1 - upper, upper), dtype=np.float64)
 
@@ -232,9 +252,7 @@ class Look:
     verdict: Verdict | None
 
 
-def look(
-    rounds: Sequence[RoundEstimate], design: Plan, *, tolerance: float = 0.10
-) -> Look:
+def look(rounds: Sequence[RoundEstimate], design: Plan, *, tolerance: float = 0.10) -> Look:
     """The decision after `len(rounds)` rounds: a verdict at a look that settles it, the budget's
     end undecided is INCONCLUSIVE, anything else None (run another round)."""
     if not 0 <= tolerance < 1:
@@ -245,7 +263,9 @@ def look(
     y = np.array([r.log_ratio for r in rounds], dtype=np.float64)
     mean = float(y.mean())
     if k < MIN_LOOK:
-        return Look(k, mean, math.inf, math.inf, None if k < design.budget else Verdict.INCONCLUSIVE)
+        return Look(
+            k, mean, math.inf, math.inf, None if k < design.budget else Verdict.INCONCLUSIVE
+        )
     within = float(np.mean([r.within_var for r in rounds]))
     spread = math.sqrt(max(float(y.var(ddof=1)), within))
     half = design.boundary(k) * spread / math.sqrt(k)
@@ -276,19 +296,22 @@ def budget_for(
 ) -> int | None:
     """The smallest budget whose last look would decide with chance about `power` if the ratio
     and spread were those seen: the budget's boundary half-width plus the `power` quantile of the
-    estimate's own error fits between the estimate and 1 (beyond the band) or the band's edge
-    (inside it).  None when no budget up to MOST_ROUNDS would (a ratio on the band's edge)."""
+    estimate's own error fits between the estimate and 1 (beyond the band: and that error keeps
+    the estimate beyond it) or between the estimate and the band's edge (inside it).  None when
+    no budget up to MOST_ROUNDS would (a ratio on the band's edge)."""
     edge = math.log1p(tolerance)
-    beyond = abs(log_ratio) > edge
-    room = abs(log_ratio) if beyond else edge - abs(log_ratio)
-    if room <= 0 or not math.isfinite(spread):
+    size = abs(log_ratio)
+    beyond = size > edge
+    if size == edge or not math.isfinite(spread):
         return None
     extra = _NORMAL.inv_cdf(power)
 
     def enough(budget: int) -> bool:
         design = plan(first, budget, alpha, gamma)
-        c = design.t[-1] if beyond else design.t_equiv[-1]
-        return (c + extra) * spread / math.sqrt(budget) < room
+        se = spread / math.sqrt(budget)
+        if beyond:  # the interval clear of 1, and the estimate still beyond the band
+            return (design.t[-1] + extra) * se < size and extra * se < size - edge
+        return (design.t_equiv[-1] + extra) * se < edge - size
 
     # The last look's boundary falls with the budget and so does the half-width: bisect.
     lo, hi = max(first, MIN_LOOK + 1), MOST_ROUNDS
@@ -320,31 +343,56 @@ def decide(
             f"boot-to-boot variance from a change; run with --latency-budget {MIN_LOOK + 1} or more"
         )
         return LatencyTest(
-            ratio, ratio, ratio, Verdict.INCONCLUSIVE, why, per_round, MIN_LOOK + 1,
-            budget=design.budget, stop=why,
+            ratio,
+            ratio,
+            ratio,
+            Verdict.INCONCLUSIVE,
+            why,
+            per_round,
+            MIN_LOOK + 1,
+            budget=design.budget,
+            stop=why,
         )
     lo, hi = math.exp(seen.log_ratio - seen.half), math.exp(seen.log_ratio + seen.half)
     band = interval_words(ratio, lo, hi, confidence)
     if seen.verdict is None:  # asked before the budget's end: the runner goes on
         stop = f"undecided after {k} of at most {design.budget} rounds"
         return LatencyTest(
-            ratio, lo, hi, Verdict.INCONCLUSIVE, f"{band}: {stop}", per_round,
-            budget=design.budget, stop=stop,
+            ratio,
+            lo,
+            hi,
+            Verdict.INCONCLUSIVE,
+            f"{band}: {stop}",
+            per_round,
+            budget=design.budget,
+            stop=stop,
         )
     if seen.verdict is not Verdict.INCONCLUSIVE:
         stop = f"decided after {k} round{'s' * (k != 1)} (budget {design.budget})"
         return LatencyTest(
-            ratio, lo, hi, seen.verdict, f"{band}; {stop}", per_round,
-            budget=design.budget, stop=stop,
+            ratio,
+            lo,
+            hi,
+            seen.verdict,
+            f"{band}; {stop}",
+            per_round,
+            budget=design.budget,
+            stop=stop,
         )
     beyond = abs(seen.log_ratio) > math.log1p(tolerance)
     needed = budget_for(
-        seen.log_ratio, seen.spread, first=design.looks[0], tolerance=tolerance,
-        alpha=design.alpha, gamma=design.gamma,
+        seen.log_ratio,
+        seen.spread,
+        first=design.looks[0],
+        tolerance=tolerance,
+        alpha=design.alpha,
+        gamma=design.gamma,
     )
     stop = f"the budget of {design.budget} rounds is spent"
-    what = "reaches 1.00, so the change is not certain" if beyond else (
-        f"reaches past the ±{tolerance:.0%} band"
+    what = (
+        "reaches 1.00, so the change is not certain"
+        if beyond
+        else (f"reaches past the ±{tolerance:.0%} band")
     )
     more = (
         f"a budget of about {needed} rounds (--latency-budget {needed}) would likely decide"
@@ -353,6 +401,57 @@ def decide(
     )
     reason = f"{band}: {stop} and the interval {what}; {more}"
     return LatencyTest(
-        ratio, lo, hi, Verdict.INCONCLUSIVE, reason, per_round, needed,
-        budget=design.budget, stop=stop,
+        ratio,
+        lo,
+        hi,
+        Verdict.INCONCLUSIVE,
+        reason,
+        per_round,
+        needed,
+        budget=design.budget,
+        stop=stop,
     )
+
+
+DEFAULT_BUDGET = "15"  # rounds: 91% of simulated heavy-load A/As decide within it (README)
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True)
+class LatencyBudget:
+    """The most latency rounds a compare may run: a count, or a time their rounds must fit in."""
+
+    rounds: int | None = None
+    seconds: float | None = None
+
+    def rounds_within(self, repeats: int, first_round_seconds: float) -> int:
+        """The rounds the sequential plan is made for, fixed before its first look: at least
+        `repeats` (quality needs them), at most MOST_ROUNDS; a time budget is divided by the
+        first round's duration (boots included), which says nothing of the latency ratio."""
+        if self.rounds is not None:
+            wanted = self.rounds
+        else:
+            assert self.seconds is not None
+            per_round = max(first_round_seconds, 1e-3)
+            wanted = int(self.seconds // per_round)
+        return max(repeats, min(wanted, MOST_ROUNDS))
+
+
+def parse_budget(value: str | int) -> LatencyBudget:
+    """ "12" (rounds), "300s", "5m" or "1h" (a time) into a LatencyBudget; ValueError naming the
+    accepted forms otherwise."""
+    text = str(value).strip().lower()
+    forms = f"a round count ({MIN_LOOK} to {MOST_ROUNDS}, like 12) or a time like 300s or 5m"
+    if text.isdigit():
+        rounds = int(text)
+        if not MIN_LOOK <= rounds <= MOST_ROUNDS:
+            raise ValueError(f"{value!r} is not {forms}")
+        return LatencyBudget(rounds=rounds)
+    number, unit = text[:-1], text[-1:]
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except (KeyError, ValueError):
+        raise ValueError(f"{value!r} is not {forms}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{value!r} is not {forms}")
+    return LatencyBudget(seconds=seconds)
