@@ -104,6 +104,7 @@ EXPECTED: dict[str, Any] = {
     "concurrency": 1,
     "inputs_hash": None,
     "definition": None,
+    "latency_budget": None,
     "repeats": [
         {
             "index": 0,
@@ -111,6 +112,7 @@ EXPECTED: dict[str, Any] = {
             "teardown_confirmed": True,
             "sandbox": None,
             "machine": None,
+            "latency_only": False,
             "log_path": "results/logs/a.log",
             "failure": None,
             "results": [
@@ -149,6 +151,7 @@ EXPECTED: dict[str, Any] = {
             "teardown_confirmed": False,
             "sandbox": None,
             "machine": None,
+            "latency_only": False,
             "log_path": None,
             "failure": {
                 "stage": "boot",
