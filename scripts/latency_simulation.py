@@ -124,3 +124,51 @@ def simulate(
         if test.verdict is not Verdict.INCONCLUSIVE or k == last:
             return Outcome(test.verdict, k, test.rounds_needed)
     raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One noise level's calibration rows, each a (count, trials) pair."""
+
+    noise: str
+    aa_calls: tuple[int, int]
+    aa_same: tuple[int, int]
+    power: dict[str, tuple[int, int]]
+    stops: dict[int, int]  # A/A: rounds at the stop -> compares
+    advice: tuple[int, int]  # inconclusive A/As whose advised budget, followed, decided
+
+
+EFFECTS = {"+10%": (0.10, 0.0), "+25%": (0.25, 0.0), "+30 ms": (0.0, 30.0)}
+
+
+def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0) -> Rates:
+    """The calibration rows of `noise`: `sims` simulated compares per row, seeds disjoint."""
+    aa = [simulate(noise, first=first, budget=budget, seed=seed + i) for i in range(sims)]
+    calls = sum(o.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for o in aa)
+    same = sum(o.verdict is Verdict.NO_DIFFERENCE for o in aa)
+    stops: dict[int, int] = {}
+    for o in aa:
+        stops[o.rounds] = stops.get(o.rounds, 0) + 1
+    power = {}
+    for j, (name, (effect, add_ms)) in enumerate(EFFECTS.items(), start=1):
+        runs = [
+            simulate(
+                noise,
+                effect=effect,
+                add_ms=add_ms,
+                first=first,
+                budget=budget,
+                seed=seed + j * 1_000_003 + i,
+            )
+            for i in range(sims)
+        ]
+        power[name] = (sum(o.verdict is Verdict.REGRESSED for o in runs), sims)
+    # Advice followed: a fresh compare (new seed) with the advised budget, same machine.
+    advised = [(i, o.advice) for i, o in enumerate(aa) if o.verdict is Verdict.INCONCLUSIVE]
+    decided = 0
+    for i, advice in advised:
+        if advice is None:
+            continue
+        again = simulate(noise, first=first, budget=advice, seed=seed + 7_000_003 + i)
+        decided += again.verdict is not Verdict.INCONCLUSIVE
+    return Rates(noise.name, (calls, sims), (same, sims), power, stops, (decided, len(advised)))

@@ -368,3 +368,10 @@ def test_config_key_latency_budget(tmp_path: Path) -> None:
     path.write_text(base + '[compare]\nlatency_budget = "soon"\n')
     with pytest.raises(ConfigError, match="latency_budget"):
         load_config(path, repo=tmp_path)
+
+
+def test_no_measurable_difference_shows_the_interval_that_decided_it() -> None:
+    test = decide(_rounds([0.01, -0.01, 0.02, 0.0, -0.02]), plan(5, 15))
+    assert test.verdict is Verdict.NO_DIFFERENCE
+    assert "(90% CI " in test.reason
+    assert 1 / 1.1 <= test.ci_low < test.ratio < test.ci_high <= 1.1

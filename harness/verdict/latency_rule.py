@@ -250,6 +250,7 @@ class Look:
     half: float
     spread: float
     verdict: Verdict | None
+    half_equiv: float = math.inf  # the equivalence tests' half-width (1 - 2 * equivalence)
 
 
 def look(rounds: Sequence[RoundEstimate], design: Plan, *, tolerance: float = 0.10) -> Look:
@@ -281,7 +282,7 @@ def look(rounds: Sequence[RoundEstimate], design: Plan, *, tolerance: float = 0.
             verdict = Verdict.NO_DIFFERENCE
     if verdict is None and k >= design.budget:
         verdict = Verdict.INCONCLUSIVE
-    return Look(k, mean, half, spread, verdict)
+    return Look(k, mean, half, spread, verdict, half_eq)
 
 
 def budget_for(
@@ -367,6 +368,13 @@ def decide(
             budget=design.budget,
             stop=stop,
         )
+    if seen.verdict is Verdict.NO_DIFFERENCE:  # shown with the interval that decided it
+        level = 1 - 2 * design.equivalence
+        lo, hi = (
+            math.exp(seen.log_ratio - seen.half_equiv),
+            math.exp(seen.log_ratio + seen.half_equiv),
+        )
+        band = interval_words(ratio, lo, hi, level)
     if seen.verdict is not Verdict.INCONCLUSIVE:
         stop = f"decided after {k} round{'s' * (k != 1)} (budget {design.budget})"
         return LatencyTest(
