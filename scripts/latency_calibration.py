@@ -240,6 +240,8 @@ def _stop(signum: int, frame: object) -> None:
 
 TARGETS = {  # row -> (at least?, bound)
     "A/A false calls": (False, 0.05),
+    "A/A calls at tolerance 0": (False, 0.05),
+    "  naive t after every round": (False, 1.0),  # shown for contrast, not a target
     "A/A no measurable difference": (True, 0.80),
     "+10% called slower": (True, 0.50),
     "+25% called slower": (True, 0.90),
@@ -291,6 +293,8 @@ def simulate(args: argparse.Namespace) -> int:
             met &= row(f"{name} called slower", k, n)
         stops_row(rates.stops)
         met &= row("advice followed decides", *rates.advice)
+        met &= row("A/A calls at tolerance 0", *rates.strict)
+        row("  naive t after every round", *rates.strict_naive)
         print(f"  ({time.monotonic() - started:.0f} s)", flush=True)
     print("every target met" if met else "a target was missed")
     return 0 if met else 1

@@ -136,6 +136,10 @@ class Rates:
     power: dict[str, tuple[int, int]]
     stops: dict[int, int]  # A/A: rounds at the stop -> compares
     advice: tuple[int, int]  # inconclusive A/As whose advised budget, followed, decided
+    # At tolerance 0 every call of an A/A is one its interval made by missing 1: the rule's, and
+    # today's t test recomputed after every round (not valid under those looks), for contrast.
+    strict: tuple[int, int] = (0, 0)
+    strict_naive: tuple[int, int] = (0, 0)
 
 
 EFFECTS = {"+10%": (0.10, 0.0), "+25%": (0.25, 0.0), "+30 ms": (0.0, 30.0)}
@@ -171,4 +175,32 @@ def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0
             continue
         again = simulate(noise, first=first, budget=advice, seed=seed + 7_000_003 + i)
         decided += again.verdict is not Verdict.INCONCLUSIVE
-    return Rates(noise.name, (calls, sims), (same, sims), power, stops, (decided, len(advised)))
+    strict = [
+        simulate(noise, first=first, budget=budget, seed=seed + 9_000_003 + i, tolerance=0.0)
+        for i in range(sims)
+    ]
+    naive = [
+        simulate(
+            noise,
+            rule="naive",
+            first=first,
+            budget=budget,
+            seed=seed + 9_000_003 + i,
+            tolerance=0.0,
+        )
+        for i in range(sims)
+    ]
+
+    def called(outcomes: list[Outcome]) -> tuple[int, int]:
+        return sum(o.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for o in outcomes), sims
+
+    return Rates(
+        noise.name,
+        (calls, sims),
+        (same, sims),
+        power,
+        stops,
+        (decided, len(advised)),
+        called(strict),
+        called(naive),
+    )

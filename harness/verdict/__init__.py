@@ -10,6 +10,7 @@
     sequential.py  the resampling tests, batched and stopping once each answer is settled
     distributions.py  binomial tails and pmf (exact integers), Student's t quantile: no scipy
     latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
+    latency_rule.py  rounds until the latency answer is clear: the group-sequential rule
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
     comparable.py  whether two saved comparisons share their evaluation definition

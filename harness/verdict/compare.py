@@ -33,10 +33,11 @@ What is compared, and how:
   (Holm-adjusted p < alpha) while the overall row of that metric is not.
 - Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat.
   Paired only when both runs were measured together (one `pair_id`: each query timed on both
-  sides back to back, round by round); then per round `latency.round_ratio` over the analysed
-  queries (answerable or not, with a latency > 0 on both sides in that round) and
-  `latency.latency_test` over the rounds (Student's t on the log ratios: boots inside the
-  interval).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED with
+  sides back to back, round by round); then per round `latency_rule.round_estimate` (the
+  trimmed mean of per-query log ratios) over the analysed queries (answerable or not, with a
+  latency > 0 on both sides in that round), latency-only rounds included, and
+  `latency_rule.decide` over the rounds (the group-sequential rule the runner stopped on: boots
+  inside the interval, valid under a look after every round).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED with
   the reason and the fix (--fresh), also as a warning; so does --concurrency N > 1, which gives
   throughput per side instead.  A busy machine (load average above the CPU count) is a warning.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
