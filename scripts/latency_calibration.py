@@ -258,9 +258,13 @@ def row(name: str, k: int, n: int) -> bool:
         return True
     lo, hi = wilson(k, n)
     ok = k / n >= bound if at_least else k / n <= bound
-    target = f"{'>=' if at_least else '<='} {bound:.0%}"
+    target = (
+        f"target {'>=' if at_least else '<='} {bound:.0%}"
+        if bound < 1 or at_least
+        else "for contrast, not valid"
+    )
     print(
-        f"  {name:<30} {k:>5}/{n:<5} {k / n:>7.1%}  ({lo:.1%}-{hi:.1%})  target {target}"
+        f"  {name:<30} {k:>5}/{n:<5} {k / n:>7.1%}  ({lo:.1%}-{hi:.1%})  {target}"
         f"{'' if ok else '  MISSED'}"
     )
     return ok
