@@ -37,8 +37,9 @@ What is compared, and how:
   trimmed mean of per-query log ratios) over the analysed queries (answerable or not, with a
   latency > 0 on both sides in that round), latency-only rounds included, and
   `latency_rule.decide` over the rounds (the group-sequential rule the runner stopped on: boots
-  inside the interval, valid under a look after every round).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED with
-  the reason and the fix (--fresh), also as a warning; so does --concurrency N > 1, which gives
+  inside the interval, valid under a look after every round).  A stored (reused) run, or runs
+  from different invocations, give NOT_COMPARED with the reason and the fix (--fresh), also as
+  a warning; so does --concurrency N > 1, which gives
   throughput per side instead.  A busy machine (load average above the CPU count) is a warning.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
   relevant document (grade >= rel_level, ranks over the deduplicated list, None = not returned)
