@@ -168,6 +168,9 @@ class Repeat:
     # this round: 0 sent first, 1 second, ...; () when not measured in a pair (harness.replay
     # .order says how the places are drawn).
     positions: tuple[int, ...] = ()
+    # A round past compare.repeats, run for the latency verdict only (harness.verdict
+    # .latency_rule): its answers time latency and are never scored for quality.
+    latency_only: bool = False
 
     @property
     def errors(self) -> int:
@@ -208,6 +211,9 @@ class RefRun:
     # The seed the order within each pair was drawn from (--seed, else fresh per compare:
     # harness.replay.order); None when measured on its own.
     order_seed: int | None = None
+    # The rounds the latency rule planned for (harness.verdict.latency_rule.plan's budget);
+    # None: the rounds were a fixed number (`repeats`), one look at the end.
+    latency_budget: int | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

@@ -1,32 +1,37 @@
 #!/usr/bin/env python
-"""Calibrate the latency verdict on this machine: how often it calls a change that is not there,
-and how often it calls one that is.
+"""Calibrate the latency verdict: how often it calls a change that is not there, how often it
+says "no measurable difference" of an A/A, how often it calls one that is, when it stops.
 
-    python scripts/latency_calibration.py [--runs 20] [--repeats 3] [--no-load]
-                                          [--scenarios A/A,+50%,+10%]
+    python scripts/latency_calibration.py --simulate [--sims 2000]        # seconds, no services
+    python scripts/latency_calibration.py [--runs 10] [--effect-runs 5]   # live, slow
+                                          [--modes plain,sandbox] [--loads quiet,bursty]
+                                          [--scenarios A/A,+10%,+25%,+30ms] [--follow-advice]
 
-Everything goes through the project's own code, end to end: the bundled demo repository
-(harness.demo.materialise), and for every compare the real CLI in a subprocess,
-`python -m harness.cli.main compare --fresh --format json`, whose JSON verdict is read back.
+Both modes print the same rows, each a rate with its Wilson 95% interval and its target:
 
-Scenarios, `--runs` fresh compares each, in this order:
+    A/A false calls            slower or faster of main against main (target <= 5%)
+    A/A no measurable diff.    within the default budget (target >= 80%)
+    +10% / +25% / +30 ms       called slower (targets >= 50%, >= 90%, 100%)
+    stops by rounds            the A/As' rounds at the stop (share per round count)
+    advice followed decides    an inconclusive A/A compared again with the budget its verdict
+                               advised ("--latency-budget N") decides (target >= 70%)
 
-    A/A     main against main: identical code, both sides measured (target: at most 1 latency
-            call in 20, slower or faster)
-    +50%    main against a branch whose /search handler, before it answers, busy-waits for half
-            the time it has spent on the request so far (from parsing its headers): +50% of the
-            service's own work per query, whatever the load (target: at least 18 of 20
-            "slower", none "faster")
-    +10%    the same at a tenth (target: never "faster")
+--simulate: thousands of simulated compares per row through the project's own decision code
+(scripts/latency_simulation.py: boot-level shifts with heavy tails, per-query noise and spikes,
+load bursts, the order effect), at three noise levels; it is how the design and its constants
+(harness.verdict.latency_rule: GAMMA, EQUIVALENCE, the default budget) were chosen.
 
-The end-to-end ratio a client sees is a little below 1.5 or 1.1 (the client and the loopback
-are not slowed); the median ratio measured is printed beside the verdict counts.
-
-Unless --no-load, one core is kept busy for the whole run by a bounded background loop (a
-Python busy loop with its own deadline, ended by its pid when the script finishes), on top of
-whatever else the machine is doing; the load averages seen are printed.  Rates are printed with
-Wilson 95% intervals.  SIGTERM or Ctrl-C stops it after tearing down the compare in flight
-and prints the table of the compares done.  Exits 0 when every target is met, 1 otherwise.
+Live: every compare is the real CLI in a subprocess on the bundled demo repository
+(harness.demo.materialise), `python -m harness.cli.main compare --fresh --format json` with no
+--repeats (compare.repeats and compare.latency_budget at their defaults), its JSON verdict read
+back.  Candidates: main (A/A); a branch whose /search handler busy-waits for 10% or 25% of the
+time it has spent on the request (its own work per query, whatever the load); one that sleeps
+30 ms per query.  Modes: plain (HARNESS_SANDBOX=off) and sandbox (bubblewrap, when it works).
+Loads: quiet (whatever else the machine does) and bursty: one bounded CPU hog that bursts on
+and off (busy 0.2-1.0 s, idle 0.2-1.5 s, seeded; it ends itself after LOAD_LIMIT_S and is ended
+by its pid when the cell is done).  SIGTERM or Ctrl-C stops it after tearing
+down the compare in flight and prints the rows of the compares done.  Exits 0 when every target
+is met, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -45,7 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # latency_simulation beside it
+
+import latency_simulation
+
 from harness.demo import materialise
+from harness.verdict.latency_rule import DEFAULT_BUDGET, parse_budget
 
 HANDLER_START = "    def do_GET(self) -> None:\n"
 HANDLER_ANSWER = (
@@ -61,8 +71,12 @@ class Scenario:
     candidate: str
     outcomes: Counter[str] = field(default_factory=Counter)
     ratios: list[float] = field(default_factory=list)
-    p50s: list[float] = field(default_factory=list)
     loads: list[float] = field(default_factory=list)
+    stops: Counter[int] = field(default_factory=Counter)
+    advised: list[int] = field(default_factory=list)  # budgets advised by inconclusive ones
+    advice_decided: int = 0
+    advice_followed: int = 0
+    minutes: list[float] = field(default_factory=list)
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -118,7 +132,24 @@ def costly_branch(repo: Path, name: str, extra: float) -> str:
     return name
 
 
-def one_compare(repo: Path, results: Path, candidate: str, repeats: int) -> dict[str, Any]:
+def sleepy_branch(repo: Path, name: str, ms: float) -> str:
+    """A branch of main whose search handler sleeps `ms` milliseconds before answering."""
+    git(repo, "checkout", "-q", "-b", name, "main")
+    svc = repo / "svc.py"
+    text = svc.read_text()
+    if HANDLER_ANSWER not in text or "import threading\n" not in text:
+        raise SystemExit("the demo service changed: update HANDLER_* in this script")
+    text = text.replace("import threading\n", "import threading\nimport time\n", 1)
+    sleep = f"            time.sleep({ms / 1000!r})\n"
+    svc.write_text(text.replace(HANDLER_ANSWER, sleep + HANDLER_ANSWER, 1))
+    git(repo, "commit", "-q", "-am", f"search sleeps {ms:g} ms per query")
+    git(repo, "checkout", "-q", "main")
+    return name
+
+
+def one_compare(
+    repo: Path, results: Path, candidate: str, mode: str, extra: list[str]
+) -> dict[str, Any]:
     command = [
         sys.executable,
         "-m",
@@ -131,13 +162,18 @@ def one_compare(repo: Path, results: Path, candidate: str, repeats: int) -> dict
         "--fresh",
         "--format",
         "json",
-        "--repeats",
-        str(repeats),
         "--results",
         str(results),
+        "--quiet",
+        *extra,
     ]
+    env = dict(os.environ)
+    if mode == "plain":
+        env["HARNESS_SANDBOX"] = "off"
+    else:
+        env.pop("HARNESS_SANDBOX", None)
     process = subprocess.Popen(
-        command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
         stdout, stderr = process.communicate(timeout=COMPARE_TIMEOUT_S)
@@ -152,26 +188,44 @@ def one_compare(repo: Path, results: Path, candidate: str, repeats: int) -> dict
     return document
 
 
-def run(scenario: Scenario, repo: Path, results: Path, runs: int, repeats: int) -> None:
+def run(
+    scenario: Scenario,
+    repo: Path,
+    results: Path,
+    runs: int,
+    mode: str,
+    budget: list[str],
+    follow: bool,
+) -> None:
     for i in range(runs):
-        doc = one_compare(repo, results, scenario.candidate, repeats)
-        latency = doc["latency"]
+        started = time.monotonic()
+        doc = one_compare(repo, results, scenario.candidate, mode, budget)
+        scenario.minutes.append((time.monotonic() - started) / 60)
         verdict = doc["verdict"]["latency"]
         scenario.outcomes[verdict] += 1
-        test = latency["test"]
+        test = doc["latency"]["test"]
         if test is not None:
             scenario.ratios.append(float(test["ratio"]))
-        if latency["baseline"] is not None:
-            scenario.p50s.append(float(latency["baseline"]["p50"]))
-        if latency.get("machine"):
-            scenario.loads.append(float(latency["machine"]["load_max"]))
-        ratio = f"{test['ratio']:.3f}" if test else "-"
-        rounds = ", ".join(f"{r:.2f}" for r in test["rounds"]) if test else "-"
+            scenario.stops[len(test["rounds"])] += 1
+        if doc["latency"].get("machine"):
+            scenario.loads.append(float(doc["latency"]["machine"]["load_max"]))
         print(
-            f"  {scenario.name} {i + 1}/{runs}: {verdict} (ratio {ratio}, rounds {rounds}; "
-            f"{doc['latency_reason']})",
+            f"  {mode} {scenario.name} {i + 1}/{runs}: {verdict} ({doc['latency_reason']})",
             flush=True,
         )
+        needed = test.get("rounds_needed") if test else None
+        if follow and verdict == "inconclusive" and needed:
+            scenario.advised.append(int(needed))
+            again = one_compare(
+                repo, results, scenario.candidate, mode, ["--latency-budget", str(needed)]
+            )
+            scenario.advice_followed += 1
+            decided = again["verdict"]["latency"] != "inconclusive"
+            scenario.advice_decided += decided
+            print(
+                f"    advice --latency-budget {needed} followed: {again['verdict']['latency']}",
+                flush=True,
+            )
 
 
 def median(values: list[float]) -> float:
@@ -184,84 +238,180 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(f"signal {signum}")
 
 
-def main() -> int:
-    signal.signal(signal.SIGTERM, _stop)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runs", type=int, default=20, help="compares per scenario")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds per compare")
-    parser.add_argument("--no-load", action="store_true", help="no background busy loop")
-    parser.add_argument(
-        "--scenarios", default="A/A,+50%,+10%", help="which to run, comma-separated (default all)"
+TARGETS = {  # row -> (at least?, bound)
+    "A/A false calls": (False, 0.05),
+    "A/A calls at tolerance 0": (False, 0.05),
+    "  naive t after every round": (False, 1.0),  # shown for contrast, not a target
+    "A/A no measurable difference": (True, 0.80),
+    "+10% called slower": (True, 0.50),
+    "+25% called slower": (True, 0.90),
+    "+30 ms called slower": (True, 1.00),
+    "advice followed decides": (True, 0.70),
+}
+
+
+def row(name: str, k: int, n: int) -> bool:
+    """Print one row; True when its target is met (its point estimate, not its interval)."""
+    at_least, bound = TARGETS[name]
+    if n == 0:
+        print(f"  {name:<30} not measured")
+        return True
+    lo, hi = wilson(k, n)
+    ok = k / n >= bound if at_least else k / n <= bound
+    target = (
+        f"target {'>=' if at_least else '<='} {bound:.0%}"
+        if bound < 1 or at_least
+        else "for contrast, not valid"
     )
-    args = parser.parse_args()
-
-    load = None
-    if not args.no_load:
-        loop = f"import time\nd = time.monotonic() + {LOAD_LIMIT_S}\n"
-        loop += "while time.monotonic() < d: pass\n"
-        load = subprocess.Popen([sys.executable, "-c", loop])
-    started = time.monotonic()
-    try:
-        with tempfile.TemporaryDirectory(prefix="latency-calibration-") as tmp:
-            repo = materialise(Path(tmp) / "demo")
-            results = Path(tmp) / "results"
-            aa = Scenario("A/A", "main")
-            plus50 = Scenario("+50%", costly_branch(repo, "cost-50", 0.5))
-            plus10 = Scenario("+10%", costly_branch(repo, "cost-10", 0.1))
-            try:
-                chosen = set(args.scenarios.split(","))
-                for scenario in (aa, plus50, plus10):
-                    if scenario.name in chosen:
-                        run(scenario, repo, results, args.runs, args.repeats)
-            except (KeyboardInterrupt, SystemExit) as stop:
-                print(f"  stopped ({stop!r}): the table holds the compares done", flush=True)
-    finally:
-        if load is not None:
-            load.terminate()
-            load.wait(timeout=10)
-    minutes = (time.monotonic() - started) / 60
-
-    print()
     print(
-        f"latency calibration: {args.runs} fresh compares per scenario of the bundled demo, "
-        f"{args.repeats} rounds each, {'one core kept busy' if load else 'no added load'} "
-        f"on {os.cpu_count()} CPUs; {minutes:.1f} min"
+        f"  {name:<30} {k:>5}/{n:<5} {k / n:>7.1%}  ({lo:.1%}-{hi:.1%})  {target}"
+        f"{'' if ok else '  MISSED'}"
     )
-    header = (
-        f"{'scenario':<9}{'slower':>7}{'faster':>7}{'same':>6}{'inconcl.':>9}"
-        f"{'median ratio':>13}{'load avg':>11}   target: rate (95% Wilson CI)"
+    return ok
+
+
+def stops_row(stops: dict[int, int]) -> None:
+    total = sum(stops.values())
+    if total:
+        shares = ", ".join(f"{k}: {v / total:.0%}" for k, v in sorted(stops.items()))
+        print(f"  {'A/A stops by rounds':<30} {shares}")
+
+
+def simulate(args: argparse.Namespace) -> int:
+    budget = parse_budget(args.latency_budget or DEFAULT_BUDGET).rounds or 15
+    print(
+        f"latency calibration, simulated: {args.sims} compares per row, first look at round "
+        f"{args.first}, budget {budget} rounds (harness.verdict.latency_rule)"
     )
-    print(header)
     met = True
-    for s, (what, k, ok) in (
-        (aa, ("latency calls", s_calls(aa), s_calls(aa) <= max(1, args.runs // 20))),
-        (plus50, ("slower", plus50.outcomes["regressed"], _power_ok(plus50, args.runs))),
-        (plus10, ("faster", plus10.outcomes["improved"], plus10.outcomes["improved"] == 0)),
-    ):
-        n = sum(s.outcomes.values())
-        if n == 0:
-            print(f"{s.name:<9} not run")
-            met = met and s.name not in set(args.scenarios.split(","))
-            continue
-        lo, hi = wilson(k, n)
-        loads = f"{min(s.loads):.1f}-{max(s.loads):.1f}" if s.loads else "-"
+    for noise in latency_simulation.NOISES.values():
+        started = time.monotonic()
+        rates = latency_simulation.calibrate(noise, args.sims, first=args.first, budget=budget)
         print(
-            f"{s.name:<9}{s.outcomes['regressed']:>7}{s.outcomes['improved']:>7}"
-            f"{s.outcomes['no measurable difference']:>6}{s.outcomes['inconclusive']:>9}"
-            f"{median(s.ratios):>13.3f}{loads:>11}   {what} {k}/{n} = {k / n:.2f} "
-            f"({lo:.2f}-{hi:.2f}){'' if ok else '  MISSED'}"
+            f"{noise.name} (boot sd {noise.boot}, per-request sd {noise.within}, spikes "
+            f"{noise.spike_rate:.0%}, bursts {noise.burst_share:.0%}):"
         )
-        met = met and ok
+        met &= row("A/A false calls", *rates.aa_calls)
+        met &= row("A/A no measurable difference", *rates.aa_same)
+        for name, (k, n) in rates.power.items():
+            met &= row(f"{name} called slower", k, n)
+        stops_row(rates.stops)
+        met &= row("advice followed decides", *rates.advice)
+        met &= row("A/A calls at tolerance 0", *rates.strict)
+        row("  naive t after every round", *rates.strict_naive)
+        print(f"  ({time.monotonic() - started:.0f} s)", flush=True)
     print("every target met" if met else "a target was missed")
     return 0 if met else 1
 
 
-def s_calls(s: Scenario) -> int:
-    return s.outcomes["regressed"] + s.outcomes["improved"]
+def bursty_hog(seed: int) -> subprocess.Popen[bytes]:
+    """A CPU hog that bursts on and off, ending itself after LOAD_LIMIT_S."""
+    loop = (
+        "import random, time\n"
+        f"r = random.Random({seed})\n"
+        f"d = time.monotonic() + {LOAD_LIMIT_S}\n"
+        "while time.monotonic() < d:\n"
+        "    e = time.monotonic() + r.uniform(0.2, 1.0)\n"
+        "    while time.monotonic() < e: pass\n"
+        "    time.sleep(r.uniform(0.2, 1.5))\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", loop])
 
 
-def _power_ok(s: Scenario, runs: int) -> bool:
-    return s.outcomes["regressed"] >= math.ceil(0.9 * runs) and s.outcomes["improved"] == 0
+def live(args: argparse.Namespace) -> int:
+    chosen = set(args.scenarios.split(","))
+    budget = ["--latency-budget", args.latency_budget] if args.latency_budget else []
+    cells: list[tuple[str, str, list[Scenario]]] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="latency-calibration-") as tmp:
+        repo = materialise(Path(tmp) / "demo")
+        branches = {
+            "A/A": "main",
+            "+10%": costly_branch(repo, "cost-10", 0.10),
+            "+25%": costly_branch(repo, "cost-25", 0.25),
+            "+30ms": sleepy_branch(repo, "sleep-30", 30),
+        }
+        try:
+            for load in args.loads.split(","):
+                for mode in args.modes.split(","):
+                    scenarios = [Scenario(n, b) for n, b in branches.items() if n in chosen]
+                    cells.append((mode, load, scenarios))
+                    hogs = [bursty_hog(0)] if (load == "bursty") else []
+                    try:
+                        for s in scenarios:
+                            runs = args.runs if s.name == "A/A" else args.effect_runs
+                            results = Path(tmp) / f"results-{mode}-{load}"
+                            run(
+                                s,
+                                repo,
+                                results,
+                                runs,
+                                mode,
+                                budget,
+                                args.follow_advice and s.name == "A/A",
+                            )
+                    finally:
+                        for hog in hogs:
+                            hog.terminate()
+                            hog.wait(timeout=10)
+        except (KeyboardInterrupt, SystemExit) as stop:
+            print(f"  stopped ({stop!r}): the rows hold the compares done", flush=True)
+    minutes = (time.monotonic() - started) / 60
+    print()
+    print(
+        f"latency calibration, live: the bundled demo, default compares (--fresh, no --repeats; "
+        f"budget {args.latency_budget or DEFAULT_BUDGET}), {args.runs} A/A and "
+        f"{args.effect_runs} per effect per cell, {os.cpu_count()} CPUs; {minutes:.1f} min"
+    )
+    met = True
+    for mode, load, scenarios in cells:
+        by = {s.name: s for s in scenarios}
+        loads = [x for s in scenarios for x in s.loads]
+        span = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "load -"
+        aa = by.get("A/A")
+        times = f", median A/A compare {median(aa.minutes) * 60:.0f} s" if aa and aa.minutes else ""
+        print(f"{mode}, {load} ({span}{times}):")
+        if aa is not None:
+            n = sum(aa.outcomes.values())
+            met &= row("A/A false calls", aa.outcomes["regressed"] + aa.outcomes["improved"], n)
+            met &= row("A/A no measurable difference", aa.outcomes["no measurable difference"], n)
+        for name in ("+10%", "+25%", "+30ms"):
+            effect = by.get(name)
+            if effect is not None:
+                label = "+30 ms" if name == "+30ms" else name
+                met &= row(
+                    f"{label} called slower",
+                    effect.outcomes["regressed"],
+                    sum(effect.outcomes.values()),
+                )
+        if aa is not None:
+            stops_row(dict(aa.stops))
+            met &= row("advice followed decides", aa.advice_decided, aa.advice_followed)
+    print("every target met" if met else "a target was missed")
+    return 0 if met else 1
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--simulate", action="store_true", help="simulated compares only")
+    parser.add_argument("--sims", type=int, default=2000, help="simulated compares per row")
+    parser.add_argument("--first", type=int, default=5, help="simulated: compare.repeats")
+    parser.add_argument("--runs", type=int, default=10, help="live A/A compares per cell")
+    parser.add_argument("--effect-runs", type=int, default=5, help="live compares per effect")
+    parser.add_argument("--modes", default="plain,sandbox", help="plain, sandbox or both")
+    parser.add_argument("--loads", default="quiet,bursty", help="quiet, bursty or both")
+    parser.add_argument(
+        "--scenarios", default="A/A,+10%,+25%,+30ms", help="which to run, comma-separated"
+    )
+    parser.add_argument("--latency-budget", help="passed to every compare (default: its default)")
+    parser.add_argument(
+        "--follow-advice",
+        action="store_true",
+        help="live: compare an inconclusive A/A again with the budget it advised",
+    )
+    args = parser.parse_args()
+    return simulate(args) if args.simulate else live(args)
 
 
 if __name__ == "__main__":

@@ -325,7 +325,7 @@ def test_a_slow_boot_on_one_side_only_is_inconclusive_not_a_verdict() -> None:
     assert c.verdict_latency is Verdict.INCONCLUSIVE
     test = c.latency.test
     assert test is not None and test.rounds == pytest.approx((1.0, 3.0, 1.0))
-    assert "would likely tell" in c.latency_reason
+    assert "would likely decide" in c.latency_reason
     assert exit_status(c.verdicts) == EXIT_OK
 
 

@@ -140,7 +140,8 @@ def test_what_the_gold_set_cannot_see_is_inconclusive_and_strict_fails_it(
 
 def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_path: Path) -> None:
     boots = sandbox.boots()
-    done = compare(sandbox, "main", "main", tmp_path, "--format", "json")
+    # --latency-budget 2: exactly compare.repeats' 2 rounds (no latency-only rounds past them).
+    done = compare(sandbox, "main", "main", tmp_path, "--format", "json", "--latency-budget", "2")
 
     assert done.returncode == 0, done.stderr
     assert sandbox.boots() == boots + 4  # both sides measured: 2 rounds x 2 services
@@ -159,7 +160,7 @@ def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_p
     assert not header["baseline"]["reused"] and not header["candidate"]["reused"]
 
     # Again, with both records stored: an A/A is measured afresh, never one record twice.
-    again = compare(sandbox, "main", "main", tmp_path, "--format", "json")
+    again = compare(sandbox, "main", "main", tmp_path, "--format", "json", "--latency-budget", "2")
     assert again.returncode == 0, again.stderr
     assert sandbox.boots() == boots + 8
     assert json.loads(again.stdout)["verdict"]["latency"] != "not compared"
@@ -344,9 +345,9 @@ def test_results_are_saved_rerendered_and_reused_only_on_request(
     # The same compare without the flag (or with --fresh, its old name) measures both again.
     for extra in ((), ("--fresh",)):
         before = sandbox.boots()
-        fresh = compare(sandbox, "main", "bury12", tmp_path, *extra)
+        fresh = compare(sandbox, "main", "bury12", tmp_path, *extra, "--latency-budget", "2")
         assert fresh.returncode == 1, fresh.stderr
-        assert sandbox.boots() == before + 4  # 2 refs x 2 repeats
+        assert sandbox.boots() == before + 4  # 2 refs x 2 repeats (a budget of 2: no more rounds)
         assert "reused from" not in fresh.stdout
         assert "latency: not compared" not in fresh.stdout
     assert_nothing_left(sandbox, tmp_path)

@@ -82,7 +82,7 @@ BAD_NUMBERS = [
     (["--latency-tolerance", "1"], "--latency-tolerance 1.0: must be at least 0 and below 1"),
     (["--repeats", "0"], "--repeats 0: must be 1 or more and at most 1,000, e.g. --repeats 3"),
     (["--repeats", "-1"], "--repeats -1: must be 1 or more"),
-    (["--max-errors", "-1"], "--max-errors -1: must be 0 or more and at most 1,000,000,000, e.g. --max-errors 0"),
+    (["--max-errors", "-1"], "--max-errors -1: must be 0 or more and at most 1,000,000,000"),
     (["--seed", "-3"], "--seed -3: must be 0 or more"),
     (["--min-effect", "0"], "--min-effect 0.0: must be above 0 and at most 1"),
 ]

@@ -105,6 +105,7 @@ EXPECTED: dict[str, Any] = {
     "concurrency": 1,
     "inputs_hash": None,
     "definition": None,
+    "latency_budget": None,
     "repeats": [
         {
             "index": 0,
@@ -113,6 +114,7 @@ EXPECTED: dict[str, Any] = {
             "sandbox": None,
             "machine": None,
             "positions": [],
+            "latency_only": False,
             "log_path": "results/logs/a.log",
             "failure": None,
             "results": [
@@ -152,6 +154,7 @@ EXPECTED: dict[str, Any] = {
             "sandbox": None,
             "machine": None,
             "positions": [],
+            "latency_only": False,
             "log_path": None,
             "failure": {
                 "stage": "boot",

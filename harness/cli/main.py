@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness.score.metrics import MetricSpec
     from harness.types import GoldSet, RefRun
     from harness.verdict.comparison import CompareSettings, Comparison
+    from harness.verdict.latency_rule import LatencyBudget
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -270,7 +271,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with signals_unwind():
         if args.baseline_url:
             baseline, candidate = run_deployed(
-                plan, args.baseline_url, args.candidate_url, repeats=_repeats(args, plan)
+                plan,
+                args.baseline_url,
+                args.candidate_url,
+                repeats=_repeats(args, plan),
+                latency_budget=_latency_budget(plan),
             )
         else:
             # Both sides measured together unless --reuse-runs: latency is what a re-compare
@@ -281,6 +286,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 args.candidate,
                 repeats=_repeats(args, plan),
                 reuse=args.reuse_runs,
+                latency_budget=_latency_budget(plan),
             )
     _phase(plan, "analysis", "scoring, paired tests, latency")
     corpus = plan.config.corpus
@@ -812,6 +818,13 @@ def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
     return int(args.repeats or plan.config.compare.repeats)
 
 
+def _latency_budget(plan: RunPlan) -> LatencyBudget:
+    """compare.latency_budget (--latency-budget overrides it in `_plan`), checked by both."""
+    from harness.verdict.latency_rule import parse_budget
+
+    return parse_budget(plan.config.compare.latency_budget)
+
+
 def _metric_specs(text: str) -> tuple[MetricSpec, ...]:
     from harness.errors import HarnessError
     from harness.score.metrics import parse_metrics
@@ -845,7 +858,9 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     config = load_config(args.config, repo=args.repo, deployed=deployed)
     overrides: dict[str, object] = {
         name: getattr(args, name)
-        for name in ("alpha", "min_effect", "latency_tolerance", "max_errors", "seed")
+        for name in (
+            "alpha", "min_effect", "latency_tolerance", "latency_budget", "max_errors", "seed"
+        )
         if getattr(args, name, None) is not None
     }
     if getattr(args, "k", None):

@@ -35,6 +35,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message)}\n")
 
 
+def _latency_budget(text: str) -> str:
+    """--latency-budget's value, checked here so a bad one is a usage error (exit 2)."""
+    from harness.verdict.latency_rule import parse_budget
+
+    try:
+        parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
@@ -165,6 +176,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="reuse matching run records instead of measuring again: quality only, latency "
         "not compared (a stored run was measured at another time)",
+    )
+    p.add_argument(
+        "--latency-budget",
+        type=_latency_budget,
+        metavar="N|TIME",
+        help="the most latency rounds (12) or their time (5m, 300s): rounds go on past "
+        "--repeats until the latency verdict is decided (default compare.latency_budget, 15)",
     )
     _add_ray(p)
     p.add_argument(

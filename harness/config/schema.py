@@ -448,6 +448,18 @@ _QUERY: dict[str, Key] = {
     "warmup": Key("int", _at_least(0, MAX_WARMUP)),
     "max_consecutive_failures": Key("int", _at_least(0, MAX_COUNT)),
 }
+
+
+def _budget(value: str) -> list[tuple[str, str]]:
+    from harness.verdict.latency_rule import parse_budget
+
+    try:
+        parse_budget(value)
+    except ValueError as exc:
+        return [("", str(exc))]
+    return []
+
+
 _GOLD: dict[str, Key] = {"path": Key("str"), "corpus": Key("str")}
 _COMPARE: dict[str, Key] = {
     "repeats": Key("int", _at_least(1, MAX_REPEATS)),
@@ -456,9 +468,12 @@ _COMPARE: dict[str, Key] = {
     "min_effect": Key("float", _effect),
     "max_unknown_ids": Key("int", _at_least(0, MAX_COUNT)),
     "latency_tolerance": Key("float", _tolerance),
+    "latency_budget": Key("budget", _budget),
     "max_errors": Key("int", _at_least(0, MAX_COUNT)),
     "seed": Key("int", _at_least(0, MAX_SEED)),
 }
+
+
 def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
     from harness.gate.floors import floor_problems
 
@@ -480,6 +495,7 @@ _KIND_NAMES = {
     "str": "a string",
     "bool": "a boolean (true or false)",
     "int": "an integer",
+    "budget": 'a round count (12) or a time ("5m", "300s")',
     "float": "a number",
     "strs": "an array of strings",
     "ints": "an array of integers",
@@ -546,6 +562,9 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
         return (value, None) if isinstance(value, bool) else (None, wrong)
     if kind == "int":
         return (value, None) if _is_int(value) else (None, wrong)
+    if kind == "budget":  # 12 or "12" (rounds), "5m" (a time): kept as its text
+        ok = _is_int(value) or isinstance(value, str)
+        return (str(value), None) if ok else (None, wrong)
     if kind == "float":
         if _is_int(value) and abs(value) > MAX_SECONDS * 1e6:  # float() of 1e400 overflows
             return None, f"expected a number of reasonable size, got {clip(str(value))}"

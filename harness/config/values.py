@@ -131,6 +131,9 @@ class CompareConfig:
     alpha: float = 0.05
     min_effect: float = 0.10  # the change "no measurable difference" must have been able to see
     latency_tolerance: float = 0.10  # a latency ratio within 1 +/- this is "no difference"
+    # The most latency rounds (a count, "15") or the time they may take ("5m", "300s"): the
+    # sequential rule (harness.verdict.latency_rule) adds rounds past `repeats` up to it.
+    latency_budget: str = "15"
     max_errors: int = 0  # errored queries tolerated before the verdict is "invalid"
     max_unknown_ids: int = 0  # returned ids absent from gold.corpus tolerated, per side
     seed: int = 0  # for bootstrap and randomization tests

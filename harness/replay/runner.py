@@ -43,6 +43,7 @@ from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
+from harness.replay import latency_rounds
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import (
     READ_BATCH,
@@ -62,6 +63,7 @@ from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.score.definition import Definition, definition
 from harness.scrub import register_headers, safe_url
 from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.verdict.latency_rule import LatencyBudget
 
 STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
@@ -141,6 +143,10 @@ class RefSession:
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
         self.order_seed: int | None = plan.order_seed
+        # Rounds from this index on are latency-only (harness.replay.latency_rounds); the plan
+        # of rounds the latency rule was made for, when it ran sequentially.
+        self.quality_rounds: int | None = None
+        self.latency_budget: int | None = None
         self.repeats: list[Repeat] = []
         self.build_failure: RunFailure | None = None
         self.worktree: Path | None = None
@@ -340,6 +346,7 @@ class RefSession:
             sandbox=None if svc_cm is None else svc_cm.sandbox,
             machine=machine,
             positions=positions if len(positions) == len(results) else (),
+            latency_only=self.quality_rounds is not None and index >= self.quality_rounds,
         )
         self.repeats.append(rep)
         return rep
@@ -380,6 +387,7 @@ class RefSession:
                 self.config_hash,
                 self.plan.config.compare.k,
             ),
+            latency_budget=self.latency_budget,
         )
         try:
             path = save_run(self.plan.results_dir, run, redact=self.plan.redact)
@@ -440,7 +448,11 @@ def _query_config_dict(side: SideConfig) -> dict[str, object]:
 
 
 def run_interleaved(
-    sessions: Sequence[RefSession], *, repeats: int, fresh: bool = False
+    sessions: Sequence[RefSession],
+    *,
+    repeats: int,
+    fresh: bool = False,
+    latency_budget: LatencyBudget | None = None,
 ) -> tuple[RefRun, ...]:
     """Every session `repeats` rounds, measured together; one RefRun per session, in order.
 
@@ -451,6 +463,10 @@ def run_interleaved(
     back to back, half of the queries baseline-first, drawn per compare); under `concurrency > 1`,
     or with one session, each round boots them one after the other (order alternating), each sending
     its queries as a burst.
+
+    With a `latency_budget`, two sessions measured together at concurrency 1 go on past
+    `repeats` one latency-only round at a time until the latency rule decides or the budget is
+    spent (`harness.replay.latency_rounds`); on Ray they run `repeats` rounds, one look.
     """
     runs: dict[int, RefRun] = {}
     on_ray = bool(sessions) and sessions[0].plan.ray is not None
@@ -460,7 +476,9 @@ def run_interleaved(
             # A deployment is never reused: what answers at a URL changes without a commit.
             found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
-                runs[i] = replace(found, repeats=found.repeats[:repeats], reused=True)
+                runs[i] = replace(
+                    found, repeats=found.repeats[:repeats], reused=True, latency_budget=None
+                )
         observer = sessions[0].plan.observer if sessions else None
         if observer is not None and len(runs) < len(sessions):
             observer.planned((len(sessions) - len(runs)) * repeats)
@@ -479,6 +497,8 @@ def run_interleaved(
             from harness.replay.remote import run_rounds
 
             run_rounds(together, repeats)
+        elif latency_budget is not None and len(together) == 2 and together[0].plan.concurrency < 2:
+            _sequential_rounds(together, repeats, latency_budget)
         else:
             for index in range(repeats):
                 play_round(together, index, repeats)
@@ -486,6 +506,28 @@ def run_interleaved(
                     break  # the run is invalid already: no more rounds of a stalled service
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
+
+
+def _sequential_rounds(
+    sessions: Sequence[RefSession], repeats: int, budget: LatencyBudget
+) -> None:
+    """Round 1, then the plan's round count fixed from its duration, then rounds until
+    `latency_rounds.settled` (the latency rule decided, or the budget is spent)."""
+    tolerance = sessions[0].plan.config.compare.latency_tolerance
+    observer = sessions[0].plan.observer
+    for session in sessions:
+        session.quality_rounds = repeats
+    started = time.monotonic()
+    play_round(sessions, 0, repeats)
+    total = latency_rounds.planned_rounds(budget, repeats, time.monotonic() - started)
+    for session in sessions:
+        session.latency_budget = total
+    index = 1
+    while not latency_rounds.settled(sessions, repeats, total, tolerance):
+        if index >= repeats and observer is not None:
+            observer.planned(len(sessions))  # a latency-only round: two more boots
+        play_round(sessions, index, total)
+        index += 1
 
 
 def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
@@ -512,7 +554,13 @@ def run_ref(plan: RunPlan, side: str, ref: str, *, repeats: int) -> RefRun:
 
 
 def run_pair(
-    plan: RunPlan, baseline_ref: str, candidate_ref: str, *, repeats: int, reuse: bool = False
+    plan: RunPlan,
+    baseline_ref: str,
+    candidate_ref: str,
+    *,
+    repeats: int,
+    reuse: bool = False,
+    latency_budget: LatencyBudget | None = None,
 ) -> tuple[RefRun, RefRun]:
     """Both refs through `run_interleaved`, measured together: `repeats` rounds, each booting
     both services afresh (boot order alternating) and sending every query to both back to back, half
@@ -531,12 +579,19 @@ def run_pair(
         RefSession(plan, "candidate", candidate_ref),
     ]
     same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
-    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=not reuse or same)
+    baseline, candidate = run_interleaved(
+        sessions, repeats=repeats, fresh=not reuse or same, latency_budget=latency_budget
+    )
     return baseline, candidate
 
 
 def run_deployed(
-    plan: RunPlan, baseline_url: str, candidate_url: str, *, repeats: int
+    plan: RunPlan,
+    baseline_url: str,
+    candidate_url: str,
+    *,
+    repeats: int,
+    latency_budget: LatencyBudget | None = None,
 ) -> tuple[RefRun, RefRun]:
     """Two running deployments measured together, exactly as `run_pair` measures two refs
     (time-paired rounds, the order within pairs balanced, a shared pair_id), with nothing checked
@@ -545,7 +600,9 @@ def run_deployed(
         RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url),
         RefSession(plan, "candidate", safe_url(candidate_url), url=candidate_url),
     ]
-    baseline, candidate = run_interleaved(sessions, repeats=repeats, fresh=True)
+    baseline, candidate = run_interleaved(
+        sessions, repeats=repeats, fresh=True, latency_budget=latency_budget
+    )
     return baseline, candidate
 
 

@@ -255,10 +255,10 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
     lines = []
     if lat.test is not None:
         rounds = len(lat.test.rounds)
-        paired = f"candidate/baseline, paired median over {queries(lat.n_paired)}"
+        paired = f"candidate/baseline, paired trimmed mean over {queries(lat.n_paired)}"
         if rounds:  # a comparison saved before issue 12 has no rounds
             paired = (
-                f"candidate/baseline, time-paired median over {queries(lat.n_paired)}, "
+                f"candidate/baseline, time-paired trimmed mean over {queries(lat.n_paired)}, "
                 f"{rounds} round{'s' * (rounds != 1)} (each booting both)"
             )
         lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")

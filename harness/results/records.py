@@ -172,6 +172,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "inputs_hash": run.inputs_hash,
         "definition": None if run.definition is None else run.definition.to_dict(),
         "order_seed": run.order_seed,
+        "latency_budget": run.latency_budget,
         "repeats": [
             {
                 "index": rep.index,
@@ -182,6 +183,7 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
                 "sandbox": rep.sandbox,
                 "machine": _machine_to_dict(rep.machine),
                 "positions": list(rep.positions),
+                "latency_only": rep.latency_only,
                 "results": [_result_to_dict(r, limit) for r in rep.results],
             }
             for rep in run.repeats
@@ -210,6 +212,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
                 sandbox=rep.get("sandbox"),
                 machine=_machine_from_dict(rep.get("machine")),
                 positions=tuple(int(p) for p in rep.get("positions", ())),
+                latency_only=bool(rep.get("latency_only", False)),
             )
             for rep in data["repeats"]
         )
@@ -232,6 +235,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             inputs_hash=data.get("inputs_hash"),
             definition=definition_from_dict(data.get("definition")),
             order_seed=None if data.get("order_seed") is None else int(data["order_seed"]),
+            latency_budget=data.get("latency_budget"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
@@ -337,7 +341,7 @@ def find_reusable(
             and run.tool_version == __version__
             and run.inputs_hash == inputs_hash
             and run.concurrency == concurrency
-            and len(run.repeats) >= repeats
+            and sum(not rep.latency_only for rep in run.repeats) >= repeats
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
             and not (texts and any(r.texts is None for rep in run.repeats for r in rep.results))

@@ -105,6 +105,7 @@ _KINDS: dict[str, dict[str, Any]] = {
     "bool": {"type": "boolean"},
     "int": {"type": "integer"},
     "float": {"type": "number"},
+    "budget": {"type": ["integer", "string"]},  # compare.latency_budget: 12, "5m"
     "strs": {"type": "array", "items": {"type": "string"}},
     "ints": {"type": "array", "items": {"type": "integer"}},
     "table": {"type": "object", "additionalProperties": {"type": "string"}},

@@ -11,6 +11,7 @@
     distributions.py  binomial tails and pmf (exact integers), Student's t quantile: no scipy
     latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
     order_effect.py  how much slower the second of a time-paired exchange is (from the data)
+    latency_rule.py  rounds until the latency answer is clear: the group-sequential rule
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
     comparable.py  whether two saved comparisons share their evaluation definition

@@ -33,13 +33,14 @@ What is compared, and how:
   (Holm-adjusted p < alpha) while the overall row of that metric is not.
 - Latency: per side `latency.latency_summary` over every non-errored answer of every usable repeat.
   Paired only when both runs were measured together (one `pair_id`: each query timed on both
-  sides back to back, round by round); then per round `latency.round_ratio` over the analysed
-  queries (answerable or not, with a latency > 0 on both sides in that round) and
-  `latency.latency_test` over the rounds (Student's t on the log ratios: boots inside the
-  interval).  A stored (reused) run, or runs from different invocations, give NOT_COMPARED
-  with the reason and the fix (no --reuse-runs), also as a warning; so does --concurrency
-  N > 1, which gives throughput per side instead.  A busy machine (load average above the CPU
-  count) is a warning.
+  sides back to back, round by round); then per round `latency_rule.round_estimate` (the
+  trimmed mean of per-query log ratios) over the analysed queries (answerable or not, with a
+  latency > 0 on both sides in that round), latency-only rounds included, and
+  `latency_rule.decide` over the rounds (the group-sequential rule the runner stopped on: boots
+  inside the interval, valid under a look after every round).  A stored (reused) run, or runs
+  from different invocations, give NOT_COMPARED with the reason and the fix (no
+  --reuse-runs), also as a warning; so does --concurrency N > 1, which gives throughput per
+  side instead.  A busy machine (load average above the CPU count) is a warning.
 - Flips at each hit@k: analysed queries whose modal outcome differs, with the rank of the first
   relevant document (grade >= rel_level, ranks over the deduplicated list, None = not returned)
   taken as the upper median over repeats, None counting as worst: so a tie resolves to the worse
@@ -234,7 +235,8 @@ def compare(
         if fell:
             more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
             collapses.append(f"{scope.name} ({fell[0]}{more})")
-    latency = details.latency(analysed if in_analysis else [], runs, usable, settings)
+    timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
+    latency = details.latency(analysed if in_analysis else [], runs, timed, settings)
     if latency.test is None and latency.not_compared is None and not invalid:
         invalid.append("no query latency was recorded on both sides; the runner must record it")
     if latency.not_compared is not None:

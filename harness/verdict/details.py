@@ -30,13 +30,8 @@ from harness.verdict.comparison import (
     RepeatMeans,
     TopScores,
 )
-from harness.verdict.latency import (
-    Throughput,
-    latency_summary,
-    latency_test,
-    round_ratio,
-    throughput,
-)
+from harness.verdict.latency import Throughput, latency_summary, throughput
+from harness.verdict.latency_rule import MIN_LOOK, decide, plan, round_estimate
 from harness.verdict.order_effect import OrderEffect, order_effect
 from harness.verdict.scopes import Side
 
@@ -162,25 +157,18 @@ def latency(
     effect: OrderEffect | None = None
     per_query: list[float] = []
     if why is None and all(repeats):
-        base_by, cand_by = ({rep.index: validity.by_query(rep) for rep in reps} for reps in repeats)
-        first_by = {rep.index: _baseline_first(rep) for rep in repeats[0]}
-        ratios = []
-        orders: list[tuple[list[float], list[bool]]] = []
-        for index in sorted(set(base_by) & set(cand_by)):
-            b, c = base_by[index], cand_by[index]
-            both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
-            if both:
-                paired = max(paired, len(both))
-                b_ns, c_ns = [b[q].latency_ns for q in both], [c[q].latency_ns for q in both]
-                ratios.append(round_ratio(b_ns, c_ns))
-                per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
-                first = first_by.get(index, {})
-                if all(q in first for q in both):  # the order was recorded (runs since 24)
-                    logs = [math.log(y / x) for x, y in zip(b_ns, c_ns, strict=True)]
-                    orders.append((logs, [first[q] for q in both]))
-        if ratios:
-            test = latency_test(ratios, tolerance=settings.latency_tolerance)
-            effect = order_effect(orders)
+        rounds = paired_rounds(ids, repeats[0], repeats[1])
+        for b_ns, c_ns in rounds:
+            paired = max(paired, len(b_ns))
+            per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
+        if rounds:
+            estimates = [round_estimate(b_ns, c_ns) for b_ns, c_ns in rounds]
+            first = sum(1 for rep in repeats[0] if not rep.latency_only) or len(rounds)
+            budget = max(base_run.latency_budget or len(rounds), len(rounds), MIN_LOOK)
+            test = decide(
+                estimates, plan(first, budget), tolerance=settings.latency_tolerance
+            )
+            effect = order_effect(_orders(ids, repeats[0], repeats[1]))
     if why is not None:
         words = why
     elif test is None:
@@ -212,6 +200,40 @@ def _baseline_first(rep: Repeat) -> dict[str, bool]:
     if len(rep.positions) != len(rep.results):
         return {}
     return {r.query_id: p == 0 for r, p in zip(rep.results, rep.positions, strict=True)}
+
+
+def _orders(
+    ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
+) -> list[tuple[list[float], list[bool]]]:
+    """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
+    the queries timed on both sides, and whether the baseline went first for each."""
+    base_by = {rep.index: validity.by_query(rep) for rep in baseline}
+    cand_by = {rep.index: validity.by_query(rep) for rep in candidate}
+    first_by = {rep.index: _baseline_first(rep) for rep in baseline}
+    orders = []
+    for index in sorted(set(base_by) & set(cand_by)):
+        b, c, first = base_by[index], cand_by[index], first_by.get(index, {})
+        both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
+        if both and all(q in first for q in both):
+            logs = [math.log(c[q].latency_ns / b[q].latency_ns) for q in both]
+            orders.append((logs, [first[q] for q in both]))
+    return orders
+
+
+def paired_rounds(
+    ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
+) -> list[tuple[list[int], list[int]]]:
+    """Per round (by repeat index, in order) the latencies (ns) of the queries of `ids` answered
+    with a latency on both sides in that round, baseline's and candidate's, aligned."""
+    base_by = {rep.index: validity.by_query(rep) for rep in baseline}
+    cand_by = {rep.index: validity.by_query(rep) for rep in candidate}
+    out = []
+    for index in sorted(set(base_by) & set(cand_by)):
+        b, c = base_by[index], cand_by[index]
+        both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
+        if both:
+            out.append(([b[q].latency_ns for q in both], [c[q].latency_ns for q in both]))
+    return out
 
 
 def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:

@@ -3,7 +3,9 @@ over rounds, and throughput under --concurrency.
 
     latency_summary(ns) -> LatencySummary             p50/p95/p99/max/mean of one side
     round_ratio(base_ms, cand_ms) -> float            one round's median per-query paired ratio
-    latency_test(round_ratios, tolerance=) -> LatencyTest   the verdict, boots in the interval
+    latency_test(round_ratios, tolerance=) -> LatencyTest   a fixed number of rounds, one look
+                                                      (compare uses harness.verdict.latency_rule,
+                                                      valid under a look after every round)
     throughput(per_round_qps, concurrency) -> Throughput
     ratio_words / interval_words                      "1.52x slower (95% CI 1.45-1.60)"
 
@@ -87,6 +89,10 @@ class LatencyTest:
     reason: str
     rounds: tuple[float, ...] = ()
     rounds_needed: int | None = None
+    # The sequential rule's (harness.verdict.latency_rule): the most rounds it could run, and
+    # why it stopped ("decided after 4 rounds (budget 10)", "the budget of 10 rounds is spent").
+    budget: int | None = None
+    stop: str | None = None
 
 
 MIN_ROUNDS = 2  # one round shows nothing of the spread between boots

@@ -27,13 +27,17 @@ _SAMPLE_CHARS = 200  # of a sample answer's detail, shown with the errors of its
 NEARLY_ALL = 0.9  # a share of failed queries past which the request itself is wrong
 
 
-def usable(run: RefRun) -> tuple[Repeat, ...]:
+def usable(run: RefRun, *, latency: bool = False) -> tuple[Repeat, ...]:
     """The repeats whose answers are used: none after a build failure, else every repeat that
-    did not fail, or failed only at teardown."""
+    did not fail, or failed only at teardown; rounds run for latency only (`Repeat.latency_only`,
+    past compare.repeats) only when `latency`: quality is scored on the first `repeats` alone."""
     if run.build_failure is not None:
         return ()
     return tuple(
-        rep for rep in run.repeats if rep.failure is None or rep.failure.stage in _WARNING_STAGES
+        rep
+        for rep in run.repeats
+        if (rep.failure is None or rep.failure.stage in _WARNING_STAGES)
+        and (latency or not rep.latency_only)
     )
 
 

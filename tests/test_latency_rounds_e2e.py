@@ -1,0 +1,59 @@
+"""Latency rounds past compare.repeats, end to end: the real CLI in a subprocess on the fixture
+service (tests/e2e_support.py, compare.repeats = 2 there).
+
+- an A/A goes on past the 2 quality rounds, stops by --latency-budget at the latest, never calls
+  a change, and quality is scored on the first 2 rounds only (the other rounds latency-only);
+- a 30 ms-slower candidate is decided slower at the first look: no round past compare.repeats.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import Sandbox, build_sandbox
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    return build_sandbox(tmp_path_factory.mktemp("rounds-e2e") / "s", {"slow": {"slow_ms": 30}})
+
+
+def _compare(sandbox: Sandbox, candidate: str, results: Path, *extra: str) -> dict[str, Any]:
+    done = sandbox.harness(
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        candidate,
+        "--format",
+        "json",
+        *extra,
+        results=results,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+def test_an_aa_goes_on_past_repeats_up_to_the_budget(sandbox: Sandbox, tmp_path: Path) -> None:
+    doc = _compare(sandbox, "main", tmp_path, "--latency-budget", "4")
+    test = doc["latency"]["test"]
+    assert doc["verdict"]["latency"] not in ("regressed", "improved")
+    assert test["budget"] == 4
+    assert 3 <= len(test["rounds"]) <= 4  # at 2 rounds t(1) cannot settle an A/A
+    assert test["stop"].startswith(("decided after", "the budget of 4 rounds is spent"))
+    assert doc["header"]["baseline"]["usable_repeats"] == 2  # quality: the 2 quality rounds
+
+
+def test_a_30_ms_slower_candidate_is_decided_at_the_first_look(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    doc = _compare(sandbox, "slow", tmp_path, "--latency-budget", "6")
+    test = doc["latency"]["test"]
+    assert doc["verdict"]["latency"] == "regressed"
+    assert len(test["rounds"]) == 2 and test["stop"] == "decided after 2 rounds (budget 6)"
