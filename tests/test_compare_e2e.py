@@ -371,7 +371,7 @@ def test_a_plain_recompare_measures_the_stored_baseline_again(
     )
 
     boots = sandbox.boots()
-    later = compare(sandbox, "main", "slow", tmp_path, "--seed", "77")
+    later = compare(sandbox, "main", "slow", tmp_path, "--seed", "77", "--latency-budget", "2")
     assert later.returncode == 1, later.stderr  # a 30 ms slower candidate: latency regressed
     assert sandbox.boots() == boots + 4  # the stored baseline booted again beside the candidate
     assert "reused from" not in later.stdout

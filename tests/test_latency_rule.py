@@ -259,6 +259,8 @@ class _Session:
     quality_rounds: int | None = None
     latency_budget: int | None = None
     pair_id: str | None = None
+    order_seed: int | None = None
+    stopped: bool = False
     url: str = "http://127.0.0.1:1"  # a deployment: never looked up for reuse
 
     def items(self) -> list[tuple[str, str]]:
