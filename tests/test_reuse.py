@@ -201,15 +201,16 @@ def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> Non
         done = sandbox.harness(
             "compare",
             *("--baseline", "main", "--candidate", "twin", "--repeats", "1", "--reuse-runs"),
+            *("--latency-budget", "2"),  # the latency rule needs 2 rounds: 1 past --repeats 1
             config=config,
         )
         assert done.returncode == 0, done.stderr
         return sandbox.boots()
 
-    assert compare() == 2  # both measured (reuse is decided before either side runs)
-    assert compare() == 2  # both reused
+    assert compare() == 4  # both measured (reuse is decided before either side runs)
+    assert compare() == 4  # both reused
     with corpus.open("a") as f:
         f.write(json.dumps({"id": "extra", "title": "Extra", "text": "one more page"}) + "\n")
-    assert compare() == 4  # a new corpus: both measured again
-    assert compare() == 4
+    assert compare() == 8  # a new corpus: both measured again
+    assert compare() == 8
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
