@@ -99,7 +99,8 @@ def test_a_compare_on_ray_gives_the_verdict_and_records_of_one_without(
     sandbox: Sandbox, tmp_path: Path, ray_tmp: Path
 ) -> None:
     args = ("compare", "--baseline", "main", "--candidate", "bury12", "--fresh")
-    args += ("--format", "json", "--latency-tolerance", "0.9")
+    # On Ray the rounds are compare.repeats (2), one look: so are they here, by the budget.
+    args += ("--format", "json", "--latency-tolerance", "0.9", "--latency-budget", "2")
     plain = sandbox.harness(*args, results=tmp_path / "plain")
     assert plain.returncode == 1, plain.stderr
 
