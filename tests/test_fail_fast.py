@@ -122,7 +122,7 @@ def test_a_side_failing_now_and_then_is_measured_to_the_end(canned: Start, tmp_p
     baseline = canned(ok().hex(), "--count", str(good))
     # answers, stalls, stalls, answers, ...: two failures in a row at most, never three
     candidate = canned(ok().hex(), STALL.hex(), STALL.hex(), "--count", str(flaky))
-    done = compare(tmp_path, baseline, candidate)
+    done = compare(tmp_path, baseline, candidate, "--latency-budget", "2")  # the 2 quality rounds
     said = done.stdout + done.stderr
     assert "stopped, the run is invalid" not in said
     assert "max_consecutive_failures" not in said

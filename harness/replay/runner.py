@@ -524,6 +524,8 @@ def _sequential_rounds(
         session.latency_budget = total
     index = 1
     while not latency_rounds.settled(sessions, repeats, total, tolerance):
+        if any(session.stopped for session in sessions):
+            break  # the run is invalid already: no more rounds of a stalled service
         if index >= repeats and observer is not None:
             observer.planned(len(sessions))  # a latency-only round: two more boots
         play_round(sessions, index, total)
