@@ -105,9 +105,13 @@ def config_text(
     build: str | None = None,
     repeats: int = 2,
     texts: bool = False,
+    latency_budget: int | None = None,
 ) -> str:
     """A harness.toml for the fixture service. `stop_timeout` is short so that a service that
-    ignores SIGTERM costs one second, not ten."""
+    ignores SIGTERM costs one second, not ten. Latency rounds are `repeats` (2 at the least, the
+    rule's minimum) unless `latency_budget` says more: a test that asserts an exit status must
+    not hang on a latency call the machine's load can make (tests of the sequential rounds pass
+    --latency-budget)."""
     lines = [
         "[service]",
         'start = "{python} svc.py --port {port} --data {data}"',
@@ -139,6 +143,7 @@ def config_text(
         "",
         "[compare]",
         f"repeats = {repeats}",
+        f"latency_budget = {max(repeats, 2) if latency_budget is None else latency_budget}",
         "k = [5, 10]",
     ]
     return "\n".join(lines) + "\n"

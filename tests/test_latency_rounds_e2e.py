@@ -1,8 +1,8 @@
 """Latency rounds past compare.repeats, end to end: the real CLI in a subprocess on the fixture
 service (tests/e2e_support.py, compare.repeats = 2 there).
 
-- an A/A goes on past the 2 quality rounds, stops by --latency-budget at the latest, never calls
-  a change, and quality is scored on the first 2 rounds only (the other rounds latency-only);
+- an A/A goes on past the 2 quality rounds, stops by --latency-budget at the latest, and quality
+  is scored on the first 2 rounds only (the other rounds latency-only);
 - a 30 ms-slower candidate is decided slower at the first look: no round past compare.repeats.
 """
 
@@ -43,7 +43,9 @@ def _compare(sandbox: Sandbox, candidate: str, results: Path, *extra: str) -> di
 def test_an_aa_goes_on_past_repeats_up_to_the_budget(sandbox: Sandbox, tmp_path: Path) -> None:
     doc = _compare(sandbox, "main", tmp_path, "--latency-budget", "4")
     test = doc["latency"]["test"]
-    assert doc["verdict"]["latency"] not in ("regressed", "improved")
+    # Whether an A/A is called is the rule's error rate, measured by simulation
+    # (tests/test_latency_rule.py, scripts/latency_calibration.py): a machine's load can make one
+    # call here, so this test checks the rounds, not the verdict.
     assert test["budget"] == 4
     assert 3 <= len(test["rounds"]) <= 4  # at 2 rounds t(1) cannot settle an A/A
     assert test["stop"].startswith(("decided after", "the budget of 4 rounds is spent"))
