@@ -143,8 +143,8 @@ def config_text(
         "",
         "[compare]",
         f"repeats = {repeats}",
-        f"latency_budget = {max(repeats, 2) if latency_budget is None else latency_budget}",
         "k = [5, 10]",
+        f"latency_budget = {max(repeats, 2) if latency_budget is None else latency_budget}",
     ]
     return "\n".join(lines) + "\n"
 
