@@ -537,12 +537,14 @@ _HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help
 
 _EXITS = {
     "compare": "0 no regression (improved, no measurable difference, inconclusive, not compared)"
-    "\n  1 quality or latency regressed\n  2 usage, configuration or gold-set error"
+    "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor"
+    "\n  2 usage, configuration or gold-set error"
     "\n  3 invalid: a build, boot or query failed, or the inputs do not match"
     "\n  4 with --strict: quality inconclusive",
     "run": "0 every query answered\n  2 usage, configuration or gold-set error"
     "\n  3 a query failed or the service would not build or boot",
-    "gate": "0 pass (or --update-baseline wrote it)\n  1 a row fell below the baseline"
+    "gate": "0 pass (or --update-baseline wrote it)"
+    "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met"
     "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid",
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
 }
@@ -599,8 +601,8 @@ def _document(parser: argparse.ArgumentParser, name: str = "") -> None:
         parts.append("exit status:\n  " + _EXITS.get(name, _DEFAULT_EXITS))
     else:
         parts.append(
-            "exit status: 0 ok, 1 regressed, 2 usage or input error, 3 invalid run, "
-            "4 inconclusive with --strict,\n  128+N killed by signal N; "
+            "exit status: 0 ok, 1 regressed or below a floor, 2 usage or input error, "
+            "3 invalid run,\n  4 inconclusive with --strict, 128+N killed by signal N; "
             "each command's --help says which it uses"
         )
     if parts and not parser.epilog:
