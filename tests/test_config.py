@@ -914,3 +914,11 @@ def test_substitute_is_literal_and_leaves_other_braces_alone() -> None:
     assert substitute(template, values) == (
         'python -c "print({})" --json \'{"a": 1}\' --port {unknown} {unknown}'
     )
+
+
+def test_a_missing_ready_names_a_path_a_service_without_a_health_route_serves(repo: Path) -> None:
+    text = MINIMAL.replace('ready = "/health"\n', "")
+    (problem,) = problems_of(write(repo, text))
+    assert problem.field == "service.ready"
+    assert problem.message.startswith('missing required key: set ready = "/health" in [service]')
+    assert 'no health route? FastAPI serves "/openapi.json"' in problem.message

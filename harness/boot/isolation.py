@@ -149,7 +149,7 @@ def _placeholder_problems(
                 message += f"; or pin {name} in service.env"
             message += "; write {{ and }} for literal braces (a shell's ${X} is ${{X}})"
             problems.append(_problem(key, message))
-        elif extra[0] or extra[1]:
+        elif name is not None and (extra[0] or extra[1]):
             problems.append(_problem(key, no_format_spec(name, extra[0] or "", extra[1] or "")))
     return problems
 

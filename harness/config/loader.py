@@ -705,4 +705,9 @@ def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> Non
                 )
             else:
                 message = f"missing required key{who}: set {EXAMPLES[key]} in {where}"
+                if key == "service.ready":  # the path to name is the user's most common guess
+                    message += (
+                        ", a path the service answers with 2xx once it can take queries (no "
+                        'health route? FastAPI serves "/openapi.json")'
+                    )
             reader.add(f"{side}.{key}" if side else key, message, near=key)
