@@ -354,7 +354,8 @@ def test_a_ready_path_the_service_does_not_serve_says_which_path_to_use(
     ctx = boot(START, ready="/healthz", ready_timeout=1.0)
     with pytest.raises(ServiceError) as caught, ctx:
         pytest.fail("the body must not run")
-    assert "GET http://127.0.0.1:" in caught.value.message and "gave HTTP 404" in caught.value.message
+    message = caught.value.message
+    assert "GET http://127.0.0.1:" in message and "gave HTTP 404" in message
     advice = caught.value.details[-1]
     assert advice.startswith("the service answers, but GET /healthz gave 404: set service.ready")
     assert 'FastAPI serves "/openapi.json"' in advice

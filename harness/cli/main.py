@@ -874,7 +874,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # A run that cannot save what it measured must not measure; checked (and the directory
     # made) only once every input is valid, so a refused run leaves no empty results behind.
     results_dir = check_writable(Path(args.results).resolve())
-    progress = None if args.quiet else Progress()
+    progress = None if args.quiet else Progress(deployed=deployed)
     plan = RunPlan(
         config=config,
         gold=gold,
