@@ -58,7 +58,7 @@ def completed(text: str) -> str:
         lines = "".join(f"{key} = {value}\n" for key, value in missing.items())
         if isinstance(have, dict):
             header = re.compile(rf"^\[{table}\][^\n]*\n", re.M)
-            text = header.sub(lambda m: m.group(0) + lines, text, count=1)
+            text = header.sub(lambda m, add=lines: m.group(0) + add, text, count=1)
         else:
             text += f"\n[{table}]\n{lines}"
     return text
