@@ -296,7 +296,8 @@ def _discover(cwd: Path) -> Path:
         f"no harness configuration in {cwd}: looked for harness.toml, "
         "then a [tool.harness] table in pyproject.toml",
         hint="create harness.toml with [service] start and ready, [query] path and ids, "
-        "and [gold] path (see the README's configuration section), or pass its path",
+        "and [gold] path (docs/configure.md; `harness demo DIR` writes an example to copy), "
+        "or pass its path",
     )
 
 
