@@ -10,6 +10,10 @@ query, `qid Q0 docid rank score tag`):
     bm25-flat   the same with b = 0.1 (weak length normalisation) and k1 = 0.9
     bm25-title  BM25 over the titles only: a clearly weaker system
 
+Scores are written strictly decreasing along each ranking (a tie is moved down by 1e-6): tied
+scores are ordered by convention, differently by trec_eval (docid descending, as harness) and
+ranx, and the benchmark compares the tools' numbers, not their tie rules.
+
 The runs are what `scripts/bench_compare_runs.py` compares with `harness compare-runs` and ranx.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -53,9 +58,16 @@ def write_runs(data: Path, out: Path) -> list[Path]:
         docs, scores = model.retrieve(query_tokens, k=DEPTH, show_progress=False, n_threads=1)
         lines = []
         for qid, row, row_scores in zip(qids, docs, scores, strict=True):
+            last = math.inf
             for rank, (doc, score) in enumerate(zip(row, row_scores, strict=True), start=1):
-                if score > 0:  # a document sharing no term with the query is not retrieved
-                    lines.append(f"{qid} Q0 {doc_ids[doc]} {rank} {score:.6f} {name}\n")
+                if score <= 0:  # a document sharing no term with the query is not retrieved
+                    continue
+                # Strictly decreasing scores, in bm25s's order: with a tie the order would be a
+                # matter of convention (trec_eval and harness: docid descending; ranx: its own),
+                # and the tools would score different rankings, not differ in their numbers.
+                shown = min(round(float(score), 6), round(last - 1e-6, 6))
+                last = shown
+                lines.append(f"{qid} Q0 {doc_ids[doc]} {rank} {shown:.6f} {name}\n")
         path = out / f"{name}.run"
         path.write_text("".join(lines), encoding="utf-8")
         written.append(path)
