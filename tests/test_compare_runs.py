@@ -107,14 +107,20 @@ def test_strict_turns_an_inconclusive_quality_into_exit_4(tmp_path: Path) -> Non
     assert status == 4
 
 
-def test_a_run_that_returned_nothing_judged_is_invalid_exit_3(tmp_path: Path) -> None:
+def test_a_run_that_returned_nothing_judged_is_invalid_exit_3_over_a_regression(
+    tmp_path: Path,
+) -> None:
     gold = _gold(tmp_path)
     base = _trec(tmp_path / "base.run", {})
+    worse = _trec(tmp_path / "worse.run", {i: None for i in range(30)})
     foreign = tmp_path / "foreign.run"
     foreign.write_text("".join(f"q{i:02d} Q0 zz{i} 1 1.0 t\n" for i in range(N)))
-    status, out, _ = _compare_runs(tmp_path, base, foreign, "--gold", gold)
-    assert status == 3
+    status, out, _ = _compare_runs(tmp_path, base, worse, "--gold", gold)
+    assert status == 1
+    status, out, _ = _compare_runs(tmp_path, base, worse, foreign, "--gold", gold)
+    assert status == 3  # invalid beats regressed, as in harness compare
     assert "INVALID" in out
+    assert "worse.run: regressed" in out
 
 
 def test_markdown_and_html_reports(tmp_path: Path) -> None:
