@@ -160,7 +160,7 @@ def main() -> int:
     print("\np-values, each candidate against the baseline")
     print(
         f"  {'candidate':11} {'metric':10} {'harness':>9} {'test':15} {'ranx fisher':>11} "
-        f"{'ranx t':>9}"
+        f"{'ranx t':>9} {'within resampling error':>24}"
     )
     for comparison in ours["comparisons"]:
         cand = Path(comparison["header"]["candidate"]["ref"]).stem
@@ -170,7 +170,13 @@ def main() -> int:
             test = "McNemar exact" if row.get("hit") else "randomization"
             pf = fisher[base]["comparisons"][cand][rname]
             pt = student[base]["comparisons"][cand][rname]
-            print(f"  {cand:11} {metric:10} {row['p']:9.4f} {test:15} {pf:11.4f} {pt:9.4f}")
+            # ranx's p is a share of 1,000 permutations: its binomial standard error, 3 of them
+            # (at least one permutation's worth), beside harness's own Monte Carlo floor 1e-3.
+            bound = 3 * (max(pf, 1e-3) * (1 - pf) / 1000) ** 0.5 + 1e-3
+            agree = "yes" if abs(row["p"] - pf) <= bound else "NO"
+            print(
+                f"  {cand:11} {metric:10} {row['p']:9.4f} {test:15} {pf:11.4f} {pt:9.4f} {agree:>24}"
+            )
     print("  (ranx fisher: 1,000 permutations, resampling error about ±0.014 at p = 0.05;")
     print("   harness: exact for hit@k, sequential Monte Carlo up to 10,000 draws otherwise;")
     print("   ranx t: paired t-test, a different test by design)")
