@@ -174,9 +174,8 @@ def main() -> int:
             # (at least one permutation's worth), beside harness's own Monte Carlo floor 1e-3.
             bound = 3 * (max(pf, 1e-3) * (1 - pf) / 1000) ** 0.5 + 1e-3
             agree = "yes" if abs(row["p"] - pf) <= bound else "NO"
-            print(
-                f"  {cand:11} {metric:10} {row['p']:9.4f} {test:15} {pf:11.4f} {pt:9.4f} {agree:>24}"
-            )
+            cells = f"{row['p']:9.4f} {test:15} {pf:11.4f} {pt:9.4f} {agree:>24}"
+            print(f"  {cand:11} {metric:10} {cells}")
     print("  (ranx fisher: 1,000 permutations, resampling error about ±0.014 at p = 0.05;")
     print("   harness: exact for hit@k, sequential Monte Carlo up to 10,000 draws otherwise;")
     print("   ranx t: paired t-test, a different test by design)")
