@@ -175,6 +175,14 @@ def test_bad_run_files_exit_2_naming_file_and_line(
         assert needle in err
 
 
+def test_missing_run_files_are_all_named(tmp_path: Path) -> None:
+    gold = _gold(tmp_path)
+    base = _trec(tmp_path / "base.run", {})
+    status, _, err = _compare_runs(tmp_path, base, "a.run", "b.run", "--gold", gold)
+    assert status == 2
+    assert "run files not found: a.run, b.run" in err
+
+
 def test_one_run_is_a_usage_error(tmp_path: Path) -> None:
     gold = _gold(tmp_path)
     base = _trec(tmp_path / "base.run", {})

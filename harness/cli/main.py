@@ -190,6 +190,14 @@ def cmd_compare_runs(args: argparse.Namespace) -> int:
         rel_level=args.rel_level,
         gate_on=tuple(args.gate_on or ()),
     )
+    missing = [str(path) for path in args.runs if not path.exists()]
+    if missing:
+        from harness.errors import ResultsError
+
+        raise ResultsError(
+            f"run file{'s' * (len(missing) > 1)} not found: {', '.join(missing)}",
+            ["check the RUN arguments: the baseline's run file first, then each candidate's"],
+        )
     texts = args.queries is not None or detect_format(args.gold) != "trec"
     gold = load_gold(args.gold, queries=args.queries, texts=texts)
     corpus_ids = load_corpus_ids(args.corpus)[0] if args.corpus is not None else None
