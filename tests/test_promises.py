@@ -27,6 +27,7 @@ from compare_support import make_gold, make_run, ranks
 from e2e_support import build_sandbox, load_json, record_paths
 from scipy import stats
 
+from harness import leftovers
 from harness.boot import processes, service
 from harness.config import ServiceConfig
 from harness.config.loader import load_config
@@ -204,6 +205,8 @@ def test_a_process_that_survives_sigkill_makes_teardown_unconfirmed(tmp_path: Pa
         while child and processes.find_marked(ctx.run_id) and time.monotonic() < deadline:
             time.sleep(0.05)
         group.rmdir()
+        # Unconfirmed, its run id stayed held for the next run's recovery: gone now, let it go.
+        leftovers.untrack_all([("run_id", ctx.run_id)])
     assert not processes.find_marked(ctx.run_id)
 
 
