@@ -188,7 +188,7 @@ def test_ray_missing_is_a_clear_error_before_anything_runs(
         results=tmp_path / "results", env={"PYTHONPATH": str(blocker)},
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "harness: error: --ray: Ray is not installed" in done.stderr
+    assert "harness: error: --ray needs ray, which is not installed" in done.stderr
     assert "pip install 'retrieval-harness[ray]'" in done.stderr
     assert "Traceback" not in done.stderr
     assert sandbox.boots() == boots

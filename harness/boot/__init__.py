@@ -7,7 +7,8 @@
     mounts.py     what a sandbox shows of the host's files: the hidden folders, what is mounted
                   back (the service's interpreter, asked of it), why a named path is not there
     inside.py     the sandbox's first process: starts the service, hands out its sockets
-    spawn.py      a free port, `/bin/sh -c` in a new session, log offsets and tails
+    ports.py      a port leased for a boot's life: locked against other boots, held in the kernel
+    spawn.py      `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
     probe.py      the readiness GET over a plain socket (no httpx on a compare's path)
     transport.py  the httpx transport over sandbox sockets (`RunningService.transport()`)

@@ -8,9 +8,12 @@ and tear it down confirmed dead.
 
 One boot, in order:
 
-1. Port. Bind 127.0.0.1:0, read the port, close, hand it over as {port}. Another process can take
-   it in between; a service that then exits at boot with "Address already in use" in its log is
-   booted again, from scratch, on a new port (`ServiceLimits.port_attempts` boots in all).
+1. Port. A port of 127.0.0.1 leased for the boot's life (`harness.boot.ports`): locked against
+   every other harness boot on the machine, and, in plain mode, bound without listening so the
+   kernel hands it to no other program; handed over as {port}. A service that exits at boot with
+   "Address already in use" in its log (one that binds without SO_REUSEADDR, beside the hold) is
+   booted again, from scratch, on a new port with the lock only (`ServiceLimits.port_attempts`
+   boots in all).
 2. Isolation (`harness.boot.isolation`). One throwaway root per boot holds HOME, TMPDIR,
    XDG_{CONFIG,CACHE,DATA,STATE}_HOME, XDG_RUNTIME_DIR and a fresh copy of `spec.data` ({data});
    it is removed at teardown. The environment is built from an allowlist (`allowlisted_env`): the
@@ -84,6 +87,7 @@ from harness.boot.isolation import (
 )
 from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.mounts import Mounts, not_inside, python_paths
+from harness.boot.ports import PortLease, lease_port
 from harness.boot.probe import ProbeError, get_status, ready_advice
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
@@ -96,7 +100,7 @@ from harness.boot.sandbox import (
     sandbox_mode,
     transport_for,
 )
-from harness.boot.spawn import free_port, log_header, log_tail, log_text, spawn
+from harness.boot.spawn import log_header, log_tail, log_text, spawn
 from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
@@ -195,6 +199,8 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self.service: RunningService | None = None
         self.teardown: TeardownReport | None = None
         self._tree: ProcessTree | None = None
+        self._lease: PortLease | None = None
+        self._hold = True  # the kernel hold on the port: off after a boot lost its port
         self._root: Path | None = None
         self._link: SandboxLink | None = None
         # The sandbox's cwd, PATH and files, to say why a command could not start in it.
@@ -232,9 +238,11 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _boot(self, attempt: int, data_src: Path | None) -> RunningService:
         spec, limits = self.spec, self.limits
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
         self._tree = self._new_tree()
+        # In the sandbox the port is the namespace's own: only the lock, nothing to hold.
+        self._lease = lease_port(hold=self._hold and self.sandbox != BUBBLEWRAP)
+        port = self._lease.port
+        url = f"http://127.0.0.1:{port}"
         # One rewrite of the leftovers state, before the root exists and so before anything is
         # spawned: a SIGKILL from here on leaves the next run the run id (plain isolation's
         # orphans) and the root to remove. self._root names it as soon as it exists (`_stop`).
@@ -301,6 +309,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 text = log_text(self.log_path, log_start)
                 taken = any(s in text.lower() for s in _PORT_IN_USE)
                 if taken and attempt < limits.port_attempts:
+                    self._hold = False  # a service that cannot bind beside the hold
                     raise _PortTaken()
                 why = f"; its port was taken on each of {attempt} attempts" if taken else ""
                 said, hints = not_inside(command, status, text, self._where)
@@ -480,6 +489,9 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         with signals_deferred():
             tree, self._tree = self._tree, None
             report = (tree or self._new_tree()).stop(self.spec.stop_timeout, self.spec.kill_wait)
+            if self._lease is not None:  # the port is free again once the tree is gone
+                self._lease.close()
+                self._lease = None
             if self._link is not None:
                 self._link.close()
                 self._link = None

@@ -1,23 +1,15 @@
-"""Starting one command of a boot: a free port, `/bin/sh -c` in a new session with its output
+"""Starting one command of a boot: `/bin/sh -c` in a new session with its output
 appended to the boot's log, and the log's tail for error messages."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 LOG_TAIL_LINES = 20
 SHELL = "/bin/sh"
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that was free a moment ago (the caller must handle losing it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def log_text(path: Path, start: int) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.extras import require
 
 
 def collapse(text: str) -> str:
@@ -38,9 +39,8 @@ def collapse(text: str) -> str:
 
 def html_document(body: bytes, selector: str) -> list[dict[str, str]]:
     """The elements of an HTML page that `selector` picks, as JSON objects (module docstring)."""
-    from bs4 import BeautifulSoup  # the optional [html] extra, imported only when asked for
-
-    soup = BeautifulSoup(body, "html.parser")
+    bs4 = require("bs4", "query.select")  # the optional [html] extra, imported when asked for
+    soup = bs4.BeautifulSoup(body, "html.parser")
     found = []
     for element in soup.select(selector):
         item = {"text": collapse(element.get_text(" "))}

@@ -44,6 +44,7 @@ from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 from harness.boot.deployed import tls_context
 from harness.boot.sandbox import OpenSocket
 from harness.config import QueryConfig, substitute
+from harness.extras import require
 from harness.replay.answers import html_document
 from harness.replay.paths import compile_path
 from harness.scrub import basic_token
@@ -318,6 +319,8 @@ class Requests:
     """
 
     def __init__(self, query: QueryConfig, items: Sequence[tuple[str, str]] = ()) -> None:
+        if query.select:  # the [html] extra: said before the first query, not in each result
+            require("bs4", "query.select")
         self.query = query
         self._texts = list(dict.fromkeys(text for _, text in items))
         self._parts: dict[str, dict[str, tuple[bytes, bytes]]] = {}  # URL path -> text -> parts

@@ -35,11 +35,11 @@ from typing import Any
 from harness import __version__
 from harness.config import HarnessConfig
 from harness.errors import HarnessError, RefError, clip
+from harness.extras import require
 from harness.replay.runner import RefSession, RunPlan, play_round
 from harness.results.records import host_fingerprint
 from harness.types import Repeat, RunFailure
 
-INSTALL_HINT = "install it: pip install 'retrieval-harness[ray]'"
 CONNECT_TIMEOUT_S = 10.0
 """How long `--ray HOST:PORT` may take to accept a TCP connection before it is called unreachable
 (Ray itself retries a wrong address for minutes)."""
@@ -75,12 +75,7 @@ class RoundOutcome:
 
 def require_ray(option: str = "--ray") -> ModuleType:
     """The `ray` module, or a HarnessError saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise HarnessError(f"{option}: Ray is not installed", [INSTALL_HINT]) from None
-    module: ModuleType = ray
-    return module
+    return require("ray", option)
 
 
 def run_rounds(sessions: Sequence[RefSession], repeats: int) -> None:

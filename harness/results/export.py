@@ -16,12 +16,11 @@ Per-query table: one row per (repeat, query): ref, sha, repeat, query_id, status
 latency_ms, returned (unique ids), ids (a JSON array, as returned); with a gold set also slice,
 answerable and one column per metric (the query's score in that repeat, as `harness metrics`
 computes it; empty for an unanswerable or failed query).  CSV and Parquet go through pandas;
-Parquet needs pyarrow (`pip install 'retrieval-harness[parquet]'`).
+Parquet needs pyarrow (`pip install 'retrieval-harness[arrow]'`).
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import math
@@ -30,6 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, NotComparableError, ResultsError
+from harness.extras import require
 from harness.score.metrics import MetricSpec, dedupe
 from harness.score.runfile import trec_order
 from harness.types import GoldSet, QueryResult, RefRun
@@ -144,13 +144,7 @@ def to_table(frame: pd.DataFrame, fmt: str) -> bytes:
         return bytes(frame.to_csv(index=False, lineterminator="\n").encode("utf-8"))
     if fmt != "parquet":
         raise HarnessError(f"--format {fmt}: not a table format; use csv or parquet")
-    try:
-        importlib.import_module("pyarrow")
-    except ImportError:
-        raise HarnessError(
-            "--format parquet needs pyarrow, which is not installed",
-            ["pip install 'retrieval-harness[parquet]' (or pip install pyarrow), or use csv"],
-        ) from None
+    require("pyarrow", "--format parquet")  # or --format csv, which needs nothing more
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False, engine="pyarrow")
     return buffer.getvalue()

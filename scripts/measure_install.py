@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""What a new user pays to pick harness up: a clean clone, a fresh venv, `pip install .`.
+
+    scripts/measure_install.py                      # install time, site-packages size, demo
+    scripts/measure_install.py --extras all         # the same with `pip install '.[all]'`
+    scripts/measure_install.py --tests              # and the two test commands' wall times
+
+Prints, one line each: the load average (1 min) before and after, the wall time of
+`pip install .` (pip's cache off by default: a first install), the size of the fresh venv's
+site-packages (MB, 10^6 bytes, every file counted once), the README's length in characters,
+and whether `compare --demo` runs from that venv (its exit status and wall time). With
+--tests, the wall time of `pytest` (the default: `-n auto`) and of the inner loop
+`pytest -m "not slow"`, both run in this checkout with --python (default: this interpreter,
+which needs the test extra installed).
+
+Targets (issue 26): site-packages <= 450 MB, install <= 45 s at light load, the demo runs;
+`pytest` <= 5 min and `pytest -m "not slow"` <= 90 s at light load. The machine's load is
+printed beside each time because on a shared 2-core machine it moves every time measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"site_mb": 450.0, "install_s": 45.0, "suite_s": 300.0, "inner_s": 90.0}
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of every regular file under `path`, each inode once (hard links are not doubled)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            st = os.lstat(os.path.join(folder, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def timed(cmd: list[str], **kwargs: object) -> tuple[int, float, str]:
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    return done.returncode, time.monotonic() - t0, done.stdout + done.stderr
+
+
+def clean_clone(source: Path, dest: Path) -> Path:
+    """HEAD of `source`, cloned (what a user gets from `git clone`: no venv, no caches)."""
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(source), str(dest)], check=True
+    )
+    return dest
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "NOT met"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--extras", default="", help="install '.[EXTRAS]' (e.g. arrow or all)")
+    parser.add_argument("--cache", action="store_true", help="let pip use its cache")
+    parser.add_argument(
+        "--source", type=Path, default=ROOT, help="the git checkout to clone (default: this one)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--tests", action="store_true", help="also time pytest and the inner loop")
+    parser.add_argument(
+        "--python", default=sys.executable, help="the interpreter --tests runs pytest with"
+    )
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="harness-install-"))
+    failed = False
+    try:
+        clone = clean_clone(args.source, work / "clone")
+        venv = work / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        py = venv / "bin" / "python"
+        target = f".[{args.extras}]" if args.extras else "."
+        pip = [str(py), "-m", "pip", "install", "--quiet", target]
+        if not args.cache:
+            pip.insert(4, "--no-cache-dir")
+        before = load()
+        status, seconds, output = timed(pip, cwd=clone)
+        if status != 0:
+            print(output[-4000:], file=sys.stderr)
+            print(f"pip install {target}: exit {status}", file=sys.stderr)
+            return 1
+        site = next((venv / "lib").glob("python3.*/site-packages"))
+        size = tree_bytes(site) / 1e6
+        readme = len((clone / "README.md").read_text(encoding="utf-8"))
+        print(
+            f"pip install {target}: {seconds:.1f} s (load {before} -> {load()}; target "
+            f"<= {TARGETS['install_s']:.0f} s at light load)"
+        )
+        print(
+            f"site-packages: {size:.0f} MB ({verdict(size, TARGETS['site_mb'])}: "
+            f"target <= {TARGETS['site_mb']:.0f} MB)"
+        )
+        print(f"README.md: {readme} characters")
+        demo_dir = work / "demo"
+        demo_dir.mkdir()
+        before = load()
+        status, seconds, output = timed([str(venv / "bin" / "compare"), "--demo"], cwd=demo_dir)
+        print(
+            f"compare --demo from the fresh venv: exit {status} in {seconds:.1f} s "
+            f"(load {before} -> {load()})"
+        )
+        if status != 0:
+            failed = True
+            print(output[-2000:], file=sys.stderr)
+        if args.tests:
+            for label, extra, limit in (
+                ("pytest", [], TARGETS["suite_s"]),
+                ('pytest -m "not slow"', ["-m", "not slow"], TARGETS["inner_s"]),
+            ):
+                before = load()
+                cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+                status, seconds, output = timed(cmd, cwd=ROOT)
+                tail = output.strip().splitlines()[-1:] or [""]
+                print(
+                    f"{label}: {seconds:.0f} s, exit {status} (load {before} -> {load()}; "
+                    f"target <= {limit:.0f} s at light load): {tail[0]}"
+                )
+                failed = failed or status != 0
+    finally:
+        if args.keep:
+            print(f"kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The golden report files hold numbers that matter (hit rates, McNemar's b and c and p, Holm's
+adjusted p, the latency ratio of each round and over rounds). `HARNESS_REGEN=1` rewrites those
+files from the code under test, so here the numbers in the files are held against references
+that are not that code: pytrec_eval for the hit rates, scipy's exact binomial test for
+McNemar's p, statsmodels' Holm for the adjusted p, scipy's trimmed mean of per-query log
+ratios for each round's latency ratio. The inputs are the synthetic runs test_report.py builds
+(rebuilt here from compare_support, the same spec), never its outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import pytrec_eval
+from compare_support import buried, candidate, make_gold, make_run, ranks
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+from test_report import slow
+
+from harness.types import ErrorKind, GoldSet, RefRun
+
+EXPECTED = Path(__file__).resolve().parent / "data" / "report"
+
+
+def regressed_inputs() -> tuple[GoldSet, RefRun, RefRun, set[str]]:
+    """test_report.regressed's runs, and the queries its analysis leaves out (q33 errored)."""
+    gold = make_gold()
+    base = make_run(gold, ranks(buried(1, 2)))
+    cand = candidate(
+        gold,
+        ranks({**buried(*range(41, 53), 71, 72), "q05": 7}),
+        ms=slow,
+        errors={(1, "q33"): ErrorKind.TIMEOUT},
+        stale_first=frozenset({"q10"}),
+    )
+    return gold, base, cand, {"q33"}
+
+
+def _success(gold: GoldSet, run: RefRun, k: int, ids: list[str]) -> dict[str, float]:
+    """success@k per query by pytrec_eval (trec_eval's success_k), first repeat's rankings."""
+    qrels = {q.id: dict(q.relevant) for q in gold.queries if q.id in ids}
+    ranked = {
+        r.query_id: {doc: float(100 - i) for i, doc in enumerate(r.ids)}
+        for r in run.repeats[0].results
+        if r.query_id in ids
+    }
+    found = pytrec_eval.RelevanceEvaluator(qrels, {f"success.{k}"}).evaluate(ranked)
+    return {qid: found.get(qid, {}).get(f"success_{k}", 0.0) for qid in ids}
+
+
+def _row(document: dict[str, Any], metric: str) -> dict[str, Any]:
+    (row,) = [r for r in document["overall"]["rows"] if r["metric"] == metric]
+    return row
+
+
+def test_the_regressed_files_hit_rows_match_pytrec_eval_scipy_and_statsmodels() -> None:
+    gold, base, cand, left_out = regressed_inputs()
+    document = json.loads((EXPECTED / "regressed.json").read_text(encoding="utf-8"))
+    ids = [q.id for q in gold.queries if q.answerable and q.id not in left_out]
+    ps = []
+    for k in (5, 10):
+        row = _row(document, f"hit@{k}")
+        b_hits, c_hits = _success(gold, base, k, ids), _success(gold, cand, k, ids)
+        assert row["n"] == len(ids)
+        assert row["baseline"] == pytest.approx(np.mean([b_hits[q] for q in ids]), abs=1e-12)
+        assert row["candidate"] == pytest.approx(np.mean([c_hits[q] for q in ids]), abs=1e-12)
+        lost = sum(1 for q in ids if b_hits[q] and not c_hits[q])
+        won = sum(1 for q in ids if c_hits[q] and not b_hits[q])
+        test = row["hit"]["test"]
+        assert (test["b"], test["c"]) == (lost, won)
+        # McNemar's exact test: the discordant pairs, binomial(b + c, 1/2), two-sided.
+        p = stats.binomtest(won, lost + won, 0.5).pvalue
+        assert test["p"] == pytest.approx(p, rel=1e-9) and row["p"] == test["p"]
+        ps.append(p)
+    holm = multipletests(ps, method="holm")[1]
+    for k, adjusted in zip((5, 10), holm, strict=True):
+        assert _row(document, f"hit@{k}")["p_adjusted"] == pytest.approx(adjusted, rel=1e-9)
+
+
+def _paired_rounds(base: RefRun, cand: RefRun, left_out: set[str]) -> list[float]:
+    """Each round's ratio: exp(scipy trim_mean(log(c_i / b_i), 0.2)) over the queries both
+    sides answered (harness.verdict.latency_rule's definition, computed without it)."""
+    ratios = []
+    for b_rep, c_rep in zip(base.repeats, cand.repeats, strict=True):
+        b = {r.query_id: r.latency_ns for r in b_rep.results if r.error is None}
+        c = {r.query_id: r.latency_ns for r in c_rep.results if r.error is None}
+        ids = [q for q in b if q in c and q not in left_out]
+        logs = np.log(np.array([c[q] for q in ids], float) / np.array([b[q] for q in ids], float))
+        ratios.append(math.exp(stats.trim_mean(logs, 0.2)))
+    return ratios
+
+
+def test_the_regressed_files_latency_ratio_is_the_paired_trimmed_mean() -> None:
+    _, base, cand, left_out = regressed_inputs()
+    latency = json.loads((EXPECTED / "regressed.json").read_text(encoding="utf-8"))["latency"]
+    expected = _paired_rounds(base, cand, left_out)
+    assert latency["test"]["rounds"] == pytest.approx(expected, rel=1e-12)
+    assert latency["test"]["ratio"] == pytest.approx(math.exp(np.mean(np.log(expected))), rel=1e-12)
+    assert latency["n_paired"] == len(base.repeats[0].results) - len(left_out)
+    # Not the ratio of the two sides' medians: the file would say otherwise if it were.
+    b_all = [r.latency_ns for rep in base.repeats for r in rep.results]
+    c_all = [r.latency_ns for rep in cand.repeats for r in rep.results if r.error is None]
+    assert abs(latency["test"]["ratio"] - np.median(c_all) / np.median(b_all)) > 1e-3
