@@ -21,7 +21,8 @@ from knob_support import assert_clean, knob_sandbox
 from purity import impurities
 
 from harness.errors import HarnessError, NotComparableError
-from harness.threshold import (
+from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.verdict.threshold import (
     TopScore,
     analyse,
     best_cutoff,
@@ -30,7 +31,6 @@ from harness.threshold import (
     render_threshold,
     top_scores,
 )
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 
 # --------------------------------------------------------------------------- pure
 
@@ -235,14 +235,14 @@ def test_renderers() -> None:
     assert "answerable (n=2)" in text and "unanswerable (n=2)" in text
     assert "<- cutoff" in text and "returned nothing: 0 answerable, 1 unanswerable" in text
     document = json.loads(render_threshold(t, "json"))
-    assert document["schema"] == "harness-threshold" and document["separable"] is True
+    assert document["schema"] == "harness.verdict.threshold" and document["separable"] is True
     assert document["cutoff"]["false_answer_rate"] == 0.0
     with pytest.raises(ValueError, match="unknown format"):
         render_threshold(t, "markdown")
 
 
 def test_the_analysis_and_its_rendering_are_pure() -> None:
-    assert impurities("harness.threshold") == {"harness.threshold": []}
+    assert impurities("harness.verdict.threshold") == {"harness.verdict.threshold": []}
 
 
 # --------------------------------------------------------------------------- the real CLI

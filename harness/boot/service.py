@@ -78,17 +78,15 @@ from harness.boot.isolation import (
     expand_placeholders,
     fill_root,
     new_root,
-    remove_tree,
     scrub_file,
     scrubber,
 )
 from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.mounts import Mounts, not_inside, python_paths
-from harness.boot.probe import ProbeError, get_status
-from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
+from harness.boot.probe import OpenSocket, ProbeError, get_status
+from harness.boot.processes import ProcessTree, TeardownReport, exit_status
 from harness.boot.sandbox import (
     BUBBLEWRAP,
-    OpenSocket,
     SandboxLink,
     SocketPool,
     bwrap_prefix,
@@ -102,6 +100,7 @@ from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
 from harness.scrub import Scrubber
+from harness.signals import signals_deferred
 
 if TYPE_CHECKING:
     import httpx
@@ -483,7 +482,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 self._link = None
             done: list[tuple[str, str | Path]] = []
             if self._root is not None:
-                remove_tree(self._root)
+                leftovers.remove_tree(self._root)
                 if not os.path.lexists(self._root):  # else recorded still: the next run's
                     done.append(("dir", self._root))
                 self._root = None

@@ -35,8 +35,8 @@ or entries removed before the table's own keys apply; a required or unknown name
 
 Per-ref settings: `[ref."PATTERN".service]` and `[ref."PATTERN".query]` apply to every ref whose
 name as given, or whose commit, PATTERN matches (`overrides.matches`), over the side's settings,
-in file order: `config.side(name, ref, sha)` is the effective SideConfig a session measures
-(`config.side(name)` alone, or `config.baseline`, is the side without any ref table).
+in file order: `effective_side(config, name, ref, sha)` is the effective SideConfig a session
+measures (`config.side(name)`, or `config.baseline`, is the side without any ref table).
 
 {config_dir} is the configuration file's folder (`HarnessConfig.config_dir`): a placeholder of
 start, prepare, env values and build, and a prefix of service.data (and gold paths). Hashes keep
@@ -50,6 +50,7 @@ reuse key).
 """
 
 from harness.config.loader import load_config
+from harness.config.overrides import effective_side
 from harness.config.schema import Check
 from harness.config.values import (
     COMMAND_PLACEHOLDERS,
@@ -74,6 +75,7 @@ __all__ = [
     "QueryConfig",
     "ServiceConfig",
     "SideConfig",
+    "effective_side",
     "load_config",
     "side_hash",
     "substitute",

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
 from harness.boot.deployed import tls_context
-from harness.boot.sandbox import OpenSocket
+from harness.boot.probe import OpenSocket
 from harness.config import QueryConfig, substitute
 from harness.replay.answers import html_document
 from harness.replay.paths import compile_path
