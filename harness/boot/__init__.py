@@ -9,9 +9,11 @@
     inside.py     the sandbox's first process: starts the service, hands out its sockets
     spawn.py      a free port, `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
+    advice.py     what a failed boot tells the user to do (a missing module, an unkillable pid)
     probe.py      the readiness GET over a plain socket (no httpx on a compare's path)
     transport.py  the httpx transport over sandbox sockets (`RunningService.transport()`)
     processes.py  finding every process of a boot and killing the whole tree
+    recovery.py   cleaning up after a run that died holding worktrees, temp dirs, processes
     deployed.py   a service already running at a URL: readiness checked, nothing started
     loader.py     [service.load]: the corpus posted over HTTP in batches, then an index call
 

@@ -23,7 +23,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.score.metrics import dedupe
+from harness.score.judged import dedupe
 from harness.types import GoldSet, RefRun
 from harness.verdict import stats
 from harness.verdict.repeats import by_query, usable
