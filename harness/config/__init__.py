@@ -43,10 +43,11 @@ start, prepare, env values and build, and a prefix of service.data (and gold pat
 it as written; `inputs` hashes the files it names by content.
 
 The package: `values` (the frozen values, side_hash, differences, substitute), `schema` (every
-key, its type and checks), `loader` (discovery, reading, locating problems), `overrides` (how a
-side's or a ref's table lands on what it inherits; pure) and `inputs` (the files a side names by
-path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed into the
-reuse key).
+key, its type and checks; `floors` the [gate.floors] table's), `reader` (one file read, every
+problem located), `loader` (discovery, validating the document), `overrides` (how a side's or a
+ref's table lands on what it inherits, `effective_side`; pure) and `inputs` (the files a side
+names by path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed
+into the reuse key).
 """
 
 from harness.config.loader import load_config
