@@ -14,8 +14,8 @@ from harness.config.inputs import build_inputs, inputs_hash
 from harness.config.overrides import matches
 from harness.config.values import ServiceConfig
 from harness.errors import ConfigError, Problem
-from harness.replay.client import encode_request, make_request
 from harness.replay.hook import rewritten_items
+from harness.replay.request import encode_request, make_request
 
 BASE = """\
 [service]

@@ -49,7 +49,6 @@ from harness.replay.client import (
     READ_BATCH,
     AnswerCache,
     Channel,
-    Requests,
     Sent,
     Stopped,
     Streak,
@@ -58,6 +57,7 @@ from harness.replay.client import (
 )
 from harness.replay.hook import rewritten_items
 from harness.replay.order import draw_seed, in_rotation, pair_orders
+from harness.replay.request import Requests
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.score.definition import Definition, definition
