@@ -341,7 +341,7 @@ def test_the_torn_down_line_is_said_only_when_nothing_is_left(
     assert held_values(tmp_path / "cache") == {str(registered), str(half), str(temp)}
 
     # What the next run does, run here as if this process were dead.
-    monkeypatch.setattr(leftovers, "_dead", lambda document: True)
+    monkeypatch.setattr(leftovers, "dead", lambda document: True)
     (line,) = recovery.recover(quiet=True)
     assert "removed 2 worktrees, 1 temp dir" in line
     listed = git(sandbox.repo, "worktree", "list", home=sandbox.home)

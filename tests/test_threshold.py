@@ -235,7 +235,7 @@ def test_renderers() -> None:
     assert "answerable (n=2)" in text and "unanswerable (n=2)" in text
     assert "<- cutoff" in text and "returned nothing: 0 answerable, 1 unanswerable" in text
     document = json.loads(render_threshold(t, "json"))
-    assert document["schema"] == "harness.verdict.threshold" and document["separable"] is True
+    assert document["schema"] == "harness-threshold" and document["separable"] is True
     assert document["cutoff"]["false_answer_rate"] == 0.0
     with pytest.raises(ValueError, match="unknown format"):
         render_threshold(t, "markdown")
