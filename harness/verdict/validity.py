@@ -1,4 +1,5 @@
-"""Which repeats of a run are used, and every reason a comparison of two runs is invalid.
+"""Every reason a comparison of two runs is invalid, and which repeats of a run are used
+(`usable` and `by_query`, from `harness.verdict.repeats`).
 
 Part of `harness.verdict.compare` (its docstring states every rule); pure.  `harness gate` and
 `harness threshold` use the same usable repeats, and the gate the same failures and errored
