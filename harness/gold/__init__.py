@@ -1,6 +1,6 @@
 """The gold stage: read a labelled gold set, validate all of it, and give it a content hash.
 
-    load_gold(path) -> GoldSet
+    load_gold(path) -> GoldSet         load.py: which format, read, validate, hash
       ├── native.py    JSON Lines, optional header, one query a line (the format to write)
       ├── tables.py    BEIR folder (queries.jsonl + qrels) and TREC qrels + topics file
       ├── corpus.py    corpus ids and sha256: every judged id must be a document
