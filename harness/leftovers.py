@@ -4,8 +4,8 @@
     with temp_dir(parent, "build-") as path: ...                # the same, removed at the end
     untrack("worktree", path)             # when it is removed again
     track_all([("run_id", rid), ("dir", root)]); untrack_all(...)   # several, one rewrite
-    remaining()                           # what this process still holds that exists
-    recover()                             # at the start of every invocation: one line if it did
+    held(); settle(gone)                  # what is held; forget what is gone, rewrite
+    cache_dir(); remove_tree(path)        # where it all lives; removing a tree best effort
 
 Each harness process that makes something to remove keeps one small state file,
 `<cache>/live/<pid>.json`: its pid and start time (so a reused pid is not mistaken for it), and
@@ -19,11 +19,10 @@ first and only then creates it: a signal or a SIGKILL at any instant leaves eith
 disk or a directory the state file names (a mkdtemp, then a track, left a window between the
 two that a SIGTERM hit).
 
-`recover()` looks at every state file whose process is gone: it SIGKILLs any process still
-carrying one of its run ids (plain isolation's orphans; a sandbox's died with the harness),
-removes its worktrees (`git worktree remove --force --force`, then `git worktree prune`) and
-directories, and deletes the file. A file is claimed by renaming it first, so two invocations
-never clean the same one.
+Reading the state files of runs that died, and cleaning up after them, is
+`harness.boot.recovery`'s (it ends processes and removes worktrees: the stages above this
+module). This module imports nothing of the harness but `harness.signals`: every stage that makes
+something on disk records it here.
 """
 
 from __future__ import annotations
@@ -35,11 +34,13 @@ import secrets
 import shutil
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from harness.signals import signals_deferred
 
 KINDS = ("worktree", "dir", "run_id")
 """worktree: a git worktree of `repo`; dir: a directory to delete; run_id: a boot's marker."""
@@ -48,13 +49,28 @@ _lock = threading.Lock()
 _held: dict[str, dict[str, str | None]] = {kind: {} for kind in KINDS}
 
 
-def _live_dir() -> Path:
-    from harness.checkout.worktree import cache_dir
+def cache_dir() -> Path:
+    """`$HARNESS_CACHE_DIR`, else `$XDG_CACHE_HOME/harness`, else `~/.cache/harness`: where
+    everything a run makes on disk lives (worktrees, builds, boot roots, these state files).
 
+    It is not created here. `checkout` refuses a cache inside the repository it checks out.
+    """
+    explicit = os.environ.get("HARNESS_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "harness"
+    return Path.home() / ".cache" / "harness"
+
+
+def live_dir() -> Path:
+    """Where the state files are: `<cache>/live`."""
     return cache_dir() / "live"
 
 
-def _started(pid: int) -> float | None:
+def started(pid: int) -> float | None:
+    """Process `pid`'s start time (what tells it from a later process given the same pid)."""
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
@@ -68,12 +84,12 @@ def _own_started() -> float | None:
     """`_started(os.getpid())`, read from /proc once per process, not at every `_write`."""
     pid = os.getpid()
     if pid not in _own:
-        _own[pid] = _started(pid)
+        _own[pid] = started(pid)
     return _own[pid]
 
 
 def _write() -> None:
-    path = _live_dir() / f"{os.getpid()}.json"
+    path = live_dir() / f"{os.getpid()}.json"
     if not any(_held.values()):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -104,8 +120,6 @@ def _changing() -> Iterator[None]:
     """The lock, and no Ctrl-C between changing `_held` and rewriting the file: one landing
     there left a state file naming what was gone while `_held` no longer did (so nothing
     rewrote it again), the file outliving a run that had torn everything down."""
-    from harness.boot.processes import signals_deferred
-
     with signals_deferred(), _lock:
         yield
 
@@ -162,8 +176,6 @@ def make_dir(
     Whatever interrupts the making (a Ctrl-C, an OSError) leaves neither the directory nor its
     record; a SIGKILL leaves at most the record of a directory, which `recover()` removes if it
     was made and forgets if not."""
-    from harness.boot.processes import signals_deferred
-
     extra = list(also)
     for _ in range(100):
         path = parent / f"{prefix}{secrets.token_hex(4)}"
@@ -195,9 +207,6 @@ def make_dir(
 def temp_dir(parent: Path, prefix: str) -> Iterator[Path]:
     """`make_dir("dir", parent, prefix)` for the block, then removed (no second Ctrl-C cuts
     that short) and forgotten once it is gone; what cannot be removed stays recorded."""
-    from harness.boot.isolation import remove_tree
-    from harness.boot.processes import signals_deferred
-
     path = make_dir("dir", parent, prefix)
     try:
         yield path
@@ -208,124 +217,41 @@ def temp_dir(parent: Path, prefix: str) -> Iterator[Path]:
                 untrack("dir", path)
 
 
-def _worktree_listed(repo: Path, path: Path) -> bool:
-    """Whether git in `repo` still lists `path` as one of its worktrees."""
-    from harness.checkout.worktree import listed_worktrees
-
-    return path.resolve() in listed_worktrees(repo)
-
-
-def remaining() -> list[str]:
-    """What this process still holds that still exists, one phrase each ("worktree PATH",
-    "temp dir PATH", "processes PID, PID"); what it held but is gone is forgotten. Checked
-    against the disk, git's worktree list and the process table, not against what the teardown
-    meant to do: it is what a "torn down" line must be true of."""
-    from harness.boot.processes import find_marked
-
-    with _lock:
-        items = {kind: dict(values) for kind, values in _held.items()}
-    left: list[str] = []
-    gone: list[tuple[str, str]] = []
-    for value, repo in items["worktree"].items():
-        path = Path(value)
-        listed = repo is not None and Path(repo).is_dir() and _worktree_listed(Path(repo), path)
-        if os.path.lexists(path) or listed:
-            left.append(f"worktree {path}" + (" (still registered with git)" if listed else ""))
-        else:
-            gone.append(("worktree", value))
-    for value in items["dir"]:
-        if os.path.lexists(value):
-            left.append(f"temp dir {value}")
-        else:
-            gone.append(("dir", value))
-    for value in items["run_id"]:
-        procs = [p.pid for p in find_marked(value)]
-        if procs:
-            left.append(f"process{'es' * (len(procs) > 1)} {', '.join(map(str, procs))}")
-        else:
-            gone.append(("run_id", value))
-    with _changing():
-        for kind, value in gone:
-            _held[kind].pop(value, None)
-        _write()  # whatever an earlier rewrite missed: the file says exactly `left` now
-    return left
-
-
-def _dead(document: dict[str, Any]) -> bool:
+def dead(document: dict[str, Any]) -> bool:
+    """Whether the process of a state file (`<cache>/live/<pid>.json`, read) is gone: its pid
+    not running, or running with another start time (a later process given the same pid)."""
     pid = int(document.get("pid", 0))
     if pid == os.getpid():
         return False
-    started = _started(pid)
-    return started is None or started != document.get("started")
+    now = started(pid)
+    return now is None or now != document.get("started")
 
 
-def recover(*, quiet: bool = False) -> list[str]:
-    """Clean up after every earlier run that died holding something; one line per run said on
-    stderr (unless `quiet`), and returned."""
-    directory = _live_dir()
-    try:
-        files = sorted(directory.glob("*.json"))
-    except OSError:
-        return []
-    said = []
-    for path in files:
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(document, dict) or not _dead(document):
-            continue
-        claimed = path.with_name(f"{path.stem}.claimed-{os.getpid()}")
-        try:
-            os.rename(path, claimed)  # the one invocation that wins cleans it
-        except OSError:
-            continue
-        line = _clean(document)
-        claimed.unlink(missing_ok=True)
-        if line:
-            said.append(line)
-            if not quiet:
-                print(line, file=sys.stderr)
-    return said
+def held() -> dict[str, dict[str, str | None]]:
+    """A copy of what this process holds: kind -> value -> its repository (worktrees) or None."""
+    with _lock:
+        return {kind: dict(values) for kind, values in _held.items()}
 
 
-def _clean(document: dict[str, Any]) -> str:
-    from harness.boot.isolation import remove_tree
-    from harness.boot.processes import find_marked
-    from harness.checkout.worktree import remove_worktree
+def settle(gone: Iterable[tuple[str, str]]) -> None:
+    """Forget each (kind, value) that is gone and rewrite the state file even if none was held:
+    whatever an earlier rewrite missed, the file then says exactly what is still held."""
+    with _changing():
+        for kind, value in gone:
+            _held[kind].pop(value, None)
+        _write()
 
-    held = document.get("held", {})
-    killed = 0
-    for item in held.get("run_id", []):
-        for proc in find_marked(str(item["value"])):
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-                killed += 1
-    worktrees = 0
-    for item in held.get("worktree", []):
-        path = Path(item["value"])
-        if item.get("repo") and Path(item["repo"]).is_dir():
-            repo = Path(item["repo"])
-            worktrees += path.exists() or _worktree_listed(repo, path)
-            remove_worktree(repo, path)  # prunes git's record even if it is gone
-        else:
-            worktrees += path.exists()
-            shutil.rmtree(path, ignore_errors=True)
-    dirs = 0
-    for item in held.get("dir", []):
-        path = Path(item["value"])
-        if path.exists():
-            remove_tree(path)
-            dirs += 1
-    if not (killed or worktrees or dirs):
-        return ""
-    parts = [
-        f"{n} {word}{'s' * (n != 1)}"
-        for n, word in ((worktrees, "worktree"), (dirs, "temp dir"), (killed, "process"))
-        if n
-    ]
-    parts = [p.replace("processs", "processes") for p in parts]
-    return (
-        f"harness: cleaned up after an earlier run (pid {document.get('pid')}) that was killed "
-        f"before it could: removed {', '.join(parts)}"
-    )
+
+def remove_tree(path: Path) -> None:
+    """Remove `path`, making read-only parts writable; best effort (it lives under a temp dir)."""
+
+    def chmod_and_retry(func: Callable[[str], object], failed: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed), 0o700)
+            os.chmod(failed, 0o700)
+            func(failed)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=chmod_and_retry)
+    else:
+        shutil.rmtree(path, onerror=chmod_and_retry)

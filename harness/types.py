@@ -14,7 +14,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from harness.score.definition import Definition
+# --------------------------------------------------------------------------- definition
+
+
+@dataclass(frozen=True)
+class DefinitionPart:
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What defines a measurement (`harness.score.definition` makes one): the overall sha256 and
+    the hash of each part, in `harness.score.definition.PARTS` order."""
+
+    sha256: str
+    parts: tuple[DefinitionPart, ...]
+
+    def part(self, name: str) -> str | None:
+        return next((p.sha256 for p in self.parts if p.name == name), None)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sha256": self.sha256, "parts": {p.name: p.sha256 for p in self.parts}}
+
 
 # --------------------------------------------------------------------------- gold
 

@@ -42,7 +42,8 @@ from harness.boot.service import running_service
 from harness.config import load_config
 from harness.demo import materialise
 from harness.gold import load_gold
-from harness.replay.client import Channel, ask, encode_request, make_request
+from harness.replay.client import Channel, ask
+from harness.replay.request import encode_request, make_request
 
 BOUND_MS = 0.3
 

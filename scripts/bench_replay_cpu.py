@@ -29,13 +29,13 @@ from fresh import compile_tree, run_fresh
 INNER = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-import harness.replay.client as client, harness.replay.runner as runner
+import harness.replay.client as client, harness.replay.runner as runner, harness.replay.wire as wire
 exchanges = [0]
-exchange = client.Connection.exchange
+exchange = wire.Connection.exchange
 def counted(self, raw, query):
     exchanges[0] += 1
     return exchange(self, raw, query)
-client.Connection.exchange = counted
+wire.Connection.exchange = counted
 spent = {}
 run_pair = runner.run_pair
 def timed(*args, **kwargs):

@@ -22,14 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.config import QueryConfig
-from harness.replay.client import (
-    Channel,
-    RequestSpec,
-    ask,
-    encode_request,
-    make_request,
-    replay,
-)
+from harness.replay.client import Channel, ask, replay
+from harness.replay.request import RequestSpec, encode_request, make_request
 from harness.types import ErrorKind, QueryResult
 
 BASE = "http://127.0.0.1:1"  # never reached: MockTransport answers

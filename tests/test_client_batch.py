@@ -26,18 +26,16 @@ from harness.replay.client import (
     READ_BATCH,
     AnswerCache,
     Channel,
-    Requests,
     Sent,
-    _Answer,
     _ids,
     _interpret,
     _kind,
     _scores,
-    encode_request,
-    make_request,
     replay,
     warm_up,
 )
+from harness.replay.request import Requests, encode_request, make_request
+from harness.replay.wire import Answer
 from harness.types import ErrorKind, QueryResult
 
 GET = QueryConfig(
@@ -300,12 +298,12 @@ def test_the_fast_paths_decide_as_the_item_by_item_checks(
 
 
 ANSWERS = [
-    _Answer(200, "application/json", b'{"results": [{"id": "a", "score": 1.5}, {"id": 7}]}'),
-    _Answer(200, "application/json", b'{"results": [{"id": "b", "score": 2}]}'),
-    _Answer(200, "application/json", b'{"results": [{"id": "a", "score": NaN}]}'),
-    _Answer(200, "text/html", b"<p>no</p>"),
-    _Answer(503, "text/plain", b"busy"),
-    _Answer(200, "application/json", b'{"hits": 3}'),
+    Answer(200, "application/json", b'{"results": [{"id": "a", "score": 1.5}, {"id": 7}]}'),
+    Answer(200, "application/json", b'{"results": [{"id": "b", "score": 2}]}'),
+    Answer(200, "application/json", b'{"results": [{"id": "a", "score": NaN}]}'),
+    Answer(200, "text/html", b"<p>no</p>"),
+    Answer(503, "text/plain", b"busy"),
+    Answer(200, "application/json", b'{"hits": 3}'),
 ]
 
 

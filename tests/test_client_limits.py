@@ -20,7 +20,7 @@ import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import QueryConfig
-from harness.replay import client
+from harness.replay import wire
 from harness.replay.client import AnswerCache, Channel, Stopped, replay
 from harness.types import ErrorKind
 
@@ -179,9 +179,9 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
 ) -> None:
     """Every read within the deadline, the last one done, and yet the exchange as timed ended
     after it (as when the client was descheduled after its last read): not an answer."""
-    response = client.Connection._response
+    response = wire.Connection._response
 
-    def late(self: client.Connection, *args: Any) -> Any:
+    def late(self: wire.Connection, *args: Any) -> Any:
         answer = response(self, *args)
         time.sleep(0.1)  # the process descheduled past the deadline, the body read whole
         return answer
@@ -191,7 +191,7 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
     answers = AnswerCache(query)  # the same answer read before: never a ranking when late
     with Channel(url, query, answers=answers) as channel:
         assert channel.ask("q1", "tea").ids == ("a", "b")  # on time: an answer
-        monkeypatch.setattr(client.Connection, "_response", late)
+        monkeypatch.setattr(wire.Connection, "_response", late)
         result = channel.ask("q2", "tea")
         monkeypatch.undo()
         again = channel.ask("q3", "tea")  # on time again, on the same connection

@@ -59,7 +59,8 @@ def test_compare_imports_nothing_that_does_io() -> None:
     assert len(sources) > 2
     imported = imported_modules(*sources)
     pure = {"harness", "harness.types", "harness.errors", "harness.verdict"}
-    pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.threshold"}
+    pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.verdict.threshold"}
+    pure |= {"harness.score.judged"}
     pure |= {"harness.score.definition"}
     pure |= {f"harness.verdict.{source.stem}" for source in sources if source.parent == package}
     runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only

@@ -13,7 +13,7 @@ import pytest
 
 from harness.score import evaluation
 from harness.score.evaluation import Evaluation, evaluate, evaluate_runs
-from harness.score.metrics import dedupe
+from harness.score.judged import dedupe
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict import scopes, validity
 from harness.verdict.compare import compare

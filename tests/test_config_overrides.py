@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config, side_hash
+from harness.config import effective_side, load_config, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.config.overrides import matches
 from harness.config.values import ServiceConfig
 from harness.errors import ConfigError, Problem
-from harness.replay.client import encode_request, make_request
 from harness.replay.hook import rewritten_items
+from harness.replay.request import encode_request, make_request
 
 BASE = """\
 [service]
@@ -175,15 +175,15 @@ headers = { X-Commit = "abc" }
 def test_ref_tables_apply_on_top_of_the_side_in_file_order(repo: Path) -> None:
     config = load_config(write(repo, REFS))
     assert config.side("baseline") == config.baseline  # no ref: the side as before
-    side = config.side("candidate", "v1.2", "f" * 40)
+    side = effective_side(config, "candidate", "v1.2", "f" * 40)
     assert side.query.path == "/v1/search"  # v1.* and v1.2 both match, in file order
     assert side.query.params == {"q": "{query}", "side": "candidate"}  # base < side < ref
     assert side.query.limit == 20 and side.service.env == {"MODE": "legacy"}
-    other = config.side("baseline", "v1.3", "f" * 40)
+    other = effective_side(config, "baseline", "v1.3", "f" * 40)
     assert (other.query.path, other.query.limit, other.service.env) == ("/v1/search", 10, {})
-    assert config.side("baseline", "main", "f" * 40) == config.baseline
+    assert effective_side(config, "baseline", "main", "f" * 40) == config.baseline
     # the commit matches too: by SHA prefix, whatever name the ref was given by
-    assert config.side("baseline", "main", SHA).query.headers == {"X-Commit": "abc"}
+    assert effective_side(config, "baseline", "main", SHA).query.headers == {"X-Commit": "abc"}
 
 
 @pytest.mark.parametrize(
@@ -254,9 +254,9 @@ json = { q = "{query}" }
 [ref."v2"]
 query = { unset = ["method"] }
 """))
-    assert config.side("baseline", "v1", "f" * 40).query.json == {"q": "{query}"}
+    assert effective_side(config, "baseline", "v1", "f" * 40).query.json == {"q": "{query}"}
     with pytest.raises(ConfigError) as caught:
-        config.side("candidate", "v2", "f" * 40)
+        effective_side(config, "candidate", "v2", "f" * 40)
     (problem,) = caught.value.problems
     assert "the settings for v2 (ffffffffffff) on the candidate side" in caught.value.message
     assert problem.field == 'ref."v*".query.json'

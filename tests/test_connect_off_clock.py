@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-import harness.replay.client as client
+import harness.replay.wire as wire
 from harness.config import QueryConfig
 from harness.replay.client import Channel, replay
 from harness.types import ErrorKind, QueryResult
@@ -111,7 +111,7 @@ def test_a_plain_connect_is_off_the_clock(closing: str, monkeypatch: pytest.Monk
         made.append(time.perf_counter())
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(client.socket, "create_connection", slow_connect)
+    monkeypatch.setattr(wire.socket, "create_connection", slow_connect)
     with Channel(closing, QUERY, ITEMS) as channel:
         results = [channel.ask(qid, text) for qid, text in ITEMS]
     _check(results)

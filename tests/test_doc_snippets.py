@@ -44,7 +44,7 @@ FIXTURES = [
     *sorted(p for p in (ROOT / "tests" / "fixtures" / "recipes").iterdir() if p.is_dir()),
 ]
 # Commands a shell block may run besides harness's own, checked below or harmless as written.
-SHELL = {"python3", "python", ".", "cd", "pip", "pytest", "scripts/check", "mkdocs"}
+SHELL = {"python3", "python", ".", "cd", "pip", "pytest", "scripts/check", "mkdocs", "twine"}
 
 
 def completed(text: str) -> str:
@@ -120,6 +120,13 @@ def _extras() -> set[str]:
     return set(pyproject["project"]["optional-dependencies"])
 
 
+def _extra_packages() -> set[str]:
+    """The distributions the extras install (a module run by name from one of them is known)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    specs = [s for extra in pyproject["project"]["optional-dependencies"].values() for s in extra]
+    return {re.split(r"[<>=\[ ;]", spec, maxsplit=1)[0].lower() for spec in specs}
+
+
 def _markers() -> set[str]:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     return {m.split(":")[0] for m in pyproject["tool"]["pytest"]["ini_options"]["markers"]}
@@ -143,8 +150,11 @@ def check_command(command: list[str]) -> str | None:
             unknown = set(extras.group(1).split(",")) - _extras() if extras else set()
             if unknown:
                 return f"pyproject.toml has no extra {', '.join(sorted(unknown))}"
+    if head == "twine" and "twine" not in _extra_packages():
+        return "no extra of pyproject.toml installs twine"
     if head in ("python", "python3") and args[:1] == ["-m"]:
-        if importlib.util.find_spec(args[1]) is None and args[1] != "venv":
+        known = importlib.util.find_spec(args[1]) is not None or args[1] == "venv"
+        if not known and args[1] not in _extra_packages():  # e.g. build, from the dev extra
             return f"no module {args[1]}"
     elif head in ("python", "python3") and args:
         script = ROOT / args[0]

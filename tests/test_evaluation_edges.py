@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.score.evaluation import evaluate, per_query_matrix
-from harness.score.metrics import judge
+from harness.score.judged import judge
 from harness.types import GoldQuery, GoldSet
 
 

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from purity import imported_modules
 
 from harness.errors import NotComparableError
-from harness.score import context, evaluation, metrics
+from harness.score import context, evaluation, judged, metrics
 from harness.score.evaluation import evaluate, paired, per_query_matrix
+from harness.score.judged import dedupe
 from harness.score.metrics import (
     METRICS,
     Kind,
     MetricSpec,
-    dedupe,
     no_answer_false_positive,
     outranks_holds,
     parse_metric,
@@ -44,7 +44,9 @@ def gold_of(*queries: GoldQuery) -> GoldSet:
 
 
 def test_metrics_imports_nothing_that_does_io() -> None:
-    imported = imported_modules(metrics.__file__, evaluation.__file__, context.__file__)
+    imported = imported_modules(
+        metrics.__file__, judged.__file__, evaluation.__file__, context.__file__
+    )
     allowed = {
         "harness.score.context",
         "__future__",
@@ -61,6 +63,7 @@ def test_metrics_imports_nothing_that_does_io() -> None:
         "numpy.typing",
         "harness.errors",
         "harness.score.evaluation",
+        "harness.score.judged",
         "harness.score.metrics",
         "harness.types",
     }

@@ -30,6 +30,7 @@ import pytest
 from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 
 from harness import leftovers
+from harness.boot import recovery
 from harness.boot.service import running_service
 from harness.checkout import worktree as worktree_module
 from harness.checkout.build import build
@@ -265,7 +266,7 @@ def test_a_signal_at_the_mkdir_leaves_the_dir_recorded_or_gone(
 ) -> None:
     """SIGTERM (Terminated) landing just after the mkdir returned, before the caller holds the
     path: the directory is removed and forgotten, never made and unrecorded."""
-    from harness.boot.processes import Terminated
+    from harness.signals import Terminated
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     real = os.mkdir
@@ -306,7 +307,7 @@ def test_a_second_ctrl_c_inside_a_checkout_teardown_does_not_cut_it_short(
         raise KeyboardInterrupt  # the first Ctrl-C
     assert not path.exists()
     assert str(path) not in git(sandbox.repo, "worktree", "list", "--porcelain", home=sandbox.home)
-    assert leftovers.remaining() == [] and held_values(tmp_path / "cache") == set()
+    assert recovery.remaining() == [] and held_values(tmp_path / "cache") == set()
 
 
 def test_the_torn_down_line_is_said_only_when_nothing_is_left(
@@ -340,8 +341,8 @@ def test_the_torn_down_line_is_said_only_when_nothing_is_left(
     assert held_values(tmp_path / "cache") == {str(registered), str(half), str(temp)}
 
     # What the next run does, run here as if this process were dead.
-    monkeypatch.setattr(leftovers, "_dead", lambda document: True)
-    (line,) = leftovers.recover(quiet=True)
+    monkeypatch.setattr(leftovers, "dead", lambda document: True)
+    (line,) = recovery.recover(quiet=True)
     assert "removed 2 worktrees, 1 temp dir" in line
     listed = git(sandbox.repo, "worktree", "list", home=sandbox.home)
     assert str(registered) not in listed and str(half) not in listed

@@ -36,7 +36,7 @@ from compare_support import (
 from purity import imported_modules, imported_names, impurities
 
 from harness.errors import ResultsError
-from harness.report import document, runs
+from harness.report import blocks, document, runs
 from harness.report import page as report
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.numbers import p_value
@@ -333,7 +333,9 @@ def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> Non
         render(comparisons["regressed"], "pdf")
 
 
-@pytest.mark.parametrize("source", [report.__file__, runs.__file__, document.__file__])
+@pytest.mark.parametrize(
+    "source", [report.__file__, blocks.__file__, runs.__file__, document.__file__]
+)
 def test_report_computes_nothing(source: str) -> None:
     assert "harness.verdict.stats" not in imported_modules(source)
     from_compare = {
@@ -343,10 +345,11 @@ def test_report_computes_nothing(source: str) -> None:
 
 
 def test_the_page_and_the_document_are_built_without_io() -> None:
-    pages = ("layout", "numbers", "page", "runs", "document", "html_page", "figures")
+    pages = ("layout", "numbers", "blocks", "page", "runs", "document", "html_page", "figures")
     assert impurities(*(f"harness.report.{page}" for page in pages)) == {
         "harness.report.layout": [],
         "harness.report.numbers": [],
+        "harness.report.blocks": [],
         "harness.report.page": ["importlib.util"],  # only to ask whether plotly is installed
         "harness.report.html_page": [],
         # figures writes plotly's JSON and <div>s itself; it reads plotly.min.js and the template

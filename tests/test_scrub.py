@@ -26,7 +26,7 @@ import pytest
 from e2e_support import SERVICE, Sandbox, build_sandbox, config_text
 
 from harness.config import QueryConfig
-from harness.replay.client import encode_request, make_request
+from harness.replay.request import encode_request, make_request
 from harness.scrub import (
     CHUNK,
     SCRUBBED,

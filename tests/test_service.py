@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness import signals
 from harness.boot import isolation, processes, service
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
@@ -506,7 +507,7 @@ def test_an_unconfirmed_teardown_raises_after_the_block_naming_the_pids(
 
 def test_signals_are_held_during_a_teardown_and_delivered_after() -> None:
     seen: list[str] = []
-    with pytest.raises(KeyboardInterrupt), processes.signals_deferred():
+    with pytest.raises(KeyboardInterrupt), signals.signals_deferred():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # a pending SIGINT would interrupt here if it were not held
         seen.append("block finished")
@@ -540,7 +541,7 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
         import json, sys, time
         from pathlib import Path
         from harness.config import ServiceConfig
-        from harness.boot.processes import signals_unwind
+        from harness.signals import signals_unwind
         from harness.boot.service import running_service
         spec = ServiceConfig(start={START!r}, ready="/health", ready_timeout=20.0)
         with signals_unwind():
@@ -574,7 +575,7 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
 
 def test_signal_handlers_turn_sigterm_into_terminated_and_restore() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(processes.Terminated) as caught, processes.signals_unwind():
+    with pytest.raises(signals.Terminated) as caught, signals.signals_unwind():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises before this ends
     assert caught.value.signum == signal.SIGTERM

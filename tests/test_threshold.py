@@ -21,7 +21,8 @@ from knob_support import assert_clean, knob_sandbox
 from purity import impurities
 
 from harness.errors import HarnessError, NotComparableError
-from harness.threshold import (
+from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.verdict.threshold import (
     TopScore,
     analyse,
     best_cutoff,
@@ -30,7 +31,6 @@ from harness.threshold import (
     render_threshold,
     top_scores,
 )
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 
 # --------------------------------------------------------------------------- pure
 
@@ -242,7 +242,7 @@ def test_renderers() -> None:
 
 
 def test_the_analysis_and_its_rendering_are_pure() -> None:
-    assert impurities("harness.threshold") == {"harness.threshold": []}
+    assert impurities("harness.verdict.threshold") == {"harness.verdict.threshold": []}
 
 
 # --------------------------------------------------------------------------- the real CLI

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.checkout.worktree import WORKTREE, cache_dir, checkout, resolve_ref
+from harness.checkout.worktree import WORKTREE, checkout, resolve_ref
 from harness.errors import RefError
+from harness.leftovers import cache_dir
 
 
 def git(cwd: Path, *args: str) -> str:

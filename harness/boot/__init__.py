@@ -10,9 +10,11 @@
     ports.py      a port leased for a boot's life: locked against other boots, held in the kernel
     spawn.py      `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown
+    advice.py     what a failed boot tells the user to do (a missing module, an unkillable pid)
     probe.py      the readiness GET over a plain socket (no httpx on a compare's path)
     transport.py  the httpx transport over sandbox sockets (`RunningService.transport()`)
     processes.py  finding every process of a boot and killing the whole tree
+    recovery.py   cleaning up after a run that died holding worktrees, temp dirs, processes
     deployed.py   a service already running at a URL: readiness checked, nothing started
     loader.py     [service.load]: the corpus posted over HTTP in batches, then an index call
 

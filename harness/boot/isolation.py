@@ -5,7 +5,7 @@
     env = allowlisted_env(os.environ, isolation=root_env, pass_env=spec.pass_env,
                           pins=pins, run_id=run_id)    # the one allowlist: service and build
     command = expand_placeholders(spec.start, values, key="start")
-    remove_tree(root)                                  # at teardown
+    leftovers.remove_tree(root)                        # at teardown
 
 The environment. Nothing of the caller's comes through but PATH, LANG, TZ and LC_* (the build
 adds PIP_*, so pip's index and certificate settings reach it) and the names the user lists in
@@ -26,14 +26,12 @@ ConfigError naming the placeholder and the key, raised before anything starts.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import shutil
 import string
-import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -251,7 +249,7 @@ def new_root(parent: Path | None, run_id: str) -> Path:
 
 def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path | None]:
     """Home, tmp, xdg/* and the data copy made in `root`; its isolation env; the copy's path.
-    On failure what was made stays for the caller's `remove_tree(root)`.
+    On failure what was made stays for the caller's `leftovers.remove_tree(root)`.
 
     A data directory is copied to root/data, a data file to root/data/<its name>.
     """
@@ -278,18 +276,3 @@ def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path |
     # block-buffered stdout, so the log tail of a crash holds its last words.
     env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
     return env, data
-
-
-def remove_tree(path: Path) -> None:
-    """Remove `path`, making read-only parts writable; best effort (it lives under a temp dir)."""
-
-    def chmod_and_retry(func: Callable[[str], object], failed: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-            os.chmod(failed, 0o700)
-            func(failed)
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=chmod_and_retry)
-    else:
-        shutil.rmtree(path, onerror=chmod_and_retry)

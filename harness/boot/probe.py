@@ -19,9 +19,12 @@ answer in "service not ready after N s: GET URL gave ConnectError".
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from harness.boot.sandbox import OpenSocket
+OpenSocket = Callable[[], socket.socket]
+"""What opens a connected socket to the service: a sandbox's (`harness.boot.sandbox`), or None for
+an ordinary TCP connection."""
 
 _MAX_READ = 1 << 20  # bytes of an answer read before the probe stops reading (status known)
 

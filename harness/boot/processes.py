@@ -1,12 +1,9 @@
-"""Ending what the harness started, and the harness's own signals.
+"""Ending what the harness started (the harness's own signals are `harness.signals`').
 
     tree = ProcessTree(run_id, poll_interval=0.05, kill_rounds=3)   # one boot's processes
     tree.leader = popen; tree.collect()                # at ready: walk its descendants
     report = tree.stop(stop_timeout, kill_wait)        # TeardownReport: confirmed dead or not
     kill_group(popen, grace)                           # one command's process group (the build)
-    with signals_unwind(): ...                         # SIGTERM/SIGHUP unwind like Ctrl-C
-    with signals_deferred(): ...                       # a teardown no second Ctrl-C can cut short
-    with signals_ignored(): ...                        # the last words of an interrupted run
 
 Teardown is by process group, SIGTERM then SIGKILL. Each process found is held by a pidfd (Linux
 >= 5.3): whether any of them is still running is one poll() over them all, a teardown waits on
@@ -19,10 +16,6 @@ called setsid(), leftovers of prepare commands). Every walk reads only a tree's 
 PR_SET_CHILD_SUBREAPER), so an orphan is re-parented to the harness, not to init, and the marker
 is looked for among the harness's own descendants; a teardown never scans every process on the
 machine (it did, twice per teardown, at a cost that grew with everything else running there).
-
-The harness itself: Python dies on SIGTERM without running `finally`; `signals_unwind()` (or
-`install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, a KeyboardInterrupt, so a
-`kill` of the harness unwinds like Ctrl-C and every service is torn down.
 
 In a bubblewrap sandbox (`harness.boot.sandbox`) every process of the boot, an orphan included,
 stays a descendant of the leader (bwrap) inside its PID namespace, so the walk finds them all; and
@@ -42,18 +35,13 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from types import FrameType
-from typing import Any
 
 import psutil
 
 from harness.boot.isolation import MARKER_ENV
-
-_DEFERRED_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 @dataclass(frozen=True)
@@ -384,92 +372,3 @@ def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-# --------------------------------------------------------------------------- signals
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP reached the harness: unwinds like Ctrl-C, so every `finally` (and every
-    service teardown) runs. `signum` says which; a CLI exits 128 + signum."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"received {signal.Signals(signum).name}")
-        self.signum = signum
-
-
-def install_signal_handlers() -> Callable[[], None]:
-    """Make SIGTERM and SIGHUP raise Terminated in the main thread; return a function that puts
-    the previous handlers back. Python's default for SIGTERM is to die on the spot, skipping
-    every `finally`: the services booted in their own sessions would be left running. SIGINT
-    already raises KeyboardInterrupt. Call from the main thread (signal.signal's rule)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise Terminated(signum)
-
-    previous: dict[signal.Signals, Any] = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        previous[sig] = signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, signal.SIG_DFL if old is None else old)
-
-    return restore
-
-
-@contextlib.contextmanager
-def signals_unwind() -> Iterator[None]:
-    """`install_signal_handlers()` for the duration of a with-block."""
-    restore = install_signal_handlers()
-    try:
-        yield
-    finally:
-        restore()
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP for the block (a second Ctrl-C must not cut a teardown short);
-    they are re-raised as soon as it ends.
-
-    Python-level handlers are swapped for a recorder rather than blocking the signals with
-    pthread_sigmask: a mask is per thread, so with any other thread alive the kernel would deliver
-    the signal there and the main thread would still raise KeyboardInterrupt mid-teardown.
-    Handlers can only be set from the main thread; elsewhere the block runs unguarded.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-
-    def record(signum: int, frame: object) -> None:
-        pending.append(signum)
-
-    old = {sig: signal.signal(sig, record) for sig in _DEFERRED_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-        for signum in dict.fromkeys(pending):
-            signal.raise_signal(signum)
-
-
-@contextlib.contextmanager
-def signals_ignored(*, restore: bool = True) -> Iterator[None]:
-    """Ignore SIGINT/SIGTERM/SIGHUP for the block, and drop them: the run is already ending on
-    one, so a third Ctrl-C must not cut short the check of what is left nor the line saying it.
-    With restore=False they stay ignored after it (a process about to exit 130, which a Ctrl-C
-    during the interpreter's shutdown would turn into a death by SIGINT). Main thread only;
-    elsewhere unguarded."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _DEFERRED_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            if restore:
-                signal.signal(sig, handler)

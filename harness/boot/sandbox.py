@@ -43,12 +43,13 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.boot import inside
 from harness.boot.mounts import Mounts, own_paths, plan
+from harness.boot.probe import OpenSocket
 
 if TYPE_CHECKING:
     import httpx
@@ -60,8 +61,6 @@ SANDBOX_ENV = "HARNESS_SANDBOX"
 
 PROBE_TIMEOUT_S = 10.0  # one `bwrap ... true`, once per harness process
 LINK_TIMEOUT_S = 10.0  # the sandbox's helper answering one socket request
-
-OpenSocket = Callable[[], socket.socket]
 
 
 # How a sandbox is confined, strongest first; the first that runs here is used. A user

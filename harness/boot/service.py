@@ -55,9 +55,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -71,8 +68,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from harness import leftovers
+from harness.boot.advice import import_hints, unconfirmed
 from harness.boot.isolation import (
-    MARKER_ENV,
     NO_ENV,
     allowlisted_env,
     check_placeholders,
@@ -81,18 +78,16 @@ from harness.boot.isolation import (
     expand_placeholders,
     fill_root,
     new_root,
-    remove_tree,
     scrub_file,
     scrubber,
 )
 from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.mounts import Mounts, not_inside, python_paths
 from harness.boot.ports import PortLease, lease_port
-from harness.boot.probe import ProbeError, get_status, ready_advice
-from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
+from harness.boot.probe import OpenSocket, ProbeError, get_status, ready_advice
+from harness.boot.processes import ProcessTree, TeardownReport, exit_status
 from harness.boot.sandbox import (
     BUBBLEWRAP,
-    OpenSocket,
     SandboxLink,
     SocketPool,
     bwrap_prefix,
@@ -106,6 +101,7 @@ from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.errors import ServiceError
 from harness.scrub import Scrubber
+from harness.signals import signals_deferred
 
 if TYPE_CHECKING:
     import httpx
@@ -231,7 +227,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
     ) -> None:
         report = self._stop()
         if not report.confirmed:
-            error = _unconfirmed(report, self.run_id)
+            error = unconfirmed(report, self.run_id)
             if exc is None:
                 raise error
             exc.add_note(str(error))
@@ -317,7 +313,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     "boot",
                     f"service exited at boot with status {status}{why} (start: {command!r}){said}",
                     log_start,
-                    *_import_hints(text, command, env, spec),
+                    *import_hints(text, command, env, spec),
                     *hints,
                     "fix the start command, or run it by hand in the worktree to see why",
                 )
@@ -349,7 +345,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         except BaseException as exc:
             report = self._stop()
             if not report.confirmed:
-                exc.add_note(str(_unconfirmed(report, self.run_id)))
+                exc.add_note(str(unconfirmed(report, self.run_id)))
             raise
 
     def _wait_ready(self, pid: int, ready_url: str, t0: float, log_start: int) -> int | None:
@@ -497,7 +493,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 self._link = None
             done: list[tuple[str, str | Path]] = []
             if self._root is not None:
-                remove_tree(self._root)
+                leftovers.remove_tree(self._root)
                 if not os.path.lexists(self._root):  # else recorded still: the next run's
                     done.append(("dir", self._root))
                 self._root = None
@@ -555,55 +551,6 @@ def running_service(
 def ready_path(ready: str) -> str:
     """service.ready as a URL path (a leading '/' added when it has none)."""
     return ready if ready.startswith("/") else "/" + ready
-
-
-def _unconfirmed(report: TeardownReport, run_id: str) -> ServiceError:
-    pids = " ".join(str(p) for p in report.survivors)
-    return ServiceError(
-        f"service teardown not confirmed: pids {pids} still running after SIGKILL",
-        [
-            f"they carry {MARKER_ENV}={run_id} in their environment; end them by hand "
-            f"(kill -9 {pids}) and check for processes stuck in uninterruptible sleep (ps -o stat)"
-        ],
-        stage="teardown",
-    )
-
-
-_PYTHON_WORD = re.compile(r"^python(\d+(\.\d+)?)?$")
-
-
-def _import_hints(
-    log: str, command: str, env: Mapping[str, str], spec: ServiceConfig
-) -> list[str]:
-    """When the service died of `No module named ...`: which interpreter ran it, and the fix."""
-    missing = re.search(r"No module named '?([\w.]+)", log)
-    if missing is None:
-        return []
-    module = missing.group(1)
-    venv = env.get("VIRTUAL_ENV")
-    if not venv:
-        return [
-            f"the service could not import {module!r}: set service.venv = true, install it "
-            'in service.build (e.g. build = "python -m pip install -r requirements.txt"), '
-            "and start it with {python}"
-        ]
-    ours = Path(venv) / "bin" / "python"
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    for word in words:
-        if _PYTHON_WORD.match(word) or word.endswith("/python") or "/python3" in word:
-            found = shutil.which(word, path=env.get("PATH")) if "/" not in word else word
-            if found and Path(found).parent != ours.parent:
-                return [
-                    f"the service could not import {module!r}: `{word}` in service.start is "
-                    f"{found}, not the venv's interpreter {ours}; write {{python}} instead"
-                ]
-    return [
-        f"the service could not import {module!r} from the venv {venv}: install it in "
-        "service.build (e.g. python -m pip install -e .), and start it with {python}"
-    ]
 
 
 def _interpreter(

@@ -18,7 +18,7 @@ import httpx
 # httpcore's own stream over a connected socket: the one piece of its sync backend we reuse.
 from httpcore._backends.sync import SyncStream
 
-from harness.boot.sandbox import OpenSocket
+from harness.boot.probe import OpenSocket
 
 
 class _Backend(httpcore.NetworkBackend):

@@ -3,7 +3,7 @@
     entries = cache_entries(cache_dir())          # CacheEntry: kind, path, bytes, age
     removed, kept = clean(cache_dir(), builds=True, older_than_days=30)
 
-Kinds, under `harness.checkout.worktree.cache_dir()`: worktrees/ and snapshots/ (checkouts:
+Kinds, under `harness.leftovers.cache_dir()`: worktrees/ and snapshots/ (checkouts:
 normally removed at the end of a run; what is left was kept with --keep, or belongs to a run
 still going), tmp/ (a build's throwaway HOME), builds/ (per-commit venvs and build markers).
 
@@ -54,13 +54,13 @@ def _mtime(entry: Path, kind: str) -> float:
 
 
 def _held_by_live_runs(cache: Path) -> set[str]:
-    from harness.leftovers import _dead  # the same test of "still running"
+    from harness.leftovers import dead  # the same test of "still running"
 
     held: set[str] = set()
     for path in (cache / "live").glob("*.json"):
         with contextlib.suppress(OSError, ValueError):
             document = json.loads(path.read_text(encoding="utf-8"))
-            if not _dead(document):
+            if not dead(document):
                 for items in document.get("held", {}).values():
                     held.update(str(Path(i["value"]).resolve()) for i in items)
     return held
@@ -120,8 +120,8 @@ def _git_repo_of(worktree: Path) -> Path | None:
 
 def remove_entry(entry: CacheEntry) -> None:
     """Remove one cache entry (a worktree through git, so the repository forgets it too)."""
-    from harness.boot.isolation import remove_tree
     from harness.checkout.worktree import remove_worktree
+    from harness.leftovers import remove_tree
 
     if entry.kind == "worktrees" and (repo := _git_repo_of(entry.path)) and repo.is_dir():
         remove_worktree(repo, entry.path)

@@ -89,20 +89,6 @@ class ResolvedRef:
         return self.sha[:12] + self.key[len(self.sha) :]
 
 
-def cache_dir() -> Path:
-    """`$HARNESS_CACHE_DIR`, else `$XDG_CACHE_HOME/harness`, else `~/.cache/harness`.
-
-    It is not created here. `checkout` refuses a cache inside the repository it checks out.
-    """
-    explicit = os.environ.get("HARNESS_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "harness"
-    return Path.home() / ".cache" / "harness"
-
-
 # --------------------------------------------------------------------------- resolving
 
 
@@ -279,7 +265,7 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
     removed.
     """
     root = _toplevel(repo)
-    cache = cache_dir().resolve()
+    cache = leftovers.cache_dir().resolve()
     if cache == root or root in cache.parents:
         raise RefError(
             f"{root}: the harness cache {cache} lies inside the repository",
@@ -303,7 +289,7 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
         entered = True
         yield path
     finally:
-        from harness.boot.processes import signals_deferred
+        from harness.signals import signals_deferred
 
         # A second (third) Ctrl-C must not cut the removal short: held until it is done.
         with signals_deferred():

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harness.config import HarnessConfig
     from harness.gate.floors import Floor
     from harness.gold.grades import Grades
-    from harness.replay.runner import RunPlan
+    from harness.replay.runner import RemoteRounds, RunPlan
     from harness.score.metrics import MetricSpec
     from harness.types import GoldSet, RefRun
     from harness.verdict.comparison import CompareSettings, Comparison
@@ -63,9 +63,9 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
 
 
 def _run(args: argparse.Namespace, *, exiting: bool) -> int:
-    from harness.boot.processes import Terminated
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
+    from harness.signals import Terminated
 
     name = f"gold {args.gold_command}" if args.command == "gold" else args.command
     if name not in WITHOUT_NUMPY:
@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     command = COMMANDS[name]
     try:
         check_args(args)
-        from harness.leftovers import recover
+        from harness.boot.recovery import recover
 
         recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
         try:
@@ -99,11 +99,11 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
 
 def _say_torn_down(what: str, *, exiting: bool) -> None:
     """The last line of a run a signal ended: "torn down" only when it is true, checked against
-    the disk, git's worktree list and the process table (`leftovers.remaining`); else what is
+    the disk, git's worktree list and the process table (`recovery.remaining`); else what is
     left, which stays in the leftovers state for the next run or `harness clean` to remove.
     `exiting` (main called as the program, argv None): signals stay ignored to the exit."""
-    from harness.boot.processes import signals_ignored
-    from harness.leftovers import remaining
+    from harness.boot.recovery import remaining
+    from harness.signals import signals_ignored
 
     # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program).
     with signals_ignored(restore=not exiting):
@@ -332,13 +332,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_demo(args)
     from dataclasses import replace
 
-    from harness.boot.processes import signals_unwind
     from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.report.runs import render_failures
     from harness.results.cache import cached_compare
     from harness.results.comparisons import save_comparison
+    from harness.signals import signals_unwind
 
     _require_html(args.format)
     plan, settings = _plan(args)
@@ -464,7 +464,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.boot.processes import signals_unwind
+    from harness.signals import signals_unwind
     from harness.sweep.params import read_grid
     from harness.sweep.render import render_sweep
     from harness.sweep.run import overridden_pins, run_sweep, save_sweep
@@ -495,11 +495,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from harness.boot.processes import signals_unwind
     from harness.matrix.render import render_matrix
     from harness.matrix.run import plans, run_matrix, save_matrix
     from harness.matrix.spec import read_matrix, unknown_slices
     from harness.matrix.summary import summarise
+    from harness.signals import signals_unwind
 
     matrix = read_matrix(args.matrix)
     chosen = matrix.metrics or tuple(str(spec) for spec in _metric_specs(args.metrics))
@@ -560,7 +560,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     from harness.errors import HarnessError
     from harness.gold import load_gold
     from harness.results.records import load_record
-    from harness.threshold import analyse, render_threshold
+    from harness.verdict.threshold import analyse, render_threshold
 
     if args.bins < 1:
         raise HarnessError(f"--bins must be 1 or more, not {args.bins}")
@@ -775,7 +775,7 @@ def _with_twobytwo(
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
-    from harness.checkout.worktree import cache_dir
+    from harness.leftovers import cache_dir
 
     cache = cache_dir()
     if args.dry_run:
@@ -831,8 +831,8 @@ def _compare_demo(args: argparse.Namespace) -> int:
 
 def _run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
     """`args.ref` run on its own, `args.repeats` times (default compare.repeats)."""
-    from harness.boot.processes import signals_unwind
     from harness.replay.runner import run_ref
+    from harness.signals import signals_unwind
 
     with signals_unwind():
         return run_ref(plan, args.side, args.ref, repeats=_repeats(args, plan))
@@ -931,8 +931,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         args.baseline_url = check_url(args.baseline_url, "--baseline-url")
         args.candidate_url = check_url(args.candidate_url, "--candidate-url")
     ray = getattr(args, "ray", None)
-    if ray is not None:
-        _check_ray(ray, deployed)
+    remote_rounds = _check_ray(ray, deployed) if ray is not None else None
     config = load_config(args.config, repo=args.repo, deployed=deployed)
     overrides: dict[str, object] = {
         name: getattr(args, name)
@@ -964,6 +963,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         progress=progress,
         observer=progress,
         ray=ray,
+        remote_rounds=remote_rounds,
         order_seed=getattr(args, "seed", None),  # else each compare draws its pairs' order
     )
     sides = (args.side,) if getattr(args, "side", None) else ("baseline", "candidate")
@@ -976,10 +976,11 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     return plan, settings
 
 
-def _check_ray(address: str, deployed: bool) -> None:
-    """--ray: Ray importable and an address given, before anything is read or built."""
+def _check_ray(address: str, deployed: bool) -> RemoteRounds:
+    """--ray: Ray importable and an address given, before anything is read or built; what plays
+    the rounds on it."""
     from harness.errors import HarnessError
-    from harness.replay.remote import require_ray
+    from harness.replay.remote import require_ray, run_rounds
 
     if deployed:
         raise HarnessError(
@@ -989,6 +990,7 @@ def _check_ray(address: str, deployed: bool) -> None:
     if not address.strip():
         raise HarnessError("--ray: give auto or a cluster address, e.g. --ray auto")
     require_ray()
+    return run_rounds
 
 
 def _context_metrics(
@@ -1021,9 +1023,10 @@ def _ref_differences(
     from dataclasses import replace
 
     from harness.checkout.worktree import resolve_ref
+    from harness.config import effective_side
 
     sides = [
-        config.side(name, ref, resolve_ref(config.repo, ref).sha)
+        effective_side(config, name, ref, resolve_ref(config.repo, ref).sha)
         for name, ref in (("baseline", baseline), ("candidate", candidate))
     ]
     return replace(settings, query_differences=tuple(config.differences(*sides)))

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # rich is imported for a terminal only: off one, plain lines 
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
 
-PHASES = ("checkout", "build", "boot", "replay", "analysis")
 _OPEN: list[Progress] = []  # live displays not yet closed: main() closes them on any exit
 
 

@@ -35,21 +35,23 @@ or entries removed before the table's own keys apply; a required or unknown name
 
 Per-ref settings: `[ref."PATTERN".service]` and `[ref."PATTERN".query]` apply to every ref whose
 name as given, or whose commit, PATTERN matches (`overrides.matches`), over the side's settings,
-in file order: `config.side(name, ref, sha)` is the effective SideConfig a session measures
-(`config.side(name)` alone, or `config.baseline`, is the side without any ref table).
+in file order: `effective_side(config, name, ref, sha)` is the effective SideConfig a session
+measures (`config.side(name)`, or `config.baseline`, is the side without any ref table).
 
 {config_dir} is the configuration file's folder (`HarnessConfig.config_dir`): a placeholder of
 start, prepare, env values and build, and a prefix of service.data (and gold paths). Hashes keep
 it as written; `inputs` hashes the files it names by content.
 
 The package: `values` (the frozen values, side_hash, differences, substitute), `schema` (every
-key, its type and checks), `loader` (discovery, reading, locating problems), `overrides` (how a
-side's or a ref's table lands on what it inherits; pure) and `inputs` (the files a side names by
-path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed into the
-reuse key).
+key, its type and checks; `floors` the [gate.floors] table's), `reader` (one file read, every
+problem located), `loader` (discovery, validating the document), `overrides` (how a side's or a
+ref's table lands on what it inherits, `effective_side`; pure) and `inputs` (the files a side
+names by path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed
+into the reuse key).
 """
 
 from harness.config.loader import load_config
+from harness.config.overrides import effective_side
 from harness.config.schema import Check
 from harness.config.values import (
     COMMAND_PLACEHOLDERS,
@@ -74,6 +76,7 @@ __all__ = [
     "QueryConfig",
     "ServiceConfig",
     "SideConfig",
+    "effective_side",
     "load_config",
     "side_hash",
     "substitute",

@@ -2,37 +2,31 @@
 
     load_config(path=None, *, repo=None, cwd=None) -> HarnessConfig
 
-Discovery, location of problems (file:line: field), and per-side overrides live here; what each
-key may hold is `harness.config.schema`, the values it builds are `harness.config.values`.
+Discovery, validation of the whole document and per-side overrides live here; reading one file
+with every problem located (file:line: field) is `harness.config.reader`, what each key may hold
+`harness.config.schema`, the values it builds `harness.config.values`.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.config.overrides import (
     BODY_NEEDS_POST,
     TWO_BODIES,
-    UNSET_ENTRIES,
     apply,
     side_problems,
 )
+from harness.config.reader import Read, Reader, inherits, merge, parse_toml, read_text
 from harness.config.schema import (
     EXAMPLES,
     REQUIRED,
     SECTIONS,
     SIDES,
-    Key,
     command_pins_needed,
-    convert,
-    describe,
     format_fields,
     pin_hint,
     receives_port,
@@ -44,177 +38,12 @@ from harness.config.values import (
     CompareConfig,
     GateConfig,
     HarnessConfig,
-    Overlay,
     QueryConfig,
     RefSettings,
     ServiceConfig,
     SideConfig,
 )
-from harness.encodings import SAMPLE, encoding_problem
-from harness.errors import ConfigError, Problem
-
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_@\-.\"' ]+?)\s*=")  # @: "mrr@10" in [gate.floors]
-_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-
-
-def _dotted(text: str) -> str:
-    return ".".join(part.strip().strip("\"'") for part in text.split("."))
-
-
-def _key_lines(text: str, prefix: str) -> dict[str, int]:
-    """The first line of each table header and `key =` line, by dotted name (best effort)."""
-    found: dict[str, int] = {}
-    table = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if header := _HEADER.match(line):
-            table = _dotted(header.group(1))
-            name = table
-        elif key := _KEY_LINE.match(line):
-            name = f"{table}.{_dotted(key.group(1))}" if table else _dotted(key.group(1))
-        else:
-            continue
-        if prefix and not name.startswith(prefix):
-            continue
-        found.setdefault(name.removeprefix(prefix), number)
-    return found
-
-
-class _Reader:
-    """Collects every problem in one config file, each located by key."""
-
-    def __init__(self, path: Path, text: str, prefix: str) -> None:
-        self.path = path
-        self.prefix = prefix  # "tool.harness." inside pyproject.toml
-        self.lines = _key_lines(text, prefix)
-        self.problems: list[Problem] = []
-        self.patterns: list[str] = []  # of [ref."PATTERN"] tables: shown quoted in fields
-
-    def add(self, key: str, message: str, near: str = "") -> None:
-        """Record a problem at `key`, located at its line, else at `near`'s, else its table's."""
-        line = None
-        for name in (re.sub(r"\[\d+\]", "", key), near):
-            while name and line is None:
-                line = self.lines.get(name)
-                name = name.rpartition(".")[0]
-        self.problems.append(Problem(str(self.path), message, line, self.prefix + self.shown(key)))
-
-    def shown(self, key: str) -> str:
-        """`key` as the user would write it: a ref table's pattern quoted, ref."v1.*".query."""
-        for pattern in self.patterns:
-            if key == f"ref.{pattern}" or key.startswith(f"ref.{pattern}."):
-                return f'ref."{pattern}"' + key.removeprefix(f"ref.{pattern}")
-        return key
-
-    def unknown(self, key: str, where: str, known: list[str], extra: str = "") -> None:
-        leaf = key.rpartition(".")[2]
-        close = difflib.get_close_matches(leaf, known, n=1)
-        mean = f"; did you mean {close[0]!r}?" if close else ""
-        if not close and not extra:
-            mean = f"; known keys: {', '.join(known)}"
-        self.add(key, f"unknown key {leaf!r} in {where}{mean}{extra}")
-
-    def table(self, value: object, key: str) -> dict[str, Any]:
-        if isinstance(value, dict):
-            return value
-        self.add(key, f"expected a table [{self.prefix}{self.shown(key)}], got {describe(value)}")
-        return {}
-
-    def section(
-        self,
-        raw: Mapping[str, Any],
-        schema: Mapping[str, Key],
-        name: str,
-        *,
-        override: bool = False,
-    ) -> _Read:
-        values: dict[str, Any] = {}
-        unset: tuple[str, ...] = ()
-        for key, value in raw.items():
-            full = f"{name}.{key}"
-            if key == "unset" and override:
-                unset = self._unset(value, schema, full)
-                continue
-            if key == "unset":
-                where = f"[{self.prefix}{name}]"
-                self.add(
-                    full,
-                    f"unset removes an inherited key, so it only goes in an override table "
-                    f"([baseline.{name}], [candidate.{name}] or [ref.\"PATTERN\".{name}]), "
-                    f"not in {where}: leave the key out of {where} instead",
-                )
-                continue
-            if key not in schema:
-                self.unknown(full, f"[{self.prefix}{self.shown(name)}]", list(schema))
-                continue
-            converted, wrong = convert(schema[key].kind, value)
-            if wrong:
-                self.add(full, wrong)
-                continue
-            check = schema[key].check
-            issues = check(converted) if check else []
-            for suffix, message in issues:
-                self.add(full + suffix, message)
-            if not issues:
-                values[key] = converted
-        return _Read(values, frozenset(raw) - {"unset"}, unset)
-
-    def _unset(self, value: object, schema: Mapping[str, Key], key: str) -> tuple[str, ...]:
-        """The names of `unset = [...]`: keys of the section, or "TABLE.ENTRY" for an entry of
-        env, params, headers, form or the top level of json; never a required key."""
-        names, wrong = convert("strs", value)
-        if wrong:
-            self.add(key, wrong)
-            return ()
-        section = key.split(".")[-2]
-        good = []
-        for index, name in enumerate(names):
-            where = f"{key}[{index}]"
-            table, dot, entry = name.partition(".")
-            if table not in schema:
-                close = difflib.get_close_matches(table, list(schema), n=1)
-                mean = f"; did you mean {close[0]!r}?" if close else ""
-                self.add(where, f"cannot unset {name!r}: no key {table!r} in [{section}]{mean}")
-            elif dot and (table not in UNSET_ENTRIES or not entry):
-                self.add(
-                    where,
-                    f"cannot unset {name!r}: only entries of "
-                    f"{', '.join(sorted(UNSET_ENTRIES))} are named one by one (TABLE.ENTRY)",
-                )
-            elif not dot and table in REQUIRED.get(section, ()):
-                self.add(
-                    where,
-                    f"cannot unset {table!r}: {section}.{table} is required; set it to another "
-                    "value instead",
-                )
-            else:
-                good.append(name)
-        return tuple(good)
-
-
-@dataclass(frozen=True)
-class _Read:
-    values: Mapping[str, Any]  # keys that passed every check, converted
-    present: frozenset[str]  # every key written, valid or not (`unset` aside)
-    unset: tuple[str, ...] = ()  # the names `unset` removes (override tables only)
-
-    @property
-    def overlay(self) -> Overlay:
-        return Overlay(dict(self.values), self.unset)
-
-
-def _merge(base: _Read, over: _Read) -> dict[str, Any]:
-    return apply(base.values, over.overlay)
-
-
-def _inherits(values: Mapping[str, Any], name: str) -> bool:
-    """Whether `values` (what an override inherits) has what `unset` names."""
-    table, dot, entry = name.partition(".")
-    if not dot:
-        return table in values
-    inner = values.get(table)
-    return isinstance(inner, Mapping) and entry in inner
-
+from harness.errors import ConfigError
 
 # --------------------------------------------------------------------------- the loader
 
@@ -235,9 +64,9 @@ def load_config(
     """
     cwd = (cwd or Path.cwd()).resolve()
     path = _discover(cwd) if path is None else (cwd / path).resolve()
-    text = _read_text(path)
+    text = read_text(path)
     in_pyproject = path.name == "pyproject.toml"
-    doc: object = _parse_toml(path, text)
+    doc: object = parse_toml(path, text)
     if in_pyproject:
         tool = doc.get("tool", {}) if isinstance(doc, dict) else None
         doc = tool.get("harness") if isinstance(tool, dict) else None
@@ -246,7 +75,7 @@ def load_config(
             f"{path}: no [tool.harness] table",
             hint="add [tool.harness.boot.service], [tool.harness.query] and [tool.harness.gold]",
         )
-    reader = _Reader(path, text, "tool.harness." if in_pyproject else "")
+    reader = Reader(path, text, "tool.harness." if in_pyproject else "")
     gold, corpus, sides, compare, refs, gate = _validate(
         doc, reader, path.parent, deployed=deployed
     )
@@ -289,7 +118,7 @@ def _discover(cwd: Path) -> Path:
         return candidate
     pyproject = cwd / "pyproject.toml"
     if pyproject.is_file():
-        tool = _parse_toml(pyproject, _read_text(pyproject)).get("tool", {})
+        tool = parse_toml(pyproject, read_text(pyproject)).get("tool", {})
         if isinstance(tool, dict) and "harness" in tool:
             return pyproject
     raise ConfigError(
@@ -299,43 +128,6 @@ def _discover(cwd: Path) -> Path:
         "and [gold] path (docs/configure.md; `harness demo DIR` writes an example to copy), "
         "or pass its path",
     )
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-        wide = encoding_problem(data[:SAMPLE], path)
-        if wide is not None:
-            raise ConfigError(f"{path}:1: {wide}")
-        return data.decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file", hint="check the path") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(
-            f"{path}: not UTF-8 (byte {error.start}); TOML files must be UTF-8"
-        ) from None
-
-
-def _parse_toml(path: Path, text: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        message = str(error)
-        at = _TOML_AT.search(message)
-        line = int(at.group(1)) if at else None
-        if at:
-            message = f"{message[: at.start()]} (column {at.group(2)})"
-        problem = Problem(str(path), f"TOML syntax error: {message}", line)
-        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
-    except ValueError as error:  # not a TOMLDecodeError: an integer of over 4300 digits
-        problem = Problem(str(path), f"a value is too large to read ({error})")
-        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
-    except RecursionError:  # tomllib recurses into nested arrays and inline tables
-        problem = Problem(str(path), "nested too deeply: arrays and inline tables in arrays "
-                          "and inline tables, hundreds of levels; no key takes that")
-        raise ConfigError(f"{path}: not valid TOML", [problem]) from None
 
 
 def outside(path: Path, root: Path) -> str | None:
@@ -357,7 +149,7 @@ def outside(path: Path, root: Path) -> str | None:
     return None
 
 
-def _check_inside(reader: _Reader, repo: Path, base: Path, doc: Mapping[str, Any]) -> None:
+def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]) -> None:
     """gold.path, gold.corpus (or beside a config outside the repository) and each side's
     service.data must resolve inside the repository:
     the harness reads them (and copies the data) on the user's behalf, and a path that climbs
@@ -427,7 +219,7 @@ def _check_repo(repo: Path) -> Path:
 
 
 def _validate(
-    doc: Mapping[str, Any], reader: _Reader, base: Path, *, deployed: bool = False
+    doc: Mapping[str, Any], reader: Reader, base: Path, *, deployed: bool = False
 ) -> tuple[
     Path | None,
     Path | None,
@@ -444,7 +236,7 @@ def _validate(
         name: reader.section(reader.table(doc.get(name, {}), name), schema, name)
         for name, schema in SECTIONS.items()
     }
-    overrides: dict[str, dict[str, _Read]] = {}
+    overrides: dict[str, dict[str, Read]] = {}
     for side in SIDES:
         raw = reader.table(doc.get(side, {}), side)
         for key in raw:
@@ -462,7 +254,7 @@ def _validate(
         }
         for name in ("service", "query"):
             for item in overrides[side][name].unset:
-                if not _inherits(read[name].values, item):
+                if not inherits(read[name].values, item):
                     reader.add(
                         f"{side}.{name}.unset[{_index(doc, side, name, item)}]",
                         f"nothing to unset: [{reader.prefix}{name}] does not set {item!r}",
@@ -481,7 +273,7 @@ def _validate(
     pins: dict[str, frozenset[str]] = {}
     merged_sides: dict[str, dict[str, dict[str, Any]]] = {}
     for side in SIDES:
-        merged = {n: _merge(read[n], overrides[side][n]) for n in ("service", "query")}
+        merged = {n: merge(read[n], overrides[side][n]) for n in ("service", "query")}
         merged_sides[side] = merged
         pins[side] = frozenset(merged["service"].get("env", {}))
         # an env table with a problem of its own is left out: its pins are unknown, not missing
@@ -543,7 +335,7 @@ def _gold_path(base: Path, value: str) -> Path:
     return (base / Path(value).expanduser()).resolve()
 
 
-def _check_hook(reader: _Reader, base: Path, spec: str) -> None:
+def _check_hook(reader: Reader, base: Path, spec: str) -> None:
     """query.rewrite = "module:function": importable from the config's folder, and callable."""
     from harness.replay.hook import load_hook
 
@@ -554,7 +346,7 @@ def _check_hook(reader: _Reader, base: Path, spec: str) -> None:
 
 
 def _read_refs(
-    doc: Mapping[str, Any], reader: _Reader, sides: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    doc: Mapping[str, Any], reader: Reader, sides: Mapping[str, Mapping[str, Mapping[str, Any]]]
 ) -> tuple[RefSettings, ...]:
     """Every [ref."PATTERN"] table, in file order, each checked against both sides."""
     value = doc.get("ref")
@@ -604,9 +396,9 @@ def _read_refs(
 
 def _check_ref(
     doc: Mapping[str, Any],
-    reader: _Reader,
+    reader: Reader,
     layer: RefSettings,
-    read: Mapping[str, _Read],
+    read: Mapping[str, Read],
     sides: Mapping[str, Mapping[str, Mapping[str, Any]]],
 ) -> None:
     """What one ref table makes of each side on its own: an unset of nothing, keys that no
@@ -614,7 +406,7 @@ def _check_ref(
     where = f"ref.{layer.pattern}"
     for name in ("service", "query"):
         for item in read[name].unset:
-            if not any(_inherits(sides[side][name], item) for side in SIDES):
+            if not any(inherits(sides[side][name], item) for side in SIDES):
                 index = _index(doc, "ref", layer.pattern, name, item)
                 reader.add(
                     f"{where}.{name}.unset[{index}]",
@@ -656,7 +448,7 @@ def _unpinned(
 
 
 def _report_unpinned(
-    reader: _Reader,
+    reader: Reader,
     unpinned: Mapping[str, list[tuple[str, str]]],
     pins: Mapping[str, frozenset[str]],
 ) -> None:
@@ -678,7 +470,7 @@ _TWO_BODIES = "query.form:json"  # both bodies set
 _BODY_NAMES = {"query.json": "JSON", "query.form": "form"}
 
 
-def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> None:
+def _report_side_issues(reader: Reader, issues: Mapping[str, list[str]]) -> None:
     """Report a problem once when both sides have it, else under the side that has it."""
     for issue in dict.fromkeys(issues["baseline"] + issues["candidate"]):
         having = [side for side in SIDES if issue in issues[side]]

@@ -118,6 +118,18 @@ def as_values(section: ServiceConfig | QueryConfig) -> dict[str, Any]:
     return {f.name: getattr(section, f.name) for f in fields(section)}
 
 
+def effective_side(
+    config: HarnessConfig, name: str, ref: str | None = None, sha: str | None = None
+) -> SideConfig:
+    """The effective configuration of side `name`: the base sections, then [name.*], then every
+    [ref."PATTERN"] table matching `ref` (as the user wrote it) or `sha` (its commit), in file
+    order. ConfigError when the result does not fit together (file:line: field)."""
+    side = config.side(name)
+    if (ref is None and sha is None) or not config.refs:
+        return side
+    return for_ref(config, name, side, ref, sha)
+
+
 def for_ref(
     config: HarnessConfig, name: str, side: SideConfig, ref: str | None, sha: str | None
 ) -> SideConfig:

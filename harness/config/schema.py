@@ -488,12 +488,12 @@ _COMPARE: dict[str, Key] = {
 
 
 def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
-    from harness.gate.floors import floor_problems
+    from harness.config.floors import floor_problems
 
     return floor_problems(value)
 
 
-_GATE: dict[str, Key] = {"floors": Key("floors", _floors)}  # [gate.floors]: harness.gate.floors
+_GATE: dict[str, Key] = {"floors": Key("floors", _floors)}  # [gate.floors]: harness.config.floors
 SECTIONS: dict[str, dict[str, Key]] = {
     "service": _SERVICE,
     "query": _QUERY,

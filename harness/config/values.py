@@ -187,18 +187,13 @@ class HarnessConfig:
         """{config_dir}: the folder of the configuration file."""
         return self.path.parent
 
-    def side(self, name: str, ref: str | None = None, sha: str | None = None) -> SideConfig:
-        """The effective configuration of side `name`: the base sections, then [name.*], then
-        every [ref."PATTERN"] table matching `ref` (as the user wrote it) or `sha` (its commit),
-        in file order. ConfigError when the result does not fit together (file:line: field)."""
+    def side(self, name: str) -> SideConfig:
+        """Side `name`'s configuration: the base sections, then [name.*]; with the [ref."PATTERN"]
+        tables of a ref on top, `harness.config.overrides.effective_side`."""
         if name not in ("baseline", "candidate"):
             raise ValueError(f"side must be 'baseline' or 'candidate', not {name!r}")
         side: SideConfig = getattr(self, name)
-        if (ref is None and sha is None) or not self.refs:
-            return side
-        from harness.config.overrides import for_ref
-
-        return for_ref(self, name, side, ref, sha)
+        return side
 
     @property
     def sides_differ(self) -> bool:

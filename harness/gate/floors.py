@@ -1,7 +1,7 @@
 """Absolute floors beside the baseline gate: `[gate.floors]` in harness.toml, checked on one run.
 Pure; off unless set.
 
-    problems = floor_problems(table)          # the schema's check: [(field suffix, message)]
+    problems = floor_problems(table)          # harness.config.floors: [(field suffix, message)]
     floors = floors_from(overall, by_slice)   # Floor per scope and metric, in file order
     rows = check_floors(floors, gold, run, max_errors=0) -> tuple[FloorRow, ...]
 
@@ -21,17 +21,13 @@ never met by default.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from harness.gate.measure import measure, rounded
 from harness.score.metrics import NO_ANSWER_FP, lower_is_better
 from harness.types import OVERALL, FloorRow, GoldSet, RefRun
 from harness.verdict import validity
-
-SLICE = "slice"  # the key under [gate.floors] that holds the per-slice tables
 
 
 @dataclass(frozen=True)
@@ -43,40 +39,6 @@ class Floor:
     @property
     def bound(self) -> str:
         return "at most" if lower_is_better(self.metric) else "at least"
-
-
-def _entry_problems(name: str, value: object, where: str) -> list[tuple[str, str]]:
-    try:
-        lower_is_better(name)
-    except ValueError as error:
-        return [(f"{where}.{name}", f"{error}, or {NO_ANSWER_FP} (lower is better)")]
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or not 0 <= float(value) <= 1:  # type: ignore[arg-type]
-        return [(f"{where}.{name}", f"must be a number from 0 to 1, not {value!r}")]
-    return []
-
-
-def floor_problems(table: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """What is wrong with a [gate.floors] table, each with its field suffix (".mrr@10",
-    ".slice.entity.ndcg@10")."""
-    found: list[tuple[str, str]] = []
-    for name, value in table.items():
-        if name != SLICE:
-            found += _entry_problems(name, value, "")
-            continue
-        if not isinstance(value, dict):
-            found.append(
-                (f".{SLICE}", "expected tables [gate.floors.slice.NAME] of metric = value")
-            )
-            continue
-        for slice_name, inner in value.items():
-            if not isinstance(inner, dict):
-                where = f".{SLICE}.{slice_name}"
-                found.append((where, f"expected a table [gate.floors.slice.{slice_name}]"))
-                continue
-            for metric, limit in inner.items():
-                found += _entry_problems(metric, limit, f".{SLICE}.{slice_name}")
-    return found
 
 
 def floors_from(

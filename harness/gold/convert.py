@@ -176,7 +176,7 @@ def _read_back(folder: Path, to: str, split: str, topics: str,
     if not expected:
         raise GoldError(f"nothing to write: no query of the gold set has a judgement, and {to} "
                         "holds judged queries only; keep the native format")
-    from harness.gold import load_gold  # the package imports this module: import at call time
+    from harness.gold.load import load_gold  # at call time: reading back needs it only here
 
     if to == "beir":
         back = load_gold(folder, fmt="beir", split=split)

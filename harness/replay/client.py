@@ -1,6 +1,5 @@
 """How we ask: one gold query over HTTP, timed, and the ranked ids read from the answer.
 
-    make_request(query, text) -> RequestSpec                 pure: the request for one query
     Channel(base_url, query, items).ask(query_id, text)      the timed path: one persistent
                                                              keep-alive socket (any new one
                                                              connected off the clock), requests
@@ -8,7 +7,8 @@
     channel.send(query_id, text) -> Sent; channel.read(sent) the same in two steps: the timed
                                                              exchange, then the answer read
     Requests(query, items), AnswerCache(query)               kept per ref across its boots:
-                                                             requests encoded once, each
+                                                             requests encoded once
+                                                             (`harness.replay.request`), each
                                                              distinct answer read once
     ask(client, base_url, query, query_id, text)             the same over httpx (MockTransport)
     replay(base_url, query, items, *, warmup_items=None, concurrency=1, on_result=None)
@@ -23,31 +23,28 @@ TIMEOUT too) and `query.max_bytes` caps an answer, as sent and as decoded (TOO_L
 
 A query either yields a ranking (possibly empty: a valid answer to an unanswerable query) or fails
 with an ErrorKind and a detail; a failure is never turned into an empty ranking, and nothing is
-retried: a flaky service shows up as errors, not as a slower average.
+retried: a flaky service shows up as errors, not as a slower average. The request's bytes are
+`harness.replay.request`'s, the exchange on the clock `harness.replay.wire`'s; here, what is
+timed, in which order, and how each answer is read.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import socket
-import ssl
 import threading
 import time
-import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
-from harness.boot.deployed import tls_context
-from harness.boot.sandbox import OpenSocket
-from harness.config import QueryConfig, substitute
-from harness.extras import require
+from harness.boot.probe import OpenSocket
+from harness.config import QueryConfig
 from harness.replay.answers import html_document
 from harness.replay.paths import compile_path
-from harness.scrub import basic_token
+from harness.replay.request import Requests, encode_request, make_request
+from harness.replay.wire import Answer, Connection, Failure, check_late, timeout_detail, too_large
 from harness.types import ErrorKind, QueryResult
 
 if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask through it
@@ -60,90 +57,6 @@ clock either way, and a batch of answers read in a row costs the harness about h
 each read right after its exchange (`scripts/bench_replay_cpu.py`)."""
 
 OnResult = Callable[[int, int, QueryResult], None]  # (done, total, result)
-
-
-@dataclass(frozen=True)
-class RequestSpec:
-    """One concrete request: the config's templates with {query} and {limit} filled in."""
-
-    method: str
-    path: str
-    params: Mapping[str, str] = field(default_factory=dict)
-    json: object | None = None  # the body, sent as JSON when not None
-    form: Mapping[str, str] | None = None  # the body, form-urlencoded, when not None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-def make_request(query: QueryConfig, text: str) -> RequestSpec:
-    """Fill the request templates of `query` for the query `text`.
-
-    Substitution is literal and single-pass (see config.substitute): braces in the query text are
-    sent as typed and never expanded. In the JSON template a string that is exactly "{limit}"
-    becomes the integer limit and one that is exactly "{query}" the text; any other string has
-    its placeholders replaced inside it. `form` values are filled like `params`. `path` is sent
-    as written.
-    """
-    values = {"query": text, "limit": str(query.limit)}
-    return RequestSpec(
-        method=query.method,
-        path=query.path,
-        params={name: substitute(value, values) for name, value in query.params.items()},
-        json=None if query.json is None else _fill(query.json, values, query.limit),
-        form=None
-        if query.form is None
-        else {name: substitute(value, values) for name, value in query.form.items()},
-        headers={name: substitute(value, values) for name, value in query.headers.items()},
-    )
-
-
-def _fill(template: object, values: Mapping[str, str], limit: int) -> object:
-    if isinstance(template, str):
-        if template == "{limit}":
-            return limit
-        return values["query"] if template == "{query}" else substitute(template, values)
-    if isinstance(template, Mapping):
-        return {key: _fill(item, values, limit) for key, item in template.items()}
-    if isinstance(template, list | tuple):
-        return [_fill(item, values, limit) for item in template]
-    return template
-
-
-class _Failure(Exception):
-    """A query that failed on the wire: its ErrorKind and the words of its detail."""
-
-    def __init__(self, kind: ErrorKind, detail: str) -> None:
-        super().__init__(detail)
-        self.kind, self.detail = kind, detail
-
-
-@dataclass(frozen=True)
-class _Answer:
-    status: int
-    content_type: str
-    body: bytes  # decoded of any Content-Encoding
-
-
-def _timeout_detail(query: QueryConfig, what: str) -> str:
-    return f"no answer within query.timeout = {query.timeout:g} s ({what})"
-
-
-def _check_late(query: QueryConfig, latency_ns: int) -> None:
-    """An answer that came whole, but after `query.timeout`, is a timeout all the same: every
-    read kept to the deadline, yet the exchange as timed did not (a read that found its bytes
-    waiting after the process was descheduled past the deadline; decoding a large body)."""
-    if latency_ns > query.timeout * 1e9:  # a float: no overflow for any timeout
-        raise _Failure(
-            ErrorKind.TIMEOUT,
-            _timeout_detail(query, f"the answer came whole after {latency_ns / 1e6:.1f} ms"),
-        )
-
-
-def _too_large(query: QueryConfig) -> _Failure:
-    return _Failure(
-        ErrorKind.TOO_LARGE,
-        f"the answer is longer than query.max_bytes = {query.max_bytes} bytes; "
-        "raise query.max_bytes if the service is right to send that much",
-    )
 
 
 def ask(
@@ -184,17 +97,17 @@ def ask(
             for chunk in response.iter_bytes():  # decoded by httpx: only tests come this way
                 body += chunk
                 if len(body) > query.max_bytes:
-                    raise _too_large(query)
+                    raise too_large(query)
                 if time.monotonic() > deadline:
-                    raise _Failure(ErrorKind.TIMEOUT, _timeout_detail(query, "body"))
-            answer = _Answer(
+                    raise Failure(ErrorKind.TIMEOUT, timeout_detail(query, "body"))
+            answer = Answer(
                 response.status_code, response.headers.get("content-type", ""), bytes(body)
             )
-        _check_late(query, time.perf_counter_ns() - started)
-    except _Failure as failure:
+        check_late(query, time.perf_counter_ns() - started)
+    except Failure as failure:
         return _failed(query_id, failure.kind, failure.detail, time.perf_counter_ns() - started)
     except httpx.TimeoutException as error:
-        kind, detail = ErrorKind.TIMEOUT, _timeout_detail(query, type(error).__name__)
+        kind, detail = ErrorKind.TIMEOUT, timeout_detail(query, type(error).__name__)
     except httpx.DecodingError as error:  # a body that its Content-Encoding cannot decode
         kind, detail = ErrorKind.NOT_JSON, f"undecodable body: {error}"
     except httpx.RequestError as error:
@@ -211,7 +124,7 @@ def _failed(
     return QueryResult(query_id, status=status, error=kind, detail=detail, latency_ns=latency_ns)
 
 
-def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: int) -> QueryResult:
+def _interpret(answer: Answer, query: QueryConfig, query_id: str, latency_ns: int) -> QueryResult:
     status = answer.status
 
     def failed(kind: ErrorKind, detail: str) -> QueryResult:
@@ -249,368 +162,6 @@ def _interpret(answer: _Answer, query: QueryConfig, query_id: str, latency_ns: i
     )
 
 
-# --------------------------------------------------------------------------- the timed path
-
-
-def encode_request(base_url: str, spec: RequestSpec) -> bytes:
-    """The bytes of `spec` as one HTTP/1.1 request to `base_url` (http or https), keep-alive.
-
-    Built before the clock starts: the timed path only writes these bytes and reads the answer.
-    Params are form-encoded onto the path (spaces as "+", as httpx and browsers send them); a
-    JSON body is compact UTF-8, a form body `application/x-www-form-urlencoded` (UTF-8, as
-    browsers and httpx encode it), each with its Content-Length. A Content-Type in
-    `query.headers` replaces the harness's own.
-    """
-    url = _http_url(base_url)
-    start, rest = _encode_parts(url.path, spec)
-    return start + _host(url, spec.headers) + rest
-
-
-def _host(url: SplitResult, headers: Mapping[str, str]) -> bytes:
-    """The Host header's value: the URL's host and port, never its userinfo, which becomes
-    HTTP Basic credentials instead (as curl and httpx send them), unless query.headers names
-    an Authorization of its own."""
-    host = url.netloc.rpartition("@")[2]
-    if "@" in url.netloc and not any(name.lower() == "authorization" for name in headers):
-        user, password = unquote(url.username or ""), unquote(url.password or "")
-        host += "\r\nAuthorization: " + basic_token(user, password)
-    return host.encode("utf-8")
-
-
-def _http_url(base_url: str) -> SplitResult:
-    url = urlsplit(base_url)
-    if url.scheme not in ("http", "https") or url.hostname is None:
-        raise ValueError(f"the timed client speaks http(s), not {base_url}")
-    return url
-
-
-def _encode_parts(prefix: str, spec: RequestSpec) -> tuple[bytes, bytes]:
-    """The request of `spec` under the URL path `prefix`, split where the Host value goes: every
-    byte but the host, which changes with each boot's port (`Requests`)."""
-    target = prefix.rstrip("/") + spec.path
-    if spec.params:
-        target += ("&" if "?" in target else "?") + urlencode(dict(spec.params))
-    lines = ["Accept: */*"]
-    body = b""
-    content_type = None
-    if spec.json is not None:
-        body = json.dumps(spec.json, ensure_ascii=False, separators=(",", ":")).encode()
-        content_type = "application/json"
-    elif spec.form is not None:
-        body = urlencode(dict(spec.form)).encode("ascii")
-        content_type = "application/x-www-form-urlencoded"
-    if content_type and not any(name.lower() == "content-type" for name in spec.headers):
-        lines.append(f"Content-Type: {content_type}")
-    if body or spec.method not in ("GET", "HEAD"):
-        lines.append(f"Content-Length: {len(body)}")
-    lines += [f"{name}: {value}" for name, value in spec.headers.items()]
-    start = f"{spec.method} {target} HTTP/1.1\r\nHost: ".encode()
-    return start, ("\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
-
-
-class Requests:
-    """Every request of one query configuration, encoded once and reused for each boot.
-
-        requests = Requests(query, items)          # once per ref (query.rewrite already applied)
-        requests.for_url("http://127.0.0.1:PORT")  # {text: bytes}: encode_request's, per text
-
-    A boot differs only in its port, which is the Host header's value: the rest of each request
-    is encoded here once (`make_request`, `encode_request`'s rules) and joined around the host.
-    """
-
-    def __init__(self, query: QueryConfig, items: Sequence[tuple[str, str]] = ()) -> None:
-        if query.select:  # the [html] extra: said before the first query, not in each result
-            require("bs4", "query.select")
-        self.query = query
-        self._texts = list(dict.fromkeys(text for _, text in items))
-        self._parts: dict[str, dict[str, tuple[bytes, bytes]]] = {}  # URL path -> text -> parts
-
-    def for_url(self, base_url: str) -> dict[str, bytes]:
-        url = _http_url(base_url)
-        parts = self._parts.get(url.path)
-        if parts is None:
-            parts = self._parts[url.path] = {
-                text: _encode_parts(url.path, make_request(self.query, text))
-                for text in self._texts
-            }
-        host = _host(url, self.query.headers)
-        return {text: start + host + rest for text, (start, rest) in parts.items()}
-
-
-class Connection:
-    """One persistent keep-alive HTTP/1.1 connection to a service, TCP_NODELAY set; over TLS
-    (`harness.boot.deployed.tls_context`, certificate verified) for an https URL.
-
-    `connect(query)` opens the connection ahead of a request (the Channel does so before its
-    clock starts).  `exchange(raw, query)` writes a prepared request and reads the whole answer
-    under one deadline (`query.timeout`, counted from the call: send and every byte of the body,
-    and the connect when none was open, so a body dripped a byte at a time fails at the
-    deadline) and one cap (`query.max_bytes`,
-    headers and body).  Content-Length, chunked and read-until-close bodies are read; gzip and
-    deflate bodies are decoded.  A kept-alive connection that the service had closed before our
-    request reached it is reopened once (the service never saw that request); nothing else is
-    retried.
-    """
-
-    def __init__(self, base_url: str, open_socket: OpenSocket | None = None) -> None:
-        url = urlsplit(base_url)
-        self._tls = url.scheme == "https"
-        self.address = (url.hostname or "127.0.0.1", url.port or (443 if self._tls else 80))
-        self._open_socket = open_socket
-        self._sock: socket.socket | None = None
-        self._buffer = b""
-        self._fresh = False  # the open socket has carried no request yet (`connect`)
-
-    def connect(self, query: QueryConfig) -> None:
-        """Open the connection now, unless one is open: called before the clock starts, so the
-        TCP (and TLS) handshake, and in a sandbox fetching the socket from its helper, is never
-        part of a query's latency, for a service that closes every connection as for one that
-        keeps it alive.  Its own deadline, `query.timeout`; a failure is the query's _Failure."""
-        if self._sock is not None:
-            return
-        try:
-            self._open(time.monotonic() + query.timeout)
-        except TimeoutError:
-            detail = _timeout_detail(query, "connecting")
-            raise _Failure(ErrorKind.TIMEOUT, detail) from None
-        except OSError as error:
-            raise _Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        self._buffer = b""
-
-    def _open(self, deadline: float) -> socket.socket:
-        if self._open_socket is None:
-            sock = socket.create_connection(self.address, timeout=_left(deadline))
-        else:  # a socket made inside the service's sandbox (harness.boot.inside), then connected
-            sock = self._open_socket()
-            try:
-                sock.settimeout(_left(deadline))
-                sock.connect(self.address)
-            except BaseException:
-                sock.close()
-                raise
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self._tls:
-            try:
-                sock = tls_context().wrap_socket(sock, server_hostname=self.address[0])
-            except BaseException:
-                sock.close()
-                raise
-        self._sock, self._buffer, self._fresh = sock, b"", True
-        return sock
-
-    def exchange(self, raw: bytes, query: QueryConfig) -> _Answer:
-        deadline = time.monotonic() + query.timeout
-        # Only a socket that carried an earlier request can be a stale keep-alive one.
-        reused = self._sock is not None and not self._fresh
-        try:
-            try:
-                sock = self._sock or self._open(deadline)
-                self._fresh = False
-                self._send(sock, raw, deadline)
-                self._fill(sock, deadline, query, 1)
-            except (ConnectionError, ssl.SSLEOFError, _Closed):
-                if not reused:
-                    raise
-                self.close()  # a stale keep-alive connection: the request never arrived
-                sock = self._open(deadline)
-                self._fresh = False
-                self._send(sock, raw, deadline)
-                self._fill(sock, deadline, query, 1)
-            return self._response(sock, deadline, query)
-        except _Failure:
-            self.close()
-            raise
-        except TimeoutError:
-            self.close()
-            detail = _timeout_detail(query, "the whole request's deadline")
-            raise _Failure(ErrorKind.TIMEOUT, detail) from None
-        except _Closed:
-            self.close()
-            raise _Failure(
-                ErrorKind.CONNECTION, "RemoteProtocolError: the service closed the connection"
-            ) from None
-        except ssl.SSLEOFError:
-            self.close()
-            raise _Failure(
-                ErrorKind.CONNECTION, "SSLEOFError: the service closed the TLS connection"
-            ) from None
-        except OSError as error:
-            self.close()
-            raise _Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
-
-    def _send(self, sock: socket.socket, raw: bytes, deadline: float) -> None:
-        """Write `raw` within the deadline. A request fits the socket's send buffer: over plain
-        TCP it is written at once, without the readiness poll of a timed `sendall`."""
-        sent = 0
-        if not self._tls:
-            sock.settimeout(0.0)
-            try:
-                sent = sock.send(raw)
-            except BlockingIOError:
-                sent = 0
-        if sent < len(raw):
-            sock.settimeout(_left(deadline))
-            sock.sendall(raw[sent:] if sent else raw)
-
-    def _fill(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> int:
-        """Read until the buffer holds at least `size` bytes; raise _Closed at end of stream."""
-        while len(self._buffer) < size:
-            sock.settimeout(_left(deadline))
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise _Closed
-            self._buffer += chunk
-            if len(self._buffer) > query.max_bytes + _HEAD_ALLOWANCE:
-                raise _too_large(query)
-        return len(self._buffer)
-
-    def _take(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> bytes:
-        self._fill(sock, deadline, query, size)
-        taken, self._buffer = self._buffer[:size], self._buffer[size:]
-        return taken
-
-    def _line(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
-        while (end := self._buffer.find(b"\r\n")) < 0:
-            self._fill(sock, deadline, query, len(self._buffer) + 1)
-        line, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
-        return line
-
-    def _headers(self, sock: socket.socket, deadline: float, query: QueryConfig) -> dict[str, str]:
-        """The header lines after a status line, up to the empty line, parsed as one block once
-        it is all in (names lower-cased, names and values stripped; the last of a name wins)."""
-        self._fill(sock, deadline, query, 2)
-        if self._buffer.startswith(b"\r\n"):  # no header lines at all
-            self._buffer = self._buffer[2:]
-            return {}
-        start = 0  # the first blank line ends the block: no header line holds one
-        while (end := self._buffer.find(b"\r\n\r\n", start)) < 0:
-            start = max(0, len(self._buffer) - 3)
-            self._fill(sock, deadline, query, len(self._buffer) + 1)
-        block, self._buffer = self._buffer[:end], self._buffer[end + 4 :]
-        headers: dict[str, str] = {}
-        for line in block.decode("latin-1").split("\r\n"):
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        return headers
-
-    def _response(self, sock: socket.socket, deadline: float, query: QueryConfig) -> _Answer:
-        while True:  # 1xx answers come before the real one
-            status_line = self._line(sock, deadline, query)
-            parts = status_line.split(None, 2)
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-                raise _Failure(
-                    ErrorKind.CONNECTION, f"RemoteProtocolError: bad status line {status_line!r}"
-                )
-            status = int(parts[1])
-            headers = self._headers(sock, deadline, query)
-            if not 100 <= status < 200:
-                break
-        close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            body = self._chunked(sock, deadline, query)
-        elif "content-length" in headers:
-            length = _framing(headers["content-length"], 10, "Content-Length")
-            if length > query.max_bytes:
-                raise _too_large(query)
-            body = self._take(sock, deadline, query, length)
-        elif status in (204, 304):
-            body = b""
-        else:
-            body = self._until_close(sock, deadline, query)
-            close = True
-        if close:
-            self.close()
-        return _Answer(status, headers.get("content-type", ""), _decode(body, headers, query))
-
-    def _chunked(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
-        body = bytearray()
-        while True:
-            line = self._line(sock, deadline, query).split(b";")[0].strip() or b"0"
-            size = _framing(line.decode("latin-1"), 16, "chunk size")
-            if size == 0:
-                while self._line(sock, deadline, query):  # trailers, then the empty line
-                    pass
-                return bytes(body)
-            if len(body) + size > query.max_bytes:
-                raise _too_large(query)
-            body += self._take(sock, deadline, query, size)
-            self._take(sock, deadline, query, 2)
-
-    def _until_close(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
-        try:
-            while True:
-                self._fill(sock, deadline, query, len(self._buffer) + 1)
-                if len(self._buffer) > query.max_bytes:
-                    raise _too_large(query)
-        except _Closed:
-            body, self._buffer = self._buffer, b""
-            return body
-
-
-_HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_bytes
-
-
-class _Closed(Exception):
-    """The service closed the connection."""
-
-
-_DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF"}
-
-
-def _framing(text: str, base: int, what: str) -> int:
-    """A Content-Length or chunk size: digits only (no sign, no spaces, no underscores)."""
-    if not text or text.strip(_DIGITS[base]):
-        raise _Failure(ErrorKind.CONNECTION, f"RemoteProtocolError: bad {what} {text[:40]!r}")
-    return int(text, base)
-
-
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
-
-
-# The Content-Encodings decoded (zlib's window bits for each). The lean path sends no
-# Accept-Encoding: a service that compresses anyway is read all the same; any other coding (br,
-# zstd) is read as sent, and is then not JSON.
-_DECODED = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-_TRUNCATED = "Error -5 while decompressing data: incomplete or truncated stream"  # zlib's words
-
-
-def _decode(body: bytes, headers: Mapping[str, str], query: QueryConfig) -> bytes:
-    """`body` decoded of its Content-Encoding, never to more than `query.max_bytes`.
-
-    One decompressobj call whose output is capped at max_bytes + 1 (`max_length`): a bomb (a
-    small gzip body that decodes to gigabytes) stops there, so decoding holds at most the
-    compressed body (itself within max_bytes) and max_bytes + 1 decoded bytes. An identity body
-    is returned as it is, untouched."""
-    wbits = _DECODED.get(headers.get("content-encoding", "identity").lower())
-    if wbits is None:
-        return body
-    decoder = zlib.decompressobj(wbits)
-    try:
-        decoded = decoder.decompress(body, query.max_bytes + 1)
-    except zlib.error as error:
-        raise _Failure(ErrorKind.NOT_JSON, f"undecodable body: {error}") from None
-    if len(decoded) > query.max_bytes:
-        encoding = headers.get("content-encoding", "").lower()
-        raise _Failure(
-            ErrorKind.TOO_LARGE,
-            f"the answer is too large after decoding: its {len(body)}-byte {encoding} body "
-            f"decodes to more than query.max_bytes = {query.max_bytes} bytes; raise "
-            "query.max_bytes if the service is right to send that much",
-        )
-    if not decoder.eof:  # what zlib.decompress says of a body cut short
-        raise _Failure(ErrorKind.NOT_JSON, f"undecodable body: {_TRUNCATED}")
-    return decoded
-
-
 class AnswerCache:
     """What each distinct answer of one query configuration reads as, kept across boots.
 
@@ -631,7 +182,7 @@ class AnswerCache:
         self._read: dict[tuple[int, str, bytes], QueryResult] = {}
         self._bytes = 0
 
-    def read(self, answer: _Answer, query_id: str, latency_ns: int) -> QueryResult:
+    def read(self, answer: Answer, query_id: str, latency_ns: int) -> QueryResult:
         key = (answer.status, answer.content_type, answer.body)
         known = self._read.get(key)
         if known is None:
@@ -648,8 +199,8 @@ class Sent:
 
     query_id: str
     latency_ns: int
-    answer: _Answer | None = None  # None when it failed on the wire
-    failure: _Failure | None = None
+    answer: Answer | None = None  # None when it failed on the wire
+    failure: Failure | None = None
     result: QueryResult | None = None  # already read (the httpx path of tests)
 
 
@@ -762,15 +313,15 @@ class Channel:
             )
         try:
             self._connection.connect(self.query)  # off the clock: see Connection.connect
-        except _Failure as failure:
+        except Failure as failure:
             return Sent(query_id, 0, failure=failure)
         # On the clock: from the first byte written to the last byte of the answer read.
         started = time.perf_counter_ns()
         try:
             answer = self._connection.exchange(raw, self.query)
             latency_ns = time.perf_counter_ns() - started
-            _check_late(self.query, latency_ns)
-        except _Failure as failure:
+            check_late(self.query, latency_ns)
+        except Failure as failure:
             return Sent(query_id, time.perf_counter_ns() - started, failure=failure)
         return Sent(query_id, latency_ns, answer=answer)
 

@@ -90,7 +90,12 @@ def run_rounds(sessions: Sequence[RefSession], repeats: int) -> None:
     ]
     # The worker's plan: no progress lines (the terminal is the driver's), no Ray of its own.
     worker_plan = replace(
-        plan, progress=None, observer=None, ray=None, order_seed=sessions[0].order_seed
+        plan,
+        progress=None,
+        observer=None,
+        ray=None,
+        remote_rounds=None,
+        order_seed=sessions[0].order_seed,
     )
     with _connected(ray, plan.ray):
         task = ray.remote(num_cpus=_round_cpus(ray), max_retries=0)(play_remote_round)

@@ -39,7 +39,7 @@ from harness.checkout.build import build, with_venv
 from harness.checkout.editable import editable_paths
 from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
-from harness.config import HarnessConfig, QueryConfig, SideConfig, side_hash
+from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
@@ -49,7 +49,6 @@ from harness.replay.client import (
     READ_BATCH,
     AnswerCache,
     Channel,
-    Requests,
     Sent,
     Stopped,
     Streak,
@@ -58,6 +57,7 @@ from harness.replay.client import (
 )
 from harness.replay.hook import rewritten_items
 from harness.replay.order import draw_seed, in_rotation, pair_orders
+from harness.replay.request import Requests
 from harness.results.files import utc_stamp
 from harness.results.records import find_reusable, host_fingerprint, save_run
 from harness.score.definition import Definition, definition
@@ -82,6 +82,9 @@ class Observer(Protocol):
     def note(self, message: str) -> None: ...
 
 
+RemoteRounds = Callable[[Sequence["RefSession"], int], None]
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything shared by the runs of one invocation."""
@@ -97,6 +100,9 @@ class RunPlan:
     observer: Observer | None = field(default=None, compare=False)
     # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
     ray: str | None = None
+    # What plays the rounds there: harness.replay.remote.run_rounds, handed down by the caller
+    # (remote imports this module, so this one never imports it).
+    remote_rounds: RemoteRounds | None = field(default=None, compare=False)
     # The seed of the order within each pair (harness.replay.order): --seed, else None and a
     # fresh one is drawn per run of sessions, then recorded in each RefRun as order_seed.
     order_seed: int | None = None
@@ -128,7 +134,7 @@ class RefSession:
         self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
         # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins
         commit = None if self.resolved is None else self.resolved.sha
-        chosen = plan.config.side(side, None if url is not None else ref, commit)
+        chosen = effective_side(plan.config, side, None if url is not None else ref, commit)
         if pins:
             chosen = replace(
                 chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
@@ -494,9 +500,10 @@ def run_interleaved(
             for session in together:
                 session.pair_id, session.order_seed = pair_id, seed
         if on_ray and together:
-            from harness.replay.remote import run_rounds
-
-            run_rounds(together, repeats)
+            remote_rounds = together[0].plan.remote_rounds
+            if remote_rounds is None:
+                raise ValueError("a RunPlan with `ray` needs remote_rounds (remote.run_rounds)")
+            remote_rounds(together, repeats)
         elif latency_budget is not None and len(together) == 2 and together[0].plan.concurrency < 2:
             _sequential_rounds(together, repeats, latency_budget)
         else:

@@ -2,6 +2,7 @@
 
     page.py      render(comparison, fmt): text, Markdown and JSON, one renderer per format;
                  the `harness metrics` and `harness run` pages
+    blocks.py    the comparison page as layout blocks, built once for text, Markdown and HTML
     layout.py    the block layout shared by every page (text and Markdown from one build)
     document.py  the Comparison as a schema-versioned JSON document, and back
     diagnosis.py errored answers by kind (statuses, a sample, advice) and the steps run

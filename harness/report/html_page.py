@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from harness.report import figures, layout
+from harness.report.blocks import page_blocks
 from harness.report.document import redacted
 from harness.report.layout import Block
 from harness.report.numbers import queries, rank
@@ -140,10 +141,8 @@ def _numbers(blocks: Sequence[Block]) -> list[Block]:
 
 
 def render_html(comparison: Comparison, redact: bool) -> str:
-    from harness.report.page import _blocks  # the page imports this module when asked for html
-
     c = _without_paths(comparison) if redact else comparison
-    blocks = _blocks(c, redact)
+    blocks = page_blocks(c, redact)
     h = c.header
     title = (
         f"harness: {h.baseline.ref} ({h.baseline.short_sha}) -> "

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, NotComparableError, ResultsError
 from harness.extras import require
-from harness.score.metrics import MetricSpec, dedupe
+from harness.score.judged import dedupe
+from harness.score.metrics import MetricSpec
 from harness.score.runfile import trec_order
 from harness.types import GoldSet, QueryResult, RefRun
 

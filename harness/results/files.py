@@ -272,7 +272,7 @@ class AtomicDirectory(contextlib.AbstractContextManager[Path]):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         from harness import leftovers
-        from harness.boot.processes import signals_deferred
+        from harness.signals import signals_deferred
 
         tmp, self._tmp = self._tmp, None
         assert tmp is not None  # entered

@@ -2,6 +2,8 @@
 
     metrics.py     the metric registry (`parse_metric("ndcg@10")`), one function per metric,
                    per-query values (trec_eval's conventions, checked against pytrec_eval)
+    judged.py      the rankings judged once (deduplicated, grades looked up, ideal gains): what
+                   every metric reads
     evaluation.py  a gold set and a ranking per query in, an Evaluation (per query, per slice,
                    overall) out
     context.py     answer spans in returned texts: the characters of the context metrics

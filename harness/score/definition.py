@@ -26,7 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+# The values live in harness.types (a RefRun carries one); re-exported for the stages that
+# make and compare them.
+from harness.types import Definition as Definition
+from harness.types import DefinitionPart as DefinitionPart
 
 PARTS = ("gold", "corpus", "query", "k", "metrics", "config")
 WORDS = {
@@ -37,26 +41,6 @@ WORDS = {
     "metrics": "the metric definitions differ",
     "config": "the configuration differs",
 }
-
-
-@dataclass(frozen=True)
-class DefinitionPart:
-    name: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class Definition:
-    """The overall sha256 and the hash of each part, in PARTS order."""
-
-    sha256: str
-    parts: tuple[DefinitionPart, ...]
-
-    def part(self, name: str) -> str | None:
-        return next((p.sha256 for p in self.parts if p.name == name), None)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"sha256": self.sha256, "parts": {p.name: p.sha256 for p in self.parts}}
 
 
 def _canonical(names: Sequence[str]) -> list[str]:
@@ -74,8 +58,8 @@ def _canonical(names: Sequence[str]) -> list[str]:
 
 
 def _metrics_version() -> str:
-    # Imported on use: harness.types imports this module, and the metric registry brings numpy,
-    # which `harness --help` must not load (tests/test_fast_paths.py).
+    # Imported on use: the metric registry brings numpy, which `harness --help` must not load
+    # (tests/test_fast_paths.py).
     from harness.score.metrics import METRICS_VERSION
 
     return METRICS_VERSION

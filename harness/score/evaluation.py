@@ -1,7 +1,7 @@
 """The evaluation layer: a whole run scored against a gold set, per query and in aggregate.
 
 Pure: no I/O, no clock, no randomness.  `evaluate` judges every ranking once
-(`harness.score.metrics.judge`) and computes each requested metric as a column over the queries;
+(`harness.score.judged.judge`) and computes each requested metric as a column over the queries;
 `harness.score.metrics` defines the metrics, their names and the duplicate rule.  `evaluate_runs`
 scores several runs at once (a compare's repeats of both sides), each distinct answer once,
 giving exactly what `evaluate` gives each run.
@@ -28,17 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.errors import ConfigError, NotComparableError
-from harness.score.metrics import (
-    JudgedRanks,
-    MetricSpec,
-    as_specs,
-    judge,
-    judge_heads,
-    judge_sized,
-    judge_width,
-    no_answer_false_positive,
-    outranks_holds,
-)
+from harness.score.judged import JudgedRanks, judge, judge_heads, judge_sized, judge_width
+from harness.score.metrics import MetricSpec, as_specs, no_answer_false_positive, outranks_holds
 from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -48,7 +39,7 @@ FloatArray = npt.NDArray[np.float64]
 class RankingHeads(Protocol):
     """Rankings that can give the first k unique ids of many queries at once (a TREC run read
     column-wise, `harness.score.arrowrun.ArrowRanked`): the ids flattened in the order of `ids`
-    and how many each query has (`metrics.judge_heads`); `evaluate` then builds no ranking."""
+    and how many each query has (`judged.judge_heads`); `evaluate` then builds no ranking."""
 
     def heads(self, ids: Sequence[str], k: int) -> tuple[Sequence[str], Sequence[int]]: ...
 
@@ -303,7 +294,7 @@ class PooledEvaluations:
     """Several runs over one gold set scored together (`evaluate_runs`).
 
     `evaluations[r]` is `evaluate` of run r.  The distinct (query, ranking) pairs of all runs
-    are the rows of `judged` (`metrics.JudgedRanks`, cut at `max_k`): `rows[r][i]` is the row
+    are the rows of `judged` (`judged.JudgedRanks`, cut at `max_k`): `rows[r][i]` is the row
     of run r's ranking of gold query i (gold order), `rankings[row]` that ranking (empty when
     the run lacks the query).
     """

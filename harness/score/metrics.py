@@ -4,8 +4,9 @@ Pure: no I/O, no clock, no randomness.  A run is scored in three steps:
 
 1. each ranking is deduplicated lazily (the FIRST occurrence of an id is kept, later ones are
    dropped, before any cutoff) until max(k) unique ids are collected;
-2. `judge` looks every grade up once into an (n x width) array and precomputes per query the
-   number of relevant documents and the ideal gains (the judged grades, sorted descending);
+2. `judge` (`harness.score.judged`) looks every grade up once into an (n x width) array and
+   precomputes per query the number of relevant documents and the ideal gains (the judged
+   grades, sorted descending);
 3. every metric in `METRICS` is a vectorised function of that `JudgedRanks` and a cutoff k.
 
 Relevance: a judged grade >= `rel_level` (default 1) is relevant for the binary-relevance
@@ -43,241 +44,14 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, islice, repeat
-from operator import attrgetter, call, methodcaller
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from harness.score.context import annotated_characters, first_texts, found_characters
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+from harness.score.judged import FloatArray, JudgedRanks, judge
 
 # The version of the metric definitions (see the module docstring): 2 added the context metrics.
 METRICS_VERSION = "2"
-
-
-# --------------------------------------------------------------------------- judged ranks
-
-
-@dataclass(frozen=True, eq=False)
-class JudgedRanks:
-    """What every metric reads, one row per query, column j = rank j + 1 of the deduped list.
-
-    `gains[q, j]` is the grade at that rank clipped at 0 (0 when unjudged or past the list's end);
-    `relevant[q, j]` is grade >= rel_level; `n_relevant[q]` counts the query's judgements with
-    grade >= rel_level; `ideal[q, j]` is the (j + 1)-th largest positive judged grade, else 0;
-    `answerable[q]` is `GoldQuery.answerable` (some grade >= 1).
-
-    With returned texts (else None): `found[q, j]` is the found characters of the chunk at rank
-    j + 1 (`context.found_characters`), `length[q, j]` the length of its returned text (0 for a
-    missing text or past the list's end), `annotated[q]` the query's annotated characters.
-    """
-
-    gains: FloatArray
-    relevant: BoolArray
-    n_relevant: FloatArray
-    ideal: FloatArray
-    answerable: BoolArray
-    found: FloatArray | None = None
-    length: FloatArray | None = None
-    annotated: FloatArray | None = None
-
-    @property
-    def width(self) -> int:
-        return int(self.gains.shape[1])
-
-    def select(self, rows: npt.NDArray[np.intp], width: int) -> JudgedRanks:
-        """These rows, cut (or padded with zeros) to `width` columns, as new C-ordered arrays:
-        what `judge` gives for those rankings alone when `width` is the width it would choose
-        (`judge_width`)."""
-
-        def cut(x: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
-            out = np.zeros((len(rows), width), dtype=x.dtype)
-            w = min(width, x.shape[1])
-            out[:, :w] = x[rows, :w]
-            return out
-
-        def pick(x: FloatArray | None, wide: bool = True) -> FloatArray | None:
-            if x is None:
-                return None
-            return cut(x) if wide else np.ascontiguousarray(x[rows])
-
-        return JudgedRanks(
-            gains=cut(self.gains),
-            relevant=cut(self.relevant),
-            n_relevant=np.ascontiguousarray(self.n_relevant[rows]),
-            ideal=cut(self.ideal),
-            answerable=np.ascontiguousarray(self.answerable[rows]),
-            found=pick(self.found),
-            length=pick(self.length),
-            annotated=pick(self.annotated, wide=False),
-        )
-
-
-def judge_width(sizes: npt.NDArray[np.intp], positive: int, max_k: int) -> int:
-    """The width `judge` chooses for rankings of these `sizes` (`judge_sized`) over queries of
-    which the one with the most positive judgements has `positive` of them."""
-    return max(1, int(sizes.max(initial=0)), min(max_k, positive))
-
-
-def dedupe(ids: Iterable[str]) -> tuple[str, ...]:
-    """The ids in order, every later duplicate dropped: the first occurrence keeps its place."""
-    return tuple(dict.fromkeys(ids))
-
-
-def _top_unique(ranking: Sequence[str], k: int) -> dict[str, None]:
-    """The first k unique ids of a ranking, as dict keys in rank order; walks only as far as it
-    must (the head is deduped in C; only a head with duplicates makes us walk on)."""
-    top = dict.fromkeys(ranking[:k])
-    if len(top) < k and len(ranking) > k:
-        for doc in islice(ranking, k, None):
-            top[doc] = None
-            if len(top) == k:
-                break
-    return top
-
-
-def judge(
-    rankings: Sequence[Sequence[str]],
-    judgements: Sequence[Mapping[str, int]],
-    max_k: int,
-    rel_level: int = 1,
-    *,
-    texts: Sequence[Sequence[str | None] | None] | None = None,
-    spans: Sequence[Mapping[str, Sequence[str]]] | None = None,
-) -> JudgedRanks:
-    """Look every ranking's top max_k unique ids up in its query's judgements, once.
-
-    With `texts` (per query the returned text of each position, None for a query without
-    them) and `spans` (per query, `GoldQuery.spans`), the context arrays are filled too.
-    """
-    return judge_sized(rankings, judgements, max_k, rel_level, texts=texts, spans=spans)[0]
-
-
-def judge_sized(
-    rankings: Sequence[Sequence[str]],
-    judgements: Sequence[Mapping[str, int]],
-    max_k: int,
-    rel_level: int = 1,
-    *,
-    texts: Sequence[Sequence[str | None] | None] | None = None,
-    spans: Sequence[Mapping[str, Sequence[str]]] | None = None,
-) -> tuple[JudgedRanks, npt.NDArray[np.intp]]:
-    """`judge`, and per ranking the number of unique ids judged (at most max_k): what
-    `JudgedRanks.select` needs to cut a subset of the rows to the width `judge` would give it."""
-    _check_rel_level(rel_level)
-    if len(rankings) != len(judgements):
-        raise ValueError(f"{len(rankings)} rankings for {len(judgements)} judgement maps")
-    if any(map(isinstance, rankings, repeat(str))):
-        raise TypeError("a ranking is a sequence of ids, not a string")
-    n = len(rankings)
-    # One Python-level step per query, everything inside it in C: at 100,000 queries each extra
-    # step costs about 0.1 s.
-    found: list[int] = []
-    sizes: list[int] = []
-    zeros = repeat(0)
-    for ranking, rel in zip(rankings, judgements, strict=True):
-        top = dict.fromkeys(ranking[:max_k])
-        if len(top) < max_k and len(ranking) > max_k:
-            top = _top_unique(ranking, max_k)
-        sizes.append(len(top))
-        found.extend(map(rel.get, top, zeros))
-    judged = _judged(found, sizes, judgements, max_k, rel_level)
-    lengths = np.array(sizes, dtype=np.intp)
-    if texts is None:
-        return judged, lengths
-    return _with_context(judged, rankings, texts, spans or [{}] * n, max_k), lengths
-
-
-def judge_heads(
-    heads: Sequence[str],
-    sizes: Sequence[int],
-    judgements: Sequence[Mapping[str, int]],
-    max_k: int,
-    rel_level: int = 1,
-) -> JudgedRanks:
-    """`judge` for rankings given by their heads: the first min(len, max_k) ids of each ranking,
-    all unique (a TREC run holds no id twice for a query), flattened in query order, and
-    `sizes[q]`, how many of them are query q's. Every lookup is one call from C: no Python step
-    per query or per id."""
-    _check_rel_level(rel_level)
-    if len(sizes) != len(judgements):
-        raise ValueError(f"{len(sizes)} rankings for {len(judgements)} judgement maps")
-    gets = chain.from_iterable(map(repeat, map(attrgetter("get"), judgements), sizes))
-    found: list[int] = list(map(call, gets, heads, repeat(0)))
-    return _judged(found, sizes, judgements, max_k, rel_level)
-
-
-def _judged(
-    found: Sequence[int],
-    sizes: Sequence[int],
-    judgements: Sequence[Mapping[str, int]],
-    max_k: int,
-    rel_level: int,
-) -> JudgedRanks:
-    """The JudgedRanks of the grades `found` at the ranks of every query (`sizes[q]` of them
-    for query q, in query order)."""
-    n = len(judgements)
-    lengths = np.array(sizes, dtype=np.intp)
-
-    counts = np.fromiter(map(len, judgements), dtype=np.intp, count=n)
-    grades = np.fromiter(
-        chain.from_iterable(map(methodcaller("values"), judgements)),
-        dtype=np.float64,
-        count=int(counts.sum()),
-    )
-    owner = np.repeat(np.arange(n), counts)
-    n_relevant = np.bincount(owner, weights=grades >= rel_level, minlength=n).astype(np.float64)
-    positive = grades > 0
-    ideal_owner, ideal_grade = owner[positive], grades[positive]
-    n_positive = np.bincount(ideal_owner, minlength=n)
-    answerable = np.bincount(owner, weights=grades >= 1, minlength=n) > 0
-
-    width = max(1, int(lengths.max(initial=0)), min(max_k, int(n_positive.max(initial=0))))
-    ranked = np.zeros((n, width))
-    ranked[np.arange(width) < lengths[:, None]] = found
-    ideal = np.zeros((n, width))
-    order = np.lexsort((-ideal_grade, ideal_owner))
-    ideal_owner, ideal_grade = ideal_owner[order], ideal_grade[order]
-    position = np.arange(len(ideal_owner)) - (np.cumsum(n_positive) - n_positive)[ideal_owner]
-    keep = position < width
-    ideal[ideal_owner[keep], position[keep]] = ideal_grade[keep]
-    return JudgedRanks(
-        gains=np.maximum(ranked, 0.0),
-        relevant=ranked >= rel_level,
-        n_relevant=n_relevant,
-        ideal=ideal,
-        answerable=answerable,
-    )
-
-
-def _with_context(
-    judged: JudgedRanks,
-    rankings: Sequence[Sequence[str]],
-    texts: Sequence[Sequence[str | None] | None],
-    spans: Sequence[Mapping[str, Sequence[str]]],
-    max_k: int,
-) -> JudgedRanks:
-    n, width = judged.gains.shape
-    if not len(texts) == len(spans) == n:
-        raise ValueError(f"{len(texts)} text lists and {len(spans)} span maps for {n} rankings")
-    found = np.zeros((n, width))
-    length = np.zeros((n, width))
-    for q, (ranking, returned, query_spans) in enumerate(zip(rankings, texts, spans, strict=True)):
-        if returned is None:
-            continue
-        for j, (doc, text) in enumerate(first_texts(ranking, returned, max_k)):
-            length[q, j] = len(text or "")
-            found[q, j] = found_characters(text, query_spans.get(doc, ()))
-    annotated = np.array([annotated_characters(s) for s in spans], dtype=np.float64)
-    return JudgedRanks(
-        judged.gains, judged.relevant, judged.n_relevant, judged.ideal, judged.answerable,
-        found=found, length=length, annotated=annotated,
-    )
 
 
 # --------------------------------------------------------------------------- the metrics
@@ -594,12 +368,6 @@ def parse_metrics(text: str) -> tuple[MetricSpec, ...]:
 def as_specs(specs: Iterable[MetricSpec | str]) -> tuple[MetricSpec, ...]:
     """Specs given as MetricSpecs or canonical names, in order, each once."""
     return tuple(dict.fromkeys(s if isinstance(s, MetricSpec) else parse_metric(s) for s in specs))
-
-
-def _check_rel_level(rel_level: int) -> None:
-    # 0 would make every unjudged document relevant.
-    if isinstance(rel_level, bool) or not isinstance(rel_level, int) or rel_level < 1:
-        raise ValueError(f"rel_level must be an integer >= 1, not {rel_level!r}")
 
 
 def score_query(

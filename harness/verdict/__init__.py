@@ -2,6 +2,7 @@
 
     compare.py     compare(gold, baseline, candidate, settings) -> Comparison
     validity.py    what makes a run unusable (failures, errored answers) and the invalid verdict
+    repeats.py     which repeats a verdict uses, and a repeat's answers by query id
     scopes.py      metrics per scope (overall, each slice) with their paired tests
     details.py     flips, drift, answers to unanswerable queries, outranks pairs, latency
                    (paired only for runs measured together), throughput, the machine's load
@@ -17,6 +18,7 @@
     comparable.py  whether two saved comparisons share their evaluation definition
     systems.py     run files of several systems, each compared with the first: Holm across
                    systems x cutoffs (`harness compare-runs`)
+    threshold.py   `harness threshold`: top scores of answerable vs unanswerable queries, a cutoff
 
 No I/O, no clock, no subprocess; the only randomness is numpy's default_rng(seed), so a verdict
 is a function of its inputs and the seed.  (The latency verdict uses no randomness at all.)

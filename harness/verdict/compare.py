@@ -49,7 +49,7 @@ What is compared, and how:
 - For the plots (drawn by the HTML report, decided by nothing): each usable repeat's metric
   means over the analysed answerable queries and latency p50 (`Comparison.repeats`), each side's
   latency percentiles and those of the per-query paired ratios, the paired bootstrap interval of
-  each hit@k delta, and, for a service that returns scores, each side's `harness.threshold`
+  each hit@k delta, and, for a service that returns scores, each side's `harness.verdict.threshold`
   analysis (`Comparison.top_scores`).
 - Headline: the decisive rows are hit@k at every configured cutoff and every `gate_on` metric,
   their p Holm-adjusted across each other (a row keeps its call only when its adjusted p <

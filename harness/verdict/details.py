@@ -14,10 +14,9 @@ from itertools import islice
 import numpy as np
 import numpy.typing as npt
 
-from harness import threshold
 from harness.score.evaluation import Evaluation
 from harness.types import GoldSet, RefRun, Repeat
-from harness.verdict import stats, validity
+from harness.verdict import stats, threshold, validity
 from harness.verdict.comparison import (
     CompareSettings,
     Direction,
@@ -319,9 +318,10 @@ def repeat_means(
 
 
 def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
-    """`harness.threshold`'s analysis of one side, for the report's score plot; None when the
-    service returns no scores (some answer with results carries none), when no answer returned
-    a scored result, or when the run was measured on another gold set (the run is invalid)."""
+    """`harness.verdict.threshold`'s analysis of one side, for the report's score plot; None when
+    the service returns no scores (some answer with results carries none), when no answer
+    returned a scored result, or when the run was measured on another gold set (the run is
+    invalid)."""
     if run.gold_hash != gold.hash:
         return None
     answers = (

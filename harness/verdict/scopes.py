@@ -20,7 +20,8 @@ from harness.score.evaluation import (
     evaluate_runs,
     returned_texts,
 )
-from harness.score.metrics import Kind, dedupe
+from harness.score.judged import dedupe
+from harness.score.metrics import Kind
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope

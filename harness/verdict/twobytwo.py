@@ -23,9 +23,10 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.score.metrics import dedupe
+from harness.score.judged import dedupe
 from harness.types import GoldSet, RefRun
 from harness.verdict import stats
+from harness.verdict.repeats import by_query, usable
 
 
 class Cell(enum.StrEnum):
@@ -97,10 +98,7 @@ class TwoByTwoComparison:
 def retrieved_at(gold: GoldSet, run: RefRun, k: int, rel_level: int = 1) -> dict[str, bool]:
     """Per answerable query answered in every usable repeat: was a relevant document in the
     top k (modal over repeats, a tie is False)."""
-    # Here, not at the top: validity imports the Comparison values, which hold these tables.
-    from harness.verdict import validity
-
-    answers = [validity.by_query(rep) for rep in validity.usable(run)]
+    answers = [by_query(rep) for rep in usable(run)]
     found: dict[str, bool] = {}
     for query in gold.queries:
         if not query.answerable or not answers:

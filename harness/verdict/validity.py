@@ -1,4 +1,5 @@
-"""Which repeats of a run are used, and every reason a comparison of two runs is invalid.
+"""Every reason a comparison of two runs is invalid, and which repeats of a run are used
+(`usable` and `by_query`, from `harness.verdict.repeats`).
 
 Part of `harness.verdict.compare` (its docstring states every rule); pure.  `harness gate` and
 `harness threshold` use the same usable repeats, and the gate the same failures and errored
@@ -15,30 +16,16 @@ from itertools import chain
 from operator import attrgetter
 
 from harness.errors import clip
-from harness.types import GoldSet, QueryResult, RefRun, Repeat
+from harness.types import GoldSet, QueryResult, RefRun
 from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
+from harness.verdict.repeats import WARNING_STAGES
+from harness.verdict.repeats import by_query as by_query  # re-exported: validity.by_query(rep)
+from harness.verdict.repeats import usable as usable  # re-exported: validity.usable(run)
 
 _SIDES = ("baseline", "candidate")
-# A failed teardown still collected every answer: a warning, not a reason to throw them away.
-_WARNING_STAGES = frozenset({"teardown"})
 _SHOWN_IDS = 5
-_REMEMBERED = 16  # repeats: both sides of a comparison with their usable repeats
 _SAMPLE_CHARS = 200  # of a sample answer's detail, shown with the errors of its kind
 NEARLY_ALL = 0.9  # a share of failed queries past which the request itself is wrong
-
-
-def usable(run: RefRun, *, latency: bool = False) -> tuple[Repeat, ...]:
-    """The repeats whose answers are used: none after a build failure, else every repeat that
-    did not fail, or failed only at teardown; rounds run for latency only (`Repeat.latency_only`,
-    past compare.repeats) only when `latency`: quality is scored on the first `repeats` alone."""
-    if run.build_failure is not None:
-        return ()
-    return tuple(
-        rep
-        for rep in run.repeats
-        if (rep.failure is None or rep.failure.stage in _WARNING_STAGES)
-        and (latency or not rep.latency_only)
-    )
 
 
 def _label(side: str, run: RefRun) -> str:
@@ -54,7 +41,7 @@ def run_failures(label: str, run: RefRun) -> list[str]:
     elif not run.repeats:
         reasons.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
     for rep in run.repeats:
-        if rep.failure is not None and rep.failure.stage not in _WARNING_STAGES:
+        if rep.failure is not None and rep.failure.stage not in WARNING_STAGES:
             log = f"; see {rep.log_path}" if rep.log_path else ""
             reasons.append(
                 f"{label}: repeat {rep.index + 1} failed at {rep.failure.stage}: "
@@ -312,21 +299,6 @@ def check(
             f"({runs[0].gold_hash[:12]} vs {runs[1].gold_hash[:12]}); re-run both with --fresh"
         )
     return invalid, warnings
-
-
-_RECENT: list[tuple[Repeat, dict[str, QueryResult]]] = []
-
-
-def by_query(rep: Repeat) -> dict[str, QueryResult]:
-    """A repeat's answers by query id (treat as read-only: the last few repeats asked for are
-    remembered, since a comparison asks for each of its repeats several times)."""
-    for seen, answers in _RECENT:
-        if seen is rep:
-            return answers
-    answers = {r.query_id: r for r in rep.results}
-    _RECENT.insert(0, (rep, answers))
-    del _RECENT[_REMEMBERED:]
-    return answers
 
 
 # --------------------------------------------------------------------------- per-side data

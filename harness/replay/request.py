@@ -1,0 +1,150 @@
+"""The request for one gold query: the config's templates filled (`make_request`), then the
+bytes of one HTTP/1.1 request (`encode_request`), encoded once per ref and joined around each
+boot's Host header (`Requests`). Pure: nothing here opens a socket.
+
+    make_request(query, text) -> RequestSpec      {query} and {limit} filled, literally
+    encode_request(base_url, spec) -> bytes       the request line, headers and body
+    Requests(query, items).for_url(base_url)      {text: bytes}, what `Channel` sends
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import SplitResult, unquote, urlencode, urlsplit
+
+from harness.config import QueryConfig, substitute
+from harness.extras import require
+from harness.scrub import basic_token
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One concrete request: the config's templates with {query} and {limit} filled in."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    json: object | None = None  # the body, sent as JSON when not None
+    form: Mapping[str, str] | None = None  # the body, form-urlencoded, when not None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def make_request(query: QueryConfig, text: str) -> RequestSpec:
+    """Fill the request templates of `query` for the query `text`.
+
+    Substitution is literal and single-pass (see config.substitute): braces in the query text are
+    sent as typed and never expanded. In the JSON template a string that is exactly "{limit}"
+    becomes the integer limit and one that is exactly "{query}" the text; any other string has
+    its placeholders replaced inside it. `form` values are filled like `params`. `path` is sent
+    as written.
+    """
+    values = {"query": text, "limit": str(query.limit)}
+    return RequestSpec(
+        method=query.method,
+        path=query.path,
+        params={name: substitute(value, values) for name, value in query.params.items()},
+        json=None if query.json is None else _fill(query.json, values, query.limit),
+        form=None
+        if query.form is None
+        else {name: substitute(value, values) for name, value in query.form.items()},
+        headers={name: substitute(value, values) for name, value in query.headers.items()},
+    )
+
+
+def _fill(template: object, values: Mapping[str, str], limit: int) -> object:
+    if isinstance(template, str):
+        if template == "{limit}":
+            return limit
+        return values["query"] if template == "{query}" else substitute(template, values)
+    if isinstance(template, Mapping):
+        return {key: _fill(item, values, limit) for key, item in template.items()}
+    if isinstance(template, list | tuple):
+        return [_fill(item, values, limit) for item in template]
+    return template
+
+
+def encode_request(base_url: str, spec: RequestSpec) -> bytes:
+    """The bytes of `spec` as one HTTP/1.1 request to `base_url` (http or https), keep-alive.
+
+    Built before the clock starts: the timed path only writes these bytes and reads the answer.
+    Params are form-encoded onto the path (spaces as "+", as httpx and browsers send them); a
+    JSON body is compact UTF-8, a form body `application/x-www-form-urlencoded` (UTF-8, as
+    browsers and httpx encode it), each with its Content-Length. A Content-Type in
+    `query.headers` replaces the harness's own.
+    """
+    url = _http_url(base_url)
+    start, rest = _encode_parts(url.path, spec)
+    return start + _host(url, spec.headers) + rest
+
+
+def _host(url: SplitResult, headers: Mapping[str, str]) -> bytes:
+    """The Host header's value: the URL's host and port, never its userinfo, which becomes
+    HTTP Basic credentials instead (as curl and httpx send them), unless query.headers names
+    an Authorization of its own."""
+    host = url.netloc.rpartition("@")[2]
+    if "@" in url.netloc and not any(name.lower() == "authorization" for name in headers):
+        user, password = unquote(url.username or ""), unquote(url.password or "")
+        host += "\r\nAuthorization: " + basic_token(user, password)
+    return host.encode("utf-8")
+
+
+def _http_url(base_url: str) -> SplitResult:
+    url = urlsplit(base_url)
+    if url.scheme not in ("http", "https") or url.hostname is None:
+        raise ValueError(f"the timed client speaks http(s), not {base_url}")
+    return url
+
+
+def _encode_parts(prefix: str, spec: RequestSpec) -> tuple[bytes, bytes]:
+    """The request of `spec` under the URL path `prefix`, split where the Host value goes: every
+    byte but the host, which changes with each boot's port (`Requests`)."""
+    target = prefix.rstrip("/") + spec.path
+    if spec.params:
+        target += ("&" if "?" in target else "?") + urlencode(dict(spec.params))
+    lines = ["Accept: */*"]
+    body = b""
+    content_type = None
+    if spec.json is not None:
+        body = json.dumps(spec.json, ensure_ascii=False, separators=(",", ":")).encode()
+        content_type = "application/json"
+    elif spec.form is not None:
+        body = urlencode(dict(spec.form)).encode("ascii")
+        content_type = "application/x-www-form-urlencoded"
+    if content_type and not any(name.lower() == "content-type" for name in spec.headers):
+        lines.append(f"Content-Type: {content_type}")
+    if body or spec.method not in ("GET", "HEAD"):
+        lines.append(f"Content-Length: {len(body)}")
+    lines += [f"{name}: {value}" for name, value in spec.headers.items()]
+    start = f"{spec.method} {target} HTTP/1.1\r\nHost: ".encode()
+    return start, ("\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+
+
+class Requests:
+    """Every request of one query configuration, encoded once and reused for each boot.
+
+        requests = Requests(query, items)          # once per ref (query.rewrite already applied)
+        requests.for_url("http://127.0.0.1:PORT")  # {text: bytes}: encode_request's, per text
+
+    A boot differs only in its port, which is the Host header's value: the rest of each request
+    is encoded here once (`make_request`, `encode_request`'s rules) and joined around the host.
+    """
+
+    def __init__(self, query: QueryConfig, items: Sequence[tuple[str, str]] = ()) -> None:
+        if query.select:  # the [html] extra: said before the first query, not in each result
+            require("bs4", "query.select")
+        self.query = query
+        self._texts = list(dict.fromkeys(text for _, text in items))
+        self._parts: dict[str, dict[str, tuple[bytes, bytes]]] = {}  # URL path -> text -> parts
+
+    def for_url(self, base_url: str) -> dict[str, bytes]:
+        url = _http_url(base_url)
+        parts = self._parts.get(url.path)
+        if parts is None:
+            parts = self._parts[url.path] = {
+                text: _encode_parts(url.path, make_request(self.query, text))
+                for text in self._texts
+            }
+        host = _host(url, self.query.headers)
+        return {text: start + host + rest for text, (start, rest) in parts.items()}

@@ -1,0 +1,335 @@
+"""One persistent keep-alive HTTP/1.1 connection, and the exchange of one request over it on the
+clock: the bytes sent, the status line, headers and body read back (Content-Length, chunked or
+until close), decoded of any Content-Encoding, each read within `query.timeout`, the answer
+within `query.max_bytes`. What `harness.replay.client` times; it reads no answer's ids.
+
+    conn = Connection(base_url, open_socket); conn.connect(query)   # off the clock
+    answer = conn.exchange(raw, query)       # Answer(status, content_type, body), or Failure
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from harness.boot.deployed import tls_context
+from harness.boot.probe import OpenSocket
+from harness.config import QueryConfig
+from harness.types import ErrorKind
+
+
+class Failure(Exception):
+    """A query that failed on the wire: its ErrorKind and the words of its detail."""
+
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
+        super().__init__(detail)
+        self.kind, self.detail = kind, detail
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    content_type: str
+    body: bytes  # decoded of any Content-Encoding
+
+
+def timeout_detail(query: QueryConfig, what: str) -> str:
+    return f"no answer within query.timeout = {query.timeout:g} s ({what})"
+
+
+def check_late(query: QueryConfig, latency_ns: int) -> None:
+    """An answer that came whole, but after `query.timeout`, is a timeout all the same: every
+    read kept to the deadline, yet the exchange as timed did not (a read that found its bytes
+    waiting after the process was descheduled past the deadline; decoding a large body)."""
+    if latency_ns > query.timeout * 1e9:  # a float: no overflow for any timeout
+        raise Failure(
+            ErrorKind.TIMEOUT,
+            timeout_detail(query, f"the answer came whole after {latency_ns / 1e6:.1f} ms"),
+        )
+
+
+def too_large(query: QueryConfig) -> Failure:
+    return Failure(
+        ErrorKind.TOO_LARGE,
+        f"the answer is longer than query.max_bytes = {query.max_bytes} bytes; "
+        "raise query.max_bytes if the service is right to send that much",
+    )
+
+
+class Connection:
+    """One persistent keep-alive HTTP/1.1 connection to a service, TCP_NODELAY set; over TLS
+    (`harness.boot.deployed.tls_context`, certificate verified) for an https URL.
+
+    `connect(query)` opens the connection ahead of a request (the Channel does so before its
+    clock starts).  `exchange(raw, query)` writes a prepared request and reads the whole answer
+    under one deadline (`query.timeout`, counted from the call: send and every byte of the body,
+    and the connect when none was open, so a body dripped a byte at a time fails at the
+    deadline) and one cap (`query.max_bytes`,
+    headers and body).  Content-Length, chunked and read-until-close bodies are read; gzip and
+    deflate bodies are decoded.  A kept-alive connection that the service had closed before our
+    request reached it is reopened once (the service never saw that request); nothing else is
+    retried.
+    """
+
+    def __init__(self, base_url: str, open_socket: OpenSocket | None = None) -> None:
+        url = urlsplit(base_url)
+        self._tls = url.scheme == "https"
+        self.address = (url.hostname or "127.0.0.1", url.port or (443 if self._tls else 80))
+        self._open_socket = open_socket
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+        self._fresh = False  # the open socket has carried no request yet (`connect`)
+
+    def connect(self, query: QueryConfig) -> None:
+        """Open the connection now, unless one is open: called before the clock starts, so the
+        TCP (and TLS) handshake, and in a sandbox fetching the socket from its helper, is never
+        part of a query's latency, for a service that closes every connection as for one that
+        keeps it alive.  Its own deadline, `query.timeout`; a failure is the query's Failure."""
+        if self._sock is not None:
+            return
+        try:
+            self._open(time.monotonic() + query.timeout)
+        except TimeoutError:
+            detail = timeout_detail(query, "connecting")
+            raise Failure(ErrorKind.TIMEOUT, detail) from None
+        except OSError as error:
+            raise Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buffer = b""
+
+    def _open(self, deadline: float) -> socket.socket:
+        if self._open_socket is None:
+            sock = socket.create_connection(self.address, timeout=_left(deadline))
+        else:  # a socket made inside the service's sandbox (harness.boot.inside), then connected
+            sock = self._open_socket()
+            try:
+                sock.settimeout(_left(deadline))
+                sock.connect(self.address)
+            except BaseException:
+                sock.close()
+                raise
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls:
+            try:
+                sock = tls_context().wrap_socket(sock, server_hostname=self.address[0])
+            except BaseException:
+                sock.close()
+                raise
+        self._sock, self._buffer, self._fresh = sock, b"", True
+        return sock
+
+    def exchange(self, raw: bytes, query: QueryConfig) -> Answer:
+        deadline = time.monotonic() + query.timeout
+        # Only a socket that carried an earlier request can be a stale keep-alive one.
+        reused = self._sock is not None and not self._fresh
+        try:
+            try:
+                sock = self._sock or self._open(deadline)
+                self._fresh = False
+                self._send(sock, raw, deadline)
+                self._fill(sock, deadline, query, 1)
+            except (ConnectionError, ssl.SSLEOFError, _Closed):
+                if not reused:
+                    raise
+                self.close()  # a stale keep-alive connection: the request never arrived
+                sock = self._open(deadline)
+                self._fresh = False
+                self._send(sock, raw, deadline)
+                self._fill(sock, deadline, query, 1)
+            return self._response(sock, deadline, query)
+        except Failure:
+            self.close()
+            raise
+        except TimeoutError:
+            self.close()
+            detail = timeout_detail(query, "the whole request's deadline")
+            raise Failure(ErrorKind.TIMEOUT, detail) from None
+        except _Closed:
+            self.close()
+            raise Failure(
+                ErrorKind.CONNECTION, "RemoteProtocolError: the service closed the connection"
+            ) from None
+        except ssl.SSLEOFError:
+            self.close()
+            raise Failure(
+                ErrorKind.CONNECTION, "SSLEOFError: the service closed the TLS connection"
+            ) from None
+        except OSError as error:
+            self.close()
+            raise Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
+
+    def _send(self, sock: socket.socket, raw: bytes, deadline: float) -> None:
+        """Write `raw` within the deadline. A request fits the socket's send buffer: over plain
+        TCP it is written at once, without the readiness poll of a timed `sendall`."""
+        sent = 0
+        if not self._tls:
+            sock.settimeout(0.0)
+            try:
+                sent = sock.send(raw)
+            except BlockingIOError:
+                sent = 0
+        if sent < len(raw):
+            sock.settimeout(_left(deadline))
+            sock.sendall(raw[sent:] if sent else raw)
+
+    def _fill(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> int:
+        """Read until the buffer holds at least `size` bytes; raise _Closed at end of stream."""
+        while len(self._buffer) < size:
+            sock.settimeout(_left(deadline))
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise _Closed
+            self._buffer += chunk
+            if len(self._buffer) > query.max_bytes + _HEAD_ALLOWANCE:
+                raise too_large(query)
+        return len(self._buffer)
+
+    def _take(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> bytes:
+        self._fill(sock, deadline, query, size)
+        taken, self._buffer = self._buffer[:size], self._buffer[size:]
+        return taken
+
+    def _line(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        while (end := self._buffer.find(b"\r\n")) < 0:
+            self._fill(sock, deadline, query, len(self._buffer) + 1)
+        line, self._buffer = self._buffer[:end], self._buffer[end + 2 :]
+        return line
+
+    def _headers(self, sock: socket.socket, deadline: float, query: QueryConfig) -> dict[str, str]:
+        """The header lines after a status line, up to the empty line, parsed as one block once
+        it is all in (names lower-cased, names and values stripped; the last of a name wins)."""
+        self._fill(sock, deadline, query, 2)
+        if self._buffer.startswith(b"\r\n"):  # no header lines at all
+            self._buffer = self._buffer[2:]
+            return {}
+        start = 0  # the first blank line ends the block: no header line holds one
+        while (end := self._buffer.find(b"\r\n\r\n", start)) < 0:
+            start = max(0, len(self._buffer) - 3)
+            self._fill(sock, deadline, query, len(self._buffer) + 1)
+        block, self._buffer = self._buffer[:end], self._buffer[end + 4 :]
+        headers: dict[str, str] = {}
+        for line in block.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return headers
+
+    def _response(self, sock: socket.socket, deadline: float, query: QueryConfig) -> Answer:
+        while True:  # 1xx answers come before the real one
+            status_line = self._line(sock, deadline, query)
+            parts = status_line.split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+                raise Failure(
+                    ErrorKind.CONNECTION, f"RemoteProtocolError: bad status line {status_line!r}"
+                )
+            status = int(parts[1])
+            headers = self._headers(sock, deadline, query)
+            if not 100 <= status < 200:
+                break
+        close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = self._chunked(sock, deadline, query)
+        elif "content-length" in headers:
+            length = _framing(headers["content-length"], 10, "Content-Length")
+            if length > query.max_bytes:
+                raise too_large(query)
+            body = self._take(sock, deadline, query, length)
+        elif status in (204, 304):
+            body = b""
+        else:
+            body = self._until_close(sock, deadline, query)
+            close = True
+        if close:
+            self.close()
+        return Answer(status, headers.get("content-type", ""), _decode(body, headers, query))
+
+    def _chunked(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        body = bytearray()
+        while True:
+            line = self._line(sock, deadline, query).split(b";")[0].strip() or b"0"
+            size = _framing(line.decode("latin-1"), 16, "chunk size")
+            if size == 0:
+                while self._line(sock, deadline, query):  # trailers, then the empty line
+                    pass
+                return bytes(body)
+            if len(body) + size > query.max_bytes:
+                raise too_large(query)
+            body += self._take(sock, deadline, query, size)
+            self._take(sock, deadline, query, 2)
+
+    def _until_close(self, sock: socket.socket, deadline: float, query: QueryConfig) -> bytes:
+        try:
+            while True:
+                self._fill(sock, deadline, query, len(self._buffer) + 1)
+                if len(self._buffer) > query.max_bytes:
+                    raise too_large(query)
+        except _Closed:
+            body, self._buffer = self._buffer, b""
+            return body
+
+
+_HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_bytes
+
+
+class _Closed(Exception):
+    """The service closed the connection."""
+
+
+_DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF"}
+
+
+def _framing(text: str, base: int, what: str) -> int:
+    """A Content-Length or chunk size: digits only (no sign, no spaces, no underscores)."""
+    if not text or text.strip(_DIGITS[base]):
+        raise Failure(ErrorKind.CONNECTION, f"RemoteProtocolError: bad {what} {text[:40]!r}")
+    return int(text, base)
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+# The Content-Encodings decoded (zlib's window bits for each). The lean path sends no
+# Accept-Encoding: a service that compresses anyway is read all the same; any other coding (br,
+# zstd) is read as sent, and is then not JSON.
+_DECODED = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_TRUNCATED = "Error -5 while decompressing data: incomplete or truncated stream"  # zlib's words
+
+
+def _decode(body: bytes, headers: Mapping[str, str], query: QueryConfig) -> bytes:
+    """`body` decoded of its Content-Encoding, never to more than `query.max_bytes`.
+
+    One decompressobj call whose output is capped at max_bytes + 1 (`max_length`): a bomb (a
+    small gzip body that decodes to gigabytes) stops there, so decoding holds at most the
+    compressed body (itself within max_bytes) and max_bytes + 1 decoded bytes. An identity body
+    is returned as it is, untouched."""
+    wbits = _DECODED.get(headers.get("content-encoding", "identity").lower())
+    if wbits is None:
+        return body
+    decoder = zlib.decompressobj(wbits)
+    try:
+        decoded = decoder.decompress(body, query.max_bytes + 1)
+    except zlib.error as error:
+        raise Failure(ErrorKind.NOT_JSON, f"undecodable body: {error}") from None
+    if len(decoded) > query.max_bytes:
+        encoding = headers.get("content-encoding", "").lower()
+        raise Failure(
+            ErrorKind.TOO_LARGE,
+            f"the answer is too large after decoding: its {len(body)}-byte {encoding} body "
+            f"decodes to more than query.max_bytes = {query.max_bytes} bytes; raise "
+            "query.max_bytes if the service is right to send that much",
+        )
+    if not decoder.eof:  # what zlib.decompress says of a body cut short
+        raise Failure(ErrorKind.NOT_JSON, f"undecodable body: {_TRUNCATED}")
+    return decoded
