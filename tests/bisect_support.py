@@ -3,7 +3,7 @@
     sandbox, shas = bisect_sandbox(root, commits=16, regress_at=11, broken_at=8)
 
 On top of `e2e_support.build_sandbox`: the good end (shas[0]) is main as the sandbox made it,
-plus a build step (`test ! -e BROKEN`); then `commits` commits, numbered 1..commits (shas[i]).
+plus a build step (`test ! -e BROKEN`, logged in `builds_log`); then `commits` commits, numbered 1..commits (shas[i]).
 Commit `regress_at` buries BURIED queries (hit@5 falls from 1.0 by BURIED/80); every later
 commit keeps it.  Commit `broken_at` adds BROKEN, so its build fails; the next commit removes it.
 Every other commit only touches notes.txt.
@@ -17,7 +17,12 @@ from pathlib import Path
 from e2e_support import BASE_BEHAVIOUR, Sandbox, build_sandbox, config_text, git, query_ids
 
 BURIED = 24  # 24 of 80 answers out of the top 10: McNemar b=24 c=0, far below any alpha
-BUILD = "test ! -e BROKEN"
+BUILD = "test ! -e BROKEN && echo built >> {log}"  # a build cached is a build not logged
+
+
+def builds_log(sandbox: Sandbox) -> Path:
+    """One line per build that ran (not one taken from the cache)."""
+    return sandbox.root / "builds.log"
 
 
 def bisect_sandbox(
@@ -32,7 +37,11 @@ def bisect_sandbox(
         return git(repo, "rev-parse", "HEAD", home=home).strip()
 
     (repo / "harness.toml").write_text(
-        config_text(boot_counter=sandbox.boot_counter, build=BUILD, repeats=1)
+        config_text(
+            boot_counter=sandbox.boot_counter,
+            build=BUILD.format(log=builds_log(sandbox)),
+            repeats=1,
+        )
     )
     shas = [commit("config: a build step")]
     for n in range(1, commits + 1):
