@@ -502,7 +502,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from harness.gate.floors import check_floors
     from harness.gate.measure import measure
     from harness.gate.render import render_gate
-    from harness.gate.rule import Outcome, conclude, gated_metrics, with_floors
+    from harness.gate.rule import Outcome, Statistics, conclude, gated_metrics, with_floors
 
     path: Path = args.baseline_file
     # A missing file is only fine when we are about to write it.
@@ -515,12 +515,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
     measured = measure(
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
+    compare = plan.config.compare
     result = conclude(
         recorded,
         measured,
         update_baseline=args.update_baseline,
         strict=args.strict,
         metrics=chosen,
+        # compare's test, alpha and seed: a change compare cannot tell from noise passes
+        statistics=Statistics(
+            compare.alpha, compare.seed, {q.id: q.slice for q in plan.gold.queries}, args.max_drop
+        ),
     )
     max_errors = plan.config.compare.max_errors
     result = with_floors(result, check_floors(floors, plan.gold, run, max_errors=max_errors))

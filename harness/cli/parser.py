@@ -380,6 +380,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="gated metrics (default: the baseline file's; mrr@10,recall@10 for a new file)",
     )
     p.add_argument("--strict", action="store_true", help="zero tolerance: any drop fails")
+    p.add_argument(
+        "--max-drop",
+        type=float,
+        metavar="X",
+        help="also fail a row that drops by more than X (e.g. 0.02), whatever the test says; "
+        "by default only a drop compare's paired test calls a regression fails",
+    )
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
