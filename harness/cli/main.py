@@ -431,11 +431,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             [f"redirect it: harness report {args.dir} --format html > page.html"],
         )
     if args.against is not None:
+        from harness.report.against import render_against
         from harness.verdict.comparable import same_definition
 
-        note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
+        other = load_comparison(args.against)
+        note = same_definition(comparison, args.dir, other, args.against)
         print(f"harness: {note}", file=sys.stderr)
-    print(render(comparison, args.format, redact=args.redact), end="")
+        # Side by side (DIR as A, OTHER as B); the exit status is DIR's, as without --against.
+        page = render_against(comparison, str(args.dir), other, str(args.against), args.format)
+    else:
+        page = render(comparison, args.format, redact=args.redact)
+    print(page, end="")
     return exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )

@@ -257,8 +257,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--against",
         type=Path,
         metavar="DIR",
-        help="another saved comparison: refuse (naming what differs) unless both have the "
-        "same evaluation definition",
+        help="another saved comparison: both side by side, metric by metric (DIR as A, this "
+        "as B), refused (naming what differs) unless both have the same evaluation definition",
     )
     _add_strict(p)
 
