@@ -42,7 +42,7 @@ def _names(a: Comparison, b: Comparison) -> list[str]:
 
 
 def _latency_cell(c: Comparison) -> str:
-    return f"{c.latency.words.split(";")[0]}: {c.verdict_latency}"
+    return f"{c.latency.words.split(';')[0]}: {c.verdict_latency}"
 
 
 def _rows(a: Comparison, b: Comparison) -> list[tuple[str, str, str, str]]:
