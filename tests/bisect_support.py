@@ -3,7 +3,8 @@
     sandbox, shas = bisect_sandbox(root, commits=16, regress_at=11, broken_at=8)
 
 On top of `e2e_support.build_sandbox`: the good end (shas[0]) is main as the sandbox made it,
-plus a build step (`test ! -e BROKEN`, logged in `builds_log`); then `commits` commits, numbered 1..commits (shas[i]).
+plus a build step (`test ! -e BROKEN`, logged in `builds_log`); then `commits` commits,
+numbered 1..commits (shas[i]).
 Commit `regress_at` buries BURIED queries (hit@5 falls from 1.0 by BURIED/80); every later
 commit keeps it.  Commit `broken_at` adds BROKEN, so its build fails; the next commit removes it.
 Every other commit only touches notes.txt.

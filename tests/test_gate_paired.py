@@ -23,8 +23,12 @@ from harness.verdict.comparison import CompareSettings
 N = 40
 GOLD = GoldSet(
     queries=tuple(
-        GoldQuery(f"q{i:02d}", f"query {i}", slice="rare" if i < 2 else "common",
-                  relevant={f"d{i:02d}": 1})
+        GoldQuery(
+            f"q{i:02d}",
+            f"query {i}",
+            slice="rare" if i < 2 else "common",
+            relevant={f"d{i:02d}": 1},
+        )
         for i in range(N)
     ),
     source="gold.jsonl",
@@ -131,4 +135,6 @@ def test_an_old_file_without_per_query_values_keeps_the_noise_rule_and_says_so()
     old = baseline_from_dict(document, "b.json")
     result = check(old, measure(GOLD, run(missed=(5, 6)), METRICS), statistics=Statistics())
     assert result.outcome is Outcome.FAIL  # the noise rule, as that file was written for
-    assert any("--update-baseline to decide with compare's paired test" in d for d in result.details)
+    assert any(
+        "--update-baseline to decide with compare's paired test" in d for d in result.details
+    )

@@ -41,8 +41,9 @@ def test_the_two_comparisons_are_shown_side_by_side(tmp_path: Path) -> None:
     assert document["a"]["rows"]["hit@5"]["verdict"] == "no measurable difference"
     assert document["b"]["rows"]["hit@5"]["verdict"] == "regressed"
     assert document["agree"]["hit@5"] is False
-    markdown = run_cli("harness", "report", same, "--against", worse, "--format", "markdown",
-                       cwd=tmp_path)
+    markdown = run_cli(
+        "harness", "report", same, "--against", worse, "--format", "markdown", cwd=tmp_path
+    )
     assert markdown.returncode == 0 and "| hit@5 " in markdown.stdout
 
 

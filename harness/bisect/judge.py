@@ -30,7 +30,7 @@ _MARKS = {
 
 @dataclass(frozen=True)
 class Criterion:
-    """What decides a step: a metric's row, the latency verdict, or (neither) the quality verdict."""
+    """What decides a step: a metric's row, the latency verdict, or else the quality verdict."""
 
     metric: str | None = None
     latency: bool = False

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from harness.gate.measure import Baseline, rounded
 from harness.gate.rows import GateRow
@@ -36,19 +37,16 @@ def _pairs(
     before: Baseline, after: Baseline, metric: str, scope: str, slice_of: Mapping[str, str]
 ) -> tuple[list[float], list[float]]:
     then, now = before.per_query[metric], after.per_query[metric]
-    ids = [
-        qid
-        for qid in then
-        if qid in now and (scope == OVERALL or slice_of.get(qid) == scope)
-    ]
+    ids = [qid for qid in then if qid in now and (scope == OVERALL or slice_of.get(qid) == scope)]
     return [then[q] for q in ids], [now[q] for q in ids]
 
 
-def _outcomes(rates: Sequence[float], repeats: int) -> np.ndarray:
+def _outcomes(rates: Sequence[float], repeats: int) -> npt.NDArray[np.bool_]:
     """Hit rates over `repeats` repeats as a repeats x queries 0/1 matrix with those rates (the
     test reads only each query's rate)."""
     hits = np.rint(np.asarray(rates, dtype=float) * repeats).astype(int)
-    return np.arange(repeats)[:, None] < hits[None, :]
+    matrix: npt.NDArray[np.bool_] = np.arange(repeats)[:, None] < hits[None, :]
+    return matrix
 
 
 def _test(

@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness.gate.rule import GateResult, GateRow
+from harness.gate.rows import GateRow
+from harness.gate.rule import GateResult
 from harness.report import layout
 from harness.report.layout import Block
 from harness.report.numbers import floor_lines

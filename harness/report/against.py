@@ -38,7 +38,9 @@ def _agree(a: object, b: object) -> str:
 
 
 def _names(a: Comparison, b: Comparison) -> list[str]:
-    return list(dict.fromkeys([r.metric for r in a.overall.rows] + [r.metric for r in b.overall.rows]))
+    return list(
+        dict.fromkeys([r.metric for r in a.overall.rows] + [r.metric for r in b.overall.rows])
+    )
 
 
 def _latency_cell(c: Comparison) -> str:
@@ -66,7 +68,12 @@ def _rows(a: Comparison, b: Comparison) -> list[tuple[str, str, str, str]]:
         )
     )
     out.append(
-        ("latency", _latency_cell(a), _latency_cell(b), _agree(a.verdict_latency, b.verdict_latency))
+        (
+            "latency",
+            _latency_cell(a),
+            _latency_cell(b),
+            _agree(a.verdict_latency, b.verdict_latency),
+        )
     )
     return out
 
