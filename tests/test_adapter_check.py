@@ -100,3 +100,20 @@ def test_a_right_adapter_runs_to_the_end(sandbox: Sandbox, tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr
     assert sandbox.boots() - before >= 4  # two rounds (latency_budget 2), two sides each
+
+
+def test_under_redact_the_answer_is_not_quoted(sandbox: Sandbox, tmp_path: Path) -> None:
+    config = _config(sandbox, "redact-no-match.toml", '"results[].id"', '"hits[].id"')
+    done = sandbox.harness(
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        "bury3",
+        "--redact",
+        results=tmp_path,
+        config=config,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "read no ids" in done.stderr and "not quoted under --redact" in done.stderr
+    assert '"results"' not in done.stderr

@@ -1,6 +1,6 @@
 """A wrong adapter caught in the first answers of the first boot, before the rest of the run.
 
-    check = AdapterCheck(config, side_name, query, ids, gold)   # once per ref (RefSession)
+    check = AdapterCheck(config, side_name, query, ids, gold, redact=False)   # once per ref
     check(results, where)      # AdapterError (exit 3) when the answers say the adapter is wrong
 
 The answers a config reads (`query.ids`, and `id_pattern` / `id_field` after it) are wrong, not
@@ -46,8 +46,11 @@ class AdapterCheck:
         query: QueryConfig,
         ids: IdAdapter | None,
         gold: GoldSet,
+        *,
+        redact: bool = False,
     ) -> None:
         self.config, self.side, self.query, self.ids, self.gold = config, side, query, ids, gold
+        self.redact = redact  # --redact: no answer (document text) is quoted
         self.done = False
 
     def __call__(self, results: Sequence[QueryResult], where: str) -> None:
@@ -62,7 +65,7 @@ class AdapterCheck:
                 f"first {len(results)} answers: stopped after the first boot, before the rest of "
                 "the run",
                 [
-                    f"  {first.query_id}: {clip(first.detail or '', 300)}",
+                    f"  {first.query_id}: {self._sample(first.detail or '')}",
                     self._fix("ids", "the JMESPath of each result's document id in that answer"),
                 ],
             )
@@ -88,10 +91,13 @@ class AdapterCheck:
             f"{where}: none of the {len(returned)} ids in the first {len(answered)} answers is a "
             f"document id of {space}: stopped after the first boot, before the rest of the run",
             [
-                f"  {first.query_id} answered [{clip(shown + more, 300)}]",
+                f"  {first.query_id} answered [{self._sample(shown + more)}]",
                 self._fix(key, "it must pick (or map to) the document id of each result"),
             ],
         )
+
+    def _sample(self, text: str) -> str:
+        return "(the answer is not quoted under --redact)" if self.redact else clip(text, 300)
 
     def _fix(self, key: str, what: str) -> str:
         """`fix harness.toml:12: query.ids = "..." (what)`, naming the line that sets it."""

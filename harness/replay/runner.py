@@ -158,7 +158,9 @@ class RefSession:
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config.corpus)
         # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
-        self.adapter_check = AdapterCheck(plan.config, side, self.side.query, self.ids, plan.gold)
+        self.adapter_check = AdapterCheck(
+            plan.config, side, self.side.query, self.ids, plan.gold, redact=plan.redact
+        )
         # Rewritten once, before anything is built: a hook that fails on a query stops here.
         self._items = rewritten_items(
             ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
