@@ -9,8 +9,11 @@ p is compare's p for the same metric."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+from cli_support import run_cli
+from e2e_support import build_sandbox, query_ids
 
 from harness.gate.baseline_file import baseline_from_dict, baseline_to_dict, baseline_to_text
 from harness.gate.measure import measure
@@ -137,4 +140,45 @@ def test_an_old_file_without_per_query_values_keeps_the_noise_rule_and_says_so()
     assert result.outcome is Outcome.FAIL  # the noise rule, as that file was written for
     assert any(
         "--update-baseline to decide with compare's paired test" in d for d in result.details
+    )
+
+
+# --------------------------------------------------------------------------- the real CLI
+
+
+@pytest.mark.slow
+def test_the_cli_gate_passes_a_two_query_change_unless_max_drop_says_so(tmp_path: Path) -> None:
+    sandbox = build_sandbox(tmp_path / "s", {"bury2": {"bury": query_ids(1, 2)}}, repeats=1)
+    baseline = tmp_path / "baseline.json"
+    done = sandbox.harness(
+        "gate", "--ref", "main", "--baseline-file", str(baseline), "--update-baseline", "-q"
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"recall@10 q01": 1.0' in baseline.read_text()
+    done = sandbox.harness("gate", "--ref", "bury2", "--baseline-file", str(baseline), "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no row fell below the baseline (compare's paired test at alpha = 0.05)" in done.stdout
+    assert "ok (p = 0.5" in done.stdout  # two queries moved, both down: 2 / 2**2
+    done = sandbox.harness(
+        "gate", "--ref", "bury2", "--baseline-file", str(baseline), "--max-drop", "0.01", "-q"
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "DROPPED" in done.stdout
+    assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_max_drop_out_of_range_is_exit_2(tmp_path: Path) -> None:
+    done = run_cli(
+        "harness",
+        "gate",
+        "--ref",
+        "main",
+        "--baseline-file",
+        "b.json",
+        "--max-drop",
+        "2",
+        cwd=tmp_path,
+    )
+    assert (
+        done.returncode == 2 and "--max-drop 2.0: must be at least 0 and at most 1" in done.stderr
     )
