@@ -182,3 +182,41 @@ def test_a_good_end_off_the_first_parent_line_is_refused(tmp_path: Path) -> None
     done = sandbox.harness("bisect", "--good", "side", "--bad", "main", "-q")
     assert done.returncode == 2, done.stderr
     assert "is not on the first-parent history" in done.stderr
+
+
+# --------------------------------------------------------------------------- judging a step
+
+
+def _judged(criterion: Criterion, **candidate_kw: Any) -> Judgement:
+    from compare_support import FAST, candidate, make_gold, make_run, ranks
+
+    from harness.bisect.judge import judge
+    from harness.verdict.compare import compare
+
+    gold = make_gold()
+    rank = candidate_kw.pop("rank", ranks())
+    base_kw = candidate_kw.pop("base", {})
+    base = make_run(gold, ranks(), **base_kw)
+    cand = candidate(gold, rank, **candidate_kw)
+    return judge(compare(gold, base, cand, FAST), (base, cand), criterion)
+
+
+def test_a_step_is_read_from_the_verdict_it_is_asked_for() -> None:
+    from compare_support import buried, ranks
+
+    from harness.types import RunFailure
+
+    worse = ranks(buried(*range(1, 21)))
+    assert _judged(Criterion("hit@5"), rank=worse).mark is Mark.BAD
+    assert _judged(Criterion("hit@5")).mark is Mark.GOOD
+    assert _judged(Criterion()).verdict is Verdict.NO_DIFFERENCE  # the quality verdict
+    slow = _judged(Criterion(latency=True), ms=lambda _r, _q: 40.0)
+    assert slow.mark is Mark.BAD and slow.value is not None and slow.value > 30
+    # Not measured together: no latency verdict, a skip, never a guess.
+    apart = _judged(Criterion(latency=True), pair_id=None, reused=True)
+    assert apart.mark is Mark.SKIP and apart.verdict is Verdict.NOT_COMPARED
+    broken = _judged(Criterion("hit@5"), build_failure=RunFailure("build", "exit 1"))
+    assert broken.mark is Mark.SKIP and broken.verdict is Verdict.INVALID
+    assert not broken.good_end_failed
+    good_end = _judged(Criterion("hit@5"), base={"build_failure": RunFailure("build", "exit 1")})
+    assert good_end.mark is Mark.SKIP and good_end.good_end_failed
