@@ -1,5 +1,6 @@
-"""The README's GitHub Actions recipe: the file it shows verbatim, valid against GitHub's workflow
-schema (check-jsonschema's bundled copy, offline), and its pinned install really installs."""
+"""The manual's GitHub Actions recipe (docs/ci.md): the file it shows verbatim, valid against
+GitHub's workflow schema (check-jsonschema's bundled copy, offline), and its pinned install
+really installs."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ WORKFLOW = ROOT / "examples" / "github-workflow.yml"
 
 
 def readme_block() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Run it in CI", 1)[1].split("\n## ", 1)[0]
+    ci = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = ci.split("## Run it in CI", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1, "the CI section shows one workflow"
     return blocks[0]
@@ -25,6 +26,7 @@ def readme_block() -> str:
 
 def test_the_readme_shows_the_workflow_file_verbatim() -> None:
     assert readme_block() == WORKFLOW.read_text(encoding="utf-8")
+    assert "examples/github-workflow.yml" in (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
     assert "examples/github-workflow.yml" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 

@@ -139,3 +139,47 @@ def test_convert_says_how_many_queries_it_wrote_and_records_the_corpus(tmp_path:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "records no corpus sha256" not in done.stdout
+
+
+def _flat_beir_folder(folder: Path, queries: int) -> Path:
+    """A BEIR folder as public collections ship it: a flat qrels.tsv beside queries.jsonl."""
+    folder.mkdir()
+    rows = [{"_id": f"q{n}", "text": f"question {n}"} for n in range(queries)]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    qrels = ["query-id\tcorpus-id\tscore", *(f"q{n}\td{n}\t1" for n in range(queries))]
+    (folder / "qrels.tsv").write_text("\n".join(qrels) + "\n")
+    return folder
+
+
+def test_a_beir_qrels_tsv_given_as_trec_qrels_is_one_error_naming_the_folder(
+    tmp_path: Path,
+) -> None:
+    beir = _flat_beir_folder(tmp_path / "beir", 340)
+    out = tmp_path / "gold.jsonl"
+    done = run_cli(
+        "harness", "gold", "convert", beir / "qrels.tsv", "--queries", beir / "queries.jsonl",
+        "--to", "native", "--out", out, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    problems = [line for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert len(problems) == 1, done.stderr
+    assert "this is a BEIR qrels file" in problems[0]
+    assert f"give the BEIR folder that holds it instead ({beir}," in problems[0]
+    # what it suggests works as written
+    done = run_cli("harness", "gold", "convert", beir, "--to", "native", "--out", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_text().splitlines()) == 341  # the header and 340 queries
+
+
+def test_three_columns_without_the_header_are_one_problem_suggesting_beir(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{n}\td{n}\t1\n" for n in range(40)))
+    done = run_cli("harness", "metrics", "--gold", qrels, "--run", qrels, cwd=tmp_path)
+    assert done.returncode == 2
+    problems = [line for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert problems == [
+        f"  {qrels}:1: expected 4 whitespace-separated columns `qid iteration docid relevance`, "
+        "got 3 (and on 39 more lines: 2, 3, 4, 5, 6, ...); 3 columns are BEIR's `query-id "
+        "corpus-id score`: give the BEIR folder (queries.jsonl with qrels.tsv or "
+        "qrels/<split>.tsv) instead"
+    ]

@@ -779,6 +779,20 @@ def test_an_unpinned_name_is_an_error_at_each_command_with_the_hint(repo: Path) 
     assert level.message.endswith("or pin LEVEL in service.env")
 
 
+def test_literal_shell_braces_in_a_command_say_to_write_them_doubled(repo: Path) -> None:
+    shell = "sh -c 'svc --port {port} --conf ${XDG_CONFIG_HOME:-$HOME/.config}/svc'"
+    text = MINIMAL.replace('start = "python3 svc.py --port {port}"', f'start = "{shell}"')
+    (problem,) = problems_of(write(repo, text))
+    assert (problem.field, problem.line) == ("service.start", line_of(text, "start ="))
+    assert problem.message == (
+        "placeholder {XDG_CONFIG_HOME:-$HOME/.config} takes no !conversion or :format: harness "
+        "fills {...} itself, so a shell's ${XDG_CONFIG_HOME:-$HOME/.config} is written "
+        "${{XDG_CONFIG_HOME:-$HOME/.config}} (write {{ and }} for literal braces)"
+    )
+    fixed = text.replace("${XDG_CONFIG_HOME:-$HOME/.config}", "${{XDG_CONFIG_HOME:-$HOME/.config}}")
+    assert "${{XDG_CONFIG_HOME" in load_config(write(repo, fixed)).baseline.service.start
+
+
 def test_a_pin_on_one_side_only_makes_the_other_side_an_error(repo: Path) -> None:
     text = MINIMAL.replace("{port}", "{port} --rrf-k {RRF_K}", 1)
     text += '[candidate.service]\nenv = { RRF_K = "20" }\n'
@@ -900,3 +914,11 @@ def test_substitute_is_literal_and_leaves_other_braces_alone() -> None:
     assert substitute(template, values) == (
         'python -c "print({})" --json \'{"a": 1}\' --port {unknown} {unknown}'
     )
+
+
+def test_a_missing_ready_names_a_path_a_service_without_a_health_route_serves(repo: Path) -> None:
+    text = MINIMAL.replace('ready = "/health"\n', "")
+    (problem,) = problems_of(write(repo, text))
+    assert problem.field == "service.ready"
+    assert problem.message.startswith('missing required key: set ready = "/health" in [service]')
+    assert 'no health route? FastAPI serves "/openapi.json"' in problem.message

@@ -80,5 +80,9 @@ def test_every_command_help_shows_its_exit_statuses_and_examples() -> None:
         if name not in ("gold",):
             assert "examples:" in text, name
     compare = dict(_commands())["compare"].format_help()
-    assert "\n  1 quality or latency regressed\n" in compare  # the layout is kept
+    floor = "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor\n"
+    assert floor in compare  # the layout is kept, and a missed floor is among the reasons for 1
     assert "\n  3 invalid:" in compare
+    gate = dict(_commands())["gate"].format_help()
+    assert "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met\n" in gate
+    assert "1 regressed or below a floor" in dict(_commands())[""].format_help()

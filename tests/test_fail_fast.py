@@ -132,6 +132,17 @@ def test_a_side_failing_now_and_then_is_measured_to_the_end(canned: Start, tmp_p
     assert done.returncode == 3 and "timeout" in done.stdout, said[-3000:]
 
 
+def test_deployments_are_never_said_to_boot(canned: Start, tmp_path: Path) -> None:
+    # Nothing boots in URL mode: neither the progress lines nor the report may say it does.
+    baseline = canned(ok().hex(), "--count", str(tmp_path / "a.count"))
+    candidate = canned(ok().hex(), "--count", str(tmp_path / "b.count"))
+    done = compare(tmp_path, baseline, candidate, "--latency-budget", "2")
+    assert done.returncode in (0, 1), (done.stdout + done.stderr)[-3000:]
+    assert "boot" not in done.stderr.lower(), done.stderr
+    assert any(line.endswith(f": {GOLD_SIZE} queries") for line in done.stderr.splitlines())
+    assert "(each asking both)" in done.stdout and "booting" not in done.stdout, done.stdout
+
+
 class _Notes:
     """An Observer that keeps what it is told."""
 

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.boot.isolation import MARKER_ENV, allowlisted_env, check_placeholders
+from harness.boot.isolation import (
+    MARKER_ENV,
+    allowlisted_env,
+    check_placeholders,
+    expand_placeholders,
+)
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
 from harness.errors import ConfigError
 
@@ -74,3 +79,22 @@ def test_an_unpinned_name_in_a_command_says_to_pin_it() -> None:
         str(caught.value)
     )
     assert "{worktree} {J}; or pin K in service.env" in str(caught.value)
+
+
+def test_a_shell_parameter_expansion_says_to_double_its_braces() -> None:
+    # `${XDG_CONFIG_HOME:-...}` reads as the placeholder {XDG_CONFIG_HOME} with a :format spec:
+    # the message must say how a shell's braces are written, and the doubled form must expand
+    # to exactly what the shell should see.
+    env = {"CFG": "${XDG_CONFIG_HOME:-$HOME/.config}/svc"}
+    with pytest.raises(ConfigError) as caught:
+        check_placeholders(ServiceConfig(start="svc --port {port}", ready="/h", env=env))
+    message = str(caught.value)
+    assert "env.CFG: placeholder {XDG_CONFIG_HOME:-$HOME/.config} takes no" in message
+    assert "${{XDG_CONFIG_HOME:-$HOME/.config}}" in message
+    doubled = "${{XDG_CONFIG_HOME:-$HOME/.config}}/svc"
+    check_placeholders(ServiceConfig(start="svc --port {port}", ready="/h", env={"CFG": doubled}))
+    assert expand_placeholders(doubled, {}, key="env.CFG") == env["CFG"]
+    with pytest.raises(ConfigError) as caught:
+        check_placeholders(ServiceConfig(start="svc {port}", ready="/h", env={"D": "${HOME}/x"}))
+    assert "env.D: unknown placeholder {HOME}" in str(caught.value)
+    assert "write {{ and }} for literal braces (a shell's ${X} is ${{X}})" in str(caught.value)

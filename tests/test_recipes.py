@@ -1,5 +1,6 @@
-"""The README's recipes, each run for real: a public-style service, its harness.toml as the
-README prints it, and a compare that must call the `worse` branch a regression.
+"""The recipes of the manual (docs/recipes.md, three of them in README.md too), each run for
+real: a public-style service, its harness.toml as the pages print it, and a compare that must
+call the `worse` branch a regression.
 
 Each recipe lives in tests/fixtures/recipes/NAME/ (see its README); a recipe whose harness.toml
 uses a key this harness does not know fails here, as it would for a user.
@@ -8,7 +9,6 @@ uses a key this harness does not know fails here, as it would for a user.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 import subprocess
@@ -18,13 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from doc_pages import marked
 from e2e_support import Sandbox, git
 
 pytest.importorskip("fastapi", reason="the recipe services are FastAPI apps (test extra)")
 pytest.importorskip("uvicorn", reason="the recipe services run under uvicorn (test extra)")
 
 RECIPES = Path(__file__).resolve().parent / "fixtures" / "recipes"
-README = Path(__file__).resolve().parents[1] / "README.md"
 TOPICS = 80
 pytestmark = pytest.mark.slow
 
@@ -79,11 +79,12 @@ def recipe_sandbox(root: Path, name: str) -> Sandbox:
 
 
 def readme_recipe(name: str) -> str:
-    """The ```toml block that follows `<!-- recipe: NAME -->` in the README."""
-    text = README.read_text(encoding="utf-8")
-    found = re.search(rf"<!-- recipe: {name} -->\s*```toml\n(.*?)```", text, re.S)
-    assert found, f"README.md has no toml block after <!-- recipe: {name} -->"
-    return found.group(1)
+    """The ```toml block that follows `<!-- recipe: NAME -->` in README.md and docs/ (a recipe
+    may be quoted on several pages: every quotation must be the same)."""
+    found = marked("recipe", name)
+    assert found, f"no page has a toml block after <!-- recipe: {name} -->"
+    assert found == [found[0]] * len(found), f"the pages quote recipe {name} differently"
+    return found[0]
 
 
 @pytest.mark.parametrize(

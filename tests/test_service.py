@@ -160,7 +160,7 @@ def boot(worktree: Path, roots: Path, tmp_path: Path) -> Iterator[Boot]:
     def make(start: str = START, **fields: Any) -> service.ServiceContext:
         names = ("environ", "extra_env", "limits", "sandbox")
         kwargs = {k: fields.pop(k) for k in names if k in fields}
-        spec = ServiceConfig(start=start, ready="/health", **{"ready_timeout": 20.0, **fields})
+        spec = ServiceConfig(start=start, **{"ready": "/health", "ready_timeout": 20.0, **fields})
         ctx = service.running_service(
             spec, worktree, log_path=tmp_path / "logs" / "svc.log", temp_parent=roots, **kwargs
         )
@@ -344,6 +344,21 @@ def test_a_service_that_never_gets_ready_times_out(
     assert caught.value.stage == "ready"
     assert ("HTTP 503" if mode == "never-ready" else "ConnectError") in message
     assert ctx.teardown is not None and not ctx.teardown.died_before_teardown
+
+
+def test_a_ready_path_the_service_does_not_serve_says_which_path_to_use(
+    boot: Boot, from_listening: FromListening
+) -> None:
+    # A FastAPI service without a /health route answers 404 there: the error must say so and
+    # name a path such a service does serve, not only to wait longer.
+    ctx = boot(START, ready="/healthz", ready_timeout=1.0)
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    message = caught.value.message
+    assert "GET http://127.0.0.1:" in message and "gave HTTP 404" in message
+    advice = caught.value.details[-1]
+    assert advice.startswith("the service answers, but GET /healthz gave 404: set service.ready")
+    assert 'FastAPI serves "/openapi.json"' in advice
 
 
 def test_a_ready_endpoint_slower_than_probe_timeout_says_to_raise_it(

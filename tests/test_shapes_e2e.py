@@ -15,12 +15,12 @@ sandboxed run passes only because the config folder is bound read-only into the 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from doc_pages import marked
 from e2e_support import Sandbox, git, load_json, record_paths
 
 pytest.importorskip("fastapi", reason="the service is a FastAPI app (test extra)")
@@ -79,10 +79,10 @@ def box(tmp_path: Path) -> Box:
 
 
 def test_the_readme_quotes_the_configuration_verbatim() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- example: moving_api -->\s*```toml\n(.*?)```", readme, re.S)
-    assert found, "README.md has no toml block after <!-- example: moving_api -->"
-    assert found.group(1) == (FIXTURE / "user_tree" / "harness.toml").read_text(encoding="utf-8")
+    found = marked("example", "moving_api")  # docs/configure.md quotes it
+    assert found, "no page of the manual has a toml block after <!-- example: moving_api -->"
+    shown = (FIXTURE / "user_tree" / "harness.toml").read_text(encoding="utf-8")
+    assert found == [shown] * len(found)
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> None:

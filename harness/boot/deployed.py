@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
+from harness.boot.probe import ready_advice
 from harness.boot.processes import TeardownReport
 from harness.boot.service import ready_path
 from harness.config import ServiceConfig
@@ -131,7 +132,8 @@ class DeployedContext(contextlib.AbstractContextManager[Deployment]):
                         f"the deployment at {self.shown} is not ready: GET "
                         f"{safe_url(ready_url)} gave "
                         f"{last} for {spec.ready_timeout:g} s",
-                        ["check that it is running and reachable from here, or raise "
+                        [(last.startswith("HTTP 4") and ready_advice(spec.ready, last))
+                         or "check that it is running and reachable from here, or raise "
                          "service.ready_timeout"],
                         stage="ready",
                     )

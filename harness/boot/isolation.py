@@ -39,6 +39,7 @@ from types import MappingProxyType
 
 from harness import leftovers
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
+from harness.config.schema import no_format_spec
 from harness.errors import ConfigError, Problem
 from harness.scrub import Scrubber, registered, scrub_log
 
@@ -129,7 +130,7 @@ def _placeholder_problems(
     text: str, key: str, known: Iterable[str], data_set: bool, pins: Iterable[str] = ()
 ) -> list[Problem]:
     try:
-        fields = [(name, conv or spec) for _, name, spec, conv in string.Formatter().parse(text)]
+        fields = [(name, (conv, spec)) for _, name, spec, conv in string.Formatter().parse(text)]
     except ValueError as exc:
         return [_problem(key, f"{exc} in {text!r}; write {{{{ and }}}} for literal braces")]
     known, pins = frozenset(known), frozenset(pins)
@@ -137,15 +138,19 @@ def _placeholder_problems(
     for name, extra in fields:
         if name == "data" and not data_set:
             problems.append(_problem(key, "{data} is used but service.data is not set"))
+        elif name is not None and name not in known and name not in pins and extra[1]:
+            # `${VAR:-default}`: a shell's expansion, read as {VAR} with a :format spec
+            problems.append(_problem(key, no_format_spec(name, extra[0] or "", extra[1])))
         elif name is not None and name not in known and name not in pins:
             message = f"unknown placeholder {{{name}}}; known: " + " ".join(
                 f"{{{k}}}" for k in [*sorted(COMMAND_PLACEHOLDERS), *sorted(pins)]
             )
             if not key.startswith("env."):
                 message += f"; or pin {name} in service.env"
+            message += "; write {{ and }} for literal braces (a shell's ${X} is ${{X}})"
             problems.append(_problem(key, message))
-        elif extra:
-            problems.append(_problem(key, f"{{{name}}} takes no !conversion or :format"))
+        elif name is not None and (extra[0] or extra[1]):
+            problems.append(_problem(key, no_format_spec(name, extra[0] or "", extra[1] or "")))
     return problems
 
 

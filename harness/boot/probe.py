@@ -26,6 +26,23 @@ from harness.boot.sandbox import OpenSocket
 _MAX_READ = 1 << 20  # bytes of an answer read before the probe stops reading (status known)
 
 
+def ready_advice(ready: str, last: str) -> str | None:
+    """What to do when `service.ready` never answered 2xx, its last answer being `last` ("HTTP
+    404", "ConnectError", ...); None when there is nothing better to say than the message."""
+    if last.startswith("HTTP 4"):
+        return (
+            f"the service answers, but GET {ready} gave {last.removeprefix('HTTP ')}: set "
+            "service.ready to a path it serves with 2xx once it can take queries (FastAPI "
+            'serves "/openapi.json" and "/docs" without a route of yours; many servers "/")'
+        )
+    if last == "ConnectError":
+        return (
+            "nothing accepted a connection on the port: check that start makes the service "
+            "listen on 127.0.0.1 (or 0.0.0.0) at {port}"
+        )
+    return None
+
+
 class ProbeError(Exception):
     """A readiness GET that got no status: `name` says how (httpx's name for it); `timed_out`
     when it ran out of time."""

@@ -84,7 +84,7 @@ from harness.boot.isolation import (
 )
 from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.mounts import Mounts, not_inside, python_paths
-from harness.boot.probe import ProbeError, get_status
+from harness.boot.probe import ProbeError, get_status, ready_advice
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status, signals_deferred
 from harness.boot.sandbox import (
     BUBBLEWRAP,
@@ -373,12 +373,14 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     f"each readiness GET may take service.probe_timeout = "
                     f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
                 )
+                advice = ready_advice(spec.ready, last)
                 raise self._failure(
                     "ready",
                     f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
                     f" gave {last} (raise service.ready_timeout if it is just slow)",
                     log_start,
                     *([hint] if slow else []),
+                    *([advice] if advice else []),
                 )
             timeout = min(spec.probe_timeout, left)
             try:

@@ -71,6 +71,15 @@ def bisect_status(outcome: str) -> int:
     return _BISECT[outcome]
 
 
+def worst_status(statuses: Sequence[int]) -> int:
+    """harness compare-runs, over its candidates' statuses (each as `exit_status` gives it):
+    invalid beats regressed beats inconclusive (with --strict) beats no regression."""
+    for status in (EXIT_INVALID, EXIT_REGRESSED, EXIT_INCONCLUSIVE):
+        if status in statuses:
+            return status
+    return EXIT_OK
+
+
 def gate_status(outcome: str) -> int:
     """harness gate: 0 pass or updated, 1 fail, 3 not comparable or invalid."""
     return _GATE[outcome]

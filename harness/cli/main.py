@@ -25,6 +25,7 @@ from harness.cli.exits import (
     matrix_status,
     signal_status,
     valid_status,
+    worst_status,
 )
 from harness.cli.parser import parse_args
 
@@ -164,6 +165,83 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     )
     print(render_evaluation(evaluation, args.format, args.per_query, gold=gold), end="")
     return EXIT_OK
+
+
+def cmd_compare_runs(args: argparse.Namespace) -> int:
+    from harness.gold import detect_format, load_gold
+    from harness.gold.corpus import load_corpus_ids
+    from harness.report.systems import html_pages, render_systems
+    from harness.score.runfile import load_run, require_gold_queries, require_known_queries
+    from harness.verdict.comparison import CompareSettings
+    from harness.verdict.systems import SystemRun, compare_systems
+
+    if args.format == "html" and len(args.runs) > 2 and args.output is None:
+        from harness.errors import HarnessError
+
+        raise HarnessError(
+            f"--format html with {len(args.runs) - 1} candidates writes one page each: "
+            "give --output DIR (a new directory)"
+        )
+    settings = CompareSettings(
+        k=tuple(args.k or (5, 10)),
+        alpha=args.alpha,
+        min_effect=args.min_effect,
+        max_unknown_ids=args.max_unknown_ids,
+        seed=args.seed,
+        rel_level=args.rel_level,
+        gate_on=tuple(args.gate_on or ()),
+    )
+    missing = [str(path) for path in args.runs if not path.exists()]
+    if missing:
+        from harness.errors import ResultsError
+
+        raise ResultsError(
+            f"run file{'s' * (len(missing) > 1)} not found: {', '.join(missing)}",
+            ["check the RUN arguments: the baseline's run file first, then each candidate's"],
+        )
+    texts = args.queries is not None or detect_format(args.gold) != "trec"
+    gold = load_gold(args.gold, queries=args.queries, texts=texts)
+    corpus_ids = load_corpus_ids(args.corpus)[0] if args.corpus is not None else None
+    systems = []
+    for path in args.runs:
+        run = load_run(path)
+        require_gold_queries(run, gold, args.gold)
+        require_known_queries(run, gold, args.gold)
+        systems.append(SystemRun(str(path), run.sha256, run.rankings, run.scores))
+    result = compare_systems(gold, systems, settings, corpus_ids)
+    if args.format == "html":
+        pages = html_pages(result, redact=args.redact)
+        if len(pages) == 2:  # one candidate: its page alone, as `harness compare` writes it
+            _emit(args, pages.popitem()[1])
+        else:
+            _write_pages(args.output, pages, force=args.force)
+    else:
+        _emit(args, render_systems(result, args.format, redact=args.redact))
+    statuses = [
+        exit_status((c.verdict_quality,), strict=args.strict) for c in result.comparisons
+    ]
+    return worst_status(statuses)
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
+    """The report to --output (refused if it exists, unless --force), else to stdout."""
+    if args.output is None:
+        print(text, end="")
+        return
+    _write_output(args.output, text.encode("utf-8"), force=args.force)
+    print(f"harness: wrote {args.output}", file=sys.stderr)
+
+
+def _write_pages(out: Path, pages: Mapping[str, str], *, force: bool) -> None:
+    from harness.errors import HarnessError
+
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--output {out}: not a directory; give a new directory for the pages")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, page in pages.items():
+        _write_output(out / name, page.encode("utf-8"), force=force)
+    index = out / "index.html"
+    print(f"harness: wrote {len(pages)} pages in {out} (open {index})", file=sys.stderr)
 
 
 def cmd_gold_check(args: argparse.Namespace) -> int:
@@ -941,7 +1019,7 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # A run that cannot save what it measured must not measure; checked (and the directory
     # made) only once every input is valid, so a refused run leaves no empty results behind.
     results_dir = check_writable(Path(args.results).resolve())
-    progress = None if args.quiet else Progress()
+    progress = None if args.quiet else Progress(deployed=deployed)
     plan = RunPlan(
         config=config,
         gold=gold,
@@ -1054,6 +1132,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "report": cmd_report,
     "metrics": cmd_metrics,
+    "compare-runs": cmd_compare_runs,
     "gold check": cmd_gold_check,
     "gold build": cmd_gold_build,
     "gold convert": cmd_gold_convert,

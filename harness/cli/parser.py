@@ -282,6 +282,75 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="text (tables; 'table' is the old name, still accepted), json or csv",
     )
 
+    p = sub.add_parser(
+        "compare-runs",
+        help="compare run files of two or more systems: the paired tests of compare, Holm "
+        "across systems",
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN",
+        help="TREC or native JSONL run files: the first is the baseline, each later one a "
+        "candidate compared with it",
+    )
+    p.add_argument("--gold", required=True, type=Path, help="native JSONL, BEIR dir or TREC qrels")
+    p.add_argument(
+        "--queries", type=Path, help="topics file for TREC qrels (optional: query texts in flips)"
+    )
+    p.add_argument(
+        "--corpus", type=Path, help="corpus JSONL or BEIR dir: returned ids must be in it"
+    )
+    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default 5 and 10)")
+    p.add_argument(
+        "--gate-on",
+        "--metric",
+        dest="gate_on",
+        action="append",
+        metavar="METRIC",
+        help="also let METRIC (e.g. ndcg@10) decide the quality verdict (repeatable)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.10,
+        help="smallest change the gold set must be able to see for 'no measurable difference' "
+        "(default 0.10)",
+    )
+    _add_strict(p)
+    p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
+    p.add_argument(
+        "--max-unknown-ids",
+        type=int,
+        default=0,
+        help="with --corpus: returned ids absent from it tolerated per run (default 0)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap and randomization tests (0)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="what to write (default text); html: one self-contained page per candidate",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="PATH",
+        help="write the report here instead of stdout (html with several candidates: a "
+        "directory, one page per candidate and index.html)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="overwrite --output if it exists"
+    )
+    p.add_argument(
+        "--redact", action="store_true", help="leave query text out of every output"
+    )
+
     gold = sub.add_parser("gold", help="gold-set tools").add_subparsers(
         dest="gold_command", required=True, parser_class=_Parser
     )
@@ -548,12 +617,14 @@ _HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help
 
 _EXITS = {
     "compare": "0 no regression (improved, no measurable difference, inconclusive, not compared)"
-    "\n  1 quality or latency regressed\n  2 usage, configuration or gold-set error"
+    "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor"
+    "\n  2 usage, configuration or gold-set error"
     "\n  3 invalid: a build, boot or query failed, or the inputs do not match"
     "\n  4 with --strict: quality inconclusive",
     "run": "0 every query answered\n  2 usage, configuration or gold-set error"
     "\n  3 a query failed or the service would not build or boot",
-    "gate": "0 pass (or --update-baseline wrote it)\n  1 a row fell below the baseline"
+    "gate": "0 pass (or --update-baseline wrote it)"
+    "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met"
     "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid",
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
 }
@@ -562,6 +633,13 @@ _EXITS["bisect"] = (
     "0 the first bad commit was found\n  1 not found: the bad end shows no regression, or skips"
     " left several commits (listed)\n  2 usage, configuration or gold-set error"
     "\n  3 invalid: the good end (or every step) could not be measured"
+)
+_EXITS["compare-runs"] = (
+    "0 no candidate regressed (improved, no measurable difference, inconclusive)"
+    "\n  1 a candidate's quality regressed\n  2 usage error or bad input (a malformed run"
+    " file, a query the gold set lacks, an empty run: the message names file:line)"
+    "\n  3 invalid: a run that returned nothing, or ids no judgement knows"
+    "\n  4 with --strict: a candidate's quality inconclusive"
 )
 _EXITS["matrix"] = (
     "0 every constraint met\n  1 a constraint failed\n  2 usage or configuration error"
@@ -578,6 +656,8 @@ _EXAMPLES = {
     "\n  compare --baseline main --candidate WORKTREE --repeats 10 --format markdown > c.md",
     "run": "harness run --ref main\n  harness run --ref WORKTREE --repeats 1 --format json",
     "report": "harness report results/20261201T124618Z_920c2aee_e930409f --format markdown",
+    "compare-runs": "harness compare-runs bm25.run dense.run --gold qrels.txt"
+    "\n  harness compare-runs base.run a.run b.run --gold beir/scifact --format markdown",
     "metrics": "harness metrics --gold gold/example.jsonl --run gold/example-run.jsonl"
     "\n  harness metrics --gold qrels.txt --run bm25.run --metrics ndcg_cut_10,P_5,map",
     "gold check": "harness gold check gold/example.jsonl --corpus gold/example-corpus.jsonl",
@@ -617,8 +697,8 @@ def _document(parser: argparse.ArgumentParser, name: str = "") -> None:
         parts.append("exit status:\n  " + _EXITS.get(name, _DEFAULT_EXITS))
     else:
         parts.append(
-            "exit status: 0 ok, 1 regressed, 2 usage or input error, 3 invalid run, "
-            "4 inconclusive with --strict,\n  128+N killed by signal N; "
+            "exit status: 0 ok, 1 regressed or below a floor, 2 usage or input error, "
+            "3 invalid run,\n  4 inconclusive with --strict, 128+N killed by signal N; "
             "each command's --help says which it uses"
         )
     if parts and not parser.epilog:
@@ -653,6 +733,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command == "compare":
         _check_compare_sides(parser, args)
+    if args.command == "compare-runs" and len(args.runs) < 2:
+        parser.error(
+            f"compare-runs needs a baseline and at least one candidate run file, not "
+            f"{len(args.runs)}: harness compare-runs BASELINE.run CANDIDATE.run --gold GOLD"
+        )
     return args
 
 

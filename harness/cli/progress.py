@@ -35,8 +35,12 @@ def close_all() -> None:
 class Progress:
     """Callable as runner.Progress: (label, done, total, errors, last_result); an Observer."""
 
-    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, live: bool | None = None, deployed: bool = False
+    ) -> None:
         self.stream = stream or sys.stderr
+        # Deployments by URL (--baseline-url) are asked, never booted: no word says they boot.
+        self._boot, self._boots = ("ready", "replays") if deployed else ("boot", "boots")
         self.live = self.stream.isatty() if live is None else live
         self._label = ""
         self._started = 0.0
@@ -62,7 +66,7 @@ class Progress:
                 TextColumn("[bold]{task.fields[phase]:<8}[/]"),
                 BarColumn(bar_width=24),
                 MofNCompleteColumn(),
-                TextColumn("boots"),
+                TextColumn(self._boots),
                 TimeElapsedColumn(),
                 TextColumn("left"),
                 TimeRemainingColumn(),
@@ -103,9 +107,10 @@ class Progress:
                 self._label, self._started, self._in_label = label, now, 0
             self._in_label += 1
             if self.live:
-                self._draw(phase="boot", detail=label)
+                self._draw(phase=self._boot, detail=label)
             elif first:
-                print(f"harness: {label}: booting, then {total} queries", file=self.stream)
+                then = "" if self._boot == "ready" else "booting, then "
+                print(f"harness: {label}: {then}{total} queries", file=self.stream)
             if total:
                 return
         # Drawn at most 10 times a second: this runs between timed queries.
@@ -124,7 +129,7 @@ class Progress:
             else:
                 elapsed = now - self._started
                 boots = (
-                    f", boots {int(self._boots_done)}/{self._boots_total}"
+                    f", {self._boots} {int(self._boots_done)}/{self._boots_total}"
                     if self._boots_total
                     else ""
                 )

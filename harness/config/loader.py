@@ -308,7 +308,8 @@ def _discover(cwd: Path) -> Path:
         f"no harness configuration in {cwd}: looked for harness.toml, "
         "then a [tool.harness] table in pyproject.toml",
         hint="create harness.toml with [service] start and ready, [query] path and ids, "
-        "and [gold] path (see the README's configuration section), or pass its path",
+        "and [gold] path (docs/configure.md; `harness demo DIR` writes an example to copy), "
+        "or pass its path",
     )
 
 
@@ -717,4 +718,9 @@ def _report_side_issues(reader: _Reader, issues: Mapping[str, list[str]]) -> Non
                 )
             else:
                 message = f"missing required key{who}: set {EXAMPLES[key]} in {where}"
+                if key == "service.ready":  # the path to name is the user's most common guess
+                    message += (
+                        ", a path the service answers with 2xx once it can take queries (no "
+                        'health route? FastAPI serves "/openapi.json")'
+                    )
             reader.add(f"{side}.{key}" if side else key, message, near=key)

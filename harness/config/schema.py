@@ -109,6 +109,19 @@ def pin_hint(name: str) -> str:
     return f"; write {{{{ and }}}} for literal braces, or pin {name} in service.env"
 
 
+def no_format_spec(name: str, conversion: str, spec: str) -> str:
+    """Why `{name!conversion:spec}` is refused, and how to write what was meant: most often a
+    shell's `${VAR:-default}`, whose braces harness reads as its own placeholder."""
+    written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+    why = f"placeholder {written}}} takes no !conversion or :format"
+    if conversion:
+        return f"{why}; write {{{{ and }}}} for literal braces"
+    return (
+        f"{why}: harness fills {{...}} itself, so a shell's ${written}}} is written "
+        f"${{{written}}}}} (write {{{{ and }}}} for literal braces)"
+    )
+
+
 def _request(value: object) -> list[tuple[str, str]]:
     """Unknown {name}s in a request template (filled literally: other braces are text)."""
     return [
@@ -158,7 +171,7 @@ def _command_problems(value: object, *, pins_allowed: bool) -> list[tuple[str, s
                 literal = "; write {{ and }} for literal braces"
                 found.append((suffix, unknown_placeholder(name, COMMAND_PLACEHOLDERS, literal)))
             elif conv or spec:
-                found.append((suffix, f"placeholder {{{name}}} takes no !conversion or :format"))
+                found.append((suffix, no_format_spec(name, conv, spec)))
     return found
 
 

@@ -220,15 +220,19 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
         else:
             problems.add(path, "the first line must be the header `query-id<TAB>corpus-id<TAB>"
                          "score`; add it", number)
+    elif lines and _looks_beir(lines[0][1]):
+        # BEIR's flat qrels.tsv given where TREC qrels are read: one problem, not one per line
+        problems.add(path, "this is a BEIR qrels file (header `query-id corpus-id score`), not "
+                     "TREC qrels (`qid iteration docid relevance`): give the BEIR folder that "
+                     f"holds it instead ({path.parent}, with queries.jsonl and qrels.tsv or "
+                     "qrels/<split>.tsv)", lines[0][0])
+        return []
     found = []
+    widths: dict[int, list[int]] = {}  # a wrong column count: its lines, reported once
     for number, text in lines:
         cells = text.split("\t") if beir else text.split()
-        if beir and len(cells) != 3:
-            problems.add(path, "expected 3 tab-separated columns `query-id corpus-id score`, "
-                         f"got {len(cells)}", number)
-        elif not beir and len(cells) != 4:
-            problems.add(path, "expected 4 whitespace-separated columns `qid iteration docid "
-                         f"relevance`, got {len(cells)}", number)
+        if len(cells) != (3 if beir else 4):
+            widths.setdefault(len(cells), []).append(number)
         else:
             query_id, doc_id, grade_text = cells[0], cells[-2], cells[-1]
             # parse_grade's rule, its common case (ASCII digits) without a regex
@@ -242,7 +246,25 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
                 problems.add(path, "an id has a non-blank character", number, field)
             else:
                 found.append(_Judgement(query_id, doc_id, grade, number))
+    for width, numbers in widths.items():
+        expected = ("3 tab-separated columns `query-id corpus-id score`" if beir
+                    else "4 whitespace-separated columns `qid iteration docid relevance`")
+        more = ""
+        if len(numbers) > 1:
+            shown = ", ".join(map(str, numbers[1:6])) + (", ..." if len(numbers) > 6 else "")
+            more = f" (and on {len(numbers) - 1} more lines: {shown})"
+        hint = ""
+        if not beir and width == 3:
+            hint = ("; 3 columns are BEIR's `query-id corpus-id score`: give the BEIR folder "
+                    "(queries.jsonl with qrels.tsv or qrels/<split>.tsv) instead")
+        problems.add(path, f"expected {expected}, got {width}{more}{hint}", numbers[0])
     return found
+
+
+def _looks_beir(first: str) -> bool:
+    """Whether a qrels file's first line is BEIR's header."""
+    cells = first.split("\t")
+    return len(cells) == 3 and cells[0] == "query-id" and cells[1] in ("corpus-id", "doc-id")
 
 
 def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], queries_path: Path,

@@ -7,6 +7,7 @@
     diagnosis.py errored answers by kind (statuses, a sample, advice) and the steps run
                  before the queries, as report lines
     twobytwo.py  the retrieval/generation 2x2 (`harness twobytwo`, and its compare section)
+    systems.py   the `harness compare-runs` page: every candidate at once, then each page
 
 Pure: no file, clock or process; results/ writes what these return.
 """

@@ -240,6 +240,12 @@ def _answers(c: Comparison, mark: str) -> list[Block]:
     return layout.section(f"Unanswerable queries and outranks pairs{mark}", lines)
 
 
+def _round_does(c: Comparison) -> str:
+    """What a time-paired round did to both sides: deployments by URL are asked, never booted."""
+    deployed = c.header.baseline.sandbox == "deployed" and c.header.candidate.sandbox == "deployed"
+    return "asking" if deployed else "booting"
+
+
 def _latency(c: Comparison, mark: str) -> list[Block]:
     lat = c.latency
     queueing = " (under --concurrency, queueing included)" if lat.concurrency > 1 else ""
@@ -259,7 +265,7 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
         if rounds:  # a comparison saved before issue 12 has no rounds
             paired = (
                 f"candidate/baseline, time-paired trimmed mean over {queries(lat.n_paired)}, "
-                f"{rounds} round{'s' * (rounds != 1)} (each booting both)"
+                f"{rounds} round{'s' * (rounds != 1)} (each {_round_does(c)} both)"
             )
         lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
         if rounds:

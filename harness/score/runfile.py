@@ -16,12 +16,13 @@ Every malformed line is collected first and reported once, as a ResultsError who
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -45,6 +46,7 @@ class Run:
     scores: Mapping[str, tuple[float, ...]] | None
     source: str
     format: str  # "trec" | "jsonl"
+    sha256: str = ""  # of the file's bytes (load_run); "" for text parsed in memory
 
     def __len__(self) -> int:
         return len(self.rankings)
@@ -71,13 +73,14 @@ def load_run(path: str | Path) -> Run:
         ) from None
     except OSError as exc:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
+    digest = hashlib.sha256(data).hexdigest()
     first = _FIRST.search(data)
     if first is not None and first.group() != b"{":  # TREC: column-wise when all is well formed
         found = read_trec_arrow(data) or read_trec_columns(data)
         if found is not None:
-            return Run(found[0], found[1], source, "trec")
+            return Run(found[0], found[1], source, "trec", digest)
     # JSONL, or a TREC file with a problem: line by line, naming every problem.
-    return parse_run(data.decode("utf-8"), source)
+    return replace(parse_run(data.decode("utf-8"), source), sha256=digest)
 
 
 def start_loading_run(path: str | Path) -> Callable[[], Run]:
@@ -114,6 +117,46 @@ def require_gold_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None
             f"{run.source}: names none of the {len(gold)} queries of {gold_path}",
             ["check that the run and the gold set use the same query ids"],
         )
+
+
+def require_known_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> None:
+    """ResultsError naming `path:line` of the first line of each query of `run` that the gold
+    set does not have (a run of another collection or split, or ids written another way): the
+    comparison would silently drop them, as trec_eval does, and score what is left."""
+    unknown = set(run.rankings) - gold.by_id.keys()
+    if not unknown:
+        return
+    found: dict[str, int] = {}
+    text = Path(run.source).read_text(encoding="utf-8") if run.source != "<run>" else ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        qid = _query_of(line, run.format)
+        if qid in unknown and qid not in found:
+            found[qid] = number
+    problems = [
+        Problem(run.source, f"query {qid} is not in the gold set", number, "id")
+        for qid, number in sorted(found.items(), key=lambda item: item[1])
+    ]
+    details = [f"  {p}" for p in problems[:_SHOWN]]
+    if len(problems) > _SHOWN:
+        details.append(f"  ... and {len(problems) - _SHOWN} more queries")
+    details.append(
+        f"compare runs of the gold set's queries: drop those lines, or give the gold set they "
+        f"come from (--gold; {gold_path} has {len(gold)} queries, e.g. {gold.queries[0].id})"
+    )
+    noun = "query is" if len(unknown) == 1 else "queries are"
+    raise ResultsError(f"{run.source}: {len(unknown)} {noun} not in {gold_path}", details)
+
+
+def _query_of(line: str, fmt: str) -> str | None:
+    """The query id of one run-file line (None for a blank or unreadable line)."""
+    if fmt == "trec":
+        cols = line.split(maxsplit=1)
+        return cols[0] if cols else None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return _as_id(obj.get("id")) if isinstance(obj, dict) else None
 
 
 def parse_run(text: str, source: str = "<run>") -> Run:

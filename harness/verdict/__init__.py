@@ -15,6 +15,8 @@
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
     comparable.py  whether two saved comparisons share their evaluation definition
+    systems.py     run files of several systems, each compared with the first: Holm across
+                   systems x cutoffs (`harness compare-runs`)
 
 No I/O, no clock, no subprocess; the only randomness is numpy's default_rng(seed), so a verdict
 is a function of its inputs and the seed.  (The latency verdict uses no randomness at all.)

@@ -68,7 +68,7 @@ counts, latency), `summary` (one ref on its own); the values are in `harness.ver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -83,13 +83,14 @@ from harness.verdict.comparison import (
     Flips,
     GoldInfo,
     Header,
+    MetricRow,
     RefInfo,
     Scope,
 )
 from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
 
-__all__ = ["compare", "summarise_run"]
+__all__ = ["compare", "headline_rows", "rejudge", "summarise_run"]
 
 
 def _decisive(settings: CompareSettings) -> list[str]:
@@ -150,6 +151,48 @@ def _headline(
     if collapses:
         reason += f"; but slice collapse: {', '.join(collapses)}"
     return verdict, reason, weakest
+
+
+def _collapsed(slices: Sequence[Scope]) -> list[str]:
+    """Each slice with a collapsed row, in words: "name (metric and 2 more)"."""
+    collapses = []
+    for scope in slices:
+        fell = [r.metric for r in scope.rows if r.collapse]
+        if fell:
+            more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
+            collapses.append(f"{scope.name} ({fell[0]}{more})")
+    return collapses
+
+
+def headline_rows(comparison: Comparison) -> tuple[MetricRow, ...]:
+    """The overall rows that decide the quality verdict: hit@k at every k, every gate_on metric."""
+    rows = map(comparison.overall.row, _decisive(comparison.settings))
+    return tuple(row for row in rows if row is not None)
+
+
+def rejudge(comparison: Comparison, adjusted: Mapping[str, float], family: str) -> Comparison:
+    """`comparison` with its headline rows' p adjusted across a larger family (`adjusted`, by
+    metric: Holm over several systems' headline tests, `harness.verdict.systems`): a call whose
+    adjusted p is not below alpha becomes no measurable difference, noted as "not significant
+    after Holm across `family`", and the headline is decided again.  Holm's adjusted p only
+    grows with its family, so a larger one takes calls away and never adds one."""
+    if not comparison.valid:
+        return comparison
+    alpha = comparison.settings.alpha
+    rows = []
+    for row in comparison.overall.rows:
+        if row.metric in adjusted:
+            adj = max(adjusted[row.metric], row.p_adjusted or 0.0)
+            row = replace(row, p_adjusted=adj)
+            if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= alpha:
+                note = f"not significant after Holm across {family}"
+                row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
+        rows.append(row)
+    overall = replace(comparison.overall, rows=tuple(rows))
+    quality, reason, power = _headline(overall, comparison.settings, _collapsed(comparison.slices))
+    return replace(
+        comparison, overall=overall, verdict_quality=quality, quality_reason=reason, power=power
+    )
 
 
 def _findings(overall: Scope, settings: CompareSettings) -> tuple[str, ...]:
@@ -229,12 +272,7 @@ def compare(
             if s.kind is Kind.BINARY
         ]
 
-    collapses = []
-    for scope in slices:
-        fell = [r.metric for r in scope.rows if r.collapse]
-        if fell:
-            more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
-            collapses.append(f"{scope.name} ({fell[0]}{more})")
+    collapses = _collapsed(slices)
     timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
     latency = details.latency(analysed if in_analysis else [], runs, timed, settings)
     if latency.test is None and latency.not_compared is None and not invalid:

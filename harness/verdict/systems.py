@@ -1,0 +1,149 @@
+"""Run files of several systems, each compared with the first (`harness compare-runs`). Pure.
+
+    compare_systems(gold, [baseline, candidate, ...], settings) -> Systems
+
+Each system is a ranking per query (a TREC or native run file, read by `harness.score.runfile`)
+made into a RefRun of one repeat, nothing timed, and compared with the baseline by
+`compare.compare`: the same paired tests as `harness compare` (one repeat per side is a
+deterministic pair, so hit@k is McNemar's exact test; mrr, ndcg, recall and p the sign-flip
+randomization test with a paired bootstrap interval, both seeded), Holm across slices, the flip
+list, and every check of the inputs (a run that returned nothing, ids no judgement knows).
+
+Then one family: the headline tests of every candidate (hit@k at each cutoff and every gate_on
+metric, for each system against the baseline) are Holm-adjusted together, so a call holds only
+when its p adjusted across systems x cutoffs is below alpha (`compare.rejudge`).  A comparison
+that is invalid makes no call and is not in the family.
+
+A gold query that a run file has no line for is an empty ranking: it scores 0 on every metric,
+as `trec_eval -c` scores it, and a warning names how many.  A run file carries neither repeats
+nor timings: latency is never compared, and the report says so (NO_LATENCY).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from harness import __version__
+from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.verdict import stats
+from harness.verdict.compare import compare, headline_rows, rejudge
+from harness.verdict.comparison import CompareSettings, Comparison
+
+NO_LATENCY = "runs from files: no repeats, no latency"
+_SHOWN_IDS = 5
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    """One system's rankings as its run file gave them: `name` is how reports call it (the
+    path as given), `sha256` the file's content hash (its identity in the header)."""
+
+    name: str
+    sha256: str
+    rankings: Mapping[str, Sequence[str]]
+    scores: Mapping[str, Sequence[float]] | None = None
+
+
+@dataclass(frozen=True)
+class Systems:
+    """Every candidate's Comparison with the baseline, in the order given, after Holm across
+    the family of every candidate's headline tests (`family` of them)."""
+
+    baseline: str
+    comparisons: tuple[Comparison, ...]
+    family: int
+    settings: CompareSettings
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return tuple(c.header.candidate.ref for c in self.comparisons)
+
+
+def as_ref_run(system: SystemRun, gold: GoldSet) -> RefRun:
+    """`system` as a RefRun of one repeat: an answer to every gold query (empty where the run has
+    no line for it), untimed; never paired for latency (no pair_id)."""
+    scores = system.scores or {}
+    results = tuple(
+        QueryResult(
+            q.id,
+            ids=tuple(system.rankings.get(q.id, ())),
+            scores=tuple(scores[q.id]) if q.id in scores else None,
+        )
+        for q in gold.queries
+    )
+    return RefRun(
+        ref=system.name,
+        sha=system.sha256,
+        config_hash="",
+        gold_hash=gold.hash,
+        corpus_hash=None,
+        tool_version=__version__,
+        host={},
+        repeats=(Repeat(0, results),),
+    )
+
+
+def _absent(system: SystemRun, gold: GoldSet, side: str) -> list[str]:
+    missing = [q.id for q in gold.queries if q.id not in system.rankings]
+    if not missing:
+        return []
+    shown = ", ".join(missing[:_SHOWN_IDS]) + (", ..." if len(missing) > _SHOWN_IDS else "")
+    return [
+        f"{side} {system.name}: no line for {len(missing)} of the {len(gold)} gold queries "
+        f"({shown}): each scores 0, as trec_eval -c scores it"
+    ]
+
+
+def _from_files(comparison: Comparison, absent: Sequence[str]) -> Comparison:
+    """The comparison as run files allow: latency not compared because there is none to compare
+    (said once, in plain words, instead of the advice for live runs), and absent queries named."""
+    kept = tuple(w for w in comparison.warnings if not w.startswith("latency not compared"))
+    latency = replace(comparison.latency, words=NO_LATENCY, not_compared=NO_LATENCY)
+    return replace(
+        comparison,
+        warnings=(*absent, *kept),
+        latency=latency,
+        verdict_latency=Verdict.NOT_COMPARED
+        if comparison.verdict_latency is not Verdict.INVALID
+        else Verdict.INVALID,
+        latency_reason=NO_LATENCY if comparison.valid else comparison.latency_reason,
+    )
+
+
+def compare_systems(
+    gold: GoldSet,
+    systems: Sequence[SystemRun],
+    settings: CompareSettings,
+    corpus_ids: frozenset[str] | None = None,
+) -> Systems:
+    """Each system after the first compared with the first over `gold` (see the module
+    docstring), Holm across every candidate's headline tests; `corpus_ids`, when given, the ids
+    a returned id must be one of (`compare.compare`)."""
+    if len(systems) < 2:
+        raise ValueError("compare_systems needs a baseline and at least one candidate")
+    baseline, *candidates = systems
+    base = as_ref_run(baseline, gold)
+    base_absent = _absent(baseline, gold, "baseline")
+    found = [
+        _from_files(
+            compare(gold, base, as_ref_run(cand, gold), settings, corpus_ids),
+            base_absent + _absent(cand, gold, "candidate"),
+        )
+        for cand in candidates
+    ]
+    tests = [(i, row) for i, c in enumerate(found) if c.valid for row in headline_rows(c)]
+    adjusted = stats.holm([row.p for _, row in tests])
+    per_comparison: list[dict[str, float]] = [{} for _ in found]
+    for (i, row), adj in zip(tests, adjusted, strict=True):
+        per_comparison[i][row.metric] = adj
+    judged = sum(1 for c in found if c.valid)
+    family = f"the {len(tests)} headline tests of {judged} systems"
+    if judged > 1:
+        found = [rejudge(c, adj, family) for c, adj in zip(found, per_comparison, strict=True)]
+    return Systems(
+        baseline=baseline.name,
+        comparisons=tuple(found),
+        family=len(tests),
+        settings=settings,
+    )
