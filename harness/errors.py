@@ -6,6 +6,7 @@
     ├── RefError                 a git ref cannot be resolved or checked out
     ├── BuildError               the service's build command failed (exit 3: could not measure)
     ├── ServiceError             the service would not boot, get ready, or answer
+    ├── AdapterError             it answers, but query.ids reads no document id (exit 3)
     ├── ResultsError             a run record or comparison on disk is unreadable
     └── NotComparableError       two runs differ in something that makes them incomparable
 
@@ -121,6 +122,14 @@ class ServiceError(HarnessError):
     def __init__(self, message: str, details: Sequence[str] = (), stage: str = "boot") -> None:
         super().__init__(message, details)
         self.stage = stage
+
+
+class AdapterError(HarnessError):
+    """The service answers, but what the config reads from its answers is wrong: the ids path
+    matches nothing, or no returned id is a document the gold set or corpus knows.  Found in the
+    first answers of the first boot, before the rest of the run; nothing was measured (exit 3)."""
+
+    exit_status = 3
 
 
 class ResultsError(HarnessError):

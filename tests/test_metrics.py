@@ -561,9 +561,15 @@ def test_ir_measures_and_trec_eval_names_map_onto_the_registry_and_print_as_give
     assert parse_metric(str(spec)) == spec
 
 
-def test_two_spellings_of_one_metric_are_one_metric_the_first_kept() -> None:
-    specs = parse_metrics("nDCG@10,ndcg_cut_10,ndcg@10,map,AP")
-    assert [str(s) for s in specs] == ["nDCG@10", "map"]
+def test_two_spellings_of_one_metric_are_refused_naming_both() -> None:
+    # Issue 27: asked together they used to become one column under the first name, silently.
+    with pytest.raises(ValueError, match=r"nDCG@10 and ndcg_cut_10 are two names of one metric"):
+        parse_metrics("nDCG@10,ndcg_cut_10")
+    with pytest.raises(ValueError, match=r"map and AP are two names of one metric \(ap\)"):
+        parse_metrics("map,hit@5,AP")
+    # One name given twice is one column, as before; and each spelling alone keeps its name.
+    assert [str(s) for s in parse_metrics("nDCG@10,map,nDCG@10")] == ["nDCG@10", "map"]
+    assert [str(s) for s in parse_metrics("ndcg_cut_10")] == ["ndcg_cut_10"]
 
 
 def test_uncut_metrics_read_the_whole_ranking() -> None:

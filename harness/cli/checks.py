@@ -51,6 +51,11 @@ _RANGES: dict[str, _Range] = {
     "repeats": _Range(*_count(1, MAX_REPEATS), "--repeats 3"),
     "repeat": _Range(*_count(0, MAX_REPEATS - 1), "--repeat 0"),
     "max_errors": _Range(*_count(0, MAX_COUNT), "--max-errors 0"),
+    "max_drop": _Range(
+        "at least 0 and at most 1 (a metric's units: 0.02 is 2 points)",
+        lambda v: 0 <= v <= 1,
+        "--max-drop 0.02",
+    ),
     "seed": _Range(*_count(0, MAX_SEED), "--seed 0"),
     "bins": _Range(*_count(1, 1000), "--bins 10"),
     "rel_level": _Range(*_count(0, 1_000_000), "--rel-level 1"),

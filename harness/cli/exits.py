@@ -13,6 +13,7 @@
                         a gate that is not comparable, never a pass
     4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the
                         minimum effect (too few queries, too unstable); 0 without --strict
+    harness bisect      0 found, 1 not found or ambiguous, 3 invalid (2 bad input as always)
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
 
 `harness.cli.main` returns these and nothing else turns an outcome into a number.
@@ -54,6 +55,20 @@ def exit_status(
     if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
+
+
+# harness bisect, by harness.bisect.run.Outcome (a str enum).
+_BISECT = {
+    "found": EXIT_OK,
+    "not found": EXIT_REGRESSED,
+    "ambiguous": EXIT_REGRESSED,
+    "invalid": EXIT_INVALID,
+}
+
+
+def bisect_status(outcome: str) -> int:
+    """harness bisect: 0 found, 1 not found or ambiguous (skips left several), 3 invalid."""
+    return _BISECT[outcome]
 
 
 def worst_status(statuses: Sequence[int]) -> int:

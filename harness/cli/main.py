@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.cli.exits import (
     EXIT_OK,
+    bisect_status,
     check_status,
     exit_status,
     gate_status,
@@ -330,13 +331,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.demo:
         return _compare_demo(args)
-    from dataclasses import replace
-
-    from harness.gold.corpus import load_corpus_ids
     from harness.replay.runner import run_deployed, run_pair
     from harness.report.page import render
     from harness.report.runs import render_failures
-    from harness.results.cache import cached_compare
     from harness.results.comparisons import save_comparison
     from harness.signals import signals_unwind
 
@@ -366,29 +363,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 reuse=args.reuse_runs,
                 latency_budget=_latency_budget(plan),
             )
-    _phase(plan, "analysis", "scoring, paired tests, latency")
-    corpus = plan.config.corpus
-    corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
-    # The gold set as the repository names it: the checkout's absolute path means nothing in a
-    # saved comparison or a pull-request comment.
-    gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
-    comparison, cached = cached_compare(
-        plan.results_dir,
-        gold,
-        baseline,
-        candidate,
-        settings,
-        corpus_ids,
-        corpus_hash=plan.corpus_hash,
-        use=not args.redact,  # an entry holds query texts: none is written under --redact
-    )
-    if cached:
-        print(
-            "harness: both runs and every setting as before: the comparison is read back "
-            "from the cache",
-            file=sys.stderr,
-        )
-    comparison = _with_floors(comparison, floors, plan, candidate)
+    comparison = _analyse(plan, settings, floors, (baseline, candidate), redact=args.redact)
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
@@ -408,6 +383,87 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )
+
+
+def _analyse(
+    plan: RunPlan,
+    settings: CompareSettings,
+    floors: Sequence[Floor],
+    runs: tuple[RefRun, RefRun],
+    *,
+    redact: bool,
+) -> Comparison:
+    """compare's analysis of two runs measured together: scored, tested, checked against the
+    corpus and [gate.floors] (read back from the comparison cache when nothing changed)."""
+    from dataclasses import replace
+
+    from harness.gold.corpus import load_corpus_ids
+    from harness.results.cache import cached_compare
+
+    baseline, candidate = runs
+    _phase(plan, "analysis", "scoring, paired tests, latency")
+    corpus = plan.config.corpus
+    corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
+    # The gold set as the repository names it: the checkout's absolute path means nothing in a
+    # saved comparison or a pull-request comment.
+    gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
+    comparison, cached = cached_compare(
+        plan.results_dir,
+        gold,
+        baseline,
+        candidate,
+        settings,
+        corpus_ids,
+        corpus_hash=plan.corpus_hash,
+        use=not redact,  # an entry holds query texts: none is written under --redact
+    )
+    if cached:
+        print(
+            "harness: both runs and every setting as before: the comparison is read back "
+            "from the cache",
+            file=sys.stderr,
+        )
+    return _with_floors(comparison, floors, plan, candidate)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from harness.bisect.judge import Criterion
+    from harness.bisect.path import first_parent_path
+    from harness.bisect.render import render_bisection
+    from harness.bisect.run import Commit, Step, StepResult, bisect
+    from harness.bisect.saved import save_bisection, step_line
+    from harness.replay.runner import run_pair
+    from harness.results.comparisons import save_comparison
+    from harness.signals import signals_unwind
+
+    metric = str(_metric_specs(args.metric)[0]) if args.metric else None
+    args.gate_on = [metric] if metric else None  # a row of every step's comparison
+    criterion = Criterion(metric=metric, latency=args.latency)
+    plan, settings = _plan(args)
+    good, bad, path = first_parent_path(plan.config.repo, args.good, args.bad)
+
+    def compare_step(commit: Commit) -> StepResult:
+        with signals_unwind():
+            runs = run_pair(
+                plan,
+                good.sha,
+                commit.sha,
+                repeats=_repeats(args, plan),
+                latency_budget=_latency_budget(plan),
+            )
+        comparison = _analyse(plan, settings, (), runs, redact=False)
+        return StepResult(comparison, runs, save_comparison(plan.results_dir, comparison, runs))
+
+    def said(step: Step, left: int) -> None:
+        if plan.observer is not None:
+            plan.observer.note(step_line(step, left))
+
+    bisection = bisect(good, bad, path, criterion, compare_step, on_step=said)
+    _close(plan)
+    saved = save_bisection(plan.results_dir, bisection)
+    print(render_bisection(bisection, args.format), end="")
+    print(f"harness: bisect report saved in {saved}", file=sys.stderr)
+    return bisect_status(bisection.outcome)
 
 
 def _page_to_terminal(fmt: str) -> bool:
@@ -453,11 +509,17 @@ def cmd_report(args: argparse.Namespace) -> int:
             [f"redirect it: harness report {args.dir} --format html > page.html"],
         )
     if args.against is not None:
+        from harness.report.against import render_against
         from harness.verdict.comparable import same_definition
 
-        note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
+        other = load_comparison(args.against)
+        note = same_definition(comparison, args.dir, other, args.against)
         print(f"harness: {note}", file=sys.stderr)
-    print(render(comparison, args.format, redact=args.redact), end="")
+        # Side by side (DIR as A, OTHER as B); the exit status is DIR's, as without --against.
+        page = render_against(comparison, str(args.dir), other, str(args.against), args.format)
+    else:
+        page = render(comparison, args.format, redact=args.redact)
+    print(page, end="")
     return exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )
@@ -524,7 +586,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from harness.gate.floors import check_floors
     from harness.gate.measure import measure
     from harness.gate.render import render_gate
-    from harness.gate.rule import Outcome, conclude, gated_metrics, with_floors
+    from harness.gate.rule import Outcome, Statistics, conclude, gated_metrics, with_floors
 
     path: Path = args.baseline_file
     # A missing file is only fine when we are about to write it.
@@ -537,12 +599,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
     measured = measure(
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
+    compare = plan.config.compare
     result = conclude(
         recorded,
         measured,
         update_baseline=args.update_baseline,
         strict=args.strict,
         metrics=chosen,
+        # compare's test, alpha and seed: a change compare cannot tell from noise passes
+        statistics=Statistics(
+            compare.alpha, compare.seed, {q.id: q.slice for q in plan.gold.queries}, args.max_drop
+        ),
     )
     max_errors = plan.config.compare.max_errors
     result = with_floors(result, check_floors(floors, plan.gold, run, max_errors=max_errors))
@@ -1076,6 +1143,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep,
     "gate": cmd_gate,
     "matrix": cmd_matrix,
+    "bisect": cmd_bisect,
     "threshold": cmd_threshold,
     "history": cmd_history,
     "twobytwo": cmd_twobytwo,

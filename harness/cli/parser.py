@@ -257,8 +257,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--against",
         type=Path,
         metavar="DIR",
-        help="another saved comparison: refuse (naming what differs) unless both have the "
-        "same evaluation definition",
+        help="another saved comparison: both side by side, metric by metric (DIR as A, this "
+        "as B), refused (naming what differs) unless both have the same evaluation definition",
     )
     _add_strict(p)
 
@@ -449,10 +449,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="gated metrics (default: the baseline file's; mrr@10,recall@10 for a new file)",
     )
     p.add_argument("--strict", action="store_true", help="zero tolerance: any drop fails")
+    p.add_argument(
+        "--max-drop",
+        type=float,
+        metavar="X",
+        help="also fail a row that drops by more than X (e.g. 0.02), whatever the test says; "
+        "by default only a drop compare's paired test calls a regression fails",
+    )
     _add_side(p)
     _add_run_options(p)
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+    p = sub.add_parser("bisect", help="find the commit that regressed: compares along the history")
+    _add_bisect(p)
 
     p = sub.add_parser(
         "threshold", help="top-result scores of answerable vs unanswerable queries, best cutoff"
@@ -602,6 +612,7 @@ _HELP: dict[tuple[str, str], str] = {  # (command, option or positional) -> help
     ("demo", "dir"): "a new or empty directory",
     ("twobytwo", "--format"): f"{_FORMAT}; markdown; json",
     ("matrix", "--format"): f"{_FORMAT}; markdown; json",
+    ("bisect", "--format"): f"{_FORMAT}; markdown; json (report.md, .json, .html are saved)",
 }
 
 _EXITS = {
@@ -618,6 +629,11 @@ _EXITS = {
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
 }
 _EXITS["report"] = _EXITS["compare"]
+_EXITS["bisect"] = (
+    "0 the first bad commit was found\n  1 not found: the bad end shows no regression, or skips"
+    " left several commits (listed)\n  2 usage, configuration or gold-set error"
+    "\n  3 invalid: the good end (or every step) could not be measured"
+)
 _EXITS["compare-runs"] = (
     "0 no candidate regressed (improved, no measurable difference, inconclusive)"
     "\n  1 a candidate's quality regressed\n  2 usage error or bad input (a malformed run"
@@ -664,6 +680,8 @@ _EXAMPLES = {
     "history": "harness history --ref main --format markdown"
     "\n  harness history --format html --output history.html",
     "matrix": "harness matrix --ref main --matrix ablation.toml",
+    "bisect": "harness bisect --good v1.2 --bad main --metric hit@5"
+    "\n  harness bisect --good HEAD~20 --bad HEAD --latency",
     "twobytwo": "harness twobytwo --run results/runs/RECORD.json --answers answers.tsv --k 5",
 }
 
@@ -768,6 +786,43 @@ def _add_runs_against_a_reference(p: argparse.ArgumentParser) -> None:
     _add_ray(p)
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap and randomization tests, and of the order within pairs",
+    )
+
+
+def _add_bisect(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--good", required=True, help="a commit without the regression (e.g. v1.2)")
+    p.add_argument("--bad", required=True, help="a later commit with it (e.g. main)")
+    decide = p.add_mutually_exclusive_group()
+    decide.add_argument(
+        "--metric",
+        metavar="METRIC",
+        help="decide each step on this metric's verdict (e.g. hit@5, ndcg@10); default: the "
+        "quality verdict",
+    )
+    decide.add_argument(
+        "--latency", action="store_true", help="decide each step on the latency verdict"
+    )
+    _add_run_options(p)
+    p.add_argument(
+        "--latency-budget",
+        type=_latency_budget,
+        metavar="N|TIME",
+        help="each step's most latency rounds or their time (default compare.latency_budget)",
+    )
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument(
+        "--min-effect", type=float, help="smallest change the gold set must be able to see"
+    )
+    p.add_argument(
+        "--latency-tolerance", type=float, help="latency ratio band counted as no change"
+    )
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
     p.add_argument(
         "--seed",

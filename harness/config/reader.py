@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,18 @@ def _key_lines(text: str, prefix: str) -> dict[str, int]:
             continue
         found.setdefault(name.removeprefix(prefix), number)
     return found
+
+
+def key_line(path: Path, keys: Sequence[str]) -> tuple[str, int] | None:
+    """The first of `keys` (dotted, "baseline.query.ids") that the config file sets, and its
+    line (best effort, as `_key_lines` reads it); None when none is set or the file is gone."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    prefix = "tool.harness." if path.name == "pyproject.toml" else ""
+    lines = _key_lines(text, prefix)
+    return next(((key, lines[key]) for key in keys if key in lines), None)
 
 
 class Reader:

@@ -6,7 +6,8 @@
     write_baseline(path, measured.baseline)     # baseline_file: --update-baseline, byte-stable
 
 The package: `measure` (a run scored per scope, with its noise; the Baseline values), `rule`
-(every row's status and the outcome; `update` for --update-baseline), `baseline_file` (the
+(every row's status and the outcome; `update` for --update-baseline), `paired` (rows decided
+by compare's tests), `rows` (one row), `baseline_file` (the
 committed file: byte-stable text, strict reading, atomic rewrite) and `render` (text, Markdown,
 JSON).  Nothing is imported from here: import each name from its module.
 
@@ -25,9 +26,20 @@ set's sha256, the gated metrics, the commit it was measured on and its repeats, 
 scope and metric ("overall mrr@10", "slice rare mrr@10": n, value, noise), so that its diff in a
 pull request is the before/after table, one line per number that moved.
 
-The rule (`check`), for every scope of the baseline and every gated metric, with before and
-after rounded to 6 decimals and tolerance = max(noise recorded, noise now), or 0 with
-`strict`:
+The rule is compare's (`paired`): the file also holds each analysed query's value per gated
+metric (one line per metric and query), and each row is decided by the paired test compare uses
+for that metric on the queries analysed on both sides (McNemar exact / exact sign-flip on hit
+rates for hit@k, randomization test with a bootstrap CI for the rest), Holm-adjusted across the
+gated metrics overall and across the slices per metric, at compare.alpha and compare.seed:
+"regressed" fails, "improved" passes, and a change the test cannot tell from noise is "ok"
+whatever its size, unless --max-drop X is given ("dropped": a drop of more than X fails).  A
+row still fails when it falls to zero from above zero (compare's slice collapse) or its slice
+vanishes.  A [gate.floors] floor fails the gate as it fails compare.
+
+The noise rule below applies with --strict (tolerance 0), and to a baseline file written before
+per-query values (the result says so and how to re-record it).  For every scope of the baseline
+and every gated metric, with before and after rounded to 6 decimals and tolerance =
+max(noise recorded, noise now), or 0 with `strict`:
 
 - the slice has no analysed answerable query now  -> "vanished", fails;
 - before > 0 and after == 0                       -> "fell to zero", fails whatever the noise;

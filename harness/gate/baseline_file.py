@@ -54,7 +54,35 @@ def baseline_to_dict(b: Baseline) -> dict[str, Any]:
         "measured": {"sha": b.sha, "repeats": b.repeats},
         "rows": table,
         **({"definition": b.definition.to_dict()} if b.definition is not None else {}),
+        **({"per_query": _per_query_table(b)} if b.per_query else {}),
     }
+
+
+def _per_query_table(b: Baseline) -> dict[str, float]:
+    """ "METRIC QUERY-ID" -> value: one line each in the file, so a query that moved is a
+    one-line diff naming it (a metric name has no space; an id may)."""
+    return {
+        f"{metric} {qid}": rounded(value)
+        for metric, values in b.per_query.items()
+        for qid, value in values.items()
+    }
+
+
+def _per_query_from(table: object, metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ValueError("per_query: expected an object")
+    out: dict[str, dict[str, float]] = {}
+    for key, value in table.items():
+        metric, _, qid = str(key).partition(" ")
+        if metric not in metrics or not qid:
+            raise ValueError(f'per_query.{key}: expected "METRIC QUERY-ID" of a gated metric')
+        out.setdefault(metric, {})[qid] = _number(value, f"per_query.{key}")
+    if out and set(out) != set(metrics):
+        missing = sorted(set(metrics) - set(out))
+        raise ValueError(f"per_query: no values of {', '.join(missing)}")
+    return out
 
 
 def _line(value: object) -> str:
@@ -72,9 +100,9 @@ def baseline_to_text(b: Baseline) -> str:
     document = baseline_to_dict(b)
     entries = []
     for key in sorted(document):
-        if key == "rows":
+        if key in ("rows", "per_query"):
             rows = [f"    {_line(k)}: {_line(v)}" for k, v in sorted(document[key].items())]
-            entries.append('  "rows": {\n' + ",\n".join(rows) + "\n  }")
+            entries.append(f"  {_line(key)}: {{\n" + ",\n".join(rows) + "\n  }")
         else:
             entries.append(f"  {_line(key)}: {_line(document[key])}")
     return "{\n" + ",\n".join(entries) + "\n}\n"
@@ -153,6 +181,7 @@ def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
             overall=scopes.pop(OVERALL),
             slices=scopes,
             definition=definition_from_dict(doc.get("definition")),
+            per_query=_per_query_from(doc.get("per_query"), metrics),
         )
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)

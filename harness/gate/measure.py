@@ -7,7 +7,7 @@ Pure; `harness.gate` states every rule. The usable repeats and the errored answe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from harness.score.definition import Definition, definition
 from harness.score.evaluation import evaluate, returned_texts
@@ -49,6 +49,10 @@ class Baseline:
     slices: Mapping[str, ScopeValues]
     # The gate's evaluation definition (`gate_definition`); None in files written before it.
     definition: Definition | None = None
+    # metric -> query id -> its value, the mean over usable repeats, for every analysed
+    # answerable query: what compare's paired tests read (`harness.gate.paired`). Empty in
+    # files written before it (the gate then applies the noise rule).
+    per_query: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def scope(self, name: str) -> ScopeValues | None:
         return self.overall if name == OVERALL else self.slices.get(name)
@@ -134,6 +138,14 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
         for name, score in evaluations[0].slices.items()
         if score.n
     }
+    ids = evaluations[0].query_ids
+    per_query = {
+        name: {
+            qid: rounded(sum(float(ev.columns[name][i]) for ev in evaluations) / len(evaluations))
+            for i, qid in enumerate(ids)
+        }
+        for name in names
+    }
     baseline = Baseline(
         gold_hash=gold.hash,
         gold_queries=len(gold),
@@ -143,5 +155,6 @@ def measure(gold: GoldSet, run: RefRun, metrics: Sequence[str], *, max_errors: i
         overall=overall,
         slices=slices,
         definition=gate_definition(gold, run),
+        per_query=per_query,
     )
     return Measured(baseline, (), tuple(warnings), run.ref)

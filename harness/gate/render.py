@@ -11,10 +11,12 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness.gate.rule import GateResult, GateRow
+from harness.gate.rows import GateRow
+from harness.gate.rule import GateResult
 from harness.report import layout
 from harness.report.layout import Block
 from harness.report.numbers import floor_lines
+from harness.verdict.stats import format_p
 
 _HEADERS = ("scope", "metric", "baseline", "now", "change", "tolerance", "status")
 
@@ -34,7 +36,8 @@ def _table_rows(found: Sequence[GateRow]) -> tuple[tuple[str, ...], ...]:
             _num(r.after),
             _num(r.change, signed=True),
             _num(r.tolerance),
-            r.status.upper() if r.failed else r.status,
+            (r.status.upper() if r.failed else r.status)
+            + ("" if r.p is None else f" (p = {format_p(r.p)})"),
         )
         for r in found
     )
@@ -45,8 +48,7 @@ def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
     now = f"{result.ref} ({result.sha[:8]})" if result.sha else result.ref
     about = (
         f"baseline: {baseline_file or 'the baseline file'} ({then}); now: {now}",
-        "rule: a row fails when it drops by more than its tolerance, max(noise recorded, noise "
-        "now) (0 with --strict), falls to zero, or its slice vanishes",
+        result.rule,
         *result.details,
         *((f"evaluation definition: sha256 {result.definition}",) if result.definition else ()),
     )
@@ -113,6 +115,7 @@ def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
         "sha": result.sha,
         "definition": result.definition,
         "details": list(result.details),
+        "rule": result.rule,
         "floors": [
             {
                 "scope": f.scope,
@@ -135,6 +138,7 @@ def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
                 "tolerance": r.tolerance,
                 "status": r.status,
                 "failed": r.failed,
+                **({} if r.p is None else {"p": r.p, "test": r.test}),
             }
             for r in result.rows
         ],

@@ -5,14 +5,20 @@ and the outcome (`harness.gate` states the rule); `update` for --update-baseline
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from harness.gate.measure import Baseline, Measured, ScopeValues, rounded
+from harness.gate.paired import tested_rows
+from harness.gate.rows import GateRow
 from harness.score.definition import differing
 from harness.types import FloorRow
 
 DEFAULT_METRICS = ("mrr@10", "recall@10")
+NOISE_RULE_TEXT = (
+    "rule: a row fails when it drops by more than its tolerance, max(noise recorded, noise now) "
+    "(0 with --strict), falls to zero, or its slice vanishes"
+)
 
 
 class Outcome(enum.StrEnum):
@@ -23,28 +29,6 @@ class Outcome(enum.StrEnum):
     NOT_COMPARABLE = "not comparable"
     INVALID = "invalid"
     UPDATED = "updated"  # --update-baseline: the rows are the before -> after table
-
-
-@dataclass(frozen=True)
-class GateRow:
-    """One scope and metric: before, after, the tolerance applied, and what the rule says."""
-
-    scope: str
-    metric: str
-    before: float | None
-    after: float | None
-    tolerance: float | None  # None where no comparison is made ("new", "vanished")
-    status: str  # "ok" | "improved" | "dropped" | "fell to zero" | "vanished" | "new"
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("dropped", "fell to zero", "vanished")
-
-    @property
-    def change(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        return rounded(self.after - self.before)
 
 
 @dataclass(frozen=True)
@@ -59,6 +43,7 @@ class GateResult:
     sha: str | None = None
     floors: tuple[FloorRow, ...] = ()  # [gate.floors], checked on the run (harness.gate.floors)
     definition: str | None = None  # the evaluation-definition sha256 of the run gated
+    rule: str = NOISE_RULE_TEXT  # the rule that decided, in words (render shows it)
 
     @property
     def failing(self) -> tuple[GateRow, ...]:
@@ -123,14 +108,41 @@ def rows(
     return out
 
 
+@dataclass(frozen=True)
+class Statistics:
+    """What compare decides with, for the gate to decide the same way (`harness.gate.paired`):
+    alpha and seed (compare.alpha, compare.seed), each query's slice, and --max-drop."""
+
+    alpha: float = 0.05
+    seed: int = 0
+    slice_of: Mapping[str, str] = field(default_factory=dict)
+    max_drop: float | None = None
+
+
+TESTED_RULE = (
+    "rule: a row fails when compare's paired test calls it regressed (McNemar exact or "
+    "sign-flip for hit@k, randomization test and bootstrap CI otherwise, Holm-adjusted as compare "
+    "does), falls to zero, or its slice vanishes{drop}; a change the test cannot tell from noise "
+    "passes"
+)
+NOISE_RULE = NOISE_RULE_TEXT
+_NO_PER_QUERY = (
+    "the baseline file holds no per-query values (written by an older harness): the noise rule "
+    "applies; record it again with --update-baseline to decide with compare's paired test"
+)
+
+
 def check(
     recorded: Baseline,
     now: Measured,
     *,
     strict: bool = False,
     metrics: Sequence[str] | None = None,
+    statistics: Statistics | None = None,
 ) -> GateResult:
-    """Apply the rule `harness.gate` states; `metrics` default to the baseline's."""
+    """Apply the rule `harness.gate` states; `metrics` default to the baseline's.  With
+    `statistics` and per-query values on both sides (not --strict), each row is decided by
+    compare's paired test (`harness.gate.paired`); else by the noise rule."""
     gated = tuple(metrics) if metrics else recorded.metrics
     current = now.baseline
 
@@ -177,17 +189,43 @@ def check(
         )
         hint = f"record them: --update-baseline --metrics {','.join(gated)}"
         return result(Outcome.NOT_COMPARABLE, reason, details=(hint,))
-    found = rows(recorded, current, gated, strict)
+    tested = (
+        statistics is not None and not strict and bool(recorded.per_query and current.per_query)
+    )
+    notes = list(now.warnings)
+    if tested:
+        assert statistics is not None
+        found = tested_rows(
+            recorded,
+            current,
+            gated,
+            statistics.slice_of,
+            alpha=statistics.alpha,
+            seed=statistics.seed,
+            max_drop=statistics.max_drop,
+        )
+        found += [r for r in rows(recorded, current, gated, strict) if r.status == "new"]
+        drop = "" if statistics.max_drop is None else f" (--max-drop {statistics.max_drop:g})"
+        rule = f"compare's paired test at alpha = {statistics.alpha:g}{drop}"
+        text = TESTED_RULE.format(
+            drop="" if statistics.max_drop is None else f", or it drops by more than --max-drop "
+            f"{statistics.max_drop:g}"
+        )
+    else:
+        found = rows(recorded, current, gated, strict)
+        rule = "zero tolerance (--strict)" if strict else "beyond the noise"
+        text = NOISE_RULE
+        if statistics is not None and not strict and not recorded.per_query:
+            notes.append(_NO_PER_QUERY)
     failing = [r for r in found if r.failed]
-    rule = "zero tolerance (--strict)" if strict else "beyond the noise"
     if failing:
         n = len(failing)
         reason = f"{n} row{'s' * (n != 1)} fell below the baseline ({rule})"
-        return result(Outcome.FAIL, reason, found, now.warnings)
+        return replace(result(Outcome.FAIL, reason, found, notes), rule=text)
     reason = f"no row fell below the baseline ({rule})"
     if any(r.status == "improved" for r in found):
         reason += "; some improved: --update-baseline records them"
-    return result(Outcome.PASS, reason, found, now.warnings)
+    return replace(result(Outcome.PASS, reason, found, notes), rule=text)
 
 
 def update(recorded: Baseline | None, now: Measured) -> GateResult:
@@ -241,13 +279,14 @@ def conclude(
     update_baseline: bool = False,
     strict: bool = False,
     metrics: Sequence[str] | None = None,
+    statistics: Statistics | None = None,
 ) -> GateResult:
     """`update` when asked to (--update-baseline) or when there is no baseline yet, else
     `check` against the recorded baseline."""
     if update_baseline or recorded is None:
         result = update(recorded, now)
     else:
-        result = check(recorded, now, strict=strict, metrics=metrics)
+        result = check(recorded, now, strict=strict, metrics=metrics, statistics=statistics)
     if now.baseline is not None and now.baseline.definition is not None:
         result = replace(result, definition=now.baseline.definition.sha256)
     return result

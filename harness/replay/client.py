@@ -141,7 +141,7 @@ def _interpret(answer: Answer, query: QueryConfig, query_id: str, latency_ns: in
         return failed(ErrorKind.NOT_JSON, f"{answer.content_type or 'no content-type'}: {excerpt}")
     found = compile_path(query.ids).search(decoded)
     if found is None:
-        return failed(ErrorKind.NO_MATCH, f"ids path {query.ids!r} matched nothing")
+        return failed(ErrorKind.NO_MATCH, f"ids path {query.ids!r} matched nothing in {excerpt}")
     ids, problem = _ids(found, query.ids)
     if problem:
         return failed(ErrorKind.BAD_SHAPE, problem)
@@ -452,10 +452,11 @@ def replay(
     return _concurrent(base_url, query, items, concurrency, on_result, transport, open_socket)
 
 
-def warm_up(channel: Channel, items: Sequence[tuple[str, str]]) -> None:
+def warm_up(channel: Channel, items: Sequence[tuple[str, str]], *, skip: int = 0) -> None:
     """`query.warmup` unrecorded requests through `channel`, cycling through `items` (each
-    answer read off the wire whole, never interpreted: its outcome is ignored)."""
-    for index in range(channel.query.warmup if items else 0):
+    answer read off the wire whole, never interpreted: its outcome is ignored); the first
+    `skip` of them are left out (sent already: the runner's adapter probe)."""
+    for index in range(skip, channel.query.warmup if items else 0):
         query_id, text = items[index % len(items)]
         channel.send(query_id, text)
 

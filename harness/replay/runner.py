@@ -44,6 +44,7 @@ from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.gold.corpus import load_corpus
 from harness.replay import latency_rounds
+from harness.replay.adapter_check import AdapterCheck, probe_count
 from harness.replay.answers import IdAdapter, adapter_for
 from harness.replay.client import (
     READ_BATCH,
@@ -162,6 +163,10 @@ class RefSession:
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config.corpus)
+        # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
+        self.adapter_check = AdapterCheck(
+            plan.config, side, self.side.query, self.ids, plan.gold, redact=plan.redact
+        )
         # Rewritten once, before anything is built: a hook that fails on a query stops here.
         self._items = rewritten_items(
             ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
@@ -293,6 +298,8 @@ class RefSession:
                 machine = _machine(load_before, cpu0, len(results))
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)
+        if failure is None:  # torn down already: the first boot's answers, before the next boot
+            self.adapter_check(results, f"{self.side_name} {self.ref} ({self.sha[:8]})")
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
 
     def stop(self, who: str, message: str) -> RunFailure:
@@ -649,6 +656,21 @@ class _Side:
     results: list[QueryResult] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     positions: list[int] = field(default_factory=list)  # its place in each query's exchange
+    probed: int = 0  # warm-up requests already sent (and checked: `_probe`) in round 1
+
+
+def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
+    """Round 1, right after this side's boot: its first warm-up answers read and held against
+    the adapter (`harness.replay.adapter_check`), so a wrong query.ids stops the run before the
+    next service boots; the warm-up requests sent (the rest are sent as usual)."""
+    session, channel = side.session, side.channel
+    assert channel is not None
+    count = probe_count(session.side.query, items)
+    if count == 0 or session.adapter_check.done:
+        return 0
+    answers = [channel.read(channel.send(*items[i % len(items)])) for i in range(count)]
+    session.adapter_check(answers, f"{session.side_name} {session.ref} ({session.sha[:8]})")
+    return count
 
 
 def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
@@ -693,6 +715,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     answers=session.answers,
                 )
             )
+            side.probed = _probe(side, items) if index == 0 else 0
         # In the sessions' order (baseline, candidate, ...), not the boot order: the rotations
         # of harness.replay.order are of this list.
         rank = {id(s): i for i, s in enumerate(sessions)}
@@ -703,7 +726,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         rotations = pair_orders(len(items), len(asking), seed, index) if asking else []
         for side in asking:
             assert side.channel is not None
-            warm_up(side.channel, items)
+            warm_up(side.channel, items, skip=side.probed)
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
@@ -729,6 +752,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             if len(sent) == READ_BATCH or done == len(items) or stopped:
                 errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
+                for side in asking:  # query.warmup = 0: no probe; the first answers instead
+                    who = f"{side.session.side_name} {side.session.ref} ({side.session.sha[:8]})"
+                    side.session.adapter_check(side.results, who)
             if stopped:
                 _cut_short(asking, stopped)
                 break

@@ -357,12 +357,22 @@ def _label(text: str, name: str, k: int | None) -> str | None:
 
 
 def parse_metrics(text: str) -> tuple[MetricSpec, ...]:
-    """Parse "hit@5,ndcg@10" (spaces around commas allowed) in order, dropping repeats (two
-    spellings of one metric are a repeat: the first is kept)."""
+    """Parse "hit@5,ndcg@10" (spaces around commas allowed) in order, dropping a name given
+    twice.  Two spellings of one metric ("nDCG@10,ndcg_cut_10") are refused (ValueError naming
+    both): they are one column, and silently showing it under one name hides the other."""
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
         raise ValueError(f"no metric given; known metrics: {_known()}")
-    return tuple(dict.fromkeys(parse_metric(p) for p in parts))
+    seen: dict[MetricSpec, MetricSpec] = {}
+    for spec in map(parse_metric, parts):
+        first = seen.setdefault(spec, spec)
+        if str(first) != str(spec):
+            canonical = spec.name if spec.k is None else f"{spec.name}@{spec.k}"
+            raise ValueError(
+                f"{first} and {spec} are two names of one metric ({canonical}): give it once, "
+                "under the name its column should carry"
+            )
+    return tuple(seen)
 
 
 def as_specs(specs: Iterable[MetricSpec | str]) -> tuple[MetricSpec, ...]:

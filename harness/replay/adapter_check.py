@@ -1,0 +1,117 @@
+"""A wrong adapter caught in the first answers of the first boot, before the rest of the run.
+
+    check = AdapterCheck(config, side_name, query, ids, gold, redact=False)   # once per ref
+    check(results, where)      # AdapterError (exit 3) when the answers say the adapter is wrong
+
+The answers a config reads (`query.ids`, and `id_pattern` / `id_field` after it) are wrong, not
+the service, when:
+
+- every answer checked is NO_MATCH or BAD_SHAPE: the ids path matches nothing (or not a list of
+  ids) in what the service sends: the error quotes the answer (truncated) and the config line;
+- the answers hold ids, but none of them is a document id the gold set judges or the corpus
+  holds (with `gold.corpus`; without one, the gold set's judged ids): ids from another field,
+  which would score 0 on both sides and read as "no change".
+
+Anything else (an HTTP error, a timeout, a mix) is the service's business, measured as usual.
+The runner checks once per ref: the warm-up answers of round 1, read right after that side's
+boot (so a wrong adapter stops before the next service boots), or, with query.warmup = 0 or a
+sequential run, the first round's recorded answers.  Nothing here is measured or recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from harness.config import HarnessConfig, QueryConfig
+from harness.config.reader import key_line
+from harness.errors import AdapterError, clip
+from harness.gold.corpus import load_corpus_ids
+from harness.replay.answers import IdAdapter
+from harness.types import ErrorKind, GoldSet, QueryResult
+
+PROBE_ANSWERS = 3
+"""Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""
+
+_SHAPE = (ErrorKind.NO_MATCH, ErrorKind.BAD_SHAPE)
+
+
+class AdapterCheck:
+    """The check of one ref's answers (see the module); `done` once it has looked."""
+
+    def __init__(
+        self,
+        config: HarnessConfig,
+        side: str,
+        query: QueryConfig,
+        ids: IdAdapter | None,
+        gold: GoldSet,
+        *,
+        redact: bool = False,
+    ) -> None:
+        self.config, self.side, self.query, self.ids, self.gold = config, side, query, ids, gold
+        self.redact = redact  # --redact: no answer (document text) is quoted
+        self.done = False
+
+    def __call__(self, results: Sequence[QueryResult], where: str) -> None:
+        """Look at `results` (raw, before the id adapter), once; AdapterError when wrong."""
+        if self.done or not results:
+            return
+        self.done = True
+        if all(r.error in _SHAPE for r in results):
+            first = results[0]
+            raise AdapterError(
+                f"{where}: query.ids = {json.dumps(self.query.ids)} read no ids in any of the "
+                f"first {len(results)} answers: stopped after the first boot, before the rest of "
+                "the run",
+                [
+                    f"  {first.query_id}: {self._sample(first.detail or '')}",
+                    self._fix("ids", "the JMESPath of each result's document id in that answer"),
+                ],
+            )
+        answered = [r for r in results if r.error is None and r.ids]
+        if not answered:
+            return
+        returned = [doc for r in answered for doc in (self.ids.apply(r.ids) if self.ids else r.ids)]
+        known = {doc for q in self.gold.queries for doc in q.relevant}
+        known |= {doc for q in self.gold.queries for pair in q.outranks for doc in pair}
+        if known.intersection(returned):
+            return
+        corpus = self.config.corpus
+        if corpus is not None and load_corpus_ids(corpus)[0].intersection(returned):
+            return
+        space = "the gold set's judgements" + (" or the corpus" if corpus is not None else "")
+        first = answered[0]
+        shown = ", ".join(json.dumps(i) for i in first.ids[:5])
+        more = ", ..." if len(first.ids) > 5 else ""
+        key = (
+            "id_field" if self.query.id_field else "id_pattern" if self.query.id_pattern else "ids"
+        )
+        raise AdapterError(
+            f"{where}: none of the {len(returned)} ids in the first {len(answered)} answers is a "
+            f"document id of {space}: stopped after the first boot, before the rest of the run",
+            [
+                f"  {first.query_id} answered [{self._sample(shown + more)}]",
+                self._fix(key, "it must pick (or map to) the document id of each result"),
+            ],
+        )
+
+    def _sample(self, text: str) -> str:
+        return "(the answer is not quoted under --redact)" if self.redact else clip(text, 300)
+
+    def _fix(self, key: str, what: str) -> str:
+        """`fix harness.toml:12: query.ids = "..." (what)`, naming the line that sets it."""
+        value = getattr(self.query, key)
+        keys = [f"{self.side}.query.{key}", f"query.{key}"]
+        found = key_line(self.config.path, keys)
+        where = str(self.config.path) if found is None else f"{self.config.path}:{found[1]}"
+        name = keys[1] if found is None else found[0]
+        return f"  fix {where}: {name} = {json.dumps(value)} ({what})"
+
+
+def probe_count(query: QueryConfig, items: Sequence[object]) -> int:
+    """How many warm-up answers of round 1 are read for the check (0: none are sent)."""
+    return min(query.warmup, PROBE_ANSWERS) if items else 0
+
+
+__all__ = ["PROBE_ANSWERS", "AdapterCheck", "probe_count"]
