@@ -369,20 +369,44 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     comparison = load_comparison(args.dir)
     _require_html(args.format)
-    if _page_to_terminal(args.format):
+    if args.output is None and _page_to_terminal(args.format):
         raise HarnessError(
             "--format html writes a page of several MB: not to a terminal",
-            [f"redirect it: harness report {args.dir} --format html > page.html"],
+            [
+                f"write it to a file: harness report {args.dir} --format html --output page.html",
+                f"or redirect it (a self-contained page): harness report {args.dir} "
+                "--format html > page.html",
+            ],
         )
     if args.against is not None:
         from harness.verdict.comparable import same_definition
 
         note = same_definition(comparison, args.dir, load_comparison(args.against), args.against)
         print(f"harness: {note}", file=sys.stderr)
-    print(render(comparison, args.format, redact=args.redact), end="")
+    if args.output is None:
+        print(render(comparison, args.format, redact=args.redact), end="")
+    else:
+        _write_page(args.output, comparison, args.format, redact=args.redact)
     return exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )
+
+
+def _write_page(path: Path, comparison: Comparison, fmt: str, *, redact: bool) -> None:
+    """`harness report --output`: the page at `path` (never overwritten); an HTML page loads
+    plotly.js from beside it, copied there once (a page on stdout has it inlined instead)."""
+    from harness.report.page import render
+    from harness.results.files import write_text_new
+
+    if fmt == "html":
+        from harness.report.html_page import render_html
+        from harness.results.bundle import plotly_beside
+
+        page = render_html(comparison, redact, plotly_src=plotly_beside(path.parent))
+    else:
+        page = render(comparison, fmt, redact=redact)
+    write_text_new(path, page)
+    print(f"harness: wrote {path}", file=sys.stderr)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -602,7 +626,12 @@ def cmd_history(args: argparse.Namespace) -> int:
         source=source,
     )
     history = replace(history, notes=(*notes, *history.notes))
-    text = render_history(history, args.format)
+    src = None
+    if args.format == "html" and args.output is not None:  # plotly.js beside the page, once
+        from harness.results.bundle import plotly_beside
+
+        src = plotly_beside(args.output.parent)
+    text = render_history(history, args.format, plotly_src=src)
     if args.output is not None:
         write_text_new(args.output, text)
         print(f"harness: wrote {args.output}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """`harness history` rendered: a History in, text out.  Formats; computes nothing.
 
-    render_history(history, fmt)   fmt in RENDERERS: text, markdown, csv, html
+    render_history(history, fmt, *, plotly_src=None)   fmt in RENDERERS: text, markdown, csv, html
 
 text and Markdown: one row per commit, each value with the half-width of its interval
 ("0.812 ±0.031"); csv: every number unrounded, intervals as `<name> low` / `<name> high`;
-html: one self-contained page (plotly.js inlined once), asv's graph: a panel per metric and one
+html: one page (plotly.js inlined once, or loaded from `plotly_src`, a path relative to the
+page: `--output FILE` copies the bundle beside FILE), asv's graph: a panel per metric and one
 for latency, a line over the commits in commit order, error bars where the interval is known,
 then the table.
 """
@@ -17,11 +18,11 @@ from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 from tabulate import tabulate
 
 from harness.history.table import LATENCY, History
+from harness.report.figures import plotly_script
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -128,7 +129,7 @@ def figure(h: History) -> go.Figure:
     return fig
 
 
-def _html(h: History) -> str:
+def _html(h: History, plotly_src: str | None = None) -> str:
     headers, rows = _rows(h)
     e = html.escape
     words = _words(h)
@@ -149,8 +150,7 @@ def _html(h: History) -> str:
         "body { font-family: system-ui, sans-serif; max-width: 1280px; margin: 0 auto; "
         "padding: 1.5em; color: #212121; } table { border-collapse: collapse; font-size: 0.9em; }"
         " th, td { border-bottom: 1px solid #e0e0e0; padding: 0.25em 0.6em; text-align: left; }"
-        " .note { color: #555; }</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>\n'
+        " .note { color: #555; }</style>" + plotly_script(plotly_src) + "</head><body>\n"
         f"<h1>{e(words[0].partition(', from ')[0])}</h1>\n"
         + "".join(f'<p class="note">{e(w)}</p>' for w in words)
         + f'\n<div class="plot" data-plot="history">{div}</div>\n'
@@ -167,7 +167,9 @@ RENDERERS: Mapping[str, Callable[[History], str]] = {
 }
 
 
-def render_history(history: History, fmt: str) -> str:
+def render_history(history: History, fmt: str, *, plotly_src: str | None = None) -> str:
+    if fmt == "html":
+        return _html(history, plotly_src)
     try:
         return RENDERERS[fmt](history)
     except KeyError:

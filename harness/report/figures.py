@@ -24,7 +24,9 @@ validation.
 from __future__ import annotations
 
 import functools
+import html
 import json
+import re
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -64,6 +66,46 @@ def plotly_js() -> str:
     """plotly.js as the plotly package ships it (what `plotly.offline.get_plotlyjs()` returns)."""
     shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
     return shipped.read_bytes().decode("utf-8")
+
+
+@functools.cache
+def plotly_file() -> str:
+    """The name plotly.js is written under beside the pages: `plotly-<version>.min.js`, the
+    version read from the bundle's own banner (`* plotly.js v4.1.1`), so that pages written by
+    two plotly versions into one folder never load each other's bundle."""
+    shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
+    with shipped.open("rb") as f:
+        head = f.read(512).decode("utf-8", "replace")
+    found = re.search(r"plotly\.js v([0-9][0-9A-Za-z.+-]*)", head)
+    return f"plotly-{found.group(1) if found else 'unknown'}.min.js"
+
+
+# Shown at the top of a page whose plotly.js is not where its <script src> says (the page was
+# copied out of its folder on its own): what is missing and how to get a page that needs nothing.
+_MISSING_BUNDLE = """
+window.addEventListener("DOMContentLoaded", function () {
+  if (window.Plotly) { return; }
+  var note = document.createElement("p");
+  note.className = "alert missing-plotly";
+  note.textContent = "The plots need plotly.js at " + %s + ", which is " +
+    "missing (was this page copied on its own?). Copy that file along, or write a " +
+    "self-contained page: harness report DIR --format html > page.html";
+  document.body.insertBefore(note, document.body.firstChild);
+});
+"""
+
+
+def plotly_script(src: str | None) -> str:
+    """The <head>'s plotly.js: inlined (`src` None: a page that needs nothing beside it, 4.8 MB)
+    or loaded from `src`, a path relative to the page (the bundle written once per folder), with
+    a note on the page when that file is missing."""
+    if src is None:
+        return f'<script type="text/javascript">{plotly_js()}</script>'
+    shown = json.dumps(src).replace("<", "\\u003c")
+    return (
+        f'<script type="text/javascript" src="{html.escape(src)}" charset="utf-8"></script>'
+        f"<script>{_MISSING_BUNDLE % shown}</script>"
+    )
 
 
 def div(figure: Figure, div_id: str, config: dict[str, Any]) -> str:

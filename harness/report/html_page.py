@@ -1,6 +1,8 @@
 """The comparison as one self-contained HTML page: a Comparison in, the page's text out.
 
-    render_html(comparison, redact) -> str      `harness.report.page.render(c, "html")` calls it
+    render_html(comparison, redact, *, plotly_src=None) -> str
+        `harness.report.page.render(c, "html")` calls it (plotly.js inlined); a page saved to a
+        folder passes `plotly_src`, the bundle's path relative to the page
 
 Top to bottom: the title, why the run is invalid (if it is), the two verdicts in words with any
 finding, then the plots (`harness.report.figures`: per-slice changes with their intervals,
@@ -10,6 +12,9 @@ every number of the text report (`harness.report.layout.html` of the same blocks
 
 Self-contained: plotly.js is inlined once, in the head (`figures.plotly_js()`: the file the
 plotly package ships), and nothing else is referenced, so the page opens without a network.
+With `plotly_src` the head loads that file instead (`figures.plotly_script`): a saved
+report.html is then some hundred kB, and the bundle is written once per results folder
+(`harness.results.bundle`); the page still opens offline from its folder.
 Each plot is the <div> plotly.io.to_html writes, written by `figures.div` without loading plotly.
 The output is deterministic (fixed plot ids).  With `redact`, no query text and no path: flips
 lose their text (as in every format), run record paths are dropped and the gold set is named
@@ -139,7 +144,7 @@ def _numbers(blocks: Sequence[Block]) -> list[Block]:
     return out
 
 
-def render_html(comparison: Comparison, redact: bool) -> str:
+def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None = None) -> str:
     from harness.report.page import _blocks  # the page imports this module when asked for html
 
     c = _without_paths(comparison) if redact else comparison
@@ -193,6 +198,8 @@ def render_html(comparison: Comparison, redact: bool) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style>"
-        f'<script type="text/javascript">{figures.plotly_js()}</script>'
-        "</head><body>\n" + "\n".join(body) + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
+        + figures.plotly_script(plotly_src)
+        + "</head><body>\n"
+        + "\n".join(body)
+        + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )
