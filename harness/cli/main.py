@@ -572,7 +572,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.errors import ConfigError, HarnessError, RefError
     from harness.gold import load_gold
-    from harness.history.collect import commit_order, points_from_comparisons, points_from_records
+    from harness.history.collect import commit_graph, points_from_comparisons, points_from_records
     from harness.history.render import render_history
     from harness.history.table import aggregate
     from harness.results.files import write_text_new
@@ -602,14 +602,17 @@ def cmd_history(args: argparse.Namespace) -> int:
         points, notes = points_from_comparisons(args.results)
         source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
     try:
-        order: list[str] | None = commit_order(repo, args.ref)
+        graph: dict[str, tuple[str, ...]] | None = commit_graph(repo, args.ref)
+        order: list[str] | None = list(graph or ())
         ordered_by = f"git's commit order ({args.ref or 'every ref'})"
     except RefError:
         if args.ref:
             raise
-        order, ordered_by = None, "the order they were measured (no git repository here)"
+        graph, order = None, None
+        ordered_by = "the order they were measured (no git repository here)"
     if order is not None and not args.ref and not {p.sha for p in points} & set(order):
-        order, ordered_by = None, f"the order they were measured (git at {repo} has none of them)"
+        graph, order = None, None
+        ordered_by = f"the order they were measured (git at {repo} has none of them)"
     if args.ref:
         known = set(order or ())
         points = [p for p in points if p.sha in known]
@@ -624,6 +627,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         order,
         ordered_by=ordered_by,
         source=source,
+        parents=graph,
     )
     history = replace(history, notes=(*notes, *history.notes))
     src = None

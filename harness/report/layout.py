@@ -142,6 +142,10 @@ def html(blocks: Iterable[Block]) -> str:
             parts.append(f"<dl>{items}</dl>")
         elif b.kind == "lines":
             parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b.lines) + "</ul>")
+        elif b.kind == "fold":  # as in Markdown (it used to fall through to an empty table)
+            parts.append(f"<details><summary>{e(b.lines[0])}</summary>")
+        elif b.kind == "end":
+            parts.append("</details>")
         else:
             align = b.align or ("left",) * len(b.headers)
             head = "".join(f"<th>{e(h)}</th>" for h in b.headers)
