@@ -58,6 +58,14 @@ def _words(h: History) -> list[str]:
         "± is the half-width of the 95% interval: over queries for a metric, over boots for "
         "latency; latencies of different commits were measured at different times, so they "
         "are levels, not a verdict (compare measures both sides together)",
+        *(
+            [
+                "a line joins each commit to the measured commit it descends from (git's parents): "
+                "two branches from one commit are a fork, not a sequence"
+            ]
+            if h.links
+            else []
+        ),
         *(f"note: {n}" for n in h.notes),
     ]
 
@@ -191,8 +199,8 @@ def figure(h: History) -> go.Figure:
         margin={"l": 60, "r": 20, "t": TOP_PX, "b": BOTTOM_PX},
         font={"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
         title={
-            "text": "Per commit, in git's order (error bars: 95% intervals where known); "
-            "a line joins a commit to the measured commit it descends from",
+            # Short enough to end before plotly's toolbar; the page's notes say the rest.
+            "text": "Per commit, oldest first (error bars: 95% intervals where known)",
             "x": 0,
             "xanchor": "left",
         },
