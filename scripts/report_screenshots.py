@@ -59,6 +59,7 @@ def _pages(out: Path) -> list[tuple[str, Path, int]]:
         CompareSettings(resamples=500),
     )
     one_saved = save_comparison(results, one, ()) / HTML_FILE
+    (out / "history-data").mkdir()
     history = forked(out / "history-data")
     page = out / "history.html"
     if page.exists():
