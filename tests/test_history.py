@@ -175,8 +175,12 @@ def test_records_on_another_gold_set_are_refused_with_the_fix(
 
 
 def test_points_and_table_do_no_io() -> None:
-    found = impurities("harness.history.points", "harness.history.table")
-    assert found == {"harness.history.points": [], "harness.history.table": ["pandas"]}
+    found = impurities("harness.history.points", "harness.history.table", "harness.history.graph")
+    assert found == {
+        "harness.history.points": [],
+        "harness.history.table": ["pandas"],
+        "harness.history.graph": [],
+    }
 
 
 def test_json_is_not_a_history_format(data: Measured) -> None:
