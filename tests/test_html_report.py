@@ -218,3 +218,17 @@ def test_without_plotly_html_is_refused_with_the_fix(
     assert main(["report", str(saved), "--format", "html"]) == 2
     err = capsys.readouterr().err
     assert "the HTML report needs plotly" in err and "pip install" in err
+
+
+def test_the_bundle_is_written_once_and_a_damaged_copy_replaced(tmp_path: Path) -> None:
+    from harness.results.bundle import plotly_beside
+
+    name = plotly_beside(tmp_path)
+    bundle = tmp_path / name
+    assert name == plotly_file() and name.startswith("plotly-") and name.endswith(".min.js")
+    inode = bundle.stat().st_ino
+    assert plotly_beside(tmp_path) == name and bundle.stat().st_ino == inode  # left alone
+    bundle.write_bytes(b"half a file")
+    plotly_beside(tmp_path)
+    assert bundle.read_bytes() == plotly_js().encode()  # a damaged copy is never trusted
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temp left behind
