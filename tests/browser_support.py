@@ -135,10 +135,12 @@ def colours_of(browser: Any, png: bytes) -> dict[str, int]:
         page.close()
 
 
-def check_page(seen: Seen, path: Path, plots: list[str]) -> None:
-    """What every page must show in the browser (see the module docstring)."""
+def check_page(seen: Seen, path: Path, plots: list[str], *, bundle: Path | None = None) -> None:
+    """What every page must show in the browser (see the module docstring); `bundle`: the
+    plotly.js file the page loads by its relative path (None: the page inlines it)."""
     assert seen.console_errors == [] and seen.page_errors == []
-    assert seen.requests == [path.resolve().as_uri()]  # itself, and nothing else
+    wanted = [path.resolve().as_uri(), *([bundle.resolve().as_uri()] if bundle else [])]
+    assert seen.requests == wanted  # itself (and its bundle, from disk), and nothing else
     drawn = seen.evaluated["drawn"]
     assert [d["name"] for d in drawn] == plots
     for d in drawn:
@@ -146,3 +148,53 @@ def check_page(seen: Seen, path: Path, plots: list[str]) -> None:
     shot = seen.evaluated["colours"]
     assert shot["width"] >= 1000 and shot["height"] > 800
     assert shot["colours"] > 50  # a blank (or one-colour) page has 1
+
+
+# Bounding boxes of what a plot draws, per plot: the figure title, the subplot titles (and other
+# annotations), the tick labels of every axis, the legend and plotly's toolbar (the modebar:
+# shown on hover, laid out always).
+BOXES = """
+() => Array.from(document.querySelectorAll("div.plot")).map(d => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, text: e.textContent}; };
+  const all = sel => Array.from(d.querySelectorAll(sel)).map(box).filter(b => b.x1 > b.x0);
+  return {
+    name: d.dataset.plot,
+    title: all(".g-gtitle text"),
+    annotations: all("g.annotation-text-g text"),
+    ticks: all("g.xtick text, g.ytick text"),
+    legend: all("g.legend rect.bg"),
+    modebar: all(".modebar"),
+  };
+})
+"""
+
+
+def overlaps(a: dict[str, Any], b: dict[str, Any], slack: float = 1.0) -> bool:
+    """Whether two boxes intersect by more than `slack` pixels each way."""
+    return (
+        min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > slack
+        and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > slack
+    )
+
+
+def clashes(plot: dict[str, Any]) -> list[str]:
+    """Every pair of boxes in one plot that overlap and must not: a subplot title and a tick
+    label, two subplot titles, the legend or the title and the toolbar, the legend and a title."""
+    pairs = [
+        ("annotations", "ticks"),
+        ("annotations", "annotations"),
+        ("legend", "modebar"),
+        ("title", "modebar"),
+        ("legend", "annotations"),
+        ("legend", "title"),
+    ]
+    found = []
+    for one, other in pairs:
+        for i, a in enumerate(plot[one]):
+            for j, b in enumerate(plot[other]):
+                if one == other and j <= i:
+                    continue
+                if overlaps(a, b):
+                    found.append(f"{plot['name']}: {one} {a['text']!r} over {other} {b['text']!r}")
+    return found

@@ -164,3 +164,54 @@ def scored() -> tuple[Comparison, RefRun, RefRun]:
     base = with_scores(make_run(gold, ranks()), gold, 0.9)
     cand = with_scores(candidate(gold, ranks(buried(*range(41, 53))), ms=slower), gold, 0.8)
     return compare(gold, base, cand, CompareSettings(resamples=500)), base, cand
+
+
+def with_every_section(c: Comparison) -> Comparison:
+    """`c` with what the HTML page shows in sections of its own: floors (one not met), errored
+    answers with a sample body, prepare steps and the retrieval/generation 2x2."""
+    from harness.types import FloorRow
+    from harness.verdict.comparison import ErrorKindSummary, PrepareStep
+    from harness.verdict.twobytwo import Cell, CellQueries, Move, TwoByTwo, TwoByTwoComparison
+
+    ids = [f"q{i:02d}" for i in range(1, 81)]
+    cells = list(Cell)
+
+    def table(shift: int) -> TwoByTwo:
+        return TwoByTwo(
+            k=5,
+            cells=tuple(
+                CellQueries(cell, tuple(q for j, q in enumerate(ids) if (j + shift) % 4 == n))
+                for n, cell in enumerate(cells)
+            ),
+            answers="answers.jsonl",
+        )
+
+    moves = tuple(
+        Move(b, a, tuple(q for j, q in enumerate(ids) if j % 4 == n and (j + 1) % 4 == m))
+        for n, b in enumerate(cells)
+        for m, a in enumerate(cells)
+    )
+    return replace(
+        c,
+        floors=(
+            FloorRow("overall", "hit@5", "at least", 0.9, 0.85, 80, False),
+            FloorRow("overall", "mrr@10", "at least", 0.5, 0.85, 80, True),
+        ),
+        errors=(
+            ErrorKindSummary(
+                side="candidate",
+                kind="http_status",
+                count=3,
+                asked=258,
+                statuses=((500, 3),),
+                sample='{"detail": "index shard 3 is not loaded ' + "x" * 500 + '"}',
+                sample_query="q07",
+                advice="read the service log: the service answered 500",
+            ),
+        ),
+        prepare=(
+            PrepareStep("baseline", "prepare[0]", 1.25, 3),
+            PrepareStep("candidate", "prepare[0]", 2.5, 3),
+        ),
+        twobytwo=TwoByTwoComparison(table(0), table(1), moves),
+    )

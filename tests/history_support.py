@@ -73,3 +73,26 @@ def measured(root: Path) -> Measured:
         run = make_run(gold, ranks(buried_of(i)), ref=f"c{i}", sha=shas[i], ms=ms)
         save_run(results, run)
     return Measured(repo, results, gold_path, gold, tuple(shas))
+
+
+def forked(root: Path) -> Measured:
+    """Three measured commits where the last two are siblings: c0 on main, c1 on main after it,
+    and c2 on the branch `side` forked from c0 (git lists them c0, then c1 and c2 in some order).
+    `shas` are (c0, c1, c2)."""
+    repo = root / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "commit 0")
+    c0 = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "commit 1")
+    c1 = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "side", c0)
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "commit 2 (side)")
+    c2 = _git(repo, "rev-parse", "HEAD")
+    gold_path = root / "gold.jsonl"
+    write_native(make_gold().queries, gold_path)
+    gold = load_gold(gold_path)
+    results = root / "results"
+    for i, sha in enumerate((c0, c1, c2)):
+        save_run(results, make_run(gold, ranks(buried_of(i)), ref=f"c{i}", sha=sha))
+    return Measured(repo, results, gold_path, gold, (c0, c1, c2))

@@ -40,19 +40,29 @@ TEMPLATE = "plotly_white"
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12}
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+TITLE_TOP, LEGEND_TOP, PLOTS_TOP = 10, 40, 120  # px from the top: title, legend, panels
+
+
+def _layout(fig: go.Figure, title: str, height: int, left: int = 60) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left"},
+        title={
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1 - TITLE_TOP / height,
+            "yanchor": "top",
+            "yref": "container",
+        },
         template=TEMPLATE,
         height=height,
         font=FONT,
-        margin={"l": 60, "r": 20, "t": 110, "b": 50},
+        margin={"l": left, "r": 20, "t": PLOTS_TOP, "b": 50},
         legend={
             "orientation": "h",
             "yanchor": "top",
-            "y": 0.995,
-            "x": 1,
-            "xanchor": "right",
+            "y": 1 - LEGEND_TOP / height,
+            "x": 0,
+            "xanchor": "left",
             "yref": "container",
         },
     )
@@ -88,15 +98,17 @@ def quality(c: Comparison) -> go.Figure | None:
     """One panel per metric: a bar per scope, candidate - baseline, whisker = its interval."""
     if not c.overall.rows:
         return None
-    scopes = [c.overall, *c.slices]
+    one = len(c.slices) == 1 and c.slices[0].n == c.overall.n  # its rows are "all" again
+    scopes = [c.overall, *([] if one else c.slices)]
     names, cutoffs = _grid([r.metric for r in c.overall.rows])
+    area = len(names) * (20 + 24 * len(scopes)) + (len(names) - 1) * 64
     fig = make_subplots(
         rows=len(names),
         cols=len(cutoffs),
         subplot_titles=[f"{n}@{k}" for n in names for k in cutoffs],
         shared_yaxes=True,
         horizontal_spacing=0.04,
-        vertical_spacing=min(0.3 / len(names), 0.08),
+        vertical_spacing=64 / area if len(names) > 1 else 0.0,
     )
     labels = [_label(s, c.overall) for s in reversed(scopes)]
     for i, name in enumerate(names, start=1):
@@ -141,10 +153,11 @@ def quality(c: Comparison) -> go.Figure | None:
     fig.update_xaxes(zeroline=True, zerolinecolor="#333", zerolinewidth=1)
     ci = f"{100 * (1 - c.settings.alpha):g}%"
     title = (
-        f"Candidate - baseline, per slice, with the {ci} interval "
+        f"Change per slice, {ci} interval "
         "(red regressed, green improved, grey no call, amber inconclusive)"
     )
-    return _layout(fig, title, 90 + len(names) * (40 + 22 * len(scopes)))
+    left = max(60, 16 + 7 * max(len(x) for x in labels))
+    return _layout(fig, title, PLOTS_TOP + 50 + area, left)
 
 
 def _hover(label: str, row: MetricRow, interval: tuple[float, float] | None) -> str:
@@ -277,7 +290,7 @@ def scores(c: Comparison) -> go.Figure | None:
     for t in c.top_scores:
         cut = "no cutoff" if t.cutoff is None else f"cutoff {t.cutoff:.4g} (dashed)"
         titles.append(
-            f"{t.side}: {cut}; returned nothing: {t.empty_answerable} answerable, "
+            f"{t.side}: {cut}<br>returned nothing: {t.empty_answerable} answerable, "
             f"{t.empty_unanswerable} unanswerable"
         )
     fig = make_subplots(
@@ -355,8 +368,60 @@ def repeats(c: Comparison) -> go.Figure | None:
     return _layout(fig, "Drift per repeat: each boot's mean, per side", 360)
 
 
+# --------------------------------------------------------------------------- per-query deltas
+
+
+def deltas(c: Comparison) -> go.Figure | None:
+    d = c.query_deltas
+    if d is None or not d.deltas:
+        return None
+    fig = make_subplots(rows=1, cols=1)
+    x = list(range(1, len(d.deltas) + 1))
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[q.delta for q in d.deltas],
+            customdata=[[q.query_id, q.slice] for q in d.deltas],
+            hovertemplate=f"%{{customdata[0]}} (%{{customdata[1]}}): {d.metric} "
+            "%{y:+.3f}<extra></extra>",
+            marker={"color": "#8c8c8c", "line": {"width": 0}},
+            name=f"{d.metric}, candidate - baseline",
+        ),
+        row=1,
+        col=1,
+    )
+    for direction, colour in (("newly missed", "#c62828"), ("newly hit", "#2e7d32")):
+        marked = [(i, q) for i, q in zip(x, d.deltas, strict=True) if q.flip == direction]
+        if marked:
+            fig.add_trace(
+                go.Scatter(
+                    x=[i for i, _ in marked],
+                    y=[q.delta for _, q in marked],
+                    customdata=[[q.query_id, q.slice] for _, q in marked],
+                    hovertemplate=f"%{{customdata[0]}} (%{{customdata[1]}}): {direction} at "
+                    f"{d.flips_at}, {d.metric} %{{y:+.3f}}<extra></extra>",
+                    marker={"color": colour, "size": 8, "symbol": "diamond"},
+                    mode="markers",
+                    name=f"{direction} at {d.flips_at} ({len(marked)})",
+                ),
+                row=1,
+                col=1,
+            )
+    fig.update_xaxes(title_text=f"queries, by change ({len(d.deltas)})")
+    fig.update_yaxes(
+        title_text=f"{d.metric}: candidate - baseline",
+        zeroline=True,
+        zerolinecolor="#333",
+        zerolinewidth=1,
+    )
+    fig.update_layout(bargap=0)
+    title = f"Per-query change in {d.metric}, sorted (each query's mean over its repeats)"
+    return _layout(fig, title, 380)
+
+
 FIGURES = {
     "quality": quality,
+    "deltas": deltas,
     "latency": latency,
     "scores": scores,
     "repeats": repeats,

@@ -2,9 +2,12 @@
 (tests/browser_support.py; skipped, with the reason, when either is absent).
 
 Each page is opened from disk and must: log no console error and throw no script error, ask for
-nothing but itself (self-contained: no network), show its verdict text, draw every plot (each
+nothing but itself and, for a saved page, the plotly.js beside it (no network), show its verdict
+text, draw every plot (each
 plot's div holds plotly's .plot-container and its SVG), and give a screenshot that is not one
-flat colour.  The comparison page's flip table must sort when its heading is clicked.  The demo's
+flat colour.  The comparison page's flip table must sort when its heading is clicked.  No plot
+may draw a subplot title over tick labels or another title, nor its legend or title under
+plotly's toolbar (bounding boxes in the DOM, `browser_support.clashes`).  The demo's
 own report.html is checked the same way in tests/test_demo_cli.py.
 """
 
@@ -13,12 +16,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import DRAWN, check_page, chromium_or_skip, open_page
+from browser_support import BOXES, DRAWN, check_page, chromium_or_skip, clashes, open_page
 from cli_support import run_cli
-from compare_support import scored
-from history_support import measured
+from compare_support import make_gold, make_run, ranks, scored, with_every_section
+from history_support import forked, measured
 
+from harness.report.figures import plotly_file
 from harness.report.page import render
+from harness.results.comparisons import HTML_FILE, save_comparison
+
+PLOTS = ["quality", "deltas", "latency", "scores", "repeats"]
+MiB = 1024 * 1024
 
 SORT_IMPACT = """
 async () => {
@@ -49,7 +57,7 @@ def test_the_comparison_page_renders_every_plot(tmp_path: Path) -> None:
     seen = open_page(
         path, script=SORT_IMPACT, drawn=DRAWN, screenshot=tmp_path / "report.png"
     )
-    check_page(seen, path, ["quality", "latency", "scores", "repeats"])
+    check_page(seen, path, PLOTS)
     assert "QUALITY" in seen.text and "regressed" in seen.text  # the verdict cards
     assert seen.text.index("regressed") < seen.text.index("Plots")
     assert "hit@5, hit@10 regressed" in seen.text
@@ -81,7 +89,105 @@ def test_the_history_page_renders_its_graph(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     seen = open_page(path, drawn=DRAWN, screenshot=tmp_path / "history.png")
-    check_page(seen, path, ["history"])
+    check_page(seen, path, ["history"], bundle=tmp_path / plotly_file())
     assert "harness history: 3 commits" in seen.text
     for sha in data.shas:
         assert sha[:8] in seen.text
+
+
+def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(tmp_path: Path) -> None:
+    c, base, cand = scored()
+    results = tmp_path / "results"
+    saved = save_comparison(results, with_every_section(c), (base, cand))
+    again = save_comparison(results, c, (base, cand))
+    page = saved / HTML_FILE
+    bundle = results / plotly_file()
+    # plotly.js written once for the folder, each page a fraction of it (it was 4.9 MB inlined).
+    assert [p.name for p in results.glob("plotly-*.js")] == [bundle.name]
+    assert len(page.read_bytes()) <= 1 * MiB and len((again / HTML_FILE).read_bytes()) <= 1 * MiB
+    assert bundle.stat().st_size > 3 * MiB
+    seen = open_page(page, drawn=DRAWN, script=BOXES, screenshot=tmp_path / "saved.png")
+    check_page(seen, page, PLOTS, bundle=bundle)
+    assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
+    boxes = {plot["name"]: plot for plot in seen.evaluated["script"]}
+    assert len(boxes["quality"]["annotations"]) == 10 and boxes["quality"]["ticks"]
+    assert all(boxes[name]["modebar"] and boxes[name]["title"] for name in PLOTS)
+    # The sections the page used to leave to "The numbers" (or leave out).
+    text = seen.text
+    assert "Floors of [gate.floors] on the candidate: 1 of 2 not met" in text
+    assert "NOT MET" in text and text.index("NOT MET") < text.index("Plots")
+    assert "Errored answers, by kind" in text and 'q07: {"detail": "index shard 3' in text
+    assert "x" * 200 in text and "x" * 400 not in text  # the sample body cut at 300 characters
+    assert "Before the queries: prepare steps and loading" in text and "prepare[0]" in text
+    assert "Retrieval vs generation (the 2x2)" in text and "generation failure" in text
+    assert text.count("Errored answers, by kind") == 1  # not again under "The numbers"
+
+
+def test_one_slice_draws_no_duplicate_rows(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from harness.verdict.compare import compare
+    from harness.verdict.comparison import CompareSettings
+
+    gold = make_gold()
+    gold = replace(gold, queries=tuple(replace(q, slice="default") for q in gold.queries))
+    c = compare(
+        gold, make_run(gold, ranks()), make_run(gold, ranks(), ref="x", sha="2" * 40),
+        CompareSettings(resamples=200),
+    )  # fmt: skip
+    path = tmp_path / "report.html"
+    path.write_text(render(c, "html"), encoding="utf-8")
+    seen = open_page(path, drawn=DRAWN, script=BOXES)
+    boxes = {plot["name"]: plot for plot in seen.evaluated["script"]}
+    labels = {t["text"] for t in boxes["quality"]["ticks"] if "(n=" in t["text"]}
+    assert labels == {"all (n=80)"}
+    assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
+
+
+def test_a_page_written_elsewhere_brings_its_bundle(tmp_path: Path) -> None:
+    c, base, cand = scored()
+    saved = save_comparison(tmp_path / "results", c, (base, cand))
+    elsewhere = tmp_path / "review" / "page.html"
+    elsewhere.parent.mkdir()
+    done = run_cli(
+        "harness", "report", saved, "--format", "html", "--output", elsewhere, cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr  # regressed; the page is written all the same
+    bundle = elsewhere.parent / plotly_file()
+    assert bundle.is_file() and len(elsewhere.read_bytes()) <= 1 * MiB
+    seen = open_page(elsewhere, drawn=DRAWN)
+    check_page(seen, elsewhere, PLOTS, bundle=bundle)
+
+
+def test_a_page_copied_without_its_bundle_says_what_is_missing(tmp_path: Path) -> None:
+    c, base, cand = scored()
+    saved = save_comparison(tmp_path / "results", c, (base, cand))
+    alone = tmp_path / "alone.html"
+    alone.write_bytes((saved / HTML_FILE).read_bytes())
+    executable = chromium_or_skip()
+    from browser_support import LAUNCH_ARGS
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(executable), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(alone.resolve().as_uri(), wait_until="load")
+            note = page.inner_text("p.missing-plotly")
+        finally:
+            browser.close()
+    assert f"../{plotly_file()}" in note and "--format html > page.html" in note
+
+
+def test_the_history_page_draws_siblings_as_a_fork(tmp_path: Path) -> None:
+    data = forked(tmp_path)
+    path = tmp_path / "history.html"
+    done = run_cli(
+        "harness", "history", "--results", data.results, "--gold", data.gold_path,
+        "--repo", data.repo, "--format", "html", "--output", path, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = open_page(path, drawn=DRAWN, script=BOXES, screenshot=tmp_path / "history.png")
+    check_page(seen, path, ["history"], bundle=tmp_path / plotly_file())
+    assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
+    assert "commit graph (a row per line of descent)" in seen.text

@@ -27,14 +27,18 @@ SETTINGS = CompareSettings(resamples=500)
 def _cases() -> dict[str, Comparison]:
     full = scored()[0]
     gold = make_gold()
+    one_slice = replace(gold, queries=tuple(replace(q, slice="default") for q in gold.queries))
     old = json.loads(render(full, "json"))
-    del old["repeats"], old["top_scores"]
+    del old["repeats"], old["top_scores"], old["query_deltas"]
     for key in ("percentiles_baseline", "percentiles_candidate", "ratio_percentiles"):
         del old["latency"][key]
     return {
         "every plot": full,
         "one metric": replace(
             full, overall=replace(full.overall, rows=full.overall.rows[:1]), slices=()
+        ),
+        "one slice": compare(
+            one_slice, make_run(one_slice, ranks()), candidate(one_slice, ranks()), SETTINGS
         ),
         "no scores": compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), SETTINGS),
         "invalid": compare(
@@ -68,9 +72,38 @@ def test_the_cases_draw_every_plot_and_leave_some_out() -> None:
     drawn = {
         case: [n for n, make in figures.FIGURES.items() if make(c)] for case, c in CASES.items()
     }
-    assert drawn["every plot"] == ["quality", "latency", "scores", "repeats"]
+    assert drawn["every plot"] == ["quality", "deltas", "latency", "scores", "repeats"]
     assert "scores" not in drawn["no scores"]
     assert drawn["saved before the plots"] == ["quality", "latency"]
+
+
+def test_one_slice_holding_every_query_is_not_drawn_beside_all() -> None:
+    # Issue 27: with one slice, every panel showed an "all" row and a "default" row, the same.
+    one = figures.quality(CASES["one slice"])
+    assert one is not None
+    assert {tuple(trace["y"]) for trace in one["data"]} == {("all (n=80)",)}
+    three = figures.quality(CASES["every plot"])
+    assert three is not None
+    labels = {y for trace in three["data"] for y in trace["y"]}
+    assert labels == {"all (n=80)", "news (n=40)", "howto (n=30)", "rare (n=10)"}
+
+
+def test_the_delta_plot_is_sorted_and_marks_every_flip() -> None:
+    c = CASES["every plot"]
+    d = c.query_deltas
+    assert d is not None and d.metric == "ndcg@10" and d.flips_at == "hit@5"
+    fig = figures.deltas(c)
+    assert fig is not None
+    bars, *marks = fig["data"]
+    assert bars["y"] == sorted(bars["y"]) and len(bars["y"]) == c.overall.n
+    # q41-q52 buried (rank 1 -> not returned): ndcg@10 1 -> 0; the 68 others unchanged.
+    assert bars["y"] == [-1.0] * 12 + [0.0] * 68
+    flipped = next(f for f in c.flips if f.metric == "hit@5")
+    marked = {q for m in marks for q, _ in m["customdata"]}
+    assert marked == {f.query_id for f in flipped.flips}
+    # each marker sits on its query's bar
+    at = dict(zip(bars["x"], bars["y"], strict=True))
+    assert all(at[x] == y for m in marks for x, y in zip(m["x"], m["y"], strict=True))
 
 
 def test_the_template_is_plotlys_own() -> None:

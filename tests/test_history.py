@@ -15,6 +15,8 @@ from history_support import Measured, buried_of, measured
 from purity import impurities
 from scipy import stats
 
+from harness.history.graph import measured_graph
+from harness.report.figures import plotly_file, plotly_js
 from harness.results.comparisons import save_comparison
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
@@ -100,7 +102,11 @@ def test_html_goes_to_a_new_file(data: Measured, tmp_path: Path) -> None:
     assert status == 0 and out == "", err
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and 'data-plot="history"' in html
-    assert html.count("<script") == 2  # plotly.js once, and the one plot
+    # plotly.js by its path (and the note shown if it is missing), and the one plot
+    assert html.count("<script") == 3
+    bundle = tmp_path / plotly_file()
+    assert f'src="{plotly_file()}"' in html and bundle.read_bytes() == plotly_js().encode()
+    assert len(html.encode()) < 1024 * 1024
     status, _, err = history(data, "--format", "html", "--output", str(page))
     assert status == 2 and "never overwritten" in err
 
@@ -169,10 +175,54 @@ def test_records_on_another_gold_set_are_refused_with_the_fix(
 
 
 def test_points_and_table_do_no_io() -> None:
-    found = impurities("harness.history.points", "harness.history.table")
-    assert found == {"harness.history.points": [], "harness.history.table": ["pandas"]}
+    found = impurities("harness.history.points", "harness.history.table", "harness.history.graph")
+    assert found == {
+        "harness.history.points": [],
+        "harness.history.table": ["pandas"],
+        "harness.history.graph": [],
+    }
 
 
 def test_json_is_not_a_history_format(data: Measured) -> None:
     status, _, err = history(data, "--format", "json")
     assert status == 2 and "invalid choice" in err  # the CSV is the machine-readable form
+
+
+def test_siblings_link_to_their_parent_not_to_each_other() -> None:
+    # main: A - B - C, side: A - X - D (X not measured), E merges C and D.
+    parents = {"B": ("A",), "C": ("B",), "X": ("A",), "D": ("X",), "E": ("C", "D")}
+    links, lanes = measured_graph(parents, ["A", "B", "C", "D", "E"])
+    assert links == ((), (0,), (1,), (0,), (2, 3))  # D reaches A through X; E both parents
+    assert lanes == (0, 0, 0, 1, 0)  # D opens a lane: B already continues A's
+    # Without B and C measured, D still forks from A and E still joins both.
+    assert measured_graph(parents, ["A", "D", "E"]) == (((), (0,), (0, 1)), (0, 0, 1))
+
+
+def test_the_html_graph_draws_a_fork_for_two_siblings(tmp_path: Path) -> None:
+    from history_support import forked
+
+    from harness.history.render import figure
+    from harness.history.table import aggregate
+
+    data = forked(tmp_path)
+    page = tmp_path / "history.html"
+    status, _, err = history(data, "--format", "html", "--output", str(page))
+    assert status == 0, err
+    c0, c1, c2 = (sha[:8] for sha in data.shas)
+    # The figure of the same history: every line drawn is parent -> child, none c1 -> c2.
+    from harness.history.collect import commit_graph, points_from_records
+    from harness.score.metrics import parse_metric
+
+    points, _ = points_from_records(data.results, data.gold, [parse_metric("hit@5")])
+    graph = commit_graph(data.repo, None)
+    h = aggregate(points, ["hit@5"], list(graph), parents=graph)
+    fig = figure(h)
+    segments = set()
+    for trace in fig.data:
+        if trace.mode == "lines":
+            xs = list(trace.x)
+            for k in range(0, len(xs), 3):
+                segments.add((xs[k].split()[0], xs[k + 1].split()[0]))
+    assert segments == {(c0, c1), (c0, c2)}
+    assert sorted(set(h.lanes)) == [0, 1]  # two lines of descent: the commit graph is drawn
+    assert "commit graph" in page.read_text(encoding="utf-8")

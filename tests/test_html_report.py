@@ -19,6 +19,7 @@ from compare_support import buried, candidate, make_gold, make_run, ranks, score
 
 from harness.cli.main import main
 from harness.report import page
+from harness.report.figures import plotly_file, plotly_js, plotly_script
 from harness.report.page import render
 from harness.results import comparisons
 from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison, save_comparison
@@ -96,15 +97,15 @@ def test_the_page_puts_the_verdicts_first_then_every_plot(page_html: str) -> Non
     body = page_html[page_html.index("<body>") :]
     assert body.index("regressed") < body.index("<h2>Plots</h2>")
     plots = re.findall(r'<div class="plot" data-plot="(\w+)">', body)
-    assert plots == ["quality", "latency", "scores", "repeats"]
-    assert body.count("Plotly.newPlot(") == 4
+    assert plots == ["quality", "deltas", "latency", "scores", "repeats"]
+    assert body.count("Plotly.newPlot(") == 5
     order = [body.index(f"<h2>{h}</h2>") for h in ("Plots", "Flips", "The numbers")]
     assert order == sorted(order)
 
 
 def test_the_page_is_self_contained(page_html: str) -> None:
     # plotly.js inlined exactly once, and nothing fetched: no src/href to anywhere.
-    assert page_html.count("<script") == 1 + 4 + 1  # plotly.js, one per plot, the table sorter
+    assert page_html.count("<script") == 1 + 5 + 1  # plotly.js, one per plot, the table sorter
     assert re.search(r"<script[^>]*\ssrc=", page_html) is None
     assert re.search(r"<link\b", page_html) is None
     assert len(page_html.encode()) < 5 * MiB
@@ -164,7 +165,7 @@ def test_an_invalid_comparison_still_renders() -> None:
 
 def test_a_comparison_saved_before_the_plots_renders_what_it_has(comparison: Comparison) -> None:
     old = json.loads(render(comparison, "json"))
-    del old["repeats"], old["top_scores"]
+    del old["repeats"], old["top_scores"], old["query_deltas"]
     for key in ("percentiles_baseline", "percentiles_candidate", "ratio_percentiles"):
         del old["latency"][key]
     from harness.report.document import comparison_from_dict
@@ -180,7 +181,12 @@ def test_saving_writes_report_html_beside_report_md(tmp_path: Path) -> None:
     c, base, cand = scored()
     saved = save_comparison(tmp_path, c, (base, cand))
     assert (saved / REPORT_FILE).is_file()
-    assert (saved / HTML_FILE).read_text(encoding="utf-8") == render(load_comparison(saved), "html")
+    # The saved page loads plotly.js from the results folder; otherwise it is `render`'s page.
+    page = (saved / HTML_FILE).read_text(encoding="utf-8")
+    inline = render(load_comparison(saved), "html")
+    bundle = tmp_path / plotly_file()
+    assert bundle.read_bytes() == plotly_js().encode() and plotly_js() not in page
+    assert page == inline.replace(plotly_script(None), plotly_script(f"../{plotly_file()}"))
 
 
 def test_harness_report_renders_the_saved_page(tmp_path: Path) -> None:
@@ -195,7 +201,9 @@ def test_harness_report_renders_the_saved_page(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 1, done.stderr  # regressed
-    assert done.stdout == (saved / HTML_FILE).read_text(encoding="utf-8") != ""
+    # On stdout the page is self-contained (plotly.js inlined): it may land anywhere.
+    assert done.stdout == render(load_comparison(saved), "html", redact=True) != ""
+    assert plotly_js() in done.stdout
     assert "configure widget" not in done.stdout
 
 
@@ -210,3 +218,17 @@ def test_without_plotly_html_is_refused_with_the_fix(
     assert main(["report", str(saved), "--format", "html"]) == 2
     err = capsys.readouterr().err
     assert "the HTML report needs plotly" in err and "pip install" in err
+
+
+def test_the_bundle_is_written_once_and_a_damaged_copy_replaced(tmp_path: Path) -> None:
+    from harness.results.bundle import plotly_beside
+
+    name = plotly_beside(tmp_path)
+    bundle = tmp_path / name
+    assert name == plotly_file() and name.startswith("plotly-") and name.endswith(".min.js")
+    inode = bundle.stat().st_ino
+    assert plotly_beside(tmp_path) == name and bundle.stat().st_ino == inode  # left alone
+    bundle.write_bytes(b"half a file")
+    plotly_beside(tmp_path)
+    assert bundle.read_bytes() == plotly_js().encode()  # a damaged copy is never trusted
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temp left behind

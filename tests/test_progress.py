@@ -116,6 +116,53 @@ def test_a_live_display_with_phase_boots_and_time_left_on_a_terminal(tmp_path: P
     assert out.read_text().splitlines() == ["STATE 2.0 2", "REPORT"]
 
 
+LONG_LABEL = """
+import time
+from harness.cli.progress import Progress
+p = Progress()
+p.planned(4)
+label = "baseline feature/a-long-branch-name (abc12345) repeat 1 of 2, interleaved with candidate"
+p(label, 0, 1000, 0, None)
+time.sleep(1.1)
+p(label, 500, 1000, 0, None)
+p.close()
+"""
+
+
+@pytest.mark.parametrize("columns", [80, 140])
+def test_the_live_line_keeps_elapsed_and_time_left_whole(tmp_path: Path, columns: int) -> None:
+    # Issue 27: a long detail made rich squeeze the time columns to "0:0...".  Every field but
+    # the detail keeps its width; the detail ends in an ellipsis; no line is wider than the screen.
+    parent, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LONG_LABEL],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=child,
+        env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
+    )
+    os.close(child)
+    try:
+        screen = read_all(parent).decode("utf-8", "replace")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(parent)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    # Each redraw of the line, between cursor moves; then without colours (SGR, "m").
+    pieces = re.split(r"\x1b\[[0-9;?]*[A-Za-ln-z]|[\r\n]", screen)
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", x).rstrip() for x in pieces]
+    lines = [x for x in plain if x.startswith("replay")]
+    assert lines, text
+    last = lines[-1]
+    assert len(last) <= columns, last
+    assert re.search(r"0/4 boots \d:\d\d:\d\d elapsed, (\d:\d\d:\d\d|-:--:--) left ", last), last
+    assert "0:00:01 elapsed" in text
+    assert last.endswith("\u2026"), last  # the detail was cut, not the times
+
+
 def test_quiet_prints_no_progress(tmp_path: Path) -> None:
     # A run that fails fast (no such ref) still goes through the same set-up; --quiet must be
     # accepted by every running command and leave stderr to the error alone.

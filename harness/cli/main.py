@@ -503,10 +503,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     comparison = load_comparison(args.dir)
     _require_html(args.format)
-    if _page_to_terminal(args.format):
+    if args.output is None and _page_to_terminal(args.format):
         raise HarnessError(
             "--format html writes a page of several MB: not to a terminal",
-            [f"redirect it: harness report {args.dir} --format html > page.html"],
+            [
+                f"write it to a file: harness report {args.dir} --format html --output page.html",
+                f"or redirect it (a self-contained page): harness report {args.dir} "
+                "--format html > page.html",
+            ],
         )
     if args.against is not None:
         from harness.report.against import render_against
@@ -517,12 +521,36 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"harness: {note}", file=sys.stderr)
         # Side by side (DIR as A, OTHER as B); the exit status is DIR's, as without --against.
         page = render_against(comparison, str(args.dir), other, str(args.against), args.format)
+        if args.output is None:
+            print(page, end="")
+        else:
+            from harness.results.files import write_text_new
+
+            write_text_new(args.output, page)
+    elif args.output is None:
+        print(render(comparison, args.format, redact=args.redact), end="")
     else:
-        page = render(comparison, args.format, redact=args.redact)
-    print(page, end="")
+        _write_page(args.output, comparison, args.format, redact=args.redact)
     return exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )
+
+
+def _write_page(path: Path, comparison: Comparison, fmt: str, *, redact: bool) -> None:
+    """`harness report --output`: the page at `path` (never overwritten); an HTML page loads
+    plotly.js from beside it, copied there once (a page on stdout has it inlined instead)."""
+    from harness.report.page import render
+    from harness.results.files import write_text_new
+
+    if fmt == "html":
+        from harness.report.html_page import render_html
+        from harness.results.bundle import plotly_beside
+
+        page = render_html(comparison, redact, plotly_src=plotly_beside(path.parent))
+    else:
+        page = render(comparison, fmt, redact=redact)
+    write_text_new(path, page)
+    print(f"harness: wrote {path}", file=sys.stderr)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -693,7 +721,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from harness.config import load_config
     from harness.errors import ConfigError, HarnessError, RefError
     from harness.gold import load_gold
-    from harness.history.collect import commit_order, points_from_comparisons, points_from_records
+    from harness.history.collect import commit_graph, points_from_comparisons, points_from_records
     from harness.history.render import render_history
     from harness.history.table import aggregate
     from harness.results.files import write_text_new
@@ -723,14 +751,17 @@ def cmd_history(args: argparse.Namespace) -> int:
         points, notes = points_from_comparisons(args.results)
         source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
     try:
-        order: list[str] | None = commit_order(repo, args.ref)
+        graph: dict[str, tuple[str, ...]] | None = commit_graph(repo, args.ref)
+        order: list[str] | None = list(graph or ())
         ordered_by = f"git's commit order ({args.ref or 'every ref'})"
     except RefError:
         if args.ref:
             raise
-        order, ordered_by = None, "the order they were measured (no git repository here)"
+        graph, order = None, None
+        ordered_by = "the order they were measured (no git repository here)"
     if order is not None and not args.ref and not {p.sha for p in points} & set(order):
-        order, ordered_by = None, f"the order they were measured (git at {repo} has none of them)"
+        graph, order = None, None
+        ordered_by = f"the order they were measured (git at {repo} has none of them)"
     if args.ref:
         known = set(order or ())
         points = [p for p in points if p.sha in known]
@@ -745,9 +776,15 @@ def cmd_history(args: argparse.Namespace) -> int:
         order,
         ordered_by=ordered_by,
         source=source,
+        parents=graph,
     )
     history = replace(history, notes=(*notes, *history.notes))
-    text = render_history(history, args.format)
+    src = None
+    if args.format == "html" and args.output is not None:  # plotly.js beside the page, once
+        from harness.results.bundle import plotly_beside
+
+        src = plotly_beside(args.output.parent)
+    text = render_history(history, args.format, plotly_src=src)
     if args.output is not None:
         write_text_new(args.output, text)
         print(f"harness: wrote {args.output}", file=sys.stderr)

@@ -250,7 +250,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--format",
         choices=("text", "markdown", "json", "html"),
         default="text",
-        help="default text; html: the self-contained page (redirect it to a file)",
+        help="default text; html: the page (on stdout self-contained, plotly.js inlined; "
+        "with --output, plotly.js is copied beside FILE and loaded from there)",
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the page to FILE (never overwritten) instead of stdout",
     )
     p.add_argument("--redact", action="store_true")
     p.add_argument(
@@ -500,7 +507,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format", choices=("text", "markdown", "csv", "html"), default="text",
-        help="default text; html: a self-contained page with the plots",
+        help="default text; html: a page with the plots (on stdout self-contained; with "
+        "--output, plotly.js is copied beside FILE and loaded from there)",
     )
     p.add_argument(
         "--output", type=Path, help="write to FILE (never overwritten) instead of stdout"

@@ -2,7 +2,8 @@
 
 On a terminal: one live display (rich), redrawn in place: the phase (checkout, build, boot,
 replay, analysis) and what it is working on, a bar of boots done of the total planned, the
-queries of the current boot and the time left (rich's estimate from the boots done so far).
+queries of the current boot, the time elapsed and the time left (rich's estimate from the boots
+done so far); at 80 columns every field but the detail is whole (the detail ends in an ellipsis).
 Off a terminal (CI logs, pipes): plain lines, one per phase change and per boot, as before.
 `--quiet` passes no Progress at all: nothing is printed.
 
@@ -59,18 +60,29 @@ class Progress:
                 TimeRemainingColumn,
             )
             from rich.progress import Progress as RichProgress
+            from rich.table import Column
+
+            def fixed() -> Column:  # never squeezed: rich shrinks the widest column first
+                return Column(no_wrap=True, overflow="crop")
 
             console = Console(file=self.stream, force_terminal=True, highlight=False)
+            # 80 columns hold everything but the detail, which takes what is left and ends in
+            # an ellipsis: the elapsed time and the estimate are never cut (issue 27).
             self._bar = RichProgress(
-                TextColumn("[bold]{task.fields[phase]:<8}[/]"),
-                BarColumn(bar_width=24),
-                MofNCompleteColumn(),
-                TextColumn(self._boots),
-                TimeElapsedColumn(),
-                TextColumn("left"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[detail]}"),
+                TextColumn("[bold]{task.fields[phase]:<8}[/]", table_column=fixed()),
+                BarColumn(bar_width=10, table_column=fixed()),
+                MofNCompleteColumn(table_column=fixed()),
+                TextColumn(self._boots, table_column=fixed()),
+                TimeElapsedColumn(table_column=fixed()),
+                TextColumn("elapsed,", table_column=fixed()),
+                TimeRemainingColumn(table_column=fixed()),
+                TextColumn("left", table_column=fixed()),
+                TextColumn(
+                    "{task.fields[detail]}",
+                    table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=8),
+                ),
                 console=console,
+                expand=True,  # the detail column (ratio 1) takes the width left, no more
                 auto_refresh=False,  # redrawn on each event: no thread to stop
                 transient=True,
                 redirect_stdout=False,  # stdout is the report's, never the display's

@@ -3,6 +3,7 @@
     points_from_records(results, gold, specs) -> (points, notes)   results/runs/*.json, scored
     points_from_comparisons(results) -> (points, notes)            results/*/comparison.json
     commit_order(repo, rev) -> list of full SHAs, oldest first      git rev-list --topo-order
+    commit_graph(repo, rev) -> {sha: parents}, in that order        ... --parents
 
 Every record is read (an unreadable one is a ResultsError naming it: exit 2); a record measured
 on another gold set, or with no usable repeat, is left out and counted in the notes.  The copies
@@ -95,10 +96,17 @@ def points_from_comparisons(results: Path) -> tuple[list[Point], list[str]]:
 def commit_order(repo: Path, rev: str | None) -> list[str]:
     """The commits `git rev-list --topo-order --reverse` lists for `rev` (default: every ref),
     oldest first; RefError when git cannot (not a repository, an unknown rev)."""
+    return list(commit_graph(repo, rev))
+
+
+def commit_graph(repo: Path, rev: str | None) -> dict[str, tuple[str, ...]]:
+    """Each commit of `commit_order` (in that order: the dict's keys) with its parents, the
+    first parent first (`git rev-list --parents`)."""
     spec = [rev] if rev else ["--all"]
+    command = ["git", "-C", str(repo), "rev-list", "--topo-order", "--reverse", "--parents"]
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), "rev-list", "--topo-order", "--reverse", *spec, "--"],
+            [*command, *spec, "--"],
             capture_output=True,
             text=True,
             check=False,
@@ -112,4 +120,8 @@ def commit_order(repo: Path, rev: str | None) -> list[str]:
             f"{repo}: `git rev-list {' '.join(spec)}` exited with status {done.returncode}",
             [*(f"  {line}" for line in lines), "give --ref a branch, tag or range (A..B)"],
         )
-    return done.stdout.split()
+    graph = {}
+    for line in done.stdout.splitlines():
+        sha, *parents = line.split()
+        graph[sha] = tuple(parents)
+    return graph

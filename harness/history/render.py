@@ -1,12 +1,14 @@
 """`harness history` rendered: a History in, text out.  Formats; computes nothing.
 
-    render_history(history, fmt)   fmt in RENDERERS: text, markdown, csv, html
+    render_history(history, fmt, *, plotly_src=None)   fmt in RENDERERS: text, markdown, csv, html
 
 text and Markdown: one row per commit, each value with the half-width of its interval
 ("0.812 ±0.031"); csv: every number unrounded, intervals as `<name> low` / `<name> high`;
-html: one self-contained page (plotly.js inlined once), asv's graph: a panel per metric and one
-for latency, a line over the commits in commit order, error bars where the interval is known,
-then the table.
+html: one page (plotly.js inlined once, or loaded from `plotly_src`, a path relative to the
+page: `--output FILE` copies the bundle beside FILE), asv's graph: a panel per metric and one
+for latency, the commits in commit order, each joined to the measured commit it descends from
+(two siblings are a fork, never one line; a commit graph on top when there is more than one
+line of descent), error bars where the interval is known, then the table.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 from tabulate import tabulate
 
 from harness.history.table import LATENCY, History
+from harness.report.figures import plotly_script
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -56,6 +58,14 @@ def _words(h: History) -> list[str]:
         "± is the half-width of the 95% interval: over queries for a metric, over boots for "
         "latency; latencies of different commits were measured at different times, so they "
         "are levels, not a verdict (compare measures both sides together)",
+        *(
+            [
+                "a line joins each commit to the measured commit it descends from (git's parents): "
+                "two branches from one commit are a fork, not a sequence"
+            ]
+            if h.links
+            else []
+        ),
         *(f"note: {n}" for n in h.notes),
     ]
 
@@ -80,30 +90,82 @@ def _csv(h: History) -> str:
     return str(h.table.to_csv(index=False, lineterminator="\n"))
 
 
+LANE_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3")
+PANEL_PX, GAP_PX, TOP_PX, BOTTOM_PX = 180, 70, 70, 120  # rows of panels, and the gaps between
+
+
+def _edges(h: History) -> list[tuple[int, int]]:
+    """(from row, to row) for every line drawn: git's parent links when known (a fork for two
+    siblings), else each commit joined to the one before (the order they were measured)."""
+    if h.links:
+        return [(p, i) for i, linked in enumerate(h.links) for p in linked]
+    return [(i - 1, i) for i in range(1, len(h.table))]
+
+
+def _lane(h: History, row: int) -> int:
+    return h.lanes[row] if h.lanes else 0
+
+
+def _colour(lane: int) -> str:
+    return LANE_COLOURS[lane % len(LANE_COLOURS)]
+
+
 def figure(h: History) -> go.Figure:
-    """A panel per metric and one for latency p50, over the commits in order."""
+    """A panel per metric and one for latency p50, over the commits in order, each commit joined
+    to the measured commits it descends from; with more than one lane, a commit graph on top."""
     names = [*h.metrics, LATENCY]
     t = h.table
     labels = [f"{c} {r}" if r else c for c, r in zip(t["commit"], t["refs"], strict=True)]
+    lanes = [_lane(h, i) for i in range(len(t))]
+    graph = max(lanes, default=0) > 0
+    panels = [*(["commit graph (a row per line of descent)"] if graph else []), *names]
+    area = len(panels) * PANEL_PX + (len(panels) - 1) * GAP_PX
     fig = make_subplots(
-        rows=len(names),
+        rows=len(panels),
         cols=1,
         shared_xaxes=True,
-        subplot_titles=names,
-        vertical_spacing=min(0.25 / len(names), 0.06),
+        subplot_titles=panels,
+        vertical_spacing=GAP_PX / area if len(panels) > 1 else 0.0,
     )
-    for i, name in enumerate(names, start=1):
+    edges = _edges(h)
+    series: list[tuple[str, list[float], list[float], list[float]]] = []
+    if graph:
+        series.append(("lane", [float(x) for x in lanes], [0.0] * len(t), [0.0] * len(t)))
+    for name in names:
         values = t[name].to_list()
         low, high = t[f"{name} low"].to_list(), t[f"{name} high"].to_list()
         up = [0 if math.isnan(x) else x - v for v, x in zip(values, high, strict=True)]
         down = [0 if math.isnan(x) else v - x for v, x in zip(values, low, strict=True)]
+        series.append((name, values, up, down))
+    for i, (name, values, up, down) in enumerate(series, start=1):
+        for lane in sorted(set(lanes)):  # one line per lane: the edges into its commits
+            xs: list[str | None] = []
+            ys: list[float | None] = []
+            for a, b in edges:
+                if lanes[b] == lane:
+                    xs += [labels[a], labels[b], None]
+                    ys += [values[a], values[b], None]
+            if xs:
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=ys,
+                        mode="lines",
+                        line={"color": _colour(lane)},
+                        hoverinfo="skip",
+                        showlegend=False,
+                        connectgaps=False,
+                    ),
+                    row=i,
+                    col=1,
+                )
         fig.add_trace(
             go.Scatter(
                 x=labels,
                 y=values,
-                mode="lines+markers",
+                mode="markers",
                 name=name,
-                line={"color": "#dd8452" if name == LATENCY else "#4c72b0"},
+                marker={"color": [_colour(x) for x in lanes], "size": 9},
                 error_y={
                     "type": "data",
                     "symmetric": False,
@@ -111,24 +173,42 @@ def figure(h: History) -> go.Figure:
                     "arrayminus": down,
                     "thickness": 1.2,
                 },
-                hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
+                hovertemplate=(
+                    "%{x}<extra></extra>"
+                    if name == "lane"
+                    else f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"
+                ),
                 showlegend=False,
             ),
             row=i,
             col=1,
         )
+    if graph:
+        fig.update_yaxes(
+            showticklabels=False,
+            showgrid=False,
+            zeroline=False,
+            range=[-0.5, max(lanes) + 0.5],
+            row=1,
+            col=1,
+        )
     fig.update_xaxes(type="category")
     fig.update_layout(
         template="plotly_white",
-        height=120 + 220 * len(names),
-        margin={"l": 60, "r": 20, "t": 60, "b": 120},
+        height=TOP_PX + BOTTOM_PX + area,
+        margin={"l": 60, "r": 20, "t": TOP_PX, "b": BOTTOM_PX},
         font={"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
-        title={"text": "Per commit, oldest first (error bars: 95% intervals where known)"},
+        title={
+            # Short enough to end before plotly's toolbar; the page's notes say the rest.
+            "text": "Per commit, oldest first (error bars: 95% intervals where known)",
+            "x": 0,
+            "xanchor": "left",
+        },
     )
     return fig
 
 
-def _html(h: History) -> str:
+def _html(h: History, plotly_src: str | None = None) -> str:
     headers, rows = _rows(h)
     e = html.escape
     words = _words(h)
@@ -149,8 +229,7 @@ def _html(h: History) -> str:
         "body { font-family: system-ui, sans-serif; max-width: 1280px; margin: 0 auto; "
         "padding: 1.5em; color: #212121; } table { border-collapse: collapse; font-size: 0.9em; }"
         " th, td { border-bottom: 1px solid #e0e0e0; padding: 0.25em 0.6em; text-align: left; }"
-        " .note { color: #555; }</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>\n'
+        " .note { color: #555; }</style>" + plotly_script(plotly_src) + "</head><body>\n"
         f"<h1>{e(words[0].partition(', from ')[0])}</h1>\n"
         + "".join(f'<p class="note">{e(w)}</p>' for w in words)
         + f'\n<div class="plot" data-plot="history">{div}</div>\n'
@@ -167,7 +246,9 @@ RENDERERS: Mapping[str, Callable[[History], str]] = {
 }
 
 
-def render_history(history: History, fmt: str) -> str:
+def render_history(history: History, fmt: str, *, plotly_src: str | None = None) -> str:
+    if fmt == "html":
+        return _html(history, plotly_src)
     try:
         return RENDERERS[fmt](history)
     except KeyError:

@@ -14,16 +14,19 @@ gold set is another quantity); the others are left out and counted in the notes.
   to boot variance is inside it.  One boot: no interval.
 - commit order: `order` (git's, oldest first) when given, commits git does not list after them;
   else the time of the first measurement.  `when` breaks ties.
+- the commit graph: with `parents` (git's), each row's nearest measured ancestors and its lane
+  (`harness.history.graph`), so that the page draws siblings as a fork, not one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from harness.history.graph import measured_graph
 from harness.history.points import Point
 from harness.verdict.distributions import t_quantile
 
@@ -42,6 +45,10 @@ class History:
     source: str
     ordered_by: str
     notes: tuple[str, ...]
+    # The commit graph of the rows (`harness.history.graph`), when git gave the parents: per
+    # row, the rows it descends from and its lane.  Empty: the rows are one sequence.
+    links: tuple[tuple[int, ...], ...] = ()
+    lanes: tuple[int, ...] = ()
 
 
 def _interval(grouped: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -69,6 +76,7 @@ def aggregate(
     *,
     ordered_by: str = "time of the first measurement",
     source: str = "run records",
+    parents: Mapping[str, Sequence[str]] | None = None,
 ) -> History:
     """Per commit, each metric and latency with their intervals (see the module docstring)."""
     if not points:
@@ -138,10 +146,13 @@ def aggregate(
         notes.append(f"{unknown} commits git does not list here come last, by time measured")
     table = table.reset_index()
     table.insert(0, "commit", table["sha"].str[:8])
+    links, lanes = measured_graph(parents, table["sha"].to_list()) if parents else ((), ())
     return History(
         table=table.drop(columns=["first"]),
         metrics=tuple(metrics),
         source=source,
         ordered_by=ordered_by,
         notes=tuple(notes),
+        links=links,
+        lanes=lanes,
     )

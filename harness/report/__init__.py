@@ -8,6 +8,8 @@
     diagnosis.py errored answers by kind (statuses, a sample, advice) and the steps run
                  before the queries, as report lines
     twobytwo.py  the retrieval/generation 2x2 (`harness twobytwo`, and its compare section)
+    html_page.py the comparison as one HTML page; figures.py its plots (plotly's JSON);
+                 html_sections.py its floors, errored answers, 2x2 and prepare steps as tables
     systems.py   the `harness compare-runs` page: every candidate at once, then each page
 
 Pure: no file, clock or process; results/ writes what these return.

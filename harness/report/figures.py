@@ -4,6 +4,9 @@ Comparison's: `harness.verdict.compare` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with
                   its interval (bootstrap; the verdict is the row's test), coloured by verdict
+                  (one slice holding every query is not drawn again beside "all")
+    deltas(c)     every query's candidate - baseline of one metric (`QueryDeltas`), sorted, the
+                  queries that flipped at the headline hit@k marked
     latency(c)    each side's latency ECDF (from its percentiles), the per-round paired ratios
                   with their estimate, interval and tolerance band, and the ECDF of per-query ratios
     scores(c)     answerable vs unanswerable top-result scores per side, with the chosen cutoff
@@ -24,7 +27,9 @@ validation.
 from __future__ import annotations
 
 import functools
+import html
 import json
+import re
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -64,6 +69,46 @@ def plotly_js() -> str:
     """plotly.js as the plotly package ships it (what `plotly.offline.get_plotlyjs()` returns)."""
     shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
     return shipped.read_bytes().decode("utf-8")
+
+
+@functools.cache
+def plotly_file() -> str:
+    """The name plotly.js is written under beside the pages: `plotly-<version>.min.js`, the
+    version read from the bundle's own banner (`* plotly.js v4.1.1`), so that pages written by
+    two plotly versions into one folder never load each other's bundle."""
+    shipped = resources.files("plotly") / "package_data" / "plotly.min.js"
+    with shipped.open("rb") as f:
+        head = f.read(512).decode("utf-8", "replace")
+    found = re.search(r"plotly\.js v([0-9][0-9A-Za-z.+-]*)", head)
+    return f"plotly-{found.group(1) if found else 'unknown'}.min.js"
+
+
+# Shown at the top of a page whose plotly.js is not where its <script src> says (the page was
+# copied out of its folder on its own): what is missing and how to get a page that needs nothing.
+_MISSING_BUNDLE = """
+window.addEventListener("DOMContentLoaded", function () {
+  if (window.Plotly) { return; }
+  var note = document.createElement("p");
+  note.className = "alert missing-plotly";
+  note.textContent = "The plots need plotly.js at " + %s + ", which is " +
+    "missing (was this page copied on its own?). Copy that file along, or write a " +
+    "self-contained page: harness report DIR --format html > page.html";
+  document.body.insertBefore(note, document.body.firstChild);
+});
+"""
+
+
+def plotly_script(src: str | None) -> str:
+    """The <head>'s plotly.js: inlined (`src` None: a page that needs nothing beside it, 4.8 MB)
+    or loaded from `src`, a path relative to the page (the bundle written once per folder), with
+    a note on the page when that file is missing."""
+    if src is None:
+        return f'<script type="text/javascript">{plotly_js()}</script>'
+    shown = json.dumps(src).replace("<", "\\u003c")
+    return (
+        f'<script type="text/javascript" src="{html.escape(src)}" charset="utf-8"></script>'
+        f"<script>{_MISSING_BUNDLE % shown}</script>"
+    )
 
 
 def div(figure: Figure, div_id: str, config: dict[str, Any]) -> str:
@@ -270,30 +315,51 @@ class _Grid:
             }
         )
 
-    def figure(self, title: str, height: int, **layout: Any) -> Figure:
+    def figure(self, title: str, height: int, *, left: int = 60, **layout: Any) -> Figure:
         """The figure, with the title, template, font, margins and legend every plot shares."""
-        if not self.layout["shapes"]:
-            del self.layout["shapes"]
+        for key in ("shapes", "annotations"):  # make_subplots writes neither when empty
+            if not self.layout[key]:
+                del self.layout[key]
         return {
             "data": self.data,
             "layout": {  # in plotly's order, so that the page is byte for byte what it was
                 "template": _template(),
                 **self.layout,
                 **layout,
-                "title": {"text": title, "x": 0, "xanchor": "left"},
-                "font": FONT,
-                "margin": {"l": 60, "r": 20, "t": 110, "b": 50},
-                "legend": {
-                    "orientation": "h",
-                    "yanchor": "top",
-                    "y": 0.995,
-                    "x": 1,
-                    "xanchor": "right",
-                    "yref": "container",
-                },
-                "height": height,
+                **frame(title, height, left),
             },
         }
+
+
+# Pixels from the figure's top: the title's line, then the legend's row under it on the left,
+# then the subplot titles (two lines at most) above the panels.  The legend used to sit at the
+# top right, where plotly's toolbar (the modebar) covers it on hover.
+TITLE_TOP, LEGEND_TOP, PLOTS_TOP = 10, 40, 120
+
+
+def frame(title: str, height: int, left: int = 60) -> dict[str, Any]:
+    """The layout keys every plot shares: title, font, margins, legend and height."""
+    return {
+        "title": {
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1 - TITLE_TOP / height,
+            "yanchor": "top",
+            "yref": "container",
+        },
+        "font": FONT,
+        "margin": {"l": left, "r": 20, "t": PLOTS_TOP, "b": 50},
+        "legend": {
+            "orientation": "h",
+            "yanchor": "top",
+            "y": 1 - LEGEND_TOP / height,
+            "x": 0,
+            "xanchor": "left",
+            "yref": "container",
+        },
+        "height": height,
+    }
 
 
 # --------------------------------------------------------------------------- quality by slice
@@ -325,15 +391,16 @@ def quality(c: Comparison) -> Figure | None:
     """One panel per metric: a bar per scope, candidate - baseline, whisker = its interval."""
     if not c.overall.rows:
         return None
-    scopes = [c.overall, *c.slices]
+    scopes = [c.overall, *drawn_slices(c)]
     names, cutoffs = _grid([r.metric for r in c.overall.rows])
+    height, spacing = quality_size(len(names), len(scopes))
     fig = _Grid(
         len(names),
         len(cutoffs),
         [f"{n}@{k}" for n in names for k in cutoffs],
         shared_yaxes=True,
         horizontal_spacing=0.04,
-        vertical_spacing=min(0.3 / len(names), 0.08),
+        vertical_spacing=spacing,
     )
     labels = [_label(s, c.overall) for s in reversed(scopes)]
     for i, name in enumerate(names, start=1):
@@ -376,11 +443,38 @@ def quality(c: Comparison) -> Figure | None:
     for axis in fig.xaxes():
         axis |= {"zeroline": True, "zerolinecolor": "#333", "zerolinewidth": 1}
     ci = f"{100 * (1 - c.settings.alpha):g}%"
+    # Short enough to end before plotly's toolbar, top right, at the page's width.
     title = (
-        f"Candidate - baseline, per slice, with the {ci} interval "
+        f"Change per slice, {ci} interval "
         "(red regressed, green improved, grey no call, amber inconclusive)"
     )
-    return fig.figure(title, 90 + len(names) * (40 + 22 * len(scopes)))
+    return fig.figure(title, height, left=label_margin(labels))
+
+
+def drawn_slices(c: Comparison) -> tuple[Scope, ...]:
+    """The slices the quality plot draws: none when one slice holds every query (its rows would
+    be the "all" rows again, as the text report says)."""
+    if len(c.slices) == 1 and c.slices[0].n == c.overall.n:
+        return ()
+    return c.slices
+
+
+# Between two rows of panels: the x tick labels of the upper (about 20 px), the subplot title of
+# the lower (about 22 px), and air.
+ROW_GAP, BAR_PX = 64, 24
+
+
+def quality_size(rows: int, scopes: int) -> tuple[int, float]:
+    """(height in px, vertical spacing as a fraction of the plotting area) for `rows` rows of
+    panels of `scopes` bars each: the gap between rows is ROW_GAP pixels whatever the size."""
+    panel = 20 + BAR_PX * scopes
+    area = rows * panel + (rows - 1) * ROW_GAP
+    return PLOTS_TOP + 50 + area, ROW_GAP / area if rows > 1 else 0.0
+
+
+def label_margin(labels: Sequence[str]) -> int:
+    """A left margin wide enough for the longest y label (about 7 px a character at 12 px)."""
+    return max(60, 16 + 7 * max((len(x) for x in labels), default=0))
 
 
 def _hover(label: str, row: MetricRow, interval: tuple[float, float] | None) -> str:
@@ -487,8 +581,8 @@ def scores(c: Comparison) -> Figure | None:
     titles = []
     for t in c.top_scores:
         cut = "no cutoff" if t.cutoff is None else f"cutoff {t.cutoff:.4g} (dashed)"
-        titles.append(
-            f"{t.side}: {cut}; returned nothing: {t.empty_answerable} answerable, "
+        titles.append(  # two lines: side by side, one line each ran into the other
+            f"{t.side}: {cut}<br>returned nothing: {t.empty_answerable} answerable, "
             f"{t.empty_unanswerable} unanswerable"
         )
     fig = _Grid(1, len(c.top_scores), titles, horizontal_spacing=0.08)
@@ -562,8 +656,63 @@ def repeats(c: Comparison) -> Figure | None:
     return fig.figure("Drift per repeat: each boot's mean, per side", 360)
 
 
+# --------------------------------------------------------------------------- per-query deltas
+
+FLIP_COLOURS = {"newly missed": VERDICT_COLOURS[Verdict.REGRESSED], "newly hit": "#2e7d32"}
+
+
+def deltas(c: Comparison) -> Figure | None:
+    """Every analysed query's candidate - baseline of one metric, sorted (a bar each: the worst
+    on the left), and a marker on each bar whose query flipped at the headline hit@k."""
+    d = c.query_deltas
+    if d is None or not d.deltas:
+        return None
+    fig = _Grid(1, 1, [], horizontal_spacing=0.0)
+    x = list(range(1, len(d.deltas) + 1))
+    bars = {
+        "customdata": [[q.query_id, q.slice] for q in d.deltas],
+        "hovertemplate": f"%{{customdata[0]}} (%{{customdata[1]}}): {d.metric} "
+        "%{y:+.3f}<extra></extra>",
+        "marker": {"color": "#8c8c8c", "line": {"width": 0}},
+        "name": f"{d.metric}, candidate - baseline",
+        "x": x,
+        "y": [q.delta for q in d.deltas],
+        "type": "bar",
+    }
+    fig.add(bars, 1, 1)
+    for direction, colour in FLIP_COLOURS.items():
+        marked = [(i, q) for i, q in zip(x, d.deltas, strict=True) if q.flip == direction]
+        if not marked:
+            continue
+        flips = {
+            "customdata": [[q.query_id, q.slice] for _, q in marked],
+            "hovertemplate": f"%{{customdata[0]}} (%{{customdata[1]}}): {direction} at "
+            f"{d.flips_at}, {d.metric} %{{y:+.3f}}<extra></extra>",
+            "marker": {"color": colour, "size": 8, "symbol": "diamond"},
+            "mode": "markers",
+            "name": f"{direction} at {d.flips_at} ({len(marked)})",
+            "x": [i for i, _ in marked],
+            "y": [q.delta for _, q in marked],
+            "type": "scatter",
+        }
+        fig.add(flips, 1, 1)
+    fig.xaxis(1, 1).update(title={"text": f"queries, by change ({len(d.deltas)})"})
+    fig.yaxis(1, 1).update(
+        title={"text": f"{d.metric}: candidate - baseline"},
+        zeroline=True,
+        zerolinecolor="#333",
+        zerolinewidth=1,
+    )
+    return fig.figure(
+        f"Per-query change in {d.metric}, sorted (each query's mean over its repeats)",
+        380,
+        bargap=0,
+    )
+
+
 FIGURES = {
     "quality": quality,
+    "deltas": deltas,
     "latency": latency,
     "scores": scores,
     "repeats": repeats,

@@ -1,15 +1,22 @@
 """The comparison as one self-contained HTML page: a Comparison in, the page's text out.
 
-    render_html(comparison, redact) -> str      `harness.report.page.render(c, "html")` calls it
+    render_html(comparison, redact, *, plotly_src=None) -> str
+        `harness.report.page.render(c, "html")` calls it (plotly.js inlined); a page saved to a
+        folder passes `plotly_src`, the bundle's path relative to the page
 
 Top to bottom: the title, why the run is invalid (if it is), the two verdicts in words with any
-finding, then the plots (`harness.report.figures`: per-slice changes with their intervals,
+finding, the floors and the errored answers with a sample (`harness.report.html_sections`), then
+the plots (`harness.report.figures`: per-slice changes with their intervals, per-query deltas,
 latency distributions and the paired ratio, top-score distributions with the no-answer cutoff,
-drift per repeat), the flips as sortable tables (every one: click a column's head), and last
-every number of the text report (`harness.report.layout.html` of the same blocks).
+drift per repeat), the flips as sortable tables (every one: click a column's head), the 2x2
+and the prepare steps, and last every other number of the text report
+(`harness.report.layout.html` of the same blocks).
 
 Self-contained: plotly.js is inlined once, in the head (`figures.plotly_js()`: the file the
 plotly package ships), and nothing else is referenced, so the page opens without a network.
+With `plotly_src` the head loads that file instead (`figures.plotly_script`): a saved
+report.html is then some hundred kB, and the bundle is written once per results folder
+(`harness.results.bundle`); the page still opens offline from its folder.
 Each plot is the <div> plotly.io.to_html writes, written by `figures.div` without loading plotly.
 The output is deterministic (fixed plot ids).  With `redact`, no query text and no path: flips
 lose their text (as in every format), run record paths are dropped and the gold set is named
@@ -25,6 +32,7 @@ from dataclasses import replace
 from harness.report import figures, layout
 from harness.report.blocks import page_blocks
 from harness.report.document import redacted
+from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
 from harness.report.layout import Block
 from harness.report.numbers import queries, rank
 from harness.types import Verdict
@@ -51,6 +59,8 @@ table.sortable th { cursor: pointer; user-select: none; background: #fafafa; }
 table.sortable th::after { content: " \\2195"; color: #aaa; }
 details > summary { cursor: pointer; margin: 0.6em 0; font-weight: 600; }
 .plot { margin: 1em 0; }
+tr.failed td, tr.error td:first-child { color: #c62828; }
+td code { white-space: pre-wrap; word-break: break-word; font-size: 0.95em; }
 .note { color: #555; font-size: 0.9em; }
 """
 
@@ -127,10 +137,14 @@ def _flip_table(flips: Flips, redact: bool) -> str:
 
 
 def _numbers(blocks: Sequence[Block]) -> list[Block]:
-    """The text report's blocks below the verdicts, without the (capped) flip tables."""
+    """The text report's blocks below the verdicts, without the (capped) flip tables and
+    without what the page's own sections show (`html_sections.NUMBERS_SHOWN_APART`)."""
     out = []
+    apart = False  # under a heading the page shows in a section of its own
     for b in blocks:
-        if b.kind in ("title", "alert", "verdicts"):
+        if b.kind == "heading" or b.kind in ("fold", "end") or b.fold:
+            apart = b.kind == "heading" and b.lines[0].startswith(NUMBERS_SHOWN_APART)
+        if apart or b.kind in ("title", "alert", "verdicts"):
             continue
         if b.kind == "table" and (b.fold or "").startswith("Flips at"):
             continue
@@ -140,7 +154,7 @@ def _numbers(blocks: Sequence[Block]) -> list[Block]:
     return out
 
 
-def render_html(comparison: Comparison, redact: bool) -> str:
+def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None = None) -> str:
     c = _without_paths(comparison) if redact else comparison
     blocks = page_blocks(c, redact)
     h = c.header
@@ -164,6 +178,8 @@ def render_html(comparison: Comparison, redact: bool) -> str:
         )
     if not c.valid:
         body.append('<p class="note">Invalid run: the plots are for diagnosis only.</p>')
+    shown = sections(c, redact)
+    body += [shown[name] for name in ("floors", "errors") if name in shown]
     body.append("<h2>Plots</h2>")
     drawn = 0
     for name, make in figures.FIGURES.items():
@@ -184,6 +200,7 @@ def render_html(comparison: Comparison, redact: bool) -> str:
     if flips:
         body.append("<h2>Flips</h2>")
         body += [_flip_table(f, redact) for f in flips]
+    body += [shown[name] for name in ("twobytwo", "prepare") if name in shown]
     body.append("<h2>The numbers</h2>")
     body.append(layout.html(_numbers(blocks)))
     return (
@@ -192,6 +209,8 @@ def render_html(comparison: Comparison, redact: bool) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style>"
-        f'<script type="text/javascript">{figures.plotly_js()}</script>'
-        "</head><body>\n" + "\n".join(body) + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
+        + figures.plotly_script(plotly_src)
+        + "</head><body>\n"
+        + "\n".join(body)
+        + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )

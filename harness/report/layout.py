@@ -19,7 +19,8 @@ A long page keeps its verdicts and headline in view in a pull request and folds 
 (per-slice tables, latency details, drift and power) between a fold and its end.
 
 `html` gives the same blocks as HTML elements (title h1, heading h3, alert a div, verdicts a dl,
-lines a ul, table a table, folded under <details> with its title), every string escaped with
+lines a ul, table a table, folded under <details> with its title; a fold ... end an open
+<details> that a click closes), every string escaped with
 `html.escape`: the numbers part of the HTML report (`harness.report.html`).
 
 Every piece of Markdown text is backslash-escaped (`escape_markdown`), so that what a user
@@ -142,6 +143,10 @@ def html(blocks: Iterable[Block]) -> str:
             parts.append(f"<dl>{items}</dl>")
         elif b.kind == "lines":
             parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b.lines) + "</ul>")
+        elif b.kind == "fold":  # as in Markdown (it used to fall through to an empty table)
+            parts.append(f"<details open><summary>{e(b.lines[0])}</summary>")
+        elif b.kind == "end":
+            parts.append("</details>")
         else:
             align = b.align or ("left",) * len(b.headers)
             head = "".join(f"<th>{e(h)}</th>" for h in b.headers)

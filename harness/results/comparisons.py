@@ -1,5 +1,6 @@
 """Saved comparisons: a directory per comparison holding comparison.json, report.md, report.html
-(the self-contained page, when plotly is installed) and a copy of each side's run record."""
+(the page, when plotly is installed; it loads ../plotly-<version>.min.js, written once in the
+results directory by `harness.results.bundle`) and a copy of each side's run record."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import html_available, render
+from harness.results.bundle import plotly_beside
 from harness.results.files import (
     new_directory_atomic,
     read_json,
@@ -35,9 +37,10 @@ def save_comparison(
 ) -> Path:
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
     gets a -2, -3, ... suffix) holding comparison.json, report.md, report.html (unless plotly is
-    missing: `html_available()`) and a copy of each run record (baseline.json, candidate.json);
-    return the directory. With `redact`, the copies lose the error details, which may quote
-    response bodies, and the reports hold no query text (nor, in the page, any path).
+    missing: `html_available()`; plotly.js beside it in `results_dir`, once) and a copy of each
+    run record (baseline.json, candidate.json); return the directory. With `redact`, the copies
+    lose the error details, which may quote response bodies, and the reports hold no query text
+    (nor, in the page, any path).
 
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
@@ -58,7 +61,11 @@ def save_comparison(
         write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
         write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
         if html_available():
-            write_text_new(directory / HTML_FILE, render(comparison, "html", redact=redact))
+            from harness.report.html_page import render_html  # plotly is loaded only for HTML
+
+            # The bundle first: a page is never there without what it loads.
+            src = "../" + plotly_beside(results_dir)
+            write_text_new(directory / HTML_FILE, render_html(comparison, redact, plotly_src=src))
     assert saving.path is not None  # the block ended without an exception
     return saving.path
 

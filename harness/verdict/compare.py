@@ -84,6 +84,7 @@ from harness.verdict.comparison import (
     GoldInfo,
     Header,
     MetricRow,
+    QueryDeltas,
     RefInfo,
     Scope,
 )
@@ -99,6 +100,25 @@ def _decisive(settings: CompareSettings) -> list[str]:
     printed = {spec: str(spec) for spec in settings.specs}
     chosen = [MetricSpec("hit", k) for k in settings.k] + list(map(parse_metric, settings.gate_on))
     return list(dict.fromkeys(printed[spec] for spec in chosen))
+
+
+def _delta_metric(settings: CompareSettings) -> str:
+    """The metric of the per-query delta plot: the headline's first continuous metric, else
+    nDCG at its largest cutoff, else the first continuous metric compared, else the headline
+    hit@k (see `QueryDeltas`)."""
+    kinds = {str(spec): spec.kind for spec in settings.specs}
+    decisive = _decisive(settings)
+    continuous = [m for m in decisive if kinds.get(m) is Kind.CONTINUOUS]
+    compared = [str(s) for s in settings.specs if s.kind is Kind.CONTINUOUS]
+    # nDCG at the largest cutoff first: the figure IR papers lead with (BEIR's nDCG@10).
+    continuous += sorted((m for m in compared if m.startswith("ndcg@")), key=_depth, reverse=True)
+    continuous += compared
+    return (continuous or decisive)[0]
+
+
+def _depth(metric: str) -> int:
+    depth = metric.rpartition("@")[2]
+    return int(depth) if depth.isdigit() else 0
 
 
 def _family(overall: Scope, settings: CompareSettings) -> Scope:
@@ -244,6 +264,7 @@ def compare(
     slices: list[Scope] = []
     selections: dict[str, scopes.BoolArray] = {}
     flips: list[Flips] = []
+    deltas: QueryDeltas | None = None
     overall = Scope("overall", 0, ())
     if ids:
         topk = {
@@ -271,6 +292,15 @@ def compare(
             for s in settings.specs
             if s.kind is Kind.BINARY
         ]
+        headline_hit = str(MetricSpec("hit", settings.k[0]))
+        deltas = details.query_deltas(
+            _delta_metric(settings),
+            ids,
+            gold,
+            base,
+            cand,
+            next((f for f in flips if f.metric == headline_hit), None),
+        )
 
     collapses = _collapsed(slices)
     timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
@@ -347,6 +377,7 @@ def compare(
         ),
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
+        query_deltas=deltas,
     )
 
 

@@ -306,6 +306,26 @@ class Flips:
 
 
 @dataclass(frozen=True)
+class QueryDelta:
+    query_id: str
+    slice: str
+    delta: float  # candidate - baseline, each side's mean over its usable repeats
+    flip: Direction | None = None  # its flip at `QueryDeltas.flips_at`, if it flipped
+
+
+@dataclass(frozen=True)
+class QueryDeltas:
+    """Per analysed answerable query, candidate - baseline of `metric` (the first continuous
+    metric of the headline, else nDCG at its largest cutoff, else the first continuous one
+    compared, else the headline hit@k: a 0/1 metric's deltas are its flips and nothing more),
+    sorted by delta then query id, each marked with its flip at `flips_at` (the first hit@k)."""
+
+    metric: str
+    flips_at: str | None
+    deltas: tuple[QueryDelta, ...]
+
+
+@dataclass(frozen=True)
 class PrepareStep:
     """One step between a side's readiness and its queries (a prepare command, the loader's
     batches, its index call): the median seconds over the repeats that ran it. Never part of
@@ -388,6 +408,7 @@ class Comparison:
     top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
     # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
     twobytwo: TwoByTwoComparison | None = None
+    query_deltas: QueryDeltas | None = None  # the per-query delta plot's (issue 27)
 
     @property
     def valid(self) -> bool:

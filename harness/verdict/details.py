@@ -26,6 +26,8 @@ from harness.verdict.comparison import (
     Machine,
     NoAnswer,
     Outranks,
+    QueryDelta,
+    QueryDeltas,
     RepeatMeans,
     TopScores,
 )
@@ -67,6 +69,27 @@ def flips(
     # Rounded so that equal impacts reached by different arithmetic tie, and the id decides.
     found.sort(key=lambda f: (-round(f.impact, 12), f.query_id))
     return Flips(metric, k, tuple(found))
+
+
+def query_deltas(
+    metric: str,
+    ids: Sequence[str],
+    gold: GoldSet,
+    base: Side,
+    cand: Side,
+    flipped: Flips | None,
+) -> QueryDeltas:
+    """Per query of `ids`, the candidate's mean `metric` over its usable repeats less the
+    baseline's, ascending (ties by query id), each marked with its flip in `flipped`."""
+    deltas = cand.matrix(metric).mean(axis=0) - base.matrix(metric).mean(axis=0)
+    marks = {f.query_id: f.direction for f in flipped.flips} if flipped is not None else {}
+    found = [
+        QueryDelta(qid, gold.by_id[qid].slice, float(d), marks.get(qid))
+        for qid, d in zip(ids, deltas.tolist(), strict=True)
+    ]
+    # Rounded so that equal deltas reached by different arithmetic tie, and the id decides.
+    found.sort(key=lambda q: (round(q.delta, 12), q.query_id))
+    return QueryDeltas(metric, None if flipped is None else flipped.metric, tuple(found))
 
 
 def _upper_medians(ranks: npt.NDArray[np.intp]) -> list[int | None]:
