@@ -39,6 +39,7 @@ from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
+from harness.verdict.quality_sequential import Sequential
 from harness.verdict.stats import BinaryTest
 from harness.verdict.twobytwo import TwoByTwoComparison
 
@@ -388,6 +389,8 @@ class Comparison:
     top_scores: tuple[TopScores, ...] = ()  # the sides whose service returns scores
     # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
     twobytwo: TwoByTwoComparison | None = None
+    # compare --sequential: the queries asked and the rule's answer (harness.verdict.asked)
+    sequential: Sequential | None = None
 
     @property
     def valid(self) -> bool:
