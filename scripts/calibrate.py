@@ -19,8 +19,9 @@ Scenarios: A/A (both sides the same service: any "improved" or "regressed" is a 
 +10 pp hit@10 (the candidate's hit probability is 0.10 higher on average: deterministic and flaky
 modes turn 10% of the queries from a miss into a hit, redrawn adds 0.10 to every p; the rate of
 "improved" is the power), and a broken candidate that answers nothing for 30% of searches at
-random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.  `--only sequential` prints the rows of
-`compare --sequential` instead (`scripts/calibrate_sequential.py`).
+random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.
+`--only sequential` prints the rows of `compare --sequential` instead
+(`scripts/calibrate_sequential.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
 resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as

@@ -8,7 +8,8 @@ Each simulation draws a gold set and both sides' answers as `scripts/calibrate.p
 determinism modes: deterministic, redrawn at R = 1, 3, 5), orders the queries as the compare does
 (`quality_sequential.query_order` from the seed), asks them block by block as the runner does
 (`asked.stop_rule`: after each block, stop when the rule decided; else the next block, up to the
-whole gold set: `decide` over the whole order finds the same block end), cuts both runs to the queries asked and takes the headline verdict of
+whole gold set: `decide` over the whole order finds the same block end), cuts both runs to
+the queries asked and takes the headline verdict of
 `asked.compare_asked` (the rule's when it decided, else the fixed-sample verdict at the alpha
 the looks left).  Rows: A/A (any improved or regressed is a false call), +10 pp and +20 pp
 hit@10 (the rate of "improved" is the power), and the share of the gold set asked (median and
@@ -28,12 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import gold_set, hit_probabilities, run, wilson  # noqa: E402
+from calibrate import gold_set, hit_probabilities, run, wilson
 
-from harness.types import RefRun, Verdict  # noqa: E402
-from harness.verdict.asked import compare_asked, headline_deltas, plan_for  # noqa: E402
-from harness.verdict.comparison import CompareSettings  # noqa: E402
-from harness.verdict.quality_sequential import decide, default_block, query_order  # noqa: E402
+from harness.types import RefRun, Verdict
+from harness.verdict.asked import compare_asked, headline_deltas, plan_for
+from harness.verdict.comparison import CompareSettings
+from harness.verdict.quality_sequential import decide, default_block, query_order
 
 BINARY = CompareSettings(resamples=100)  # the headline is hit@5 and hit@10: exact tests
 CONTINUOUS = CompareSettings(resamples=2000, gate_on=("mrr@10", "ndcg@10"))

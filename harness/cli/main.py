@@ -268,8 +268,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     grades = _answer_grades(args, plan.gold)
     if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
         settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
+    order = _sequential_order(args, plan, settings)
     with signals_unwind():
-        if args.baseline_url:
+        if order is not None:
+            from harness.replay.blocks import run_sequential_pair
+            from harness.verdict.asked import plan_for, stop_rule
+
+            deployed = bool(args.baseline_url)
+            baseline, candidate, _ = run_sequential_pair(
+                plan,
+                args.baseline_url if deployed else args.baseline,
+                args.candidate_url if deployed else args.candidate,
+                repeats=_repeats(args, plan),
+                order=order,
+                block=plan_for(plan.gold, settings).block_size,
+                look=stop_rule(plan.gold, settings, order),
+                latency_budget=_latency_budget(plan),
+                urls=deployed,
+            )
+        elif args.baseline_url:
             baseline, candidate = run_deployed(
                 plan,
                 args.baseline_url,
@@ -294,16 +311,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # The gold set as the repository names it: the checkout's absolute path means nothing in a
     # saved comparison or a pull-request comment.
     gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
-    comparison, cached = cached_compare(
-        plan.results_dir,
-        gold,
-        baseline,
-        candidate,
-        settings,
-        corpus_ids,
-        corpus_hash=plan.corpus_hash,
-        use=not args.redact,  # an entry holds query texts: none is written under --redact
-    )
+    if order is not None:
+        from harness.verdict.asked import compare_asked
+
+        comparison = compare_asked(gold, baseline, candidate, settings, order, corpus_ids)
+        cached = False
+    else:
+        comparison, cached = cached_compare(
+            plan.results_dir,
+            gold,
+            baseline,
+            candidate,
+            settings,
+            corpus_ids,
+            corpus_hash=plan.corpus_hash,
+            use=not args.redact,  # an entry holds query texts: none is written under --redact
+        )
     if cached:
         print(
             "harness: both runs and every setting as before: the comparison is read back "
@@ -814,6 +837,34 @@ def _with_floors(
     )
 
 
+def _sequential_order(
+    args: argparse.Namespace, plan: RunPlan, settings: CompareSettings
+) -> tuple[str, ...] | None:
+    """The order the queries are asked in under compare.sequential (--sequential), or None: the
+    fixed design (not sequential, or a run it cannot be: said on stderr)."""
+    if not plan.config.compare.sequential:
+        return None
+    why = (
+        "--concurrency N > 1 sends the queries as a burst"
+        if plan.concurrency > 1
+        else "--ray runs each round on a worker"
+        if plan.ray is not None
+        else "--reuse-runs reuses a stored run of the whole gold set"
+        if getattr(args, "reuse_runs", False)
+        else None
+    )
+    if why is not None:
+        print(
+            f"harness: warning: not sequential: {why}; the whole gold set is asked "
+            "(--no-sequential says so quietly)",
+            file=sys.stderr,
+        )
+        return None
+    from harness.verdict.quality_sequential import query_order
+
+    return query_order([q.id for q in plan.gold.queries], settings.seed)
+
+
 def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
     return int(args.repeats or plan.config.compare.repeats)
 
@@ -859,7 +910,8 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in (
-            "alpha", "min_effect", "latency_tolerance", "latency_budget", "max_errors", "seed"
+            "alpha", "min_effect", "latency_tolerance", "latency_budget", "max_errors", "seed",
+            "sequential",
         )
         if getattr(args, name, None) is not None
     }

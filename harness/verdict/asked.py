@@ -27,7 +27,9 @@ from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
 
 
-def plan_for(gold: GoldSet, settings: CompareSettings, *, first: int | None = None) -> SequentialPlan:
+def plan_for(
+    gold: GoldSet, settings: CompareSettings, *, first: int | None = None
+) -> SequentialPlan:
     """The rule's design for this gold set and these settings (`first`: the queries before the
     first look, when something else needs that many, e.g. the latency rounds)."""
     plan = SequentialPlan(
@@ -93,7 +95,7 @@ def asked_ids(order: Sequence[str], runs: Sequence[RefRun]) -> list[str]:
     seen: set[str] | None = None
     for run in runs:
         for rep in run.repeats:
-            if rep.latency_only:
+            if rep.latency_only or rep.failure is not None:
                 continue
             ids = {r.query_id for r in rep.results}
             seen = ids if seen is None else seen & ids
@@ -128,7 +130,5 @@ def compare_asked(
     bounds = "; ".join(
         f"{m.metric} {m.delta:+.3f} in [{m.lower:+.3f}, {m.upper:+.3f}]" for m in result.metrics
     )
-    reason = (
-        f"{result.reason} (anytime-valid {result.level:.1%} confidence sequences: {bounds})"
-    )
+    reason = f"{result.reason} (anytime-valid {result.level:.1%} confidence sequences: {bounds})"
     return replace(out, verdict_quality=result.verdict, quality_reason=reason)

@@ -106,7 +106,7 @@ class SequentialPlan:
         """The query counts after which the rule looks, up to `asked`: every block end, the
         first at or past `first`, and the gold set's end."""
         size = self.block_size
-        ends = list(range(size, self.total, size)) + [self.total]
+        ends = [*range(size, self.total, size), self.total]
         return [n for n in ends if n <= asked and (n >= self.first or n == self.total)]
 
 
@@ -208,7 +208,7 @@ def _path(deltas: FloatArray, level: float, min_effect: float) -> _Path:
     first = np.where(any_kept, kept.argmax(axis=1), zero)
     last = np.where(any_kept, GRID - 1 - kept[:, ::-1].argmax(axis=1), zero)
     outside = np.abs(_GRID) >= min_effect - 1e-12
-    inside = ~(kept[:, outside].any(axis=1))
+    inside = np.logical_not(kept[:, outside].any(axis=1))
     return _Path(
         delta=np.cumsum(deltas) / t,
         log_sup=log_sup,
@@ -252,9 +252,7 @@ def _call(looks: Sequence[MetricLook], min_effect: float) -> tuple[Verdict | Non
     improved = [m.metric for m in looks if m.verdict is Verdict.IMPROVED]
     if regressed:
         return Verdict.REGRESSED, f"{', '.join(regressed)} regressed"
-    if improved and all(
-        m.verdict is Verdict.IMPROVED or m.lower > -min_effect for m in looks
-    ):
+    if improved and all(m.verdict is Verdict.IMPROVED or m.lower > -min_effect for m in looks):
         return Verdict.IMPROVED, f"{', '.join(improved)} improved, none regressed"
     if all(m.verdict is Verdict.NO_DIFFERENCE for m in looks):
         return (
@@ -264,7 +262,9 @@ def _call(looks: Sequence[MetricLook], min_effect: float) -> tuple[Verdict | Non
     return None, "not decided"
 
 
-def decide(deltas: Mapping[str, Sequence[float] | FloatArray], plan: SequentialPlan) -> SequentialResult:
+def decide(
+    deltas: Mapping[str, Sequence[float] | FloatArray], plan: SequentialPlan
+) -> SequentialResult:
     """The rule over the deltas asked so far (each metric's, in the order asked; the same
     length for every metric): the first look that decides, else the last look's state."""
     arrays = {m: np.asarray(deltas[m], dtype=np.float64) for m in plan.metrics}
