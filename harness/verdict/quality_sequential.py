@@ -26,10 +26,25 @@ by betting", JRSS-B 2024, section 4, the predictable plug-in bets with hedging):
 Under mu = E[y] both products are non-negative martingales (each factor has mean 1 given the
 past), so by Ville's inequality P(sup_t K_t(mu) >= 1/a) <= a: the set {mu : K_s(mu) < 1/a for
 every s <= t} (the running intersection) is a confidence sequence, valid at every t at once, so
-at any stopping time.  The test of "no change" is mu = 1/2 (delta 0): its anytime p-value is
-p = min(1, 1 / sup_t K_t(1/2)) (valid at any stopping time), its direction the side (K+ or K-)
-that carries the supremum.  The queries are in a random order, and under the null the pairs are
-exchangeable, so every delta has mean 0 given the ones before it.
+at any stopping time.  It says "no measurable difference" and gives the bounds the report shows.
+
+The test of "no change" (delta 0) bets on the deltas themselves with the mixture over every bet
+lambda in [-1, 1], arcsine-weighted (lambda = cos(psi), psi uniform on (0, pi): the
+Krichevsky-Trofimov mixture, a universal portfolio):
+
+    E_t = integral prod_{i<=t} (1 + lambda d_i) dpi(lambda)
+
+a non-negative martingale when every delta has mean 0 given the ones before (each product is one,
+and a mixture of martingales is one), two-sided by construction.  For deterministic outcomes
+(d in {-1, 0, +1}) it is exactly the betting martingale on the discordant pairs at p = 1/2:
+E = 2^(b+c) B(b + 1/2, c + 1/2) / B(1/2, 1/2), ties multiply by 1.  Its anytime p-value is
+p = min(1, 1 / sup_t E_t) (Ville: valid at any stopping time), its direction the sign of the mean
+delta.  The mixture is computed on MIXTURE midpoints of psi (the integrand is smooth in psi).
+Why the mixture and not the confidence sequence's own test at 0: the plug-in bets are tuned for a
+narrow interval, not for a fast rejection; the mixture puts its wealth on the bet that turns out
+right (a regression of b = 10, c = 0 discordant pairs gives E = 180).  The queries are in a random
+order, and under the null the pairs are exchangeable, so every delta has mean 0 given the ones
+before it.
 
 The family and the stop.  The anytime p-values of the m headline metrics are Holm-adjusted
 across each other (Holm needs only valid p-values, and these are valid at the stopping time), and
@@ -49,7 +64,7 @@ The error budget: alpha_s = SHARE * alpha is spent on the looks, the rest on the
 at the end, so by the union bound the chance of a false call, whenever the compare stops, is at
 most alpha (`scripts/calibrate.py --only sequential` measures it, with power and the share of
 the gold set asked).  The grid of candidate means has GRID points over [-1, 1] in delta units
-(a step of 0.005); a confidence sequence's bounds are grid points, widened outward by one step.
+(a step of 0.01); a confidence sequence's bounds are grid points, widened outward by one step.
 
 Pure: no I/O, no clock; the order is a seeded permutation.
 """
@@ -67,10 +82,11 @@ from harness.types import Verdict
 from harness.verdict.stats import holm
 
 SHARE = 0.5  # of alpha spent on the looks; the rest on the fixed-sample test at the end
-GRID = 401  # candidate means over [-1, 1] in delta units: a step of 0.005
+GRID = 201  # candidate means over [-1, 1] in delta units: a step of 0.01
 TRUNCATION = 0.5  # c: the largest share of the wealth bet on one query
 FIRST_LOOK = 20  # no stop before this many queries (a latency round needs queries too)
 MIN_BLOCK = 10
+MIXTURE = 1000  # points of the bets' mixture
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -170,8 +186,7 @@ class _Path:
     """One metric's wealth and confidence sequence at every query count 1..n."""
 
     delta: FloatArray  # running mean of the deltas
-    log_sup: FloatArray  # log sup_{s<=t} K_s(delta 0)
-    up: npt.NDArray[np.bool_]  # whether K+ carries that supremum
+    log_sup: FloatArray  # log sup_{s<=t} E_s, the mixture's wealth against delta 0
     lower: FloatArray
     upper: FloatArray
     inside: npt.NDArray[np.bool_]  # every grid point with |m| >= min_effect rejected
@@ -179,9 +194,30 @@ class _Path:
 
 _GRID = np.linspace(-1.0, 1.0, GRID)
 _STEP = 2.0 / (GRID - 1)
+_BETS = np.cos((np.arange(MIXTURE) + 0.5) * math.pi / MIXTURE)
 
 
-def _path(deltas: FloatArray, level: float, min_effect: float) -> _Path:
+def mixture_log_e(deltas: FloatArray, at: Sequence[int]) -> FloatArray:
+    """log E_n at each n of `at` (query counts, ascending): the arcsine mixture of betting
+    martingales on the first n deltas.  Deltas take few distinct values (hit rates over R
+    repeats), so each distinct value's log-factors are computed once and counted."""
+    d = np.clip(np.asarray(deltas, dtype=np.float64), -1.0, 1.0)
+    values, which = np.unique(d, return_inverse=True)
+    with np.errstate(divide="ignore"):
+        table = np.log1p(values[:, None] * _BETS[None, :])  # values x bets
+    ends = np.asarray(at, dtype=np.intp)
+    counts = np.zeros((len(ends), len(values)))
+    for row, n in enumerate(ends):
+        counts[row] = np.bincount(which[:n], minlength=len(values))
+    # A count of 0 times a factor of 0 (a bet of all on the wrong side) adds nothing.
+    logs = np.where(counts[:, :, None] > 0, counts[:, :, None] * table[None], 0.0).sum(axis=1)
+    top = logs.max(axis=1)
+    return np.asarray(top + np.log(np.exp(logs - top[:, None]).mean(axis=1)), dtype=np.float64)
+
+
+def _path(deltas: FloatArray, level: float, min_effect: float, at: Sequence[int]) -> _Path:
+    """One metric at each look of `at` (query counts): the sup of the test's wealth over the
+    looks so far, the mean delta, and the confidence sequence (intersected over the looks)."""
     y = (np.clip(deltas, -1.0, 1.0) + 1.0) / 2.0
     n = y.size
     t = np.arange(1, n + 1, dtype=np.float64)
@@ -194,41 +230,37 @@ def _path(deltas: FloatArray, level: float, min_effect: float) -> _Path:
         cap_up = np.where(mu > 0, TRUNCATION / mu, np.inf)
         cap_down = np.where(mu < 1, TRUNCATION / (1 - mu), np.inf)
     gap = y[:, None] - mu[None, :]
-    up = np.cumsum(np.log1p(np.minimum(lam[:, None], cap_up) * gap), axis=0)
-    down = np.cumsum(np.log1p(-np.minimum(lam[:, None], cap_down) * gap), axis=0)
+    rows = np.asarray(at, dtype=np.intp) - 1
+    up = np.cumsum(np.log1p(np.minimum(lam[:, None], cap_up) * gap), axis=0)[rows]
+    down = np.cumsum(np.log1p(-np.minimum(lam[:, None], cap_down) * gap), axis=0)[rows]
     log_k = np.maximum(up, down) - math.log(2)
     kept = np.logical_and.accumulate(log_k < math.log(1 / level), axis=0)
     zero = GRID // 2
-    at_zero = log_k[:, zero]
-    log_sup = np.maximum.accumulate(at_zero)
-    # The side of the supremum: the one ahead where it was last reached.
-    reached = np.maximum.accumulate(np.where(at_zero >= log_sup, np.arange(n), 0))
-    up_side = (up[:, zero] >= down[:, zero])[reached]
     any_kept = kept.any(axis=1)
     first = np.where(any_kept, kept.argmax(axis=1), zero)
     last = np.where(any_kept, GRID - 1 - kept[:, ::-1].argmax(axis=1), zero)
     outside = np.abs(_GRID) >= min_effect - 1e-12
     inside = np.logical_not(kept[:, outside].any(axis=1))
     return _Path(
-        delta=np.cumsum(deltas) / t,
-        log_sup=log_sup,
-        up=up_side,
+        delta=(np.cumsum(deltas) / t)[rows],
+        log_sup=np.maximum.accumulate(mixture_log_e(deltas, at)),
         lower=np.maximum(_GRID[first] - _STEP, -1.0),
         upper=np.minimum(_GRID[last] + _STEP, 1.0),
         inside=inside & any_kept,
     )
 
 
-def _at(paths: Mapping[str, _Path], n: int, plan: SequentialPlan) -> tuple[MetricLook, ...]:
-    i = n - 1
-    raw = [float(min(1.0, math.exp(-paths[m].log_sup[i]))) for m in plan.metrics]
+def _at(
+    paths: Mapping[str, _Path], j: int, n: int, plan: SequentialPlan
+) -> tuple[MetricLook, ...]:
+    raw = [float(min(1.0, math.exp(-paths[m].log_sup[j]))) for m in plan.metrics]
     adjusted = holm(raw)
     looks = []
     for metric, p, adj in zip(plan.metrics, raw, adjusted, strict=True):
         path = paths[metric]
         if adj < plan.alpha_looks:
-            verdict = Verdict.IMPROVED if path.up[i] else Verdict.REGRESSED
-        elif path.inside[i]:
+            verdict = Verdict.IMPROVED if path.delta[j] > 0 else Verdict.REGRESSED
+        elif path.inside[j]:
             verdict = Verdict.NO_DIFFERENCE
         else:
             verdict = Verdict.INCONCLUSIVE
@@ -236,9 +268,9 @@ def _at(paths: Mapping[str, _Path], n: int, plan: SequentialPlan) -> tuple[Metri
             MetricLook(
                 metric=metric,
                 n=n,
-                delta=float(path.delta[i]),
-                lower=float(path.lower[i]),
-                upper=float(path.upper[i]),
+                delta=float(path.delta[j]),
+                lower=float(path.lower[j]),
+                upper=float(path.upper[j]),
                 p=p,
                 p_adjusted=adj,
                 verdict=verdict,
@@ -277,14 +309,15 @@ def decide(
     level = plan.alpha_looks / max(len(plan.metrics), 1)
     if asked == 0:
         return SequentialResult(None, 0, plan.total, (), "no query asked", 1 - level)
-    paths = {m: _path(a, level, plan.min_effect) for m, a in arrays.items()}
     looks = plan.looks(asked)
-    last: tuple[MetricLook, ...] = _at(paths, asked, plan)
-    for n in looks:
-        at = _at(paths, n, plan)
-        verdict, reason = _call(at, plan.min_effect)
+    points = looks or [asked]  # before the first look: the state, never a decision
+    paths = {m: _path(a, level, plan.min_effect, points) for m, a in arrays.items()}
+    last: tuple[MetricLook, ...] = ()
+    for j, n in enumerate(points):
+        last = _at(paths, j, n, plan)
+        if not looks:
+            break
+        verdict, reason = _call(last, plan.min_effect)
         if verdict is not None:
-            return SequentialResult(verdict, n, plan.total, at, reason, 1 - level)
-        last = at
-    n = looks[-1] if looks else asked
-    return SequentialResult(None, n, plan.total, last, "not decided", 1 - level)
+            return SequentialResult(verdict, n, plan.total, last, reason, 1 - level)
+    return SequentialResult(None, points[-1], plan.total, last, "not decided", 1 - level)
