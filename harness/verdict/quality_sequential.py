@@ -64,7 +64,8 @@ The error budget: alpha_s = SHARE * alpha is spent on the looks, the rest on the
 at the end, so by the union bound the chance of a false call, whenever the compare stops, is at
 most alpha (`scripts/calibrate.py --only sequential` measures it, with power and the share of
 the gold set asked).  The grid of candidate means has GRID points over [-1, 1] in delta units
-(a step of 0.01); a confidence sequence's bounds are grid points, widened outward by one step.
+(a step of 0.01); a confidence sequence's bounds are the first rejected grid points beyond the
+kept ones (the sequence lies strictly between them).
 
 Pure: no I/O, no clock; the order is a seeded permutation.
 """
@@ -192,7 +193,7 @@ class _Path:
     inside: npt.NDArray[np.bool_]  # every grid point with |m| >= min_effect rejected
 
 
-_GRID = np.linspace(-1.0, 1.0, GRID)
+_GRID = np.round(np.linspace(-1.0, 1.0, GRID), 12)
 _STEP = 2.0 / (GRID - 1)
 _BETS = np.cos((np.arange(MIXTURE) + 0.5) * math.pi / MIXTURE)
 
