@@ -55,9 +55,8 @@ def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: 
         for rep in record["repeats"]:  # type: ignore[attr-defined]
             assert len(rep["results"]) == asked
     # The Markdown report of the same comparison carries the line too.
-    saved = next((results / "comparisons").glob("*/report.md"), None)
-    if saved is not None:
-        assert seq["said"] in saved.read_text()
+    (saved,) = results.glob("*/report.md")
+    assert seq["said"] in saved.read_text()
     assert sandbox.leftovers() == []
     assert sandbox.worktrees() == []
 
