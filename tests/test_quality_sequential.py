@@ -80,7 +80,8 @@ def test_identical_sides_are_called_equivalent_inside_the_band() -> None:
     # Bounds are the first rejected grid points: the sequence lies strictly between them.
     assert all(-0.1 <= m.lower < 0 < m.upper <= 0.1 for m in result.metrics)
     # The same deltas with a wider band are decided sooner, a narrower one later or never.
-    wide = decide({m: np.zeros(300) for m in HEADLINE}, SequentialPlan(HEADLINE, 300, min_effect=0.2))
+    wider = SequentialPlan(HEADLINE, 300, min_effect=0.2)
+    wide = decide({m: np.zeros(300) for m in HEADLINE}, wider)
     assert wide.stopped_at < result.stopped_at
 
 
