@@ -206,3 +206,40 @@ def test_first_look_waits_for_its_queries() -> None:
     deltas = -np.ones(FIRST_LOOK - 1)
     result = decide({m: deltas for m in HEADLINE}, SequentialPlan(HEADLINE, total=300))
     assert result.verdict is None
+
+
+# --------------------------------------------------------------------------- the CLI's choice
+
+
+def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> object:
+    from types import SimpleNamespace
+
+    compare = SimpleNamespace(sequential=sequential)
+    return SimpleNamespace(
+        config=SimpleNamespace(compare=compare), concurrency=concurrency, ray=ray, gold=_gold(40)
+    )
+
+
+def test_the_cli_asks_in_the_seeded_order_or_says_why_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from argparse import Namespace
+
+    from harness.cli.main import _sequential_order
+
+    settings = CompareSettings(seed=7)
+    ids = [q.id for q in _gold(40).queries]
+    args = Namespace(reuse_runs=False)
+    assert _sequential_order(args, _plan(False), settings) is None  # type: ignore[arg-type]
+    order = _sequential_order(args, _plan(True), settings)  # type: ignore[arg-type]
+    assert order == query_order(ids, 7)
+    assert capsys.readouterr().err == ""
+    for plan, why in (
+        (_plan(True, concurrency=4), "--concurrency N > 1"),
+        (_plan(True, ray="auto"), "--ray"),
+    ):
+        assert _sequential_order(args, plan, settings) is None  # type: ignore[arg-type]
+        assert f"not sequential: {why}" in capsys.readouterr().err
+    reuse = Namespace(reuse_runs=True)
+    assert _sequential_order(reuse, _plan(True), settings) is None  # type: ignore[arg-type]
+    assert "--reuse-runs" in capsys.readouterr().err
