@@ -131,13 +131,16 @@ def _quality_rounds(
     rounds: list[list[_Side]] = []  # per round, the sides in the sessions' order
     asked = 0
     machines: list[Machine | None] = [None] * repeats
+    names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
+    # One label for the R rounds' 2R boots and the queries asked of them (harness.cli.progress
+    # counts the boots of a label done when its queries are).
+    label = f"rounds 1-{repeats}, asked block by block: {names}"
     with contextlib.ExitStack() as stack:
         for index in range(repeats):
             boot_order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
             sides = {id(s): _Side(s, s._log_path(index)) for s in boot_order}
             for session in boot_order:
                 if plan.progress is not None:
-                    label = f"round {index + 1}/{repeats}: {session.side_name} {session.ref}"
                     plan.progress(label, 0, len(order), 0, None)  # booting
                 _boot(sides[id(session)], stack)
             rounds.append([sides[id(s)] for s in sessions])
@@ -163,7 +166,6 @@ def _quality_rounds(
             for index, asking in enumerate(live):
                 if not asking:
                     continue
-                label = f"round {index + 1}/{repeats}"
                 t0 = time.perf_counter()
                 sent: list[list[tuple[_Side, Sent]]] = []
                 for offset, query_id in enumerate(chunk):
@@ -176,7 +178,8 @@ def _quality_rounds(
                         exchanges.append((side, one))
                         stop = streaks[id(side)].stops(one)
                         if stop is not None:
-                            who = f"{label}: {side.session.side_name} {side.session.ref}"
+                            who = f"round {index + 1}/{repeats}: {side.session.side_name}"
+                            who += f" {side.session.ref}"
                             side.failure = side.session.stop(who, stop)
                             stopped.append(side)
                     sent.append(exchanges)
@@ -187,7 +190,7 @@ def _quality_rounds(
                             start + offset + 1 - len(sent),
                             len(order),
                             errors[index],
-                            plan.progress,
+                            None,
                             label,
                         )
                         sent.clear()
@@ -198,11 +201,15 @@ def _quality_rounds(
                     _cut_short([s for r in live for s in r], stopped)
                     break
             asked = min(start + block, len(order))
+            if plan.progress is not None and asked < len(order):
+                plan.progress(label, asked, len(order), sum(errors), None)
             if stopped:
                 break
             answers = [[r[i].results for r in rounds] for i in range(len(sessions))]
             if look(asked, answers):
                 break
+        if plan.progress is not None:  # the label's boots are done, however many were asked
+            plan.progress(label, len(order), len(order), sum(errors), None)
         for index, asking in enumerate(live):
             if asking:
                 load, cpu = loads[index]
