@@ -38,8 +38,18 @@ def _records(results: Path) -> list[dict[str, object]]:
 def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = sandbox.harness(
-        "compare", "--baseline", "main", "--candidate", "bury40", "--sequential",
-        "--latency-budget", "4", "--format", "json", "--quiet", results=results,
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        "bury40",
+        "--sequential",
+        "--latency-budget",
+        "4",
+        "--format",
+        "json",
+        "--quiet",
+        results=results,
     )
     assert done.returncode == 1, done.stderr  # regressed
     document = json.loads(done.stdout)
@@ -63,7 +73,13 @@ def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: 
 
 def test_text_report_names_the_queries_asked(sandbox: Sandbox, tmp_path: Path) -> None:
     done = sandbox.harness(
-        "compare", "--baseline", "main", "--candidate", "bury40", "--sequential", "--quiet",
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        "bury40",
+        "--sequential",
+        "--quiet",
         results=tmp_path / "results",
     )
     assert done.returncode == 1, done.stderr
@@ -75,8 +91,16 @@ def test_text_report_names_the_queries_asked(sandbox: Sandbox, tmp_path: Path) -
 def test_without_the_flag_the_whole_gold_set_is_asked(sandbox: Sandbox, tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = sandbox.harness(
-        "compare", "--baseline", "main", "--candidate", "bury40", "--no-sequential",
-        "--format", "json", "--quiet", results=results,
+        "compare",
+        "--baseline",
+        "main",
+        "--candidate",
+        "bury40",
+        "--no-sequential",
+        "--format",
+        "json",
+        "--quiet",
+        results=results,
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["sequential"] is None

@@ -251,9 +251,7 @@ def _path(deltas: FloatArray, level: float, min_effect: float, at: Sequence[int]
     )
 
 
-def _at(
-    paths: Mapping[str, _Path], j: int, n: int, plan: SequentialPlan
-) -> tuple[MetricLook, ...]:
+def _at(paths: Mapping[str, _Path], j: int, n: int, plan: SequentialPlan) -> tuple[MetricLook, ...]:
     raw = [float(min(1.0, math.exp(-paths[m].log_sup[j]))) for m in plan.metrics]
     adjusted = holm(raw)
     looks = []
