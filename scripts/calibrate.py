@@ -3,7 +3,8 @@
 project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefRuns in, the
 headline verdict out).
 
-    python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken] [--jobs 2]
+    python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken|sequential]
+                                [--jobs 2]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -19,6 +20,8 @@ Scenarios: A/A (both sides the same service: any "improved" or "regressed" is a 
 modes turn 10% of the queries from a miss into a hit, redrawn adds 0.10 to every p; the rate of
 "improved" is the power), and a broken candidate that answers nothing for 30% of searches at
 random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.
+`--only sequential` prints the rows of `compare --sequential` instead
+(`scripts/calibrate_sequential.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
 resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=200, help="simulations per scenario")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("aa", "power", "broken"))
+    parser.add_argument("--only", choices=("aa", "power", "broken", "sequential"))
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--mode", choices=MODES, help="only this determinism mode")
     parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
@@ -187,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         "--gate-on, else 100: the headline's tests are exact)",
     )
     args = parser.parse_args(argv)
+    if args.only == "sequential":
+        from calibrate_sequential import main as sequential
+
+        return sequential(args.sims, args.seed, args.jobs)
     resamples = args.resamples or (10_000 if args.gate_on else SETTINGS.resamples)
     settings = CompareSettings(resamples=resamples, gate_on=tuple(args.gate_on))
     todo = [

@@ -343,8 +343,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     grades = _answer_grades(args, plan.gold)
     if plan.config.refs and not args.baseline_url:  # [ref."PATTERN"]: as the two refs make them
         settings = _ref_differences(plan.config, settings, args.baseline, args.candidate)
+    order = _sequential_order(args, plan, settings)
     with signals_unwind():
-        if args.baseline_url:
+        if order is not None:
+            from harness.replay.blocks import run_sequential_pair
+            from harness.verdict.asked import plan_for, stop_rule
+
+            deployed = bool(args.baseline_url)
+            baseline, candidate, _ = run_sequential_pair(
+                plan,
+                args.baseline_url if deployed else args.baseline,
+                args.candidate_url if deployed else args.candidate,
+                repeats=_repeats(args, plan),
+                order=order,
+                block=plan_for(plan.gold, settings).block_size,
+                look=stop_rule(plan.gold, settings, order),
+                latency_budget=_latency_budget(plan),
+                urls=deployed,
+            )
+        elif args.baseline_url:
             baseline, candidate = run_deployed(
                 plan,
                 args.baseline_url,
@@ -363,7 +380,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 reuse=args.reuse_runs,
                 latency_budget=_latency_budget(plan),
             )
-    comparison = _analyse(plan, settings, floors, (baseline, candidate), redact=args.redact)
+    comparison = _analyse(
+        plan, settings, floors, (baseline, candidate), redact=args.redact, order=order
+    )
     comparison = _with_twobytwo(args, plan.gold, comparison, (baseline, candidate), grades)
     _close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
@@ -392,9 +411,11 @@ def _analyse(
     runs: tuple[RefRun, RefRun],
     *,
     redact: bool,
+    order: Sequence[str] | None = None,
 ) -> Comparison:
     """compare's analysis of two runs measured together: scored, tested, checked against the
-    corpus and [gate.floors] (read back from the comparison cache when nothing changed)."""
+    corpus and [gate.floors] (read back from the comparison cache when nothing changed); with
+    `order` (compare --sequential), over the queries asked, by the sequential rule."""
     from dataclasses import replace
 
     from harness.gold.corpus import load_corpus_ids
@@ -407,16 +428,22 @@ def _analyse(
     # The gold set as the repository names it: the checkout's absolute path means nothing in a
     # saved comparison or a pull-request comment.
     gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
-    comparison, cached = cached_compare(
-        plan.results_dir,
-        gold,
-        baseline,
-        candidate,
-        settings,
-        corpus_ids,
-        corpus_hash=plan.corpus_hash,
-        use=not redact,  # an entry holds query texts: none is written under --redact
-    )
+    if order is not None:
+        from harness.verdict.asked import compare_asked
+
+        comparison = compare_asked(gold, baseline, candidate, settings, list(order), corpus_ids)
+        cached = False
+    else:
+        comparison, cached = cached_compare(
+            plan.results_dir,
+            gold,
+            baseline,
+            candidate,
+            settings,
+            corpus_ids,
+            corpus_hash=plan.corpus_hash,
+            use=not redact,  # an entry holds query texts: none is written under --redact
+        )
     if cached:
         print(
             "harness: both runs and every setting as before: the comparison is read back "
@@ -996,6 +1023,34 @@ def _with_floors(
     )
 
 
+def _sequential_order(
+    args: argparse.Namespace, plan: RunPlan, settings: CompareSettings
+) -> tuple[str, ...] | None:
+    """The order the queries are asked in under compare.sequential (--sequential), or None: the
+    fixed design (not sequential, or a run it cannot be: said on stderr)."""
+    if not plan.config.compare.sequential:
+        return None
+    why = (
+        "--concurrency N > 1 sends the queries as a burst"
+        if plan.concurrency > 1
+        else "--ray runs each round on a worker"
+        if plan.ray is not None
+        else "--reuse-runs reuses a stored run of the whole gold set"
+        if getattr(args, "reuse_runs", False)
+        else None
+    )
+    if why is not None:
+        print(
+            f"harness: warning: not sequential: {why}; the whole gold set is asked "
+            "(--no-sequential says so quietly)",
+            file=sys.stderr,
+        )
+        return None
+    from harness.verdict.quality_sequential import query_order
+
+    return query_order([q.id for q in plan.gold.queries], settings.seed)
+
+
 def _repeats(args: argparse.Namespace, plan: RunPlan) -> int:
     return int(args.repeats or plan.config.compare.repeats)
 
@@ -1040,7 +1095,8 @@ def _plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in (
-            "alpha", "min_effect", "latency_tolerance", "latency_budget", "max_errors", "seed"
+            "alpha", "min_effect", "latency_tolerance", "latency_budget", "max_errors", "seed",
+            "sequential",
         )
         if getattr(args, name, None) is not None
     }

@@ -186,6 +186,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _add_ray(p)
     p.add_argument(
+        "--sequential",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ask the queries block by block in a random order (from --seed) and stop as soon "
+        "as the quality headline is decided, by an anytime-valid rule (default "
+        "compare.sequential)",
+    )
+    p.add_argument(
         "--format",
         choices=("text", "markdown", "json", "html"),
         default="text",

@@ -484,6 +484,7 @@ _COMPARE: dict[str, Key] = {
     "latency_budget": Key("budget", _budget),
     "max_errors": Key("int", _at_least(0, MAX_COUNT)),
     "seed": Key("int", _at_least(0, MAX_SEED)),
+    "sequential": Key("bool"),
 }
 
 

@@ -137,6 +137,9 @@ class CompareConfig:
     max_errors: int = 0  # errored queries tolerated before the verdict is "invalid"
     max_unknown_ids: int = 0  # returned ids absent from gold.corpus tolerated, per side
     seed: int = 0  # for bootstrap and randomization tests
+    # Ask the gold set block by block and stop once the headline is decided
+    # (harness.verdict.quality_sequential; compare --sequential / --no-sequential).
+    sequential: bool = False
 
 
 @dataclass(frozen=True)

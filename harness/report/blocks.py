@@ -90,6 +90,8 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
         (f"latency: {c.verdict_latency.value}", c.latency_reason),
     )
     out.append(Block("verdicts", rows=verdicts))
+    if c.sequential is not None:
+        out.append(Block("lines", (f"sequential: {c.sequential.said}",)))
     if c.findings:
         out.append(Block("lines", tuple(f"finding: {f}" for f in c.findings)))
     out += layout.section("Errored answers, by kind", error_lines(c.errors, redact=redact))

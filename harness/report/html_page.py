@@ -170,6 +170,8 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         + _verdict_card("latency", c.verdict_latency, c.latency_reason)
         + "</div>"
     )
+    if c.sequential is not None:
+        body.append(f'<p class="note">sequential: {html.escape(c.sequential.said)}</p>')
     if c.findings:
         body.append(
             '<ul class="findings">'

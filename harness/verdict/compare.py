@@ -94,7 +94,8 @@ from harness.verdict.summary import summarise_run
 __all__ = ["compare", "headline_rows", "rejudge", "summarise_run"]
 
 
-def _decisive(settings: CompareSettings) -> list[str]:
+def decisive_metrics(settings: CompareSettings) -> list[str]:
+    """The headline's rows: hit@k at every cutoff, then every gate_on metric."""
     # Rows are named as settings.specs print; a gate spelled another way (Success@5 for hit@5)
     # is the same metric, so the same row.
     printed = {spec: str(spec) for spec in settings.specs}
@@ -107,7 +108,7 @@ def _delta_metric(settings: CompareSettings) -> str:
     nDCG at its largest cutoff, else the first continuous metric compared, else the headline
     hit@k (see `QueryDeltas`)."""
     kinds = {str(spec): spec.kind for spec in settings.specs}
-    decisive = _decisive(settings)
+    decisive = decisive_metrics(settings)
     continuous = [m for m in decisive if kinds.get(m) is Kind.CONTINUOUS]
     compared = [str(s) for s in settings.specs if s.kind is Kind.CONTINUOUS]
     # nDCG at the largest cutoff first: the figure IR papers lead with (BEIR's nDCG@10).
@@ -124,7 +125,7 @@ def _depth(metric: str) -> int:
 def _family(overall: Scope, settings: CompareSettings) -> Scope:
     """The overall scope with the headline's tests Holm-adjusted across each other: a decisive
     row keeps its call only when its adjusted p < alpha."""
-    decisive = [row for row in map(overall.row, _decisive(settings)) if row is not None]
+    decisive = [row for row in map(overall.row, decisive_metrics(settings)) if row is not None]
     adjusted = {
         row.metric: adj
         for row, adj in zip(decisive, stats.holm([r.p for r in decisive]), strict=True)
@@ -144,7 +145,7 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
 def _headline(
     overall: Scope, settings: CompareSettings, collapses: Sequence[str]
 ) -> tuple[Verdict, str, Power | None]:
-    decisive = _decisive(settings)
+    decisive = decisive_metrics(settings)
     rows = [r for r in map(overall.row, decisive) if r is not None]
     regressed = [r.metric for r in rows if r.verdict is Verdict.REGRESSED]
     improved = [r.metric for r in rows if r.verdict is Verdict.IMPROVED]
@@ -186,7 +187,7 @@ def _collapsed(slices: Sequence[Scope]) -> list[str]:
 
 def headline_rows(comparison: Comparison) -> tuple[MetricRow, ...]:
     """The overall rows that decide the quality verdict: hit@k at every k, every gate_on metric."""
-    rows = map(comparison.overall.row, _decisive(comparison.settings))
+    rows = map(comparison.overall.row, decisive_metrics(comparison.settings))
     return tuple(row for row in rows if row is not None)
 
 
@@ -272,7 +273,7 @@ def compare(
             for k in {s.depth for s in settings.specs if s.kind is Kind.BINARY}
         }
         everything = np.ones(len(ids), dtype=bool)
-        family = len(_decisive(settings))
+        family = len(decisive_metrics(settings))
         overall = scopes.score_scope("overall", base, cand, everything, topk, settings, family)
         overall = _family(overall, settings)
         slice_of = np.array([gold.by_id[qid].slice for qid in ids])

@@ -39,6 +39,7 @@ from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
+from harness.verdict.quality_sequential import Sequential
 from harness.verdict.stats import BinaryTest
 from harness.verdict.twobytwo import TwoByTwoComparison
 
@@ -409,6 +410,8 @@ class Comparison:
     # The retrieval/generation 2x2 of each side and how queries moved (compare --*-answers).
     twobytwo: TwoByTwoComparison | None = None
     query_deltas: QueryDeltas | None = None  # the per-query delta plot's (issue 27)
+    # compare --sequential: the queries asked and the rule's answer (harness.verdict.asked)
+    sequential: Sequential | None = None
 
     @property
     def valid(self) -> bool:

@@ -1,0 +1,270 @@
+"""Quality rounds asked block by block (`compare --sequential`), then latency rounds on the
+queries asked.
+
+    asked = run_blocks(sessions, repeats, order, block, look)   # sessions entered, paired
+
+The R quality rounds' services are booted first and stay up together (2R services: boots
+alternate between the sides round by round, as `runner._paired_round`'s do); then the queries of
+`order` (the compare's seeded random order) go in blocks of `block`: each block to every round in
+turn, each query to both sides of that round back to back (the order within the pair balanced,
+`harness.replay.order`, as in a round of the fixed design), so a block is a set of queries
+answered R times per side, and each round is one boot, as it is without --sequential.  After each
+block `look(asked, answers)` (answers per side, per round: the verdict stage's rule, passed in as
+a callback) says whether to stop; the last block ends the gold set.  Then every service is torn
+down and each round's answers are recorded as that side's Repeat.
+
+Latency rounds past R (`harness.replay.latency_rounds`) replay only the queries asked (never more
+than quality needed), until the latency rule decides or its budget is spent; quality's first look
+waits for `FIRST_LOOK` queries (`harness.verdict.quality_sequential`) so a latency round has
+queries enough to estimate from.  A round stopped because a side failed too many queries in a row
+ends the asking: the run is invalid, as in the fixed design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Sequence
+
+from harness.errors import ServiceError
+from harness.replay import latency_rounds
+from harness.replay.client import READ_BATCH, Channel, Sent, Streak, warm_up
+from harness.replay.order import draw_seed, in_rotation, pair_orders
+from harness.replay.runner import (
+    RefSession,
+    RunPlan,
+    _cut_short,
+    _load,
+    _machine,
+    _prepare_steps,
+    _quiet_exit,
+    _read,
+    _Side,
+    play_round,
+)
+from harness.scrub import safe_url
+from harness.types import Machine, QueryResult, RefRun, RunFailure
+from harness.verdict.latency_rule import LatencyBudget
+
+Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]
+"""look(queries asked, answers[side][round]) -> stop now."""
+
+
+def run_blocks(
+    sessions: Sequence[RefSession],
+    repeats: int,
+    order: Sequence[str],
+    block: int,
+    look: Look,
+    latency_budget: LatencyBudget | None = None,
+) -> int:
+    """The quality rounds block by block, then the latency rounds on the queries asked (with a
+    budget); the number of queries of `order` asked.  `sessions` are entered and paired."""
+    for session in sessions:
+        session.quality_rounds = repeats
+    started = time.monotonic()
+    asked = _quality_rounds(sessions, repeats, order, block, look)
+    keep = set(order[:asked])
+    for session in sessions:  # the latency rounds replay the queries quality asked, no more
+        session._items = [item for item in session._items if item[0] in keep]
+    if latency_budget is None or any(s.stopped for s in sessions):
+        return asked
+    tolerance = sessions[0].plan.config.compare.latency_tolerance
+    per_round = (time.monotonic() - started) / max(repeats, 1)
+    total = latency_rounds.planned_rounds(latency_budget, repeats, per_round)
+    for session in sessions:
+        session.latency_budget = total
+    index = repeats
+    observer = sessions[0].plan.observer
+    while not latency_rounds.settled(sessions, repeats, total, tolerance):
+        if any(session.stopped for session in sessions):
+            break
+        if observer is not None:
+            observer.planned(len(sessions))  # a latency-only round: two more boots
+        play_round(sessions, index, total)
+        index += 1
+    return asked
+
+
+def _boot(side: _Side, stack: contextlib.ExitStack) -> None:
+    session = side.session
+    if not session.bootable:
+        side.failure = session.build_failure
+        return
+    cm = session.boot(side.log_path)
+    side.svc_cm = cm
+    try:
+        svc = cm.__enter__()
+    except ServiceError as exc:
+        side.failure = RunFailure(exc.stage, exc.message, exc.details)
+        return
+    stack.push(_quiet_exit(cm, side))
+    side.timings["boot"] = svc.boot_seconds
+    side.timings.update(_prepare_steps(svc))
+    side.channel = stack.enter_context(
+        Channel(
+            svc.url,
+            session.side.query,
+            session.items(),
+            open_socket=svc.open_socket,
+            requests=session.requests,
+            answers=session.answers,
+        )
+    )
+
+
+def _quality_rounds(
+    sessions: Sequence[RefSession],
+    repeats: int,
+    order: Sequence[str],
+    block: int,
+    look: Look,
+) -> int:
+    plan = sessions[0].plan
+    items = sessions[0].items()
+    text = dict(items)
+    place = {qid: i for i, (qid, _) in enumerate(items)}
+    if sessions[0].order_seed is None:
+        sessions[0].order_seed = draw_seed()
+    seed = sessions[0].order_seed
+    rounds: list[list[_Side]] = []  # per round, the sides in the sessions' order
+    asked = 0
+    machines: list[Machine | None] = [None] * repeats
+    names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
+    # One label for the R rounds' 2R boots and the queries asked of them (harness.cli.progress
+    # counts the boots of a label done when its queries are).
+    label = f"rounds 1-{repeats}, asked block by block: {names}"
+    with contextlib.ExitStack() as stack:
+        for index in range(repeats):
+            boot_order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
+            sides = {id(s): _Side(s, s._log_path(index)) for s in boot_order}
+            for session in boot_order:
+                if plan.progress is not None:
+                    plan.progress(label, 0, len(order), 0, None)  # booting
+                _boot(sides[id(session)], stack)
+            rounds.append([sides[id(s)] for s in sessions])
+        live = [[side for side in r if side.channel is not None] for r in rounds]
+        rotations = [
+            pair_orders(len(items), len(a), seed, i) if a else [] for i, a in enumerate(live)
+        ]
+        for asking in live:
+            for side in asking:
+                assert side.channel is not None
+                warm_up(side.channel, items)
+        if any(side.failure is not None for r in rounds for side in r):
+            live = []  # a boot failed: the run is invalid, asking the others shows nothing
+        streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}
+        clock = [0.0] * repeats
+        loads = [(_load(), time.thread_time_ns()) for _ in range(repeats)]
+        errors = [0] * repeats
+        stopped: list[_Side] = []
+        for start in range(0, len(order), block):
+            chunk = order[start : start + block]
+            if not live:
+                break
+            for index, asking in enumerate(live):
+                if not asking:
+                    continue
+                t0 = time.perf_counter()
+                sent: list[list[tuple[_Side, Sent]]] = []
+                for offset, query_id in enumerate(chunk):
+                    exchanges = []
+                    rotation = rotations[index][place[query_id]]
+                    for position, side in enumerate(in_rotation(asking, rotation)):
+                        assert side.channel is not None
+                        side.positions.append(position)
+                        one = side.channel.send(query_id, text[query_id])
+                        exchanges.append((side, one))
+                        stop = streaks[id(side)].stops(one)
+                        if stop is not None:
+                            who = f"round {index + 1}/{repeats}: {side.session.side_name}"
+                            who += f" {side.session.ref}"
+                            side.failure = side.session.stop(who, stop)
+                            stopped.append(side)
+                    sent.append(exchanges)
+                    if len(sent) == READ_BATCH or offset == len(chunk) - 1 or stopped:
+                        clock[index] += time.perf_counter() - t0
+                        errors[index] = _read(
+                            sent,
+                            start + offset + 1 - len(sent),
+                            len(order),
+                            errors[index],
+                            None,
+                            label,
+                        )
+                        sent.clear()
+                        t0 = time.perf_counter()
+                    if stopped:
+                        break
+                if stopped:
+                    _cut_short([s for r in live for s in r], stopped)
+                    break
+            asked = min(start + block, len(order))
+            if plan.progress is not None and asked < len(order):
+                plan.progress(label, asked, len(order), sum(errors), None)
+            if stopped:
+                break
+            answers = [[r[i].results for r in rounds] for i in range(len(sessions))]
+            if look(asked, answers):
+                break
+        if plan.progress is not None:  # the label's boots are done, however many were asked
+            plan.progress(label, len(order), len(order), sum(errors), None)
+        for index, asking in enumerate(live):
+            if asking:
+                load, cpu = loads[index]
+                machines[index] = _machine(load, cpu, asked * len(asking))
+            for side in asking:
+                side.timings["queries"] = clock[index]
+    for index, sides_of_round in enumerate(rounds):
+        for side in sides_of_round:
+            side.session._record(
+                index,
+                tuple(side.results),
+                side.timings,
+                side.svc_cm,
+                side.log_path,
+                side.failure,
+                machines[index] if side.channel is not None else None,
+                tuple(side.positions),
+            )
+    return asked
+
+
+def run_sequential_pair(
+    plan: RunPlan,
+    baseline: str,
+    candidate: str,
+    *,
+    repeats: int,
+    order: Sequence[str],
+    block: int,
+    look: Look,
+    latency_budget: LatencyBudget | None = None,
+    urls: bool = False,
+) -> tuple[RefRun, RefRun, int]:
+    """Both refs (or, with `urls`, two running deployments) measured together, afresh, block by
+    block (`run_blocks`); the two RefRuns (one pair_id) and the queries asked."""
+    if urls:
+        sessions = [
+            RefSession(plan, "baseline", safe_url(baseline), url=baseline),
+            RefSession(plan, "candidate", safe_url(candidate), url=candidate),
+        ]
+    else:
+        sessions = [
+            RefSession(plan, "baseline", baseline),
+            RefSession(plan, "candidate", candidate),
+        ]
+    with contextlib.ExitStack() as stack:
+        if plan.observer is not None:
+            plan.observer.planned(len(sessions) * repeats)
+        for session in sessions:
+            stack.enter_context(session)
+        pair_id = secrets.token_hex(8)
+        seed = sessions[0].order_seed
+        seed = draw_seed() if seed is None else seed
+        for session in sessions:
+            session.pair_id, session.order_seed = pair_id, seed
+        asked = run_blocks(sessions, repeats, order, block, look, latency_budget)
+        base, cand = (session.finish() for session in sessions)
+    return base, cand, asked

@@ -1,0 +1,134 @@
+"""The compare of a gold set asked block by block (`compare --sequential`): which queries were
+asked, the headline deltas in the order asked, and the Comparison with the sequential rule's
+verdict (`harness.verdict.quality_sequential`).
+
+    look = stop_rule(gold, settings, order)     # the runner's callback: stop after this block?
+    comparison = compare_asked(gold, baseline, candidate, settings, order)
+
+The runner asks the queries of `order` (`quality_sequential.query_order`, from the compare's
+seed) in blocks, each block R times per side, and stops when `look` says the rule decided.  The
+Comparison is then made over the queries asked (slices included, each with its n): the headline
+verdict is the rule's when it decided, else (the gold set used up) the fixed-sample verdict of
+`harness.verdict.compare` at alpha - alpha_s, the error rate the looks did not spend.  An invalid
+run stays invalid.  Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from harness.types import GoldSet, QueryResult, RefRun, Repeat
+from harness.verdict import scopes, validity
+from harness.verdict.compare import compare, decisive_metrics
+from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
+
+
+def plan_for(
+    gold: GoldSet, settings: CompareSettings, *, first: int | None = None
+) -> SequentialPlan:
+    """The rule's design for this gold set and these settings (`first`: the queries before the
+    first look, when something else needs that many, e.g. the latency rounds)."""
+    plan = SequentialPlan(
+        metrics=tuple(decisive_metrics(settings)),
+        total=sum(1 for q in gold.queries if q.answerable) or len(gold),
+        alpha=settings.alpha,
+        min_effect=settings.min_effect,
+    )
+    return plan if first is None else replace(plan, first=max(plan.first, first))
+
+
+def asked_gold(gold: GoldSet, asked: Sequence[str]) -> GoldSet:
+    """The gold set cut to the queries asked (gold order, the same hash: the same gold set)."""
+    keep = set(asked)
+    return replace(gold, queries=tuple(q for q in gold.queries if q.id in keep))
+
+
+def headline_deltas(
+    gold: GoldSet,
+    sides: Sequence[Sequence[Repeat]],
+    order: Sequence[str],
+    settings: CompareSettings,
+) -> dict[str, np.ndarray]:
+    """Per headline metric, candidate - baseline per answerable query (each side's mean over its
+    repeats), in the order asked; queries errored in any repeat of either side left out."""
+    asked = set(order)
+    answers = [validity.by_query(rep) for reps in sides for rep in reps]
+    ok = [
+        qid
+        for qid in order
+        if qid in asked
+        and gold.by_id[qid].answerable
+        and all(qid in a and a[qid].error is None for a in answers)
+    ]
+    metrics = decisive_metrics(settings)
+    if not ok or not all(sides):
+        return {m: np.zeros(0) for m in metrics}
+    base, cand = scopes.score_sides(gold, sides, ok, settings)
+    return {m: cand.matrix(m).mean(axis=0) - base.matrix(m).mean(axis=0) for m in metrics}
+
+
+def stop_rule(
+    gold: GoldSet, settings: CompareSettings, order: Sequence[str], *, first: int | None = None
+) -> Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]:
+    """The runner's look after a block: given the number of queries of `order` asked and each
+    side's answers per round so far, whether the rule has decided."""
+    plan = plan_for(gold, settings, first=first)
+
+    def look(asked: int, answers: Sequence[Sequence[Sequence[QueryResult]]]) -> bool:
+        if asked >= len(order):
+            return True
+        sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in answers]
+        deltas = headline_deltas(gold, sides, order[:asked], settings)
+        # Decided at any look so far: the first deciding look is the one reported.
+        return decide(deltas, plan).verdict is not None
+
+    return look
+
+
+def asked_ids(order: Sequence[str], runs: Sequence[RefRun]) -> list[str]:
+    """The queries of `order` the runs asked: those answered (or errored) in every quality
+    repeat of both sides."""
+    seen: set[str] | None = None
+    for run in runs:
+        for rep in run.repeats:
+            if rep.latency_only or rep.failure is not None:
+                continue
+            ids = {r.query_id for r in rep.results}
+            seen = ids if seen is None else seen & ids
+    return [qid for qid in order if seen is None or qid in seen]
+
+
+def compare_asked(
+    gold: GoldSet,
+    baseline: RefRun,
+    candidate: RefRun,
+    settings: CompareSettings,
+    order: Sequence[str],
+    corpus_ids: frozenset[str] | None = None,
+) -> Comparison:
+    """The Comparison of a sequential compare (see the module docstring)."""
+    plan = plan_for(gold, settings)
+    asked = asked_ids(order, (baseline, candidate))
+    cut = asked_gold(gold, asked)
+    fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
+    usable = [validity.usable(run) for run in (baseline, candidate)]
+    deltas = headline_deltas(cut, usable, asked, settings)
+    result = decide(deltas, plan)
+    n_gold = len(gold)
+    share = 1 - len(asked) / n_gold if n_gold else 0.0
+    said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
+    if result.verdict is None:
+        said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
+    sequential = Sequential(len(asked), n_gold, result, said)
+    out = replace(fixed, sequential=sequential)
+    if not fixed.valid or result.verdict is None:
+        return out
+    bounds = "; ".join(
+        f"{m.metric} {m.delta:+.3f} in [{m.lower:+.3f}, {m.upper:+.3f}]" for m in result.metrics
+    )
+    reason = f"{result.reason} (anytime-valid {result.level:.1%} confidence sequences: {bounds})"
+    return replace(out, verdict_quality=result.verdict, quality_reason=reason)

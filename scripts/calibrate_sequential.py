@@ -1,0 +1,162 @@
+#!/usr/bin/env python
+"""Calibrate `compare --sequential`: false calls under continuous monitoring, power, and the share
+of the gold set asked, by simulation through the project's own decision code.
+
+    python scripts/calibrate.py --only sequential [--sims 2000] [--seed 0] [--jobs 2]
+
+Each simulation draws a gold set and both sides' answers as `scripts/calibrate.py` does (its
+determinism modes: deterministic, redrawn at R = 1, 3, 5), orders the queries as the compare does
+(`quality_sequential.query_order` from the seed), asks them block by block as the runner does
+(`asked.stop_rule`: after each block, stop when the rule decided; else the next block, up to the
+whole gold set: `decide` over the whole order finds the same block end) and takes the
+headline verdict `asked.compare_asked` gives: the rule's when it decided (taken as is, the runs
+being valid), else that of both runs cut to the queries asked, the fixed-sample verdict at the
+alpha the looks left.  Rows: A/A (any improved or regressed is a false call), +10 pp and +20 pp
+hit@10 (the rate of "improved" is the power), and the share of the gold set asked (median and
+largest; never more than the fixed design's 100%).  "continuous" lets mrr@10 and ndcg@10 decide
+too (`--gate-on`), their fixed-sample fallback through resampled tests (2,000 resamples).
+Rates carry Wilson 95% intervals.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import gold_set, hit_probabilities, run, wilson
+
+from harness.types import RefRun, Verdict
+from harness.verdict.asked import compare_asked, headline_deltas, plan_for
+from harness.verdict.comparison import CompareSettings
+from harness.verdict.quality_sequential import decide, default_block, query_order
+
+BINARY = CompareSettings(resamples=100)  # the headline is hit@5 and hit@10: exact tests
+CONTINUOUS = CompareSettings(resamples=2000, gate_on=("mrr@10", "ndcg@10"))
+
+
+@dataclass(frozen=True)
+class Row:
+    effect: float  # hit-rate change of the candidate: 0 (A/A), 0.10, 0.20
+    repeats: int
+    mode: str  # "deterministic" | "redrawn" (calibrate.py's modes)
+    continuous: bool = False
+    queries: int = 300
+
+    @property
+    def label(self) -> str:
+        kind = "continuous" if self.continuous else self.mode
+        return f"{'A/A' if self.effect == 0 else f'+{self.effect * 100:.0f} pp'}", kind
+
+
+def changed(mode: str, p: np.ndarray, effect: float, rng: np.random.Generator) -> np.ndarray:
+    """The same queries with a hit probability `effect` higher on average."""
+    if effect == 0:
+        return p
+    if mode == "redrawn":
+        return np.minimum(p + effect, 1.0)
+    q = p.copy()
+    misses = np.flatnonzero(p == 0)
+    q[rng.choice(misses, size=min(len(misses), round(effect * len(p))), replace=False)] = 1.0
+    return q
+
+
+def _cut(run_: RefRun, asked: set[str]) -> RefRun:
+    reps = tuple(
+        replace(rep, results=tuple(r for r in rep.results if r.query_id in asked))
+        for rep in run_.repeats
+    )
+    return replace(run_, repeats=reps)
+
+
+def simulate(row: Row, seed: int) -> tuple[Verdict, int]:
+    """One compare: its headline verdict and the queries it asked."""
+    settings = replace(CONTINUOUS if row.continuous else BINARY, seed=seed)
+    rng = np.random.default_rng(seed)
+    gold = gold_set(row.queries)
+    p = hit_probabilities(row.mode, row.queries, rng)
+    ranks = rng.integers(1, 11, row.queries)
+    base = run(gold, p, ranks, row.repeats, rng)
+    cand = run(gold, changed(row.mode, p, row.effect, rng), ranks, row.repeats, rng, sha="b")
+    order = query_order([q.id for q in gold.queries], settings.seed)
+    # The runner's look after each block (`asked.stop_rule`) is `decide` over the deltas so far,
+    # and `decide` stops at the first deciding block end: one pass over the whole order finds it.
+    deltas = headline_deltas(gold, [base.repeats, cand.repeats], order, settings)
+    result = decide(deltas, plan_for(gold, settings))
+    asked = result.stopped_at if result.verdict is not None else len(order)
+    if result.verdict is not None:  # what compare_asked gives a valid run the rule decided
+        return result.verdict, asked
+    keep = set(order[:asked])
+    comparison = compare_asked(gold, _cut(base, keep), _cut(cand, keep), settings, order)
+    return comparison.verdict_quality, asked
+
+
+def rate(row: Row, sims: range, seed: int) -> tuple[Row, dict[str, int], list[int]]:
+    counts: dict[str, int] = {}
+    asked = []
+    for s in sims:
+        verdict, n = simulate(row, seed * 1_000_003 + s)
+        counts[verdict.value] = counts.get(verdict.value, 0) + 1
+        asked.append(n)
+    return row, counts, asked
+
+
+CHUNK = 50  # simulations per task: a row's tasks spread over the workers, rows end in order
+
+
+ROWS = (
+    *(Row(0.0, r, "redrawn") for r in (1, 3, 5)),
+    Row(0.0, 1, "redrawn", continuous=True),
+    Row(0.0, 1, "flaky 10%"),
+    Row(0.0, 1, "deterministic"),
+    Row(0.10, 1, "deterministic"),
+    *(Row(0.10, r, "redrawn") for r in (1, 3, 5)),
+    Row(0.20, 1, "deterministic"),
+    *(Row(0.20, r, "redrawn") for r in (1, 3, 5)),
+    Row(0.10, 1, "redrawn", continuous=True),
+)
+
+
+def main(sims: int, seed: int, jobs: int) -> int:
+    print(
+        f"sequential quality rule, {ROWS[0].queries} queries, blocks of "
+        f"{default_block(ROWS[0].queries)}, alpha 0.05 (half on the looks), min effect 0.1"
+    )
+    print(
+        f"{'scenario':<8} {'repeats':>7} {'determinism':<13} {'sims':>5} {'called':>7}  "
+        f"{'95% CI':<15} {'asked (median)':>14} {'asked (max)':>11}  verdicts"
+    )
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        tasks = [
+            [
+                pool.submit(rate, row, range(a, min(a + CHUNK, sims)), seed)
+                for a in range(0, sims, CHUNK)
+            ]
+            for row in ROWS
+        ]
+        for row, parts in zip(ROWS, tasks, strict=True):
+            counts: dict[str, int] = {}
+            asked: list[int] = []
+            for part in parts:
+                _, some, more = part.result()
+                for key, value in some.items():
+                    counts[key] = counts.get(key, 0) + value
+                asked += more
+            name, kind = row.label
+            wanted = ("improved", "regressed") if row.effect == 0 else ("improved",)
+            hits = sum(counts.get(w, 0) for w in wanted)
+            lo, hi = wilson(hits, sims)
+            spread = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            median = float(np.median(asked)) / row.queries
+            most = max(asked) / row.queries
+            print(
+                f"{name:<8} {row.repeats:>7} {kind:<13} {sims:>5} {hits / sims:>7.1%}  "
+                f"[{lo:.1%}, {hi:.1%}]{'':<1} {median:>14.0%} {most:>11.0%}  {spread}",
+                flush=True,
+            )
+    return 0

@@ -1,0 +1,245 @@
+"""The anytime-valid quality rule (harness.verdict.quality_sequential) and the compare of the
+queries asked (harness.verdict.asked)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from harness.report.document import comparison_from_dict, comparison_to_dict
+from harness.report.page import render
+from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.verdict.asked import compare_asked, headline_deltas, plan_for, stop_rule
+from harness.verdict.comparison import CompareSettings
+from harness.verdict.distributions import binomial_cdf
+from harness.verdict.quality_sequential import (
+    FIRST_LOOK,
+    SequentialPlan,
+    decide,
+    mixture_log_e,
+    query_order,
+)
+
+HEADLINE = ("hit@5", "hit@10")
+
+
+def _kt(b: int, c: int) -> float:
+    """log of the Krichevsky-Trofimov e-value on b, c discordant pairs at p = 1/2:
+    2^(b+c) * B(b + 1/2, c + 1/2) / B(1/2, 1/2), with B(1/2, 1/2) = pi."""
+    n = b + c
+    return (
+        n * math.log(2)
+        + math.lgamma(b + 0.5)
+        + math.lgamma(c + 0.5)
+        - math.lgamma(n + 1)
+        - math.log(math.pi)
+    )
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (18, 2), (10, 0), (150, 100), (3, 3)])
+def test_mixture_is_the_discordant_pairs_martingale(b: int, c: int) -> None:
+    # Ties (0) multiply every bet's wealth by 1: only b and c count, in any order.
+    deltas = np.array([-1.0] * b + [0.0] * 7 + [1.0] * c)
+    np.random.default_rng(0).shuffle(deltas)
+    assert mixture_log_e(deltas, [len(deltas)])[0] == pytest.approx(_kt(b, c), abs=1e-9)
+
+
+def test_looks_start_at_the_first_and_end_at_the_gold_set() -> None:
+    plan = SequentialPlan(HEADLINE, total=95, block=10)
+    assert plan.looks(95) == [20, 30, 40, 50, 60, 70, 80, 90, 95]
+    assert plan.looks(15) == []
+    assert SequentialPlan(HEADLINE, total=300).block_size == 10
+    assert SequentialPlan(HEADLINE, total=3000).block_size == 100
+    assert plan.alpha_looks + plan.alpha_fixed == pytest.approx(plan.alpha)
+
+
+def test_order_is_a_seeded_permutation() -> None:
+    ids = [f"q{i}" for i in range(50)]
+    assert sorted(query_order(ids, 3)) == sorted(ids)
+    assert query_order(ids, 3) == query_order(ids, 3)
+    assert query_order(ids, 3) != query_order(ids, 4)
+
+
+def test_a_clear_regression_stops_at_a_block_end() -> None:
+    # 1 in 5 queries lost (b), none gained: the KT e-value passes 2 m / alpha_s = 80 early.
+    deltas = np.zeros(300)
+    deltas[::5] = -1.0
+    result = decide({m: deltas for m in HEADLINE}, SequentialPlan(HEADLINE, total=300))
+    assert result.verdict is Verdict.REGRESSED
+    assert result.stopped_at < 100 and result.stopped_at % 10 == 0
+    assert result.stopped_early
+    assert all(m.p_adjusted < 0.025 and m.delta < 0 for m in result.metrics)
+
+
+def test_identical_sides_are_called_equivalent_inside_the_band() -> None:
+    result = decide({m: np.zeros(300) for m in HEADLINE}, SequentialPlan(HEADLINE, total=300))
+    assert result.verdict is Verdict.NO_DIFFERENCE
+    # Bounds are the first rejected grid points: the sequence lies strictly between them.
+    assert all(-0.1 <= m.lower < 0 < m.upper <= 0.1 for m in result.metrics)
+    # The same deltas with a wider band are decided sooner, a narrower one later or never.
+    wider = SequentialPlan(HEADLINE, 300, min_effect=0.2)
+    wide = decide({m: np.zeros(300) for m in HEADLINE}, wider)
+    assert wide.stopped_at < result.stopped_at
+
+
+def test_improved_waits_while_another_metric_could_hide_a_regression() -> None:
+    up = np.zeros(300)
+    up[::4] = 1.0
+    noisy = np.random.default_rng(1).choice([-1.0, 0.0, 1.0], size=300, p=[0.3, 0.4, 0.3])
+    plan = SequentialPlan(HEADLINE, total=300)
+    alone = decide({"hit@5": up, "hit@10": up}, plan)
+    held = decide({"hit@5": up, "hit@10": noisy}, plan)
+    assert alone.verdict is Verdict.IMPROVED
+    assert held.verdict is not Verdict.IMPROVED or held.metrics[1].lower > -0.1
+    assert held.verdict is None or held.stopped_at > alone.stopped_at
+
+
+def _naive_call(deltas: np.ndarray, looks: list[int], alpha: float) -> bool:
+    """A fixed-sample exact sign test (McNemar on the discordant pairs) repeated at every look:
+    what "look at the p-value after each block" gives."""
+    for n in looks:
+        d = deltas[:n]
+        b, c = int((d < 0).sum()), int((d > 0).sum())
+        if b + c and min(1.0, 2 * binomial_cdf(min(b, c), b + c, 0.5)) < alpha:
+            return True
+    return False
+
+
+def test_false_calls_under_continuous_monitoring_stay_below_alpha() -> None:
+    # A/A: each query is discordant with probability 0.4 (a nondeterministic service, R = 1),
+    # either way alike.  Looked at after every block of 10 from 20 on, 300 queries.
+    rng = np.random.default_rng(20261202)
+    plan = SequentialPlan(("hit@10",), total=300)
+    sims, rule, naive = 300, 0, 0
+    for _ in range(sims):
+        deltas = rng.choice([-1.0, 0.0, 1.0], size=300, p=[0.2, 0.6, 0.2])
+        result = decide({"hit@10": deltas}, plan)
+        rule += result.verdict in (Verdict.IMPROVED, Verdict.REGRESSED)
+        naive += _naive_call(deltas, plan.looks(300), 0.05)
+    # The rule spends alpha_s = 0.025 on its looks; the naive test, at 0.05 per look, calls
+    # about a quarter of these A/As (the peeking problem).
+    assert rule / sims <= 0.025 + 0.02
+    assert naive / sims > 0.10
+
+
+# --------------------------------------------------------------------------- compare_asked
+
+
+def _gold(n: int) -> GoldSet:
+    queries = tuple(
+        GoldQuery(id=f"q{i:03d}", text=f"query {i}", relevant={f"d{i}": 1}, slice=f"s{i % 2}")
+        for i in range(n)
+    )
+    return GoldSet(queries, "simulated", "native", "0" * 64)
+
+
+def _run(gold: GoldSet, asked: list[str], lost: set[str], sha: str) -> RefRun:
+    results = tuple(
+        QueryResult(
+            qid,
+            tuple(f"x{j}" for j in range(10))
+            if qid in lost
+            else (f"d{int(qid[1:])}", *(f"x{j}" for j in range(9))),
+            status=200,
+            latency_ns=1_000_000,
+        )
+        for qid in asked
+    )
+    return RefRun(sha, sha * 40, "c", gold.hash, None, "t", {}, (Repeat(0, results),))
+
+
+def _asked_compare(lost_every: int) -> tuple[GoldSet, list[str], object]:
+    gold = _gold(200)
+    settings = CompareSettings(resamples=200)
+    order = list(query_order([q.id for q in gold.queries], settings.seed))
+    lost = set(order[::lost_every])
+    look = stop_rule(gold, settings, order)
+    block = plan_for(gold, settings).block_size
+    asked = len(order)
+    for end in range(block, len(order) + block, block):
+        end = min(end, len(order))
+        base = [_run(gold, order[:end], set(), "a").repeats[0].results]
+        cand = [_run(gold, order[:end], lost, "b").repeats[0].results]
+        if look(end, [base, cand]):
+            asked = end
+            break
+    baseline = _run(gold, order[:asked], set(), "a")
+    candidate = _run(gold, order[:asked], lost, "b")
+    return gold, order[:asked], compare_asked(gold, baseline, candidate, settings, order)
+
+
+def test_compare_of_the_queries_asked_says_where_it_stopped() -> None:
+    gold, asked, comparison = _asked_compare(lost_every=4)
+    assert len(asked) < len(gold)
+    assert comparison.verdict_quality is Verdict.REGRESSED  # type: ignore[attr-defined]
+    seq = comparison.sequential  # type: ignore[attr-defined]
+    share = 1 - len(asked) / 200
+    line = f"stopped after {len(asked)} of 200 queries ({share:.0%} of the queries not asked)"
+    assert seq.said == line and seq.asked == len(asked) and seq.total == 200
+    # Slices are of the queries asked, with their n.
+    assert sum(s.n for s in comparison.slices) == len(asked)  # type: ignore[attr-defined]
+    for fmt in ("text", "markdown"):
+        assert line in render(comparison, fmt)  # type: ignore[arg-type]
+    document = json.loads(render(comparison, "json"))  # type: ignore[arg-type]
+    assert document["sequential"]["said"] == line
+    assert document["sequential"]["asked"] == len(asked)
+    again = comparison_from_dict(comparison_to_dict(comparison), "test")  # type: ignore[arg-type]
+    assert again == comparison
+
+
+def test_headline_deltas_follow_the_order_asked() -> None:
+    gold = _gold(30)
+    order = list(query_order([q.id for q in gold.queries], 0))
+    lost = {order[0], order[5]}
+    base = _run(gold, order, set(), "a")
+    cand = _run(gold, order, lost, "b")
+    deltas = headline_deltas(gold, [base.repeats, cand.repeats], order, CompareSettings())
+    expected = np.zeros(30)
+    expected[[0, 5]] = -1.0
+    assert deltas["hit@5"].tolist() == expected.tolist()
+
+
+def test_first_look_waits_for_its_queries() -> None:
+    deltas = -np.ones(FIRST_LOOK - 1)
+    result = decide({m: deltas for m in HEADLINE}, SequentialPlan(HEADLINE, total=300))
+    assert result.verdict is None
+
+
+# --------------------------------------------------------------------------- the CLI's choice
+
+
+def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> object:
+    from types import SimpleNamespace
+
+    compare = SimpleNamespace(sequential=sequential)
+    return SimpleNamespace(
+        config=SimpleNamespace(compare=compare), concurrency=concurrency, ray=ray, gold=_gold(40)
+    )
+
+
+def test_the_cli_asks_in_the_seeded_order_or_says_why_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from argparse import Namespace
+
+    from harness.cli.main import _sequential_order
+
+    settings = CompareSettings(seed=7)
+    ids = [q.id for q in _gold(40).queries]
+    args = Namespace(reuse_runs=False)
+    assert _sequential_order(args, _plan(False), settings) is None  # type: ignore[arg-type]
+    order = _sequential_order(args, _plan(True), settings)  # type: ignore[arg-type]
+    assert order == query_order(ids, 7)
+    assert capsys.readouterr().err == ""
+    for plan, why in (
+        (_plan(True, concurrency=4), "--concurrency N > 1"),
+        (_plan(True, ray="auto"), "--ray"),
+    ):
+        assert _sequential_order(args, plan, settings) is None  # type: ignore[arg-type]
+        assert f"not sequential: {why}" in capsys.readouterr().err
+    reuse = Namespace(reuse_runs=True)
+    assert _sequential_order(reuse, _plan(True), settings) is None  # type: ignore[arg-type]
+    assert "--reuse-runs" in capsys.readouterr().err
