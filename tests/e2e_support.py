@@ -35,11 +35,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from harness.boot.ports import lease_port
 
 SERVICE = Path(__file__).resolve().parent / "fixtures" / "e2e_service" / "svc.py"
 GOLD_SIZE = 80
@@ -147,6 +150,24 @@ def config_text(
         f"latency_budget = {max(repeats, 2) if latency_budget is None else latency_budget}",
     ]
     return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def leased_port() -> Iterator[int]:
+    """A port for a server a test starts itself (not through harness), leased the way harness
+    leases each boot's port (harness.boot.ports) until the block ends: no harness boot of any
+    worker is handed it, nor any program binding port 0.  The server binds it beside the
+    lease's socket (SO_REUSEADDR: http.server and uvicorn do).  A port picked by binding port
+    0 and closing is not safe: a harness boot of another worker may lease it in between, the
+    test's server then listens on that boot's port, answers its readiness probe while the
+    boot's own service dies of "Address already in use", and that compare measures a stranger
+    (the failure seen once under load in tests/test_error_advice.py: a crashed round, no
+    "every query failed")."""
+    lease = lease_port(hold=True)
+    try:
+        yield lease.port
+    finally:
+        lease.close()
 
 
 def git(repo: Path, *args: str, home: Path | None = None) -> str:

@@ -119,10 +119,10 @@ def test_a_plain_connect_is_off_the_clock(closing: str, monkeypatch: pytest.Monk
 
 
 def test_a_connect_that_fails_is_the_querys_connection_error() -> None:
-    with socket.socket() as placeholder:  # a port nothing listens on
-        placeholder.bind(("127.0.0.1", 0))
+    with socket.socket() as placeholder:  # bound, never listening: a connect is refused
+        placeholder.bind(("127.0.0.1", 0))  # (closed first, another program could take it)
         port = placeholder.getsockname()[1]
-    with Channel(f"http://127.0.0.1:{port}", replace(QUERY, timeout=2.0)) as channel:
-        result = channel.ask("id0", "q0")
+        with Channel(f"http://127.0.0.1:{port}", replace(QUERY, timeout=2.0)) as channel:
+            result = channel.ask("id0", "q0")
     assert result.error is ErrorKind.CONNECTION
     assert result.detail is not None and "ConnectionRefusedError" in result.detail

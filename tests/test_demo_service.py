@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from e2e_support import leased_port
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -439,13 +439,6 @@ def test_no_user_text_is_read_as_fts_syntax(tiny_index: svc.Index, text: str) ->
 # --------------------------------------------------------------------------- the service, booted
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -456,24 +449,23 @@ def _group_alive(pgid: int) -> bool:
 
 @contextmanager
 def _booted(script: Path, data: Path, log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = _free_port()
-    with log.open("wb") as sink:
+    with leased_port() as port, log.open("wb") as sink:  # e2e_support: a leased port
         proc = subprocess.Popen(
             [sys.executable, str(script), "--port", str(port), "--data", str(data)],
             stdout=sink,
             stderr=sink,
             start_new_session=True,
         )
-    try:
-        yield proc, f"http://127.0.0.1:{port}"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        try:
+            yield proc, f"http://127.0.0.1:{port}"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
 
 
 def _wait_ready(client: httpx.Client, proc: subprocess.Popen[bytes], log: Path) -> None:

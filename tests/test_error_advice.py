@@ -174,8 +174,9 @@ def test_a_service_refusing_every_json_body_explains_itself_and_redact_hides_the
     shown = sandbox.harness(
         "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1", config=config
     )
-    assert shown.returncode == 3, shown.stderr
-    assert "every query failed" in shown.stdout
+    said = shown.stdout + shown.stderr  # what a failure shows: why, when it is not this
+    assert shown.returncode == 3, said
+    assert "every query failed" in shown.stdout, said
     assert "HTTP 422: the body's shape is not what the endpoint takes" in shown.stdout
     assert "Field required SECRET" in shown.stdout  # the sample body, clipped
     assert "raise compare.max_errors" not in shown.stdout

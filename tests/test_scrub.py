@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import SERVICE, Sandbox, build_sandbox, config_text
+from e2e_support import SERVICE, Sandbox, build_sandbox, config_text, leased_port
 
 from harness.config import QueryConfig
 from harness.replay.request import encode_request, make_request
@@ -118,12 +118,6 @@ def test_a_secret_across_any_chunk_boundary_is_scrubbed(chunk: int) -> None:
 # --------------------------------------------------------------------------- URL mode
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[tuple[Sandbox, int, Path]]:
     """The fixture service on 127.0.0.1, started here (not by harness), answering only requests
@@ -133,26 +127,27 @@ def deployment(tmp_path: Path) -> Iterator[tuple[Sandbox, int, Path]]:
     tree.mkdir()
     shutil.copy(SERVICE, tree / "svc.py")
     (tree / "behaviour.json").write_text(json.dumps({"basic_auth": f"{USER}:{PASSWORD}"}))
-    port, log = _free_port(), tmp_path / "authorized.log"
-    proc = subprocess.Popen(
-        [sys.executable, "svc.py", "--port", str(port), "--data", str(sandbox.repo / "data")],
-        cwd=tree,
-        env={"PATH": "/usr/bin:/bin", "E2E_AUTH_LOG": str(log)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield sandbox, port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    log = tmp_path / "authorized.log"
+    with leased_port() as port:  # e2e_support: no harness boot is handed it meanwhile
+        proc = subprocess.Popen(
+            [sys.executable, "svc.py", "--port", str(port), "--data", str(sandbox.repo / "data")],
+            cwd=tree,
+            env={"PATH": "/usr/bin:/bin", "E2E_AUTH_LOG": str(log)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            yield sandbox, port, log
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 @pytest.mark.slow
