@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from doc_pages import marked
-from e2e_support import Sandbox, git
+from e2e_support import Sandbox, git, leased_port
 
 pytest.importorskip("fastapi", reason="the recipe services are FastAPI apps (test extra)")
 pytest.importorskip("uvicorn", reason="the recipe services run under uvicorn (test extra)")
@@ -97,7 +97,9 @@ def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
 def _compare(
     sandbox: Sandbox, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return sandbox.harness("compare", "--repeats", "2", *extra, env=env)
+    # Two rounds and one look: these tests are about quality (the `worse` branch regressed);
+    # without the budget, latency rounds would go on to compare.latency_budget's 15.
+    return sandbox.harness("compare", "--repeats", "2", "--latency-budget", "2", *extra, env=env)
 
 
 def _regressed(done: subprocess.CompletedProcess[str]) -> None:
@@ -142,16 +144,11 @@ def test_form_fts5_without_the_rewrite_fails_and_says_why(tmp_path: Path) -> Non
     config.write_text(text.replace('"gold/', f'"{sandbox.repo}/gold/').replace(
         '"data/corpus', f'"{sandbox.repo}/data/corpus'))
     done = sandbox.harness(
-        "compare", "--repeats", "1", "--baseline", "main", "--candidate", "worse", config=config
-    )
+        "compare", "--repeats", "1", "--latency-budget", "2", "--baseline", "main",
+        "--candidate", "worse", config=config,
+    )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert "HTTP 500" in done.stdout + done.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _deploy(
@@ -159,41 +156,42 @@ def _deploy(
 ) -> Iterator[tuple[str, str]]:
     """Two running deployments of the recipe service, started here, not by harness: the
     baseline from main, the candidate from the `worse` branch's tree; over TLS with `tls`
-    (certificate, key)."""
+    (certificate, key). Each listens on a leased port (e2e_support.leased_port) until it is gone."""
     procs: list[subprocess.Popen[bytes]] = []
     urls = []
     scheme = "https" if tls else "http"
     extra = ["--ssl-certfile", str(tls[0]), "--ssl-keyfile", str(tls[1])] if tls else []
-    try:
-        for branch in ("main", "worse"):
-            tree = sandbox.root / f"deploy-{branch}"
-            shutil.copytree(sandbox.repo, tree, ignore=shutil.ignore_patterns(".git"))
-            if branch == "worse":
-                (tree / "worse").write_text("as on the worse branch\n")
-            port = _free_port()
-            env = {"PATH": "/usr/bin:/bin", "CORPUS": str(tree / "data" / "corpus.jsonl")}
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), *extra],
-                    cwd=tree,
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+    with ExitStack() as leases:
+        try:
+            for branch in ("main", "worse"):
+                tree = sandbox.root / f"deploy-{branch}"
+                shutil.copytree(sandbox.repo, tree, ignore=shutil.ignore_patterns(".git"))
+                if branch == "worse":
+                    (tree / "worse").write_text("as on the worse branch\n")
+                port = leases.enter_context(leased_port())
+                env = {"PATH": "/usr/bin:/bin", "CORPUS": str(tree / "data" / "corpus.jsonl")}
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), *extra],
+                        cwd=tree,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
                 )
-            )
-            urls.append(f"{scheme}://127.0.0.1:{port}")
-        for url in urls:
-            _wait(url + "/health")
-        yield urls[0], urls[1]
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                urls.append(f"{scheme}://127.0.0.1:{port}")
+            for url in urls:
+                _wait(url + "/health")
+            yield urls[0], urls[1]
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 @pytest.fixture
@@ -299,7 +297,6 @@ def test_a_deployment_that_is_not_there_is_invalid(
     deployments: tuple[Sandbox, str, str],
 ) -> None:
     sandbox, baseline, _ = deployments
-    gone = f"http://127.0.0.1:{_free_port()}"
     # Waiting for it is right (a deployment may be restarting), but not for the default 60 s.
     config = sandbox.root / "impatient.toml"
     text = (sandbox.repo / "harness.toml").read_text()
@@ -308,10 +305,12 @@ def test_a_deployment_that_is_not_there_is_invalid(
         .replace('"gold/', f'"{sandbox.repo}/gold/')
         .replace('"data/corpus', f'"{sandbox.repo}/data/corpus')
     )
-    done = sandbox.harness(
-        "compare", "--repeats", "1", "--baseline-url", baseline, "--candidate-url", gone,
-        config=config, env={},
-    )  # fmt: skip
+    with leased_port() as port:  # held, never listening: nothing answers there meanwhile
+        gone = f"http://127.0.0.1:{port}"
+        done = sandbox.harness(
+            "compare", "--repeats", "1", "--baseline-url", baseline, "--candidate-url", gone,
+            config=config, env={},
+        )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert gone in done.stdout + done.stderr
 
