@@ -99,7 +99,7 @@ def test_compare_across_refs_whose_api_moved(box: Box) -> None:
     # latency may really differ, and latency is not what this test is about.
     done = box.harness(
         "compare", "--baseline", "v1.0", "--candidate", "main", "--repeats", "2", "--format",
-        "json", "--latency-tolerance", "0.9",
+        "json", "--latency-tolerance", "0.9", "--latency-budget", "2",
     )  # fmt: skip
     _ok(done)
     report = json.loads(done.stdout)
