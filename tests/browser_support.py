@@ -2,16 +2,22 @@
 
 Never downloads a browser: Playwright launches the system's Chromium by its path, headless, with
 no sandbox (CI runs as root), no GPU and none of Chromium's background traffic.  A test that
-needs it asks for `browser_or_skip()`, which skips with the reason when Chromium or Playwright is
+needs it asks for the `chromium` fixture, which skips with the reason when Chromium or Playwright is
 absent (.ci/run installs Chromium with apt-get, non-fatally).
 
-    seen = open_page(path, drawn=JS, screenshot=out.png)
+    seen = open_page(chromium, path, drawn=JS, screenshot=out.png)   # chromium: the fixture
     seen.console_errors, seen.page_errors, seen.requests, seen.text, seen.evaluated["drawn"]
+
+One browser serves every test of a test process (the session fixture `chromium` in conftest.py,
+`launched` here); each page opens in a context of its own, closed after it (its own cookies,
+storage and cache), so a page sees nothing another left.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +69,21 @@ class Seen:
     evaluated: dict[str, Any] = field(default_factory=dict)  # drawn, script, colours
 
 
+@contextmanager
+def launched() -> Iterator[Any]:
+    """Chromium, headless, driven by Playwright, until the block ends; skips without either."""
+    executable = chromium_or_skip()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(executable), args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def open_page(
+    browser: Any,
     path: Path,
     *,
     drawn: str,
@@ -71,37 +91,35 @@ def open_page(
     script: str | None = None,
     width: int = 1280,
 ) -> Seen:
-    """Load `path` headless, wait for the plots to draw, evaluate `drawn` (what is on the page)
-    and then `script` (an interaction), take a full-page screenshot and count its colours; close
-    the browser.  Values land in `evaluated["drawn"]`, `["script"]` and `["colours"]`."""
-    executable = chromium_or_skip()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    """Load `path` headless in a new context of `browser`, wait for the plots to draw, evaluate
+    `drawn` (what is on the page) and then `script` (an interaction), take a full-page
+    screenshot and count its colours; close the context.  Values land in
+    `evaluated["drawn"]`, `["script"]` and `["colours"]`."""
     seen = Seen()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(executable), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            page.on("console", lambda m: m.type == "error" and seen.console_errors.append(m.text))
-            page.on("pageerror", lambda e: seen.page_errors.append(str(e)))
-            page.on("request", lambda r: seen.requests.append(r.url))
-            page.goto(path.resolve().as_uri(), wait_until="load")
-            # Plotly draws on load; a drawn figure has its main SVG.
-            page.wait_for_function(
-                "Array.from(document.querySelectorAll('div.plot')).every("
-                "d => d.querySelector('.plot-container svg.main-svg'))",
-                timeout=60_000,
-            )
-            seen.evaluated["drawn"] = page.evaluate(drawn)
-            seen.text = page.inner_text("body")
-            if script is not None:
-                seen.evaluated["script"] = page.evaluate(script)
-            shot = page.screenshot(full_page=True)
-            seen.screenshot = shot
-            seen.evaluated["colours"] = colours_of(browser, shot)
-            if screenshot is not None:
-                screenshot.write_bytes(shot)
-        finally:
-            browser.close()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and seen.console_errors.append(m.text))
+        page.on("pageerror", lambda e: seen.page_errors.append(str(e)))
+        page.on("request", lambda r: seen.requests.append(r.url))
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        # Plotly draws on load; a drawn figure has its main SVG.
+        page.wait_for_function(
+            "Array.from(document.querySelectorAll('div.plot')).every("
+            "d => d.querySelector('.plot-container svg.main-svg'))",
+            timeout=60_000,
+        )
+        seen.evaluated["drawn"] = page.evaluate(drawn)
+        seen.text = page.inner_text("body")
+        if script is not None:
+            seen.evaluated["script"] = page.evaluate(script)
+        shot = page.screenshot(full_page=True)
+        seen.screenshot = shot
+        seen.evaluated["colours"] = colours_of(context, shot)
+        if screenshot is not None:
+            screenshot.write_bytes(shot)
+    finally:
+        context.close()
     return seen
 
 
@@ -121,12 +139,12 @@ async (src) => {
 """
 
 
-def colours_of(browser: Any, png: bytes) -> dict[str, int]:
-    """Distinct colours (every 5th pixel) of a PNG, decoded by the browser itself: no imaging
-    library needed."""
+def colours_of(context: Any, png: bytes) -> dict[str, int]:
+    """Distinct colours (every 5th pixel) of a PNG, decoded by the browser itself (a new page of
+    the browser `context`): no imaging library needed."""
     import base64
 
-    page = browser.new_page()
+    page = context.new_page()
     try:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         result: dict[str, int] = page.evaluate(COUNT_COLOURS, src)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -26,3 +28,13 @@ def shared_collection(name: str) -> Path:
             f"public collection {name!r} not found at {path} (a fresh clone has no ../shared)"
         )
     return path
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium per test process (tests/browser_support.py), launched when a test
+    first asks for it; skips, saying why, without Chromium or Playwright."""
+    from browser_support import launched
+
+    with launched() as browser:
+        yield browser

@@ -14,9 +14,10 @@ own report.html is checked the same way in tests/test_demo_cli.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from browser_support import BOXES, DRAWN, check_page, chromium_or_skip, clashes, open_page
+from browser_support import BOXES, DRAWN, check_page, clashes, open_page
 from cli_support import run_cli
 from compare_support import make_gold, make_run, ranks, scored, with_every_section
 from history_support import forked, measured
@@ -45,16 +46,15 @@ async () => {
 """
 
 
-@pytest.fixture(autouse=True)
-def _chromium() -> None:
-    chromium_or_skip()
+pytestmark = pytest.mark.slow  # a real browser: the inner loop (-m "not slow") leaves it out
 
 
-def test_the_comparison_page_renders_every_plot(tmp_path: Path) -> None:
+def test_the_comparison_page_renders_every_plot(chromium: Any, tmp_path: Path) -> None:
     comparison = scored()[0]
     path = tmp_path / "report.html"
     path.write_text(render(comparison, "html"), encoding="utf-8")
     seen = open_page(
+        chromium,
         path, script=SORT_IMPACT, drawn=DRAWN, screenshot=tmp_path / "report.png"
     )
     check_page(seen, path, PLOTS)
@@ -69,7 +69,7 @@ def test_the_comparison_page_renders_every_plot(tmp_path: Path) -> None:
     assert sorted_["byQueryDesc"] == sorted(sorted_["before"], reverse=True)
 
 
-def test_the_history_page_renders_its_graph(tmp_path: Path) -> None:
+def test_the_history_page_renders_its_graph(chromium: Any, tmp_path: Path) -> None:
     data = measured(tmp_path)
     path = tmp_path / "history.html"
     done = run_cli(
@@ -88,14 +88,16 @@ def test_the_history_page_renders_its_graph(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    seen = open_page(path, drawn=DRAWN, screenshot=tmp_path / "history.png")
+    seen = open_page(chromium, path, drawn=DRAWN, screenshot=tmp_path / "history.png")
     check_page(seen, path, ["history"], bundle=tmp_path / plotly_file())
     assert "harness history: 3 commits" in seen.text
     for sha in data.shas:
         assert sha[:8] in seen.text
 
 
-def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(tmp_path: Path) -> None:
+def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(
+    chromium: Any, tmp_path: Path
+) -> None:
     c, base, cand = scored()
     results = tmp_path / "results"
     saved = save_comparison(results, with_every_section(c), (base, cand))
@@ -106,7 +108,8 @@ def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(tmp_path: Pa
     assert [p.name for p in results.glob("plotly-*.js")] == [bundle.name]
     assert len(page.read_bytes()) <= 1 * MiB and len((again / HTML_FILE).read_bytes()) <= 1 * MiB
     assert bundle.stat().st_size > 3 * MiB
-    seen = open_page(page, drawn=DRAWN, script=BOXES, screenshot=tmp_path / "saved.png")
+    shot = tmp_path / "saved.png"
+    seen = open_page(chromium, page, drawn=DRAWN, script=BOXES, screenshot=shot)
     check_page(seen, page, PLOTS, bundle=bundle)
     assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
     boxes = {plot["name"]: plot for plot in seen.evaluated["script"]}
@@ -123,7 +126,7 @@ def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(tmp_path: Pa
     assert text.count("Errored answers, by kind") == 1  # not again under "The numbers"
 
 
-def test_one_slice_draws_no_duplicate_rows(tmp_path: Path) -> None:
+def test_one_slice_draws_no_duplicate_rows(chromium: Any, tmp_path: Path) -> None:
     from dataclasses import replace
 
     from harness.verdict.compare import compare
@@ -137,14 +140,14 @@ def test_one_slice_draws_no_duplicate_rows(tmp_path: Path) -> None:
     )  # fmt: skip
     path = tmp_path / "report.html"
     path.write_text(render(c, "html"), encoding="utf-8")
-    seen = open_page(path, drawn=DRAWN, script=BOXES)
+    seen = open_page(chromium, path, drawn=DRAWN, script=BOXES)
     boxes = {plot["name"]: plot for plot in seen.evaluated["script"]}
     labels = {t["text"] for t in boxes["quality"]["ticks"] if "(n=" in t["text"]}
     assert labels == {"all (n=80)"}
     assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
 
 
-def test_a_page_written_elsewhere_brings_its_bundle(tmp_path: Path) -> None:
+def test_a_page_written_elsewhere_brings_its_bundle(chromium: Any, tmp_path: Path) -> None:
     c, base, cand = scored()
     saved = save_comparison(tmp_path / "results", c, (base, cand))
     elsewhere = tmp_path / "review" / "page.html"
@@ -155,31 +158,28 @@ def test_a_page_written_elsewhere_brings_its_bundle(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr  # regressed; the page is written all the same
     bundle = elsewhere.parent / plotly_file()
     assert bundle.is_file() and len(elsewhere.read_bytes()) <= 1 * MiB
-    seen = open_page(elsewhere, drawn=DRAWN)
+    seen = open_page(chromium, elsewhere, drawn=DRAWN)
     check_page(seen, elsewhere, PLOTS, bundle=bundle)
 
 
-def test_a_page_copied_without_its_bundle_says_what_is_missing(tmp_path: Path) -> None:
+def test_a_page_copied_without_its_bundle_says_what_is_missing(
+    chromium: Any, tmp_path: Path
+) -> None:
     c, base, cand = scored()
     saved = save_comparison(tmp_path / "results", c, (base, cand))
     alone = tmp_path / "alone.html"
     alone.write_bytes((saved / HTML_FILE).read_bytes())
-    executable = chromium_or_skip()
-    from browser_support import LAUNCH_ARGS
-
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(executable), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(alone.resolve().as_uri(), wait_until="load")
-            note = page.inner_text("p.missing-plotly")
-        finally:
-            browser.close()
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(alone.resolve().as_uri(), wait_until="load")
+        note = page.inner_text("p.missing-plotly")
+    finally:
+        context.close()
     assert f"../{plotly_file()}" in note and "--format html > page.html" in note
 
 
-def test_the_history_page_draws_siblings_as_a_fork(tmp_path: Path) -> None:
+def test_the_history_page_draws_siblings_as_a_fork(chromium: Any, tmp_path: Path) -> None:
     data = forked(tmp_path)
     path = tmp_path / "history.html"
     done = run_cli(
@@ -187,7 +187,8 @@ def test_the_history_page_draws_siblings_as_a_fork(tmp_path: Path) -> None:
         "--repo", data.repo, "--format", "html", "--output", path, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    seen = open_page(path, drawn=DRAWN, script=BOXES, screenshot=tmp_path / "history.png")
+    shot = tmp_path / "history.png"
+    seen = open_page(chromium, path, drawn=DRAWN, script=BOXES, screenshot=shot)
     check_page(seen, path, ["history"], bundle=tmp_path / plotly_file())
     assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
     assert "commit graph (a row per line of descent)" in seen.text

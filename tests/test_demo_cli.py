@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,6 +25,8 @@ VERDICTS = (
 )
 
 
+# The whole demo, as a newcomer runs it (5 rounds, and latency rounds up to its budget): the
+# tests that read it are end to end, marked slow.
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     home = tmp_path_factory.mktemp("demo-user")
@@ -33,6 +36,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     return home, done
 
 
+@pytest.mark.slow
 def test_exit_status_is_the_verdicts(demo: Demo) -> None:
     home, done = demo
     saved = list((home / "results").glob("*_*_*/comparison.json"))
@@ -44,6 +48,7 @@ def test_exit_status_is_the_verdicts(demo: Demo) -> None:
     assert done.returncode == expected, done.stderr
 
 
+@pytest.mark.slow
 def test_report_has_verdicts_slices_and_flips(demo: Demo) -> None:
     _, done = demo
     out = done.stdout
@@ -58,6 +63,7 @@ def test_report_has_verdicts_slices_and_flips(demo: Demo) -> None:
     assert "minimum detectable effect of the headline: " in out
 
 
+@pytest.mark.slow
 def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
     home, done = demo
     err = done.stderr
@@ -70,17 +76,19 @@ def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
     )
 
 
-def test_the_demos_report_html_in_a_real_browser(demo: Demo, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_the_demos_report_html_in_a_real_browser(
+    demo: Demo, chromium: Any, tmp_path: Path
+) -> None:
     """The demo's own report.html, in Chromium (tests/test_browser.py's checks)."""
-    from browser_support import DRAWN, check_page, chromium_or_skip, open_page
+    from browser_support import DRAWN, check_page, open_page
 
-    chromium_or_skip()
     home, _ = demo
     (page,) = home.glob("results/*_*_*/report.html")
     assert page.stat().st_size <= 1024 * 1024  # plotly.js is beside it, once per results folder
     from harness.report.figures import plotly_file
 
-    seen = open_page(page, drawn=DRAWN, screenshot=tmp_path / "demo-report.png")
+    seen = open_page(chromium, page, drawn=DRAWN, screenshot=tmp_path / "demo-report.png")
     plots = ["quality", "deltas", "latency", "scores", "repeats"]
     check_page(seen, page, plots, bundle=page.parent.parent / plotly_file())
     verdict = json.loads((page.parent / "comparison.json").read_text())["verdict"]
@@ -90,6 +98,7 @@ def test_the_demos_report_html_in_a_real_browser(demo: Demo, tmp_path: Path) -> 
         assert f"Slice {name} (n=" in seen.text
 
 
+@pytest.mark.slow
 def test_nothing_is_left_behind(demo: Demo) -> None:
     home, _ = demo
     assert list((home / "tmp").iterdir()) == []  # the throwaway repository is gone
@@ -127,6 +136,7 @@ def test_python_m_harness_demo_generate_runs_without_a_warning(tmp_path: Path) -
     assert (tmp_path / "out" / "gold.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -> None:
     # scripts/readme_excerpt.py made the excerpt from a real run; the quality lines must stay
     # true (the demo is deterministic), while latency figures move with the machine.
