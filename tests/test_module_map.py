@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
+import pytest
 from purity import imported_names, loaded_by
 
 import harness
@@ -38,7 +39,8 @@ def test_every_harness_import_in_the_project_resolves() -> None:
     assert missing == []
 
 
-def test_no_import_order_hits_a_cycle() -> None:
+@pytest.mark.slow  # 165 fresh imports of harness (~10 s of CPU); test_architecture's static
+def test_no_import_order_hits_a_cycle() -> None:  # cycle checks run in the inner loop
     # Each module imported first into an interpreter that forgot every harness module: a cycle
     # shows as an ImportError (a partly initialised module) for some first module.
     stages = {"harness.cli.main", "harness.verdict.compare", "harness.score.evaluation"}
