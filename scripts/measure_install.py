@@ -4,6 +4,9 @@
     scripts/measure_install.py                      # install time, site-packages size, demo
     scripts/measure_install.py --extras all         # the same with `pip install '.[all]'`
     scripts/measure_install.py --tests              # and the two test commands' wall times
+    scripts/measure_install.py --only-tests         # the test timings alone (no clone, no install)
+    scripts/measure_install.py --only-tests --slowest 15   # and the 15 costliest test files
+    scripts/measure_install.py --only-tests inner   # the inner loop alone
 
 Prints, one line each: the load average (1 min) before and after, the wall time of
 `pip install .` (pip's cache off by default: a first install), the size of the fresh venv's
@@ -11,7 +14,10 @@ site-packages (MB, 10^6 bytes, every file counted once), the README's length in 
 and whether `compare --demo` runs from that venv (its exit status and wall time). With
 --tests, the wall time of `pytest` (the default: `-n auto`) and of the inner loop
 `pytest -m "not slow"`, both run in this checkout with --python (default: this interpreter,
-which needs the test extra installed).
+which needs the test extra installed). --only-tests skips the clone, the install and the demo
+(`--only-tests inner`: the inner loop alone);
+--slowest N adds, per test command, the N test files with the most test time (setup, call and
+teardown summed over a file's tests, from pytest's JUnit XML: the time a worker spends on it).
 
 Targets (issue 26): site-packages <= 450 MB, install <= 45 s at light load, the demo runs;
 `pytest` <= 5 min and `pytest -m "not slow"` <= 90 s at light load. The machine's load is
@@ -27,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +76,44 @@ def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "NOT met"
 
 
+def file_seconds(junit: Path) -> Counter[str]:
+    """Seconds of test time per test file, from pytest's JUnit XML (classname tests.test_x)."""
+    seconds: Counter[str] = Counter()
+    for case in ET.parse(junit).iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        while parts and parts[-1][:1].isupper():  # a test class: its file is the module
+            parts.pop()
+        name = "/".join(parts) + ".py" if parts else "?"
+        seconds[name] += float(case.get("time", "0"))
+    return seconds
+
+
+def time_tests(python: str, slowest: int, work: Path, which: str = "both") -> bool:
+    """Time `pytest` (unless `which` is "inner") and `pytest -m "not slow"` in this checkout;
+    True when one failed."""
+    failed = False
+    for label, extra, limit in (
+        ("pytest", [], TARGETS["suite_s"]),
+        ('pytest -m "not slow"', ["-m", "not slow"], TARGETS["inner_s"]),
+    ):
+        if which == "inner" and not extra:
+            continue
+        junit = work / f"junit-{len(extra)}.xml"
+        before = load()
+        cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+        status, seconds, output = timed([*cmd, *extra], cwd=ROOT)
+        tail = output.strip().splitlines()[-1:] or [""]
+        print(
+            f"{label}: {seconds:.0f} s, exit {status} (load {before} -> {load()}; "
+            f"target <= {limit:.0f} s at light load): {tail[0]}"
+        )
+        if slowest and junit.is_file():
+            for name, spent in file_seconds(junit).most_common(slowest):
+                print(f"  {spent:7.1f} s  {name}")
+        failed = failed or status != 0
+    return failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--extras", default="", help="install '.[EXTRAS]' (e.g. arrow or all)")
@@ -78,12 +124,28 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--tests", action="store_true", help="also time pytest and the inner loop")
     parser.add_argument(
+        "--only-tests",
+        nargs="?",
+        const="both",
+        choices=["both", "inner"],
+        help="time the two test commands (or the inner loop alone), nothing else",
+    )
+    parser.add_argument(
+        "--slowest",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with the test timings: N costliest files",
+    )
+    parser.add_argument(
         "--python", default=sys.executable, help="the interpreter --tests runs pytest with"
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="harness-install-"))
     failed = False
     try:
+        if args.only_tests:
+            return 1 if time_tests(args.python, args.slowest, work, args.only_tests) else 0
         clone = clean_clone(args.source, work / "clone")
         venv = work / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -122,19 +184,7 @@ def main() -> int:
             failed = True
             print(output[-2000:], file=sys.stderr)
         if args.tests:
-            for label, extra, limit in (
-                ("pytest", [], TARGETS["suite_s"]),
-                ('pytest -m "not slow"', ["-m", "not slow"], TARGETS["inner_s"]),
-            ):
-                before = load()
-                cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
-                status, seconds, output = timed(cmd, cwd=ROOT)
-                tail = output.strip().splitlines()[-1:] or [""]
-                print(
-                    f"{label}: {seconds:.0f} s, exit {status} (load {before} -> {load()}; "
-                    f"target <= {limit:.0f} s at light load): {tail[0]}"
-                )
-                failed = failed or status != 0
+            failed = time_tests(args.python, args.slowest, work) or failed
     finally:
         if args.keep:
             print(f"kept: {work}")
