@@ -31,18 +31,9 @@ from harness.errors import ServiceError
 from harness.replay import latency_rounds
 from harness.replay.client import READ_BATCH, Channel, Sent, Streak, warm_up
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.runner import (
-    RefSession,
-    RunPlan,
-    _cut_short,
-    _load,
-    _machine,
-    _prepare_steps,
-    _quiet_exit,
-    _read,
-    _Side,
-    play_round,
-)
+from harness.replay.pairs import _cut_short, _quiet_exit, _read, _Side
+from harness.replay.runner import play_round
+from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
 from harness.scrub import safe_url
 from harness.types import Machine, QueryResult, RefRun, RunFailure
 from harness.verdict.latency_rule import LatencyBudget
