@@ -205,6 +205,7 @@ def test_advice_grows_with_the_spread_and_is_none_on_the_edge() -> None:
     [
         ("12", LatencyBudget(rounds=12)),
         (12, LatencyBudget(rounds=12)),
+        ("1", LatencyBudget(rounds=1)),  # with --repeats 1: exactly one round
         ("5m", LatencyBudget(seconds=300.0)),
         ("300s", LatencyBudget(seconds=300.0)),
         ("1.5h", LatencyBudget(seconds=5400.0)),
@@ -214,7 +215,7 @@ def test_budgets_parse(text: str | int, budget: LatencyBudget) -> None:
     assert parse_budget(text) == budget
 
 
-@pytest.mark.parametrize("text", ["0", "1", "101", "abc", "5x", "-3m", "m", "", "0s", "infs"])
+@pytest.mark.parametrize("text", ["0", "101", "abc", "5x", "-3m", "m", "", "0s", "infs"])
 def test_bad_budgets_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match="round count"):
         parse_budget(text)
@@ -234,6 +235,7 @@ def test_a_time_budget_becomes_rounds_from_the_first_round() -> None:
 class _Compare:
     latency_tolerance: float = 0.10
     seed: int = 0
+    max_errors: int = 0
 
 
 @dataclass(frozen=True)
@@ -288,16 +290,29 @@ def _fake_rounds(effect: float, seed: int) -> Iterator[tuple[np.ndarray, np.ndar
 
 
 def _run(
-    monkeypatch: pytest.MonkeyPatch, effect: float, budget: str, repeats: int = 3
+    monkeypatch: pytest.MonkeyPatch,
+    effect: float,
+    budget: str,
+    repeats: int = 3,
+    errored: int = 0,
 ) -> tuple[RefRun, RefRun]:
+    """run_interleaved's sequential loop over fake rounds; the first `errored` queries of the
+    candidate's every round answer HTTP 500."""
     from harness.replay import runner
+    from harness.types import ErrorKind
 
     draws = _fake_rounds(effect, seed=11)
 
     def play_round(sessions: list[_Session], index: int, total: int) -> None:
         b, c = next(draws)
         for session, ms in zip(sessions, (b, c), strict=True):
-            results = tuple(QueryResult(f"q{i}", latency_ns=int(x * 1e6)) for i, x in enumerate(ms))
+            bad = errored if session.name == "candidate" else 0
+            results = tuple(
+                QueryResult(f"q{i}", latency_ns=int(x * 1e6))
+                if i >= bad
+                else QueryResult(f"q{i}", error=ErrorKind.HTTP_STATUS, latency_ns=int(x * 1e6))
+                for i, x in enumerate(ms)
+            )
             only = session.quality_rounds is not None and index >= session.quality_rounds
             session.repeats.append(Repeat(index, results, latency_only=only))
 
@@ -329,6 +344,39 @@ def test_the_budget_caps_the_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(base.repeats) == 4
 
 
+def test_a_budget_of_one_round_with_one_repeat_is_one_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base, cand = _run(monkeypatch, 0.0, "1", repeats=1)
+    assert len(base.repeats) == len(cand.repeats) == 1
+    test = decide([round_estimate(*next(_fake_rounds(0.0, 3)))], plan(1, 2))
+    assert test.verdict is Verdict.INCONCLUSIVE and "too few rounds" in test.reason
+
+
+def test_no_latency_round_after_errored_answers_made_the_run_invalid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """compare.max_errors = 0 and an errored answer in the quality rounds: the run is invalid,
+    so no latency-only round follows (an A/A of these rounds needs more than 3 to decide)."""
+    base, _ = _run(monkeypatch, 0.0, "12", errored=1)
+    assert len(base.repeats) == 3
+    clean, _ = _run(monkeypatch, 0.0, "12")
+    assert len(clean.repeats) > 3  # the same rounds without the error go on
+
+
+def test_progress_says_at_most_when_latency_rounds_may_stop_early() -> None:
+    from types import SimpleNamespace
+
+    from harness.replay.pairs import round_words
+
+    fixed = SimpleNamespace(latency_budget=None, quality_rounds=None)
+    assert round_words(fixed, 1, 5) == "round 2/5"  # type: ignore[arg-type]
+    exact = SimpleNamespace(latency_budget=5, quality_rounds=5)
+    assert round_words(exact, 1, 5) == "round 2/5"  # type: ignore[arg-type]
+    upto = SimpleNamespace(latency_budget=15, quality_rounds=5)
+    assert round_words(upto, 1, 15) == "round 2 (of at most 15)"  # type: ignore[arg-type]
+
+
 def test_the_default_budget_is_the_config_default() -> None:
     assert CompareConfig().latency_budget == latency_rule.DEFAULT_BUDGET
     assert parse_budget(CompareConfig().latency_budget).rounds == 15
@@ -347,7 +395,7 @@ def test_cli_latency_budget_parses(tmp_path: Path) -> None:
         assert args.latency_budget == value
 
 
-@pytest.mark.parametrize("value", ["0", "soon", "5x", "1000"])
+@pytest.mark.parametrize("value", ["0", "soon", "5x", "1000", "101"])
 def test_cli_bad_latency_budget_exits_2(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     from harness.cli.parser import parse_args
 

@@ -9,6 +9,7 @@ timed is only the exchanges; reading answers (every READ_BATCH queries) is off t
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,66 @@ def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
     return count
 
 
+WARM_IN_PAIRS = True
+"""Warm up in pairs, as the timed loop asks (`warm_pairs`); False: each side's warm-up in turn,
+baseline first (the runner before scripts/latency_noise.py), kept for that script's contrast."""
+GC_OFF = True
+"""The client's garbage collector held off during the timed loop (`collector_off`)."""
+
+
+def warm_pairs(asking: Sequence[_Side], items: Sequence[tuple[str, str]]) -> None:
+    """Each side's `query.warmup` requests, sent in pairs the way the timed loop sends its
+    queries: warm-up i goes to every side back to back, the side that goes first moving on by
+    one each time, so every side ends its warm-up at the same moment, just before the clock.
+
+    Sent one side after the other (baseline's warm-up, then candidate's), the side warmed last
+    met the first timed queries fresh from its warm-up while the other had sat idle through it:
+    a side bias of the boot-order-independent kind, the same in every round of every compare.
+    A side's probe requests (round 1, `_probe`) count toward its warm-up."""
+    if not WARM_IN_PAIRS:
+        for side in asking:
+            assert side.channel is not None
+            warm_up(side.channel, items, skip=side.probed)
+        return
+    if not items:
+        return
+    most = max((side.session.side.query.warmup for side in asking), default=0)
+    for index in range(most):
+        query_id, text = items[index % len(items)]
+        for side in in_rotation(asking, index % len(asking)):
+            assert side.channel is not None
+            if side.probed <= index < side.session.side.query.warmup:
+                side.channel.send(query_id, text)
+
+
+def collector_off() -> Callable[[], None]:
+    """Python's cyclic garbage collector off (when GC_OFF and it is on), after a collection of
+    the young generations; what turns it back on (once, whenever called).  For the timed loop:
+    a collection that starts inside a timed exchange stops the client for as long as it takes,
+    on whichever side happened to be on the clock; the loop allocates little that reference
+    counting does not free at once."""
+    if not GC_OFF or not gc.isenabled():
+        return lambda: None
+    gc.collect(1)
+    gc.disable()
+    pending = [True]
+
+    def back_on() -> None:
+        if pending.pop() if pending else False:
+            gc.enable()
+
+    return back_on
+
+
+def round_words(session: RefSession, index: int, repeats: int) -> str:
+    """ "round 3/5" when the rounds are fixed; "round 7 (of at most 15)" when latency rounds may
+    stop before the budget (`harness.replay.latency_rounds`)."""
+    most, quality = session.latency_budget, session.quality_rounds
+    if most is not None and quality is not None and most > quality:
+        return f"round {index + 1} (of at most {most})"
+    return f"round {index + 1}/{repeats}"
+
+
 def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
     """One round: boot every session's service, then each query to all of them back to back
     (the order balanced per round: `harness.replay.order`), then tear them all down; one
@@ -78,7 +139,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
     sides = [_Side(s, s._log_path(index)) for s in order]
     names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
-    label = f"round {index + 1}/{repeats}: {names}"
+    label = f"{round_words(sessions[0], index, repeats)}: {names}"
     machine: Machine | None = None
     with contextlib.ExitStack() as stack:
         for side in sides:
@@ -117,9 +178,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             key=lambda side: rank[id(side.session)],
         )
         rotations = pair_orders(len(items), len(asking), seed, index) if asking else []
-        for side in asking:
-            assert side.channel is not None
-            warm_up(side.channel, items, skip=side.probed)
+        warm_pairs(asking, items)
+        gc_back_on = collector_off()
+        stack.callback(gc_back_on)  # on any way out of the round
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
@@ -152,6 +213,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 _cut_short(asking, stopped)
                 break
         elapsed = time.perf_counter() - t0
+        gc_back_on()
         if asking:
             machine = _machine(load_before, cpu0, asked * len(asking))
         for side in asking:

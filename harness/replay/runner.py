@@ -116,19 +116,24 @@ def run_interleaved(
 def _sequential_rounds(
     sessions: Sequence[RefSession], repeats: int, budget: LatencyBudget
 ) -> None:
-    """Round 1, then the plan's round count fixed from its duration, then rounds until
-    `latency_rounds.settled` (the latency rule decided, or the budget is spent)."""
-    tolerance = sessions[0].plan.config.compare.latency_tolerance
+    """Round 1, then the plan's round count fixed from its duration (a round count: before
+    round 1), then rounds until `latency_rounds.settled` (the latency rule decided, the budget
+    is spent, or the run is invalid already)."""
+    compare = sessions[0].plan.config.compare
     observer = sessions[0].plan.observer
     for session in sessions:
         session.quality_rounds = repeats
+        if budget.rounds is not None:  # known now: progress says "round 1 (of at most 15)"
+            session.latency_budget = latency_rounds.planned_rounds(budget, repeats, 0.0)
     started = time.monotonic()
-    play_round(sessions, 0, repeats)
+    play_round(sessions, 0, sessions[0].latency_budget or repeats)
     total = latency_rounds.planned_rounds(budget, repeats, time.monotonic() - started)
     for session in sessions:
         session.latency_budget = total
     index = 1
-    while not latency_rounds.settled(sessions, repeats, total, tolerance):
+    while not latency_rounds.settled(
+        sessions, repeats, total, compare.latency_tolerance, compare.max_errors
+    ):
         if any(session.stopped for session in sessions):
             break  # the run is invalid already: no more rounds of a stalled service
         if index >= repeats and observer is not None:
