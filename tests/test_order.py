@@ -78,11 +78,11 @@ def isolated(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sand
     assert sandbox.worktrees() == []
 
 
-def _plan(sandbox: Sandbox, results: Path, seed: int | None) -> RunPlan:
+def _plan(sandbox: Sandbox, results: Path, seed: int | None, warmup: int = 0) -> RunPlan:
     results.parent.mkdir(parents=True, exist_ok=True)
     path = results.parent / "harness.toml"
     text = config_text(gold=str(sandbox.repo / "gold" / "gold.jsonl"), repeats=2)
-    path.write_text(text.replace("limit = 10\n", "limit = 10\nwarmup = 0\n"))
+    path.write_text(text.replace("limit = 10\n", f"limit = 10\nwarmup = {warmup}\n"))
     loaded = load_config(path, repo=sandbox.repo)
     gold, report = check_files(loaded.gold, loaded.corpus)
     report.raise_if_errors()
@@ -173,6 +173,23 @@ def test_a_given_seed_sends_the_same_order_again(
         journal.clear()
     assert orders[0] == orders[1]
     assert orders[0][0] != orders[0][1]  # still a fresh shuffle per round
+
+
+def test_the_warm_up_goes_in_pairs_the_first_side_alternating(
+    isolated: Sandbox, tmp_path: Path, journal: Sent
+) -> None:
+    """Warm-up i goes to both sides back to back, the side first alternating, so both end their
+    warm-up together right before the clock (sent one side after the other, the side warmed
+    last was always the same one: a side bias in every round, scripts/latency_noise.py)."""
+    warmup = 5
+    plan = _plan(isolated, tmp_path / "results", seed=7, warmup=warmup)
+    run_pair(plan, "main", "bury3", repeats=2)
+    # Round 2 (no adapter probe): its warm-up is the 2 * warmup sends before its timed ones.
+    warm = journal[-2 * GOLD_SIZE - 2 * warmup : -2 * GOLD_SIZE]
+    pairs = list(zip(warm[::2], warm[1::2], strict=True))
+    assert all({one[0], two[0]} == {"baseline", "candidate"} for one, two in pairs)
+    firsts = [one[0] for one, _ in pairs]
+    assert all(a != b for a, b in zip(firsts, firsts[1:], strict=False))
 
 
 # --------------------------------------------------------------------------- the estimate
