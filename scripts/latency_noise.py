@@ -40,6 +40,7 @@ import gc
 import math
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -305,7 +306,12 @@ def summary(tallies: Sequence[Tally]) -> None:
         )
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(f"signal {signum}")  # unwinds: every service started here is ended
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--queries", type=int, default=50)
