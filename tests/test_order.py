@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text
 from harness.config import load_config
 from harness.gold import check_files
 from harness.replay import client, runner
+from harness.replay.adapter_check import probe_count
 from harness.replay.order import in_rotation, pair_orders
 from harness.replay.runner import RunPlan, run_pair
 from harness.results.records import load_run
@@ -184,12 +186,20 @@ def test_the_warm_up_goes_in_pairs_the_first_side_alternating(
     warmup = 5
     plan = _plan(isolated, tmp_path / "results", seed=7, warmup=warmup)
     run_pair(plan, "main", "bury3", repeats=2)
-    # Round 2 (no adapter probe): its warm-up is the 2 * warmup sends before its timed ones.
-    warm = journal[-2 * GOLD_SIZE - 2 * warmup : -2 * GOLD_SIZE]
-    pairs = list(zip(warm[::2], warm[1::2], strict=True))
-    assert all({one[0], two[0]} == {"baseline", "candidate"} for one, two in pairs)
-    firsts = [one[0] for one, _ in pairs]
-    assert all(a != b for a, b in zip(firsts, firsts[1:], strict=False))
+    # Round 1: each side's adapter probe (3 answers, right after its boot), then the warm-up in
+    # pairs in full; round 2 (no probe): its warm-up, then its timed queries.
+    probes = 2 * probe_count(plan.config.side("baseline").query, range(GOLD_SIZE))
+    assert [side for side, _ in journal[:probes]] == ["baseline"] * 3 + ["candidate"] * 3
+    rounds = [
+        journal[probes : probes + 2 * warmup],
+        journal[-2 * GOLD_SIZE - 2 * warmup : -2 * GOLD_SIZE],
+    ]
+    assert len(journal) == probes + 2 * (2 * warmup + 2 * GOLD_SIZE)
+    for warm in rounds:
+        pairs = list(zip(warm[::2], warm[1::2], strict=True))
+        assert all({one[0], two[0]} == {"baseline", "candidate"} for one, two in pairs)
+        firsts = [one[0] for one, _ in pairs]
+        assert all(a != b for a, b in itertools.pairwise(firsts))
 
 
 # --------------------------------------------------------------------------- the estimate

@@ -82,7 +82,8 @@ def warm_pairs(asking: Sequence[_Side], items: Sequence[tuple[str, str]]) -> Non
     Sent one side after the other (baseline's warm-up, then candidate's), the side warmed last
     met the first timed queries fresh from its warm-up while the other had sat idle through it:
     a side bias of the boot-order-independent kind, the same in every round of every compare.
-    A side's probe requests (round 1, `_probe`) count toward its warm-up."""
+    Round 1's adapter probe (`_probe`, right after each boot, so the side booted second is
+    probed last) does not count toward it: the warm-up in pairs follows in full."""
     if not WARM_IN_PAIRS:
         for side in asking:
             assert side.channel is not None
@@ -95,7 +96,7 @@ def warm_pairs(asking: Sequence[_Side], items: Sequence[tuple[str, str]]) -> Non
         query_id, text = items[index % len(items)]
         for side in in_rotation(asking, index % len(asking)):
             assert side.channel is not None
-            if side.probed <= index < side.session.side.query.warmup:
+            if index < side.session.side.query.warmup:
                 side.channel.send(query_id, text)
 
 
