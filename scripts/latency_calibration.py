@@ -535,6 +535,9 @@ def live(args: argparse.Namespace) -> int:
             ("fixed", f"fixed {FIXED_ROUNDS} rounds"),
         ):
             s = timing[name]
+            if not s.seconds:
+                print(f"  {said:<30} not measured")
+                continue
             same = s.outcomes["no measurable difference"]
             n = len(s.seconds)
             lo, hi = wilson(same, n)
