@@ -200,6 +200,8 @@ def test_the_warm_up_goes_in_pairs_the_first_side_alternating(
         assert all({one[0], two[0]} == {"baseline", "candidate"} for one, two in pairs)
         firsts = [one[0] for one, _ in pairs]
         assert all(a != b for a, b in itertools.pairwise(firsts))
+    # An odd warm-up: its very last request is the other side's in the next round.
+    assert rounds[0][-1][0] != rounds[1][-1][0]
 
 
 # --------------------------------------------------------------------------- the estimate

@@ -139,8 +139,8 @@ def _quality_rounds(
         rotations = [
             pair_orders(len(items), len(a), seed, i) if a else [] for i, a in enumerate(live)
         ]
-        for asking in live:  # in pairs, as the timed queries: no side warmed last every time
-            warm_pairs(asking, items)
+        for index, asking in enumerate(live):  # in pairs: no side warmed last every time
+            warm_pairs(asking, items, index)
         if any(side.failure is not None for r in rounds for side in r):
             live = []  # a boot failed: the run is invalid, asking the others shows nothing
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}

@@ -74,10 +74,14 @@ GC_OFF = True
 """The client's garbage collector held off during the timed loop (`collector_off`)."""
 
 
-def warm_pairs(asking: Sequence[_Side], items: Sequence[tuple[str, str]]) -> None:
+def warm_pairs(
+    asking: Sequence[_Side], items: Sequence[tuple[str, str]], index: int = 0
+) -> None:
     """Each side's `query.warmup` requests, sent in pairs the way the timed loop sends its
-    queries: warm-up i goes to every side back to back, the side that goes first moving on by
-    one each time, so every side ends its warm-up at the same moment, just before the clock.
+    queries: warm-up i of round `index` goes to every side back to back, side (index + i) mod
+    n first, so every side ends its warm-up at the same moment, just before the clock, and the
+    very last warm-up request (with an odd count, the same side's in every round if the first
+    pair always began with the baseline) moves on by round.
 
     Sent one side after the other (baseline's warm-up, then candidate's), the side warmed last
     met the first timed queries fresh from its warm-up while the other had sat idle through it:
@@ -92,11 +96,11 @@ def warm_pairs(asking: Sequence[_Side], items: Sequence[tuple[str, str]]) -> Non
     if not items:
         return
     most = max((side.session.side.query.warmup for side in asking), default=0)
-    for index in range(most):
-        query_id, text = items[index % len(items)]
-        for side in in_rotation(asking, index % len(asking)):
+    for i in range(most):
+        query_id, text = items[i % len(items)]
+        for side in in_rotation(asking, (index + i) % len(asking)):
             assert side.channel is not None
-            if index < side.session.side.query.warmup:
+            if i < side.session.side.query.warmup:
                 side.channel.send(query_id, text)
 
 
@@ -179,7 +183,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             key=lambda side: rank[id(side.session)],
         )
         rotations = pair_orders(len(items), len(asking), seed, index) if asking else []
-        warm_pairs(asking, items)
+        warm_pairs(asking, items, index)
         gc_back_on = collector_off()
         stack.callback(gc_back_on)  # on any way out of the round
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
