@@ -62,7 +62,9 @@ def test_collapse_is_idempotent_and_trims(text: str) -> None:
     [
         ('id_pattern = "(unclosed"', "query.id_pattern: is not a regular expression"),
         ('id_pattern = "no group"', "needs exactly one capture group (the id), has 0"),
-        ('id_field = "body"', 'must be "text" or "title", not \'body\''),
+        ('id_field = "title text"', "'title text' is not a field name; name one field"),
+        ('id_field = "{title!r}"', "{title} takes no !conversion or :format"),
+        ('id_field = "{} {text}"', "{} is not a corpus field"),
     ],
 )
 def test_bad_answer_settings_are_configuration_errors(

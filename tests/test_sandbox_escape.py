@@ -24,7 +24,7 @@ from typing import Any
 import jmespath
 import psutil
 import pytest
-from escape_support import boot_and_report, controls, listen_unix
+from escape_support import boot_and_report, controls, listen_unix, make_data
 
 import harness
 from harness.boot import sandbox
@@ -91,6 +91,12 @@ def _escaped_files(plan: dict[str, Any]) -> list[Path]:
     ]
 
 
+def _data_after(plan: dict[str, Any]) -> dict[str, str]:
+    """What the data folder holds once the service is gone, as the host sees it."""
+    folder = Path(plan["data"])
+    return {p.name: p.read_text(errors="replace") for p in sorted(folder.iterdir())}
+
+
 def _as_invoker(base: Path) -> dict[str, Any]:
     token = secrets.token_hex(8)
     work = base / "work"
@@ -100,10 +106,12 @@ def _as_invoker(base: Path) -> dict[str, Any]:
     # only) stands for a secret in it.
     secret = Path("/proc/self/environ").read_bytes().split(b"\0")[0].decode(errors="replace")
     plan = _plan(work, Path.home().resolve(), os.getpid(), token, secret)
+    plan.update(make_data(base / "data"))  # outside the repository (work/wt)
     with _host_sockets(plan, work):
         seen = controls(plan)
         done = boot_and_report(work, plan)
-    return {**done, "controls": seen, "plan": plan, "uid": os.getuid()}
+    return {**done, "controls": seen, "plan": plan, "uid": os.getuid(),
+            "data_after": _data_after(plan)}  # fmt: skip
 
 
 def _system_python() -> str | None:
@@ -159,6 +167,9 @@ def _as_nobody(base: Path) -> dict[str, Any]:
         home.chmod(0o700)
         token = secrets.token_hex(8)
         plan = _plan(work, home, 0, token, f"ESCAPE_SECRET={token}")  # the driver puts its pid
+        plan.update(make_data(top / "data"))  # nobody's own: writable by it outside the sandbox
+        for path in (top / "data", top / "data" / "index.bin"):
+            os.chown(path, NOBODY, NOBODY)
         with _host_sockets(plan, work):
             (top / "plan.json").write_text(json.dumps(plan))
             env = {
@@ -175,7 +186,8 @@ def _as_nobody(base: Path) -> dict[str, Any]:
         told = json.loads(done.stdout.splitlines()[-1])
         plan["harness_pid"] = "the driver's"
         return {**told, "plan": plan, "escaped": [str(p) for p in _escaped_files(plan)
-                                                  if p.exists()]}  # fmt: skip
+                                                  if p.exists()],
+                "data_after": _data_after(plan)}  # fmt: skip
     finally:
         shutil.rmtree(top, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
@@ -270,6 +282,17 @@ def test_privileged_calls_fail(escape: Any, attempt: str) -> None:
         assert said == "denied: EPERM"  # refused for want of a capability, not of an argument
     if attempt == "load_module":  # the capability is checked first; ENOSYS: no module support
         assert said in ("denied: EPERM", "denied: ENOSYS")
+
+
+def test_the_data_is_used_in_place_and_nothing_can_change_it(escape: Any) -> None:
+    # service.data outside the repository is the host's folder itself (same inode: no copy),
+    # writable by the service's user outside the sandbox, and read-only inside: root or not.
+    assert escape["report"]["data_is_in_place"] == "ok"
+    assert escape["controls"]["write_data"] == "ok"
+    for attempt in ("write_data_new", "write_data_existing", "truncate_data", "chmod_data",
+                    "utime_data", "unlink_data", "rename_data"):  # fmt: skip
+        assert _denied(escape, attempt) == "denied: EROFS", attempt
+    assert escape["data_after"] == {"index.bin": "the index\n"}
 
 
 def test_the_nobody_variant_ran_as_nobody(escape: Any) -> None:
