@@ -21,19 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jmespath
-import psutil
 import pytest
 from escape_support import boot_and_report, controls, listen_unix, make_data
+from nobody_support import NOBODY, nobody_unavailable, readable_harness, system_python
 
-import harness
 from harness.boot import sandbox
 
 pytestmark = pytest.mark.skipif(
     sandbox.sandbox_mode({}) != sandbox.BUBBLEWRAP, reason="no usable bubblewrap"
 )
 
-NOBODY = 65534
 SUPPORT = Path(__file__).with_name("escape_support.py")
 
 
@@ -114,30 +111,12 @@ def _as_invoker(base: Path) -> dict[str, Any]:
             "data_after": _data_after(plan)}  # fmt: skip
 
 
-def _system_python() -> str | None:
-    """A Python outside /root that user nobody can run (Debian's /usr/bin/python3)."""
-    for name in ("python3", "python3.13", "python3.12", "python3.11"):
-        found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
-        if found is None:
-            continue
-        done = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", found, "-c",
-             "import sys; assert sys.version_info >= (3, 11)"],
-            capture_output=True, check=False,
-        )  # fmt: skip
-        if done.returncode == 0:
-            return found
-    return None
-
-
 def _as_nobody(base: Path) -> dict[str, Any]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to user nobody (as this user, 'invoker' is unprivileged)")
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is not installed")
-    python = _system_python()
-    if python is None:
-        pytest.skip("no Python >= 3.11 that user nobody may run (the venv's lives under /root)")
+    reason = nobody_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    python = system_python()
+    assert python is not None
     userns = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "bwrap",
          "--unshare-all", "--ro-bind", "/", "/", "true"],
@@ -151,13 +130,7 @@ def _as_nobody(base: Path) -> dict[str, Any]:
     if os.access("/home", os.W_OK):  # a home outside /tmp, hidden as a home, not as /tmp
         home = Path(tempfile.mkdtemp(prefix="harness-escape-", dir="/home"))
     try:
-        top.chmod(0o755)
-        lib = top / "lib"
-        ignore = shutil.ignore_patterns("__pycache__")
-        for package in (harness, psutil, jmespath):
-            assert package.__file__ is not None
-            src = Path(package.__file__).parent
-            shutil.copytree(src, lib / src.name, ignore=ignore)
+        lib = readable_harness(top)
         shutil.copy(SUPPORT, lib / SUPPORT.name)
         work = top / "work"
         for folder in (work / "wt", work / "roots", home, top / "cache"):

@@ -158,8 +158,9 @@ def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]
     for key in ("path", "corpus"):
         value = gold.get(key) if isinstance(gold, dict) else None
         if isinstance(value, str) and value and "\x00" not in value:  # NUL: refused already
-            target = base / Path(value).expanduser()
-            if key == "corpus" and _elsewhere(target, (repo, base)):
+            written = Path(value).expanduser()
+            target = base / written
+            if key == "corpus" and written.is_absolute() and _elsewhere(target, (repo, base)):
                 continue  # an absolute path outside: load_gold says if it is missing
             # Inside the repository, or beside a config file kept outside it.
             whys = [outside(target, root) for root in dict.fromkeys((repo, base))]
