@@ -157,8 +157,6 @@ def cli(config: Path, repo: Path) -> subprocess.CompletedProcess[str]:
         ('data = "../elsewhere"', "service.data: {top}/elsewhere is outside the repository "
          "{top}/repo; a relative service.data must stay inside the repository (an absolute "
          'path, e.g. data = "/mnt/index", names data kept outside it)'),
-        ('data = "{top}/gone"', "service.data: {top}/gone does not exist: give the absolute "
-         "path of the folder or file that holds the data"),
         ('data = "{top}/repo/data"', "service.data: {top}/repo/data is inside the repository "
          "{top}/repo: write it relative to the repository"),
         ('data = "{top}/elsewhere"\ndata_mode = "readonly"', "service.data_mode: must be "
@@ -166,7 +164,7 @@ def cli(config: Path, repo: Path) -> subprocess.CompletedProcess[str]:
         ('data = "{top}/elsewhere"\ndata_version = " "', "service.data_version: is empty: give "
          'the version of the data, e.g. "2024-06-01"'),
     ],
-    ids=["relative outside", "missing", "absolute inside", "data_mode typo", "blank version"],
+    ids=["relative outside", "absolute inside", "data_mode typo", "blank version"],
 )  # fmt: skip
 def test_bad_data_settings_are_exit_2_naming_the_line_field_and_fix(
     tmp_path: Path, service: str, said: str
@@ -460,6 +458,24 @@ def compare(e2e: Sandbox, config: Path, results: Path) -> subprocess.CompletedPr
         "compare", "--baseline", "main", "--candidate", "bury12", "--reuse-runs",
         results=results, config=config, env={"HARNESS_SANDBOX": "on"},
     )  # fmt: skip
+
+
+def test_missing_outside_data_is_exit_2_before_anything_is_built(
+    e2e: Sandbox, tmp_path: Path
+) -> None:
+    gone = tmp_path / "unmounted" / "index"
+    text = config_text(gold=str(e2e.repo / "gold" / "gold.jsonl"), build="echo built")
+    config = tmp_path / "harness.toml"
+    config.write_text(text.replace('data = "data"', f'data = "{gone}"'))
+    done = e2e.harness("run", "--ref", "main", results=tmp_path / "r", config=config)
+    assert done.returncode == 2, done.stderr
+    assert "harness: error: service: no data at the path given\n" in done.stderr
+    assert "harness: build:" not in done.stderr  # after the checkout, before the build
+    assert (
+        f"service: data: {gone} does not exist: give the absolute path of the folder or file "
+        "that holds the data (is its disk mounted?)"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr and e2e.worktrees() == []
 
 
 @pytest.mark.slow

@@ -246,7 +246,10 @@ def _outside_source(data: str) -> Path:
 
     src = Path(data).expanduser()
     if not src.exists():
-        why = f"{src} does not exist: give the absolute path of the folder or file of the data"
+        why = (
+            f"{src} does not exist: give the absolute path of the folder or file that holds "
+            "the data (is its disk mounted?)"
+        )
         raise ConfigError("service: no data at the path given", [_problem("data", why)])
     src = src.resolve()
     hidden = hidden_within(src)
