@@ -514,3 +514,11 @@ def test_compare_uses_outside_data_in_place_and_reuses_only_what_it_still_matche
     os.utime(disk / "index.bin", ns=(0, 2_000_000_000))
     pinned = compare(e2e, config, results)
     assert "baseline reused from" in pinned.stdout  # the version, not the mtime, says same
+
+
+def test_an_unknown_users_home_is_a_located_error_not_a_traceback(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    config = write_config(repo, 'data = "~no-such-user-here/index"')
+    done = cli(config, repo)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{config}:4: service.data: ~no-such-user-here/index cannot be expanded" in done.stderr

@@ -243,8 +243,12 @@ def _outside_source(data: str) -> Path:
     """An absolute service.data (or ~/...), resolved: it must exist and must not be, or hold, a
     folder the sandbox hides (a home, /tmp, /run: what a service must never be handed)."""
     from harness.boot.mounts import hidden_within
+    from harness.config.loader import expand_user
 
-    src = Path(data).expanduser()
+    src = expand_user(data)
+    if not src.is_absolute():
+        why = f"{data}: that home is not known here; write the absolute path"
+        raise ConfigError("service: no data at the path given", [_problem("data", why)])
     if not src.exists():
         why = (
             f"{src} does not exist: give the absolute path of the folder or file that holds "

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from harness.config.loader import expand_user
 from harness.config.manifest import manifest
 from harness.config.values import (
     CONFIG_DIR,
@@ -98,7 +99,7 @@ def referenced_paths(
             continue
         if not (word.startswith(("/", "~", ".")) or os.sep in word):
             continue  # a bare name: a program on PATH or an argument, not a path
-        path = (root / Path(word).expanduser()).resolve()
+        path = (root / expand_user(word)).resolve()
         if path.exists() and not path.is_relative_to(root):
             found.add(path)
     # What lies inside service.data is keyed by the data's manifest (or data_version).
@@ -116,7 +117,7 @@ def data_path(side: SideConfig, repo: Path, config_dir: Path | None) -> Path | N
         rest = data.removeprefix(CONFIG_DIR).lstrip("/")
         return (config_dir / rest).resolve() if config_dir is not None and rest else None
     if outside_data(data):
-        return (repo / Path(data).expanduser()).resolve()
+        return (repo / expand_user(data)).resolve()
     return None
 
 

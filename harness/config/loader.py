@@ -128,6 +128,16 @@ def _discover(cwd: Path) -> Path:
     )
 
 
+def expand_user(value: str) -> Path:
+    """`value` with a leading ~ or ~user expanded, as the shell would; left as written when
+    that home is unknown (a user that does not exist), so that the path reads as relative and
+    its check says so, instead of a traceback."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        return Path(value)
+
+
 def outside(path: Path, root: Path) -> str | None:
     """Why `path` (absolute, not yet resolved) is not inside `root`, or None when it is: it
     climbs out (`..`, an absolute path elsewhere), or a symlink on the way leads out."""
@@ -159,7 +169,7 @@ def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]
     for key in ("path", "corpus"):
         value = gold.get(key) if isinstance(gold, dict) else None
         if isinstance(value, str) and value and "\x00" not in value:  # NUL: refused already
-            written = Path(value).expanduser()
+            written = expand_user(value)
             target = base / written
             if key == "corpus" and written.is_absolute() and _elsewhere(target, (repo, base)):
                 continue  # an absolute path outside: load_gold says if it is missing
@@ -205,7 +215,7 @@ def _data_problem(value: str, repo: Path, base: Path) -> str | None:
             f"{why}; a relative service.data must stay inside the repository (an absolute "
             'path, e.g. data = "/mnt/index", names data kept outside it)'
         )
-    path = Path(value).expanduser()
+    path = expand_user(value)
     if not path.is_absolute():
         return f"{value} cannot be expanded (no home directory known); write the absolute path"
     if not _elsewhere(path, (repo,)):
@@ -362,7 +372,7 @@ def _gold_path(base: Path, value: str) -> Path:
     """gold.path or gold.corpus: relative to the config file's folder, as {config_dir}/... is."""
     if value.startswith(CONFIG_DIR):
         value = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
-    return (base / Path(value).expanduser()).resolve()
+    return (base / expand_user(value)).resolve()
 
 
 def _check_hook(reader: Reader, base: Path, spec: str) -> None:
