@@ -285,8 +285,8 @@ def _check_read_only(src: Path, sandbox: str | None) -> None:
         "service: read-only data needs the sandbox here",
         [_problem("data", why)],
         hint="run with bubblewrap (unset HARNESS_SANDBOX=off; apt-get install bubblewrap), "
-        "make the data read-only for this user (mount it read-only, or give it to another "
-        'user, chmod -R a-w), or set service.data_mode = "copy" (a fresh copy per boot)',
+        "make the data read-only for this user (mount it read-only, or chown it to another "
+        'user and chmod -R go-w), or set service.data_mode = "copy" (a fresh copy per boot)',
     )
 
 
