@@ -50,9 +50,13 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import EXIT_OK
     from harness.cli.plan import metric_specs
     from harness.config import load_config
-    from harness.errors import ConfigError, HarnessError, RefError
+    from harness.errors import ConfigError, HarnessError
     from harness.gold import load_gold
-    from harness.history.collect import commit_graph, points_from_comparisons, points_from_records
+    from harness.history.collect import (
+        commit_ordering,
+        points_from_comparisons,
+        points_from_records,
+    )
     from harness.history.render import render_history
     from harness.history.table import aggregate
     from harness.results.files import write_text_new
@@ -81,30 +85,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         points, notes = points_from_comparisons(args.results)
         source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
-    try:
-        graph: dict[str, tuple[str, ...]] | None = commit_graph(repo, args.ref)
-        order: list[str] | None = list(graph or ())
-        ordered_by = f"git's commit order ({args.ref or 'every ref'})"
-    except RefError:
-        if args.ref:
-            raise
-        graph, order = None, None
-        ordered_by = "the order they were measured (no git repository here)"
-    if order is not None and not args.ref and not {p.sha for p in points} & set(order):
-        graph, order = None, None
-        ordered_by = f"the order they were measured (git at {repo} has none of them)"
-    if args.ref:
-        known = set(order or ())
-        points = [p for p in points if p.sha in known]
-        if not points:
-            raise HarnessError(
-                f"--ref {args.ref}: none of the measured commits is in it",
-                ["give a branch or range that holds them (git log --oneline REV)"],
-            )
+    points, graph, ordered_by = commit_ordering(points, repo, args.ref)
     history = aggregate(
         points,
         [str(s) for s in specs],
-        order,
+        list(graph) if graph is not None else None,
         ordered_by=ordered_by,
         source=source,
         parents=graph,
