@@ -2,10 +2,11 @@
 compared, checked against the floors and the answer grades.
 
     settings = ref_differences(config, settings, "main", "feat/x")   # settings: [ref."PATTERN"]
+    grades = answer_grades(baseline_answers, candidate_answers, k, gold)   # answers: read first
     order, why_not = sequential_order(plan, settings, reuse=False)    # measure: ask all, or not
-    baseline, candidate = measure(plan, settings, "main", "feat/x", repeats=3, order=order)
-    comparison, cached = analyse(plan, settings, floors, (baseline, candidate), redact=False)
-    comparison = with_twobytwo(comparison, gold, runs, answer_grades(files, 5, gold), k)
+    runs = measure(plan, settings, "main", "feat/x", repeats=3, order=order)
+    comparison, cached = analyse(plan, settings, floors, runs, redact=False)   # analysis
+    comparison = with_twobytwo(comparison, gold, runs, grades, k)              # answers
 
 The package, in the order a compare goes through it: `settings` (what the config and the two
 refs make of the comparison's settings, and the checks on them before anything is built; pure
