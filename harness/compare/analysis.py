@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.gate.floors import Floor, check_floors
-from harness.replay.runner import RunPlan
 from harness.types import RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
+
+if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
+    from harness.replay.runner import RunPlan
 
 
 def analyse(

@@ -9,15 +9,18 @@ built and booted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from harness.replay.runner import RunPlan
 from harness.types import RefRun
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.latency_rule import LatencyBudget, parse_budget
 
+if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
+    from harness.replay.runner import RunPlan
 
-def latency_budget(plan: RunPlan) -> LatencyBudget:
-    """compare.latency_budget (--latency-budget overrides it in the config), checked by both."""
+
+def _latency_budget(plan: RunPlan) -> LatencyBudget:
+    """compare.latency_budget (--latency-budget overrides it in the config)."""
     return parse_budget(plan.config.compare.latency_budget)
 
 
@@ -60,7 +63,7 @@ def measure(
     sequential rule decides; with `reuse`, stored runs that match are reused (quality only)."""
     from harness.replay.runner import run_deployed, run_pair
 
-    budget = latency_budget(plan)
+    budget = _latency_budget(plan)
     if order is not None:
         from harness.replay.blocks import run_sequential_pair
         from harness.verdict.asked import plan_for, stop_rule
