@@ -36,7 +36,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "results",
     ),
     # what is built from the stages: each a command's engine
-    "tools": ("sweep", "gate", "matrix", "history", "bisect", "demo", "schemas"),
+    "tools": ("compare", "sweep", "gate", "matrix", "history", "bisect", "demo", "schemas"),
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
@@ -47,9 +47,6 @@ MAX_LINES = 600
 # Modules still over MAX_LINES, each at most its count here: the list only shrinks. An entry
 # that grows fails; one that drops to MAX_LINES or below must leave the list.
 TOO_LONG: dict[str, int] = {  # to be split (issue 26): the list may only shrink
-    "harness/cli/main.py": 1250,
-    "harness/cli/parser.py": 856,
-    "harness/report/figures.py": 719,
 }
 
 

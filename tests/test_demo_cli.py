@@ -78,7 +78,7 @@ def test_the_demos_report_html_in_a_real_browser(demo: Demo, tmp_path: Path) -> 
     home, _ = demo
     (page,) = home.glob("results/*_*_*/report.html")
     assert page.stat().st_size <= 1024 * 1024  # plotly.js is beside it, once per results folder
-    from harness.report.figures import plotly_file
+    from harness.report.plotting import plotly_file
 
     seen = open_page(page, drawn=DRAWN, screenshot=tmp_path / "demo-report.png")
     plots = ["quality", "deltas", "latency", "scores", "repeats"]

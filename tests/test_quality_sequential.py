@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,7 +211,7 @@ def test_first_look_waits_for_its_queries() -> None:
     assert result.verdict is None
 
 
-# --------------------------------------------------------------------------- the CLI's choice
+# --------------------------------------------------------------------------- compare's choice
 
 
 def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> object:
@@ -220,26 +223,38 @@ def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> obj
     )
 
 
-def test_the_cli_asks_in_the_seeded_order_or_says_why_not(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from argparse import Namespace
-
-    from harness.cli.main import _sequential_order
+def test_compare_asks_in_the_seeded_order_or_says_why_not() -> None:
+    from harness.compare.measure import sequential_order
 
     settings = CompareSettings(seed=7)
     ids = [q.id for q in _gold(40).queries]
-    args = Namespace(reuse_runs=False)
-    assert _sequential_order(args, _plan(False), settings) is None  # type: ignore[arg-type]
-    order = _sequential_order(args, _plan(True), settings)  # type: ignore[arg-type]
-    assert order == query_order(ids, 7)
-    assert capsys.readouterr().err == ""
+    assert sequential_order(_plan(False), settings, reuse=False) == (None, None)  # type: ignore[arg-type]
+    order, why_not = sequential_order(_plan(True), settings, reuse=False)  # type: ignore[arg-type]
+    assert (order, why_not) == (query_order(ids, 7), None)
     for plan, why in (
         (_plan(True, concurrency=4), "--concurrency N > 1"),
         (_plan(True, ray="auto"), "--ray"),
     ):
-        assert _sequential_order(args, plan, settings) is None  # type: ignore[arg-type]
-        assert f"not sequential: {why}" in capsys.readouterr().err
-    reuse = Namespace(reuse_runs=True)
-    assert _sequential_order(reuse, _plan(True), settings) is None  # type: ignore[arg-type]
-    assert "--reuse-runs" in capsys.readouterr().err
+        order, why_not = sequential_order(plan, settings, reuse=False)  # type: ignore[arg-type]
+        assert order is None and why_not is not None and why_not.startswith(why)
+    order, why_not = sequential_order(_plan(True), settings, reuse=True)  # type: ignore[arg-type]
+    assert order is None and why_not is not None and why_not.startswith("--reuse-runs")
+
+
+def test_compare_says_why_not_sequential_before_it_measures(tmp_path: Path) -> None:
+    # The CLI's warning, from a real `compare` that stops at its unknown ref (nothing boots).
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    argv = ["compare", "--baseline", "no-such-ref", "--candidate", "main", "--sequential"]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", *argv, "--concurrency", "4", "-q",
+         "--results", str(tmp_path / "results")],
+        cwd=repo, capture_output=True, text=True,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[0] == (
+        "harness: warning: not sequential: --concurrency N > 1 sends the queries as a burst; "
+        "the whole gold set is asked (--no-sequential says so quietly)"
+    )
+    assert "unknown ref 'no-such-ref'" in done.stderr

@@ -347,7 +347,7 @@ def test_report_computes_nothing(source: str) -> None:
 def test_the_page_and_the_document_are_built_without_io() -> None:
     pages = (
         "layout", "numbers", "blocks", "page", "runs", "document", "html_page", "html_sections",
-        "figures",
+        "figures", "plotting",
     )  # fmt: skip
     assert impurities(*(f"harness.report.{page}" for page in pages)) == {
         "harness.report.layout": [],
@@ -356,9 +356,10 @@ def test_the_page_and_the_document_are_built_without_io() -> None:
         "harness.report.page": ["importlib.util"],  # only to ask whether plotly is installed
         "harness.report.html_page": [],
         "harness.report.html_sections": [],
-        # figures writes plotly's JSON and <div>s itself; it reads plotly.min.js and the template
-        # from the plotly package, nothing else
-        "harness.report.figures": ["importlib"],
+        "harness.report.figures": [],
+        # plotting writes plotly's JSON and <div>s itself; it reads plotly.min.js and the
+        # template from the plotly package, nothing else
+        "harness.report.plotting": ["importlib"],
         "harness.report.runs": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
         "harness.report.document": [],
     }
