@@ -48,6 +48,7 @@ from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 
 MODES = ("deterministic", "redrawn", "flaky 10%")
+BOOT_MODES = ("per-boot 0.01", "per-boot 0.03")  # redrawn, and every boot shifts every query
 SETTINGS = CompareSettings(resamples=100)  # the headline is hit@5 and hit@10: exact, unsampled
 
 
@@ -67,10 +68,15 @@ def gold_set(n: int) -> GoldSet:
     return GoldSet(queries, "simulated", "native", hashlib.sha256(str(n).encode()).hexdigest())
 
 
+def boot_spread(mode: str) -> float:
+    """The standard deviation of a boot's shift of every query's hit probability."""
+    return float(mode.rpartition(" ")[2]) if mode.startswith("per-boot") else 0.0
+
+
 def hit_probabilities(mode: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if mode == "deterministic":
         return (rng.random(n) < 0.7).astype(float)
-    if mode == "redrawn":
+    if mode == "redrawn" or mode.startswith("per-boot"):
         return rng.uniform(0.2, 0.8, n)
     p = (rng.random(n) < 0.7).astype(float)
     p[rng.random(n) < 0.10] = 0.5
@@ -79,7 +85,7 @@ def hit_probabilities(mode: str, n: int, rng: np.random.Generator) -> np.ndarray
 
 def improved(mode: str, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The same queries with a hit probability 0.10 higher on average."""
-    if mode == "redrawn":
+    if mode == "redrawn" or mode.startswith("per-boot"):
         return p + 0.10
     q = p.copy()
     misses = np.flatnonzero(p == 0)
@@ -95,10 +101,14 @@ def run(
     rng: np.random.Generator,
     empty: float = 0.0,
     sha: str = "a",
+    boot: float = 0.0,
 ) -> RefRun:
+    """`repeats` boots of one side; `boot`: each boot shifts every query's hit probability by a
+    shared normal draw of this standard deviation."""
     reps = []
     for r in range(repeats):
-        hits = rng.random(len(p)) < p
+        shift = rng.normal(0.0, boot) if boot else 0.0
+        hits = rng.random(len(p)) < np.clip(p + shift, 0.0, 1.0)
         blank = rng.random(len(p)) < empty
         results = []
         for i, q in enumerate(gold.queries):
@@ -125,8 +135,9 @@ def simulate(
         q = improved(scenario.mode, p, rng)
     elif scenario.name.startswith("30%"):
         empty = 0.30
-    base = run(gold, p, ranks, scenario.repeats, rng)
-    cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b")
+    boot = boot_spread(scenario.mode)
+    base = run(gold, p, ranks, scenario.repeats, rng, boot=boot)
+    cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b", boot=boot)
     return compare(gold, base, cand, settings).verdict_quality
 
 
@@ -152,6 +163,13 @@ def scenarios(only: str | None) -> Iterator[Scenario]:
     if only in (None, "broken"):
         for mode in MODES:
             yield Scenario("30% empty", 300, 3, mode, Verdict.REGRESSED)
+    if only in (None, "boots"):
+        for mode in BOOT_MODES:
+            for r in (3, 5):
+                yield Scenario("A/A", 300, r, mode, Verdict.IMPROVED)
+        for mode in BOOT_MODES:
+            for r in (3, 5):
+                yield Scenario("+10 pp hit@10", 300, r, mode, Verdict.IMPROVED)
 
 
 def rate(
@@ -172,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=200, help="simulations per scenario")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("aa", "power", "broken", "sequential"))
+    parser.add_argument("--only", choices=("aa", "power", "broken", "boots", "sequential"))
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--mode", choices=MODES, help="only this determinism mode")
+    parser.add_argument("--mode", choices=MODES + BOOT_MODES, help="only this determinism mode")
     parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
     parser.add_argument(
         "--gate-on",

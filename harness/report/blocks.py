@@ -16,6 +16,7 @@ from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.layout import Block
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
+from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.order_effect import order_words
 from harness.verdict.power import Power
@@ -45,6 +46,8 @@ def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[Block, list[str]
             "" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
         )
         verdict = r.verdict.value + (" *" if r.note else "") + (" COLLAPSE" if r.collapse else "")
+        if not r.deciding and r.verdict in (Verdict.IMPROVED, Verdict.REGRESSED):
+            verdict += " (not deciding)"  # its own uncorrected test: information, not a verdict
         cells = [
             r.metric,
             rate(r.baseline),
@@ -57,6 +60,11 @@ def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[Block, list[str]
         rows.append((*cells, verdict))
         if r.note and (slices or r.hit is None):  # the hit@k lines above already say it
             notes.append(f"* {r.metric}: {r.note}")
+    if any("(not deciding)" in row[-1] for row in rows):
+        notes.append(
+            "(not deciding): the row's own test, not corrected across the others; the verdict "
+            "is decided by the headline's rows (hit@k and every gate_on metric, Holm)"
+        )
     align = ("left", *["right"] * (len(headers) - 1), "left")
     return Block("table", headers=(*headers, "verdict"), rows=tuple(rows), align=align), notes
 
@@ -309,6 +317,9 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
         for r in c.hit_rows
         if r.hit
     ]
+    if c.boots is not None:
+        per_side = f"{c.boots.repeats[0]} and {c.boots.repeats[1]} boots"
+        lines.append(f"variation between boots ({per_side}): {c.boots.words}")
     p = c.power
     if p is not None:
         state = "enough" if p.enough else "not enough"

@@ -55,6 +55,18 @@ def headline_deltas(
 ) -> dict[str, np.ndarray]:
     """Per headline metric, candidate - baseline per answerable query (each side's mean over its
     repeats), in the order asked; queries errored in any repeat of either side left out."""
+    values = headline_values(gold, sides, order, settings)
+    return {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
+
+
+def headline_values(
+    gold: GoldSet,
+    sides: Sequence[Sequence[Repeat]],
+    order: Sequence[str],
+    settings: CompareSettings,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per headline metric, each side's repeats x queries values over the answerable queries
+    answered in every repeat of both sides, in the order asked (`headline_deltas`' queries)."""
     asked = set(order)
     answers = [validity.by_query(rep) for reps in sides for rep in reps]
     ok = [
@@ -66,9 +78,9 @@ def headline_deltas(
     ]
     metrics = decisive_metrics(settings)
     if not ok or not all(sides):
-        return {m: np.zeros(0) for m in metrics}
+        return {m: (np.zeros((1, 0)), np.zeros((1, 0))) for m in metrics}
     base, cand = scopes.score_sides(gold, sides, ok, settings)
-    return {m: cand.matrix(m).mean(axis=0) - base.matrix(m).mean(axis=0) for m in metrics}
+    return {m: (base.matrix(m), cand.matrix(m)) for m in metrics}
 
 
 def stop_rule(
@@ -82,9 +94,10 @@ def stop_rule(
         if asked >= len(order):
             return True
         sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in answers]
-        deltas = headline_deltas(gold, sides, order[:asked], settings)
+        values = headline_values(gold, sides, order[:asked], settings)
+        deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
         # Decided at any look so far: the first deciding look is the one reported.
-        return decide(deltas, plan).verdict is not None
+        return decide(deltas, plan, values).verdict is not None
 
     return look
 
@@ -116,8 +129,9 @@ def compare_asked(
     cut = asked_gold(gold, asked)
     fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
     usable = [validity.usable(run) for run in (baseline, candidate)]
-    deltas = headline_deltas(cut, usable, asked, settings)
-    result = decide(deltas, plan)
+    values = headline_values(cut, usable, asked, settings)
+    deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
+    result = decide(deltas, plan, values)
     n_gold = len(gold)
     share = 1 - len(asked) / n_gold if n_gold else 0.0
     said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
