@@ -3,8 +3,8 @@
 project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefRuns in, the
 headline verdict out).
 
-    python scripts/calibrate.py [--sims 200] [--seed 0] [--only aa|power|broken|sequential]
-                                [--jobs 2]
+    python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
+                                [--only aa|power|broken|boots|slices|mde|sequential]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -13,15 +13,22 @@ repeat, in one of three determinism modes:
 
 - deterministic: every query hits (p = 1) or misses (p = 0), 70% hit, the same in every repeat;
 - redrawn: every repeat is redrawn: each query hits with its own p in [0.2, 0.8];
-- flaky 10%: deterministic, but a random 10% of queries hit with p = 0.5 in each repeat.
+- flaky 10%: deterministic, but a random 10% of queries hit with p = 0.5 in each repeat;
+- per-boot 0.01, per-boot 0.03 (`--only boots`): redrawn, and every boot (repeat) shifts every
+  query's hit probability by a shared normal draw of that standard deviation (an index built at
+  random when the service starts): boots are a level of the test (`harness.verdict.boots`).
 
 Scenarios: A/A (both sides the same service: any "improved" or "regressed" is a false positive),
 +10 pp hit@10 (the candidate's hit probability is 0.10 higher on average: deterministic and flaky
 modes turn 10% of the queries from a miss into a hit, redrawn adds 0.10 to every p; the rate of
 "improved" is the power), and a broken candidate that answers nothing for 30% of searches at
-random (the rate of "regressed").  Rates are printed with Wilson 95% intervals.
-`--only sequential` prints the rows of `compare --sequential` instead
-(`scripts/calibrate_sequential.py`).
+random (the rate of "regressed").  Rates are printed with Wilson 95% intervals; every A/A row
+also counts the compares that flagged a slice collapse and those with a row that does not decide
+the headline labelled improved or regressed (now marked "not deciding"); `--only slices` runs A/As
+on gold sets of one and of four slices.  `--only mde` checks the printed minimum detectable
+effect: a change of the stated mde, moving a random number of queries, should be called at
+least 75% of the time (80% power).  `--only sequential` prints the rows of `compare
+--sequential`, the default, instead (`scripts/calibrate_sequential.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
 resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as
@@ -59,11 +66,15 @@ class Scenario:
     repeats: int
     mode: str
     wanted: Verdict  # the verdict whose rate is reported
+    slices: int = 1  # the gold set's slices, of equal size
 
 
-def gold_set(n: int) -> GoldSet:
+def gold_set(n: int, slices: int = 1) -> GoldSet:
     queries = tuple(
-        GoldQuery(id=f"q{i}", text=f"query {i}", relevant={f"d{i}": 1}) for i in range(n)
+        GoldQuery(
+            id=f"q{i}", text=f"query {i}", relevant={f"d{i}": 1}, slice=f"s{i * slices // n}"
+        )
+        for i in range(n)
     )
     return GoldSet(queries, "simulated", "native", hashlib.sha256(str(n).encode()).hexdigest())
 
@@ -93,6 +104,9 @@ def improved(mode: str, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return q
 
 
+_MISSED = tuple(f"x{j}" for j in range(10))  # ten irrelevant ids
+
+
 def run(
     gold: GoldSet,
     p: np.ndarray,
@@ -115,7 +129,7 @@ def run(
             if blank[i]:
                 ids: tuple[str, ...] = ()
             else:
-                ids = tuple(f"x{j}" for j in range(10))
+                ids = _MISSED
                 if hits[i]:
                     ids = (*ids[: ranks[i] - 1], f"d{i}", *ids[ranks[i] :])
             results.append(QueryResult(q.id, ids, status=200, latency_ns=1_000_000 + i))
@@ -125,9 +139,11 @@ def run(
 
 def simulate(
     scenario: Scenario, seed: int, settings: CompareSettings = SETTINGS
-) -> Verdict:
+) -> tuple[Verdict, bool, bool]:
+    """One compare: its headline verdict, whether it flagged a slice collapse, and whether a
+    row that does not decide the headline carries an improved or regressed label."""
     rng = np.random.default_rng(seed)
-    gold = gold_set(scenario.queries)
+    gold = gold_set(scenario.queries, scenario.slices)
     p = hit_probabilities(scenario.mode, scenario.queries, rng)
     ranks = rng.integers(1, 11, scenario.queries)
     q, empty = p, 0.0
@@ -138,7 +154,10 @@ def simulate(
     boot = boot_spread(scenario.mode)
     base = run(gold, p, ranks, scenario.repeats, rng, boot=boot)
     cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b", boot=boot)
-    return compare(gold, base, cand, settings).verdict_quality
+    c = compare(gold, base, cand, settings)
+    called = (Verdict.IMPROVED, Verdict.REGRESSED)
+    labelled = any(not r.deciding and r.verdict in called for r in c.overall.rows)
+    return c.verdict_quality, bool(c.collapses), labelled
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -170,27 +189,89 @@ def scenarios(only: str | None) -> Iterator[Scenario]:
         for mode in BOOT_MODES:
             for r in (3, 5):
                 yield Scenario("+10 pp hit@10", 300, r, mode, Verdict.IMPROVED)
+    if only in (None, "slices"):
+        for slices in (1, 4):
+            for mode in ("deterministic", "redrawn"):
+                yield Scenario("A/A", 300, 1 if mode == "deterministic" else 3, mode,
+                               Verdict.IMPROVED, slices)
+
+
+CHUNK = 100  # simulations per task: a row's tasks spread over the workers, rows end in order
 
 
 def rate(
-    scenario: Scenario, sims: int, seed: int, settings: CompareSettings = SETTINGS
-) -> tuple[Scenario, int, dict[str, int]]:
+    scenario: Scenario, sims: range, seed: int, settings: CompareSettings = SETTINGS
+) -> tuple[Scenario, dict[str, int]]:
+    """The verdicts of simulations `sims` of one scenario, counted (and "collapse": the
+    compares that flagged a slice collapse; "labelled": those with a non-deciding overall row
+    labelled improved or regressed)."""
     counts: dict[str, int] = {}
-    for s in range(sims):
-        verdict = simulate(scenario, seed * 1_000_003 + s, settings)
+    for s in sims:
+        verdict, collapsed, labelled = simulate(scenario, seed * 1_000_003 + s, settings)
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
-    if scenario.name == "A/A":
-        hits = counts.get("improved", 0) + counts.get("regressed", 0)
-    else:
-        hits = counts.get(scenario.wanted.value, 0)
-    return scenario, hits, counts
+        counts["collapse"] = counts.get("collapse", 0) + collapsed
+        counts["labelled"] = counts.get("labelled", 0) + labelled
+    return scenario, counts
+
+
+def stated_mde(queries: int, churn: float, seed: int) -> tuple[float, bool]:
+    """One check of the printed mde: an A/A of `queries` deterministic queries (70% hit), a
+    `churn` share of them discordant by chance (half each way), compared for the mde the report
+    states; then the candidate moves each of its misses to a hit with the probability that
+    raises its hit rate by that mde on average (a random number of queries, as a real change
+    moves), and is compared again.  The stated mde and whether the change was called improved."""
+    rng = np.random.default_rng(seed)
+    gold = gold_set(queries)
+    p = (rng.random(queries) < 0.7).astype(float)
+    ranks = rng.integers(1, 11, queries)
+    q = p.copy()
+    each = round(churn * queries / 2)
+    q[rng.choice(np.flatnonzero(p == 1), each, replace=False)] = 0.0
+    q[rng.choice(np.flatnonzero(p == 0), each, replace=False)] = 1.0
+    base = run(gold, p, ranks, 1, rng)
+    aa = compare(gold, base, run(gold, q, ranks, 1, rng, sha="b"), SETTINGS)
+    assert aa.power is not None
+    mde = aa.power.mde
+    misses = np.flatnonzero(q == 0)
+    moved = misses[rng.random(misses.size) < min(1.0, mde * queries / misses.size)]
+    q[moved] = 1.0
+    changed = compare(gold, base, run(gold, q, ranks, 1, rng, sha="b"), SETTINGS)
+    return mde, changed.verdict_quality is Verdict.IMPROVED
+
+
+def mde_rows(sims: int, seed: int, jobs: int) -> int:
+    """`--only mde`: how often a change of the stated mde (80% power) is called."""
+    print("the stated mde (80% power) against the share of changes of that size called")
+    print(f"{'queries':>7} {'churn':>6} {'sims':>5} {'mde (median)':>12} {'called':>7}  95% CI")
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for queries, churn in ((100, 0.0), (100, 0.05), (300, 0.10)):
+            results = list(
+                pool.map(
+                    stated_mde,
+                    [queries] * sims,
+                    [churn] * sims,
+                    [seed * 1_000_003 + s for s in range(sims)],
+                    chunksize=CHUNK,
+                )
+            )
+            called = sum(ok for _, ok in results)
+            lo, hi = wilson(called, sims)
+            median = float(np.median([m for m, _ in results]))
+            print(
+                f"{queries:>7} {churn:>6.0%} {sims:>5} {median:>12.3f} {called / sims:>7.1%}  "
+                f"[{lo:.1%}, {hi:.1%}]",
+                flush=True,
+            )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sims", type=int, default=200, help="simulations per scenario")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("aa", "power", "broken", "boots", "sequential"))
+    parser.add_argument(
+        "--only", choices=("aa", "power", "broken", "boots", "slices", "mde", "sequential")
+    )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--mode", choices=MODES + BOOT_MODES, help="only this determinism mode")
     parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
@@ -212,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         from calibrate_sequential import main as sequential
 
         return sequential(args.sims, args.seed, args.jobs)
+    if args.only == "mde":
+        return mde_rows(args.sims, args.seed, args.jobs)
     resamples = args.resamples or (10_000 if args.gate_on else SETTINGS.resamples)
     settings = CompareSettings(resamples=resamples, gate_on=tuple(args.gate_on))
     todo = [
@@ -227,17 +310,37 @@ def main(argv: list[str] | None = None) -> int:
         f"{'sims':>5} {'rate':>6}  95% CI          verdicts"
     )
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(rate, s, args.sims, args.seed, settings) for s in todo]
-        for future in futures:
-            s, hits, counts = future.result()
+        tasks = [
+            [
+                pool.submit(rate, s, range(a, min(a + CHUNK, args.sims)), args.seed, settings)
+                for a in range(0, args.sims, CHUNK)
+            ]
+            for s in todo
+        ]
+        for s, parts in zip(todo, tasks, strict=True):
+            counts: dict[str, int] = {}
+            for part in parts:
+                for key, value in part.result()[1].items():
+                    counts[key] = counts.get(key, 0) + value
+            collapsed, labelled = counts.pop("collapse", 0), counts.pop("labelled", 0)
+            if s.name == "A/A":
+                hits = counts.get("improved", 0) + counts.get("regressed", 0)
+            else:
+                hits = counts.get(s.wanted.value, 0)
             lo, hi = wilson(hits, args.sims)
             what = {"A/A": "called", "+10 pp hit@10": "improved", "30% empty": "regressed"}
             effect = {"A/A": "0", "+10 pp hit@10": "+10 pp", "30% empty": "30% empty"}[s.name]
             spread = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            extra = ""
+            if s.name == "A/A":
+                extra = (
+                    f"; slice collapse {collapsed} ({s.slices} slice{'s' * (s.slices > 1)}), "
+                    f"non-deciding row labelled {labelled} (marked: not deciding)"
+                )
             print(
                 f"{s.name:<15} {s.queries:>7} {effect:>8} {s.repeats:>7} {s.mode:<13} "
                 f"{args.sims:>5} {hits / args.sims:>6.1%}  [{lo:.1%}, {hi:.1%}]  "
-                f"{what[s.name]}; {spread}",
+                f"{what[s.name]}; {spread}{extra}",
                 flush=True,
             )
     return 0

@@ -18,6 +18,7 @@ from statsmodels.stats.multitest import multipletests
 
 from harness.types import Verdict
 from harness.verdict import resample
+from harness.verdict.boots import BootComponent
 from harness.verdict.latency import (
     MIN_ROUNDS,
     interval_words,
@@ -27,7 +28,6 @@ from harness.verdict.latency import (
     round_ratio,
     throughput,
 )
-from harness.verdict.boots import BootComponent
 from harness.verdict.power import detectable_queries, exact_power, power, repeat_noise
 from harness.verdict.stats import (
     continuous_test,
@@ -254,7 +254,8 @@ def _mcnemar_power_by_enumeration(effect: float, n: int, churn: float, alpha: fl
                 )
                 b, c = down, moved + up
                 if (b, c) not in called:
-                    called[b, c] = b + c > 0 and mcnemar([[0, b], [c, 0]], exact=True).pvalue < alpha
+                    p = mcnemar([[0, b], [c, 0]], exact=True).pvalue if b + c else 1.0
+                    called[b, c] = p < alpha
                 total += prob * called[b, c]
     return total
 

@@ -324,7 +324,10 @@ def compare(
         in_slices = sum(1 for sel in selections.values() if sel.any())
         slices = scopes.holm_slices(
             [
-                scopes.score_scope(name, base, cand, sel, topk, settings, in_slices * family)
+                # One slice of every query is the overall scope (holm_slices): not scored twice.
+                Scope(name, len(ids), ())
+                if in_slices == 1
+                else scopes.score_scope(name, base, cand, sel, topk, settings, in_slices * family)
                 for name, sel in selections.items()
                 if sel.any()
             ],

@@ -95,18 +95,22 @@ def detectable_queries(
     if variance < 0 or not math.isfinite(variance):
         raise ValueError(f"variance must be finite and >= 0, not {variance}")
 
-    def seen(x: float) -> bool:
-        spread = x * max(0.0, 1 - x / n) if n else x
-        return x - z_a * math.sqrt(variance + x) >= z_b * math.sqrt(variance + spread)
-
-    high = 1.0
-    while not seen(high):
-        high *= 2
-    low = 0.0
-    while high - low > 1e-6 * high:
-        middle = (low + high) / 2
-        low, high = (low, middle) if seen(middle) else (middle, high)
-    return max(float(min_detectable_swing(alpha)), high)
+    # Without n: x = (z_a + z_b) sqrt(V + x), a quadratic's root.  With n the change's spread
+    # x (1 - x / n) is smaller, and x = z_a sqrt(V + x) + z_b sqrt(V + x (1 - x / n)) is reached
+    # from that root by fixed-point steps, which only go down (the right side is at most x there)
+    # and settle fast: the right side's slope is below one once V + x exceeds a few units.
+    c = (z_a + z_b) ** 2
+    x = (c + math.sqrt(c * c + 4 * c * variance)) / 2
+    if n:
+        for _ in range(500):
+            step = z_a * math.sqrt(variance + x) + z_b * math.sqrt(
+                variance + x * max(0.0, 1 - x / n)
+            )
+            if x - step <= 1e-10 * x:
+                x = step
+                break
+            x = step
+    return max(float(min_detectable_swing(alpha)), x)
 
 
 @lru_cache(maxsize=65536)

@@ -80,7 +80,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.types import Verdict
-from harness.verdict.boots import BootComponent, boot_component, boot_margin, boot_p
+from harness.verdict.boots import BootComponent, boot_margin, boot_p, boot_path
 from harness.verdict.stats import holm
 
 SHARE = 0.5  # of alpha spent on the looks; the rest on the fixed-sample test at the end
@@ -341,10 +341,9 @@ def decide(
     points = looks or [asked]  # before the first look: the state, never a decision
     paths = {m: _path(a, level, plan.min_effect, points) for m, a in arrays.items()}
     last: tuple[MetricLook, ...] = ()
+    along = {m: boot_path(b, c, points) for m, (b, c) in (values or {}).items()}
     for j, n in enumerate(points):
-        boots = None
-        if values is not None:
-            boots = {m: boot_component(b[:, :n], c[:, :n]) for m, (b, c) in values.items()}
+        boots = {m: path[j] for m, path in along.items()} if values is not None else None
         last = _at(paths, j, n, plan, boots)
         if not looks:
             break
