@@ -12,7 +12,15 @@ import pytest
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
-from harness.verdict.asked import compare_asked, headline_deltas, plan_for, stop_rule
+from harness.verdict import asked
+from harness.verdict.asked import (
+    LATENCY_QUERIES,
+    compare_asked,
+    headline_deltas,
+    plan_for,
+    sequential_design,
+    stop_rule,
+)
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.distributions import binomial_cdf
 from harness.verdict.quality_sequential import (
@@ -206,6 +214,38 @@ def test_first_look_waits_for_its_queries() -> None:
     deltas = -np.ones(FIRST_LOOK - 1)
     result = decide({m: deltas for m in HEADLINE}, SequentialPlan(HEADLINE, total=300))
     assert result.verdict is None
+
+
+def _looks_until_stopped(gold: GoldSet, lost: set[str], order: list[str]) -> int:
+    """The queries the runner's look (`sequential_design`) lets a compare ask."""
+    block, look = sequential_design(gold, CompareSettings(resamples=200), order)
+    for end in range(block, len(order) + block, block):
+        answers = [[_run(gold, order[:end], miss, s).repeats[0].results]
+                   for miss, s in ((set(), "a"), (lost, "b"))]
+        if look(min(end, len(order)), answers):
+            return min(end, len(order))
+    return len(order)
+
+
+@pytest.mark.parametrize("latency_queries", [LATENCY_QUERIES, 40, 70])
+def test_quality_never_stops_before_the_latency_rounds_queries(
+    latency_queries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every other query lost (b = 10 of the first 20, e-value 180 > 80): the rule decides at
+    # its first look, which waits for the queries a latency round needs
+    # (asked.LATENCY_QUERIES); the analysis stops at the same look.
+    monkeypatch.setattr(asked, "LATENCY_QUERIES", latency_queries)
+    gold = _gold(200)
+    order = list(query_order([q.id for q in gold.queries], 0))
+    lost = set(order[::2])
+    stopped = _looks_until_stopped(gold, lost, order)
+    assert stopped == max(latency_queries, FIRST_LOOK)
+    baseline = _run(gold, order[:stopped], set(), "a")
+    candidate = _run(gold, order[:stopped], lost, "b")
+    settings = CompareSettings(resamples=200)
+    c = compare_asked(gold, baseline, candidate, settings, order, first=asked.LATENCY_QUERIES)
+    assert c.sequential is not None and c.sequential.result.stopped_at == stopped
+    assert c.verdict_quality is Verdict.REGRESSED
 
 
 # --------------------------------------------------------------------------- the CLI's choice

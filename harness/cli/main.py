@@ -347,17 +347,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with signals_unwind():
         if order is not None:
             from harness.replay.blocks import run_sequential_pair
-            from harness.verdict.asked import plan_for, stop_rule
+            from harness.verdict.asked import sequential_design
 
             deployed = bool(args.baseline_url)
+            block, look = sequential_design(plan.gold, settings, order)
             baseline, candidate, _ = run_sequential_pair(
                 plan,
                 args.baseline_url if deployed else args.baseline,
                 args.candidate_url if deployed else args.candidate,
                 repeats=_repeats(args, plan),
                 order=order,
-                block=plan_for(plan.gold, settings).block_size,
-                look=stop_rule(plan.gold, settings, order),
+                block=block,
+                look=look,
                 latency_budget=_latency_budget(plan),
                 urls=deployed,
             )

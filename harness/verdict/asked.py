@@ -2,7 +2,7 @@
 asked, the headline deltas in the order asked, and the Comparison with the sequential rule's
 verdict (`harness.verdict.quality_sequential`).
 
-    look = stop_rule(gold, settings, order)     # the runner's callback: stop after this block?
+    block, look = sequential_design(gold, settings, order)  # the runner's: stop after a block?
     comparison = compare_asked(gold, baseline, candidate, settings, order)
 
 The runner asks the queries of `order` (`quality_sequential.query_order`, from the compare's
@@ -25,6 +25,26 @@ from harness.verdict import scopes, validity
 from harness.verdict.compare import compare, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
+
+
+LATENCY_QUERIES = 20
+"""The fewest queries a latency round is estimated from.  The latency rounds past R replay the
+queries quality asked (`harness.replay.blocks`), and each round's estimate is a trimmed mean of
+their per-query log ratios with its within-round variance (`harness.verdict.latency_rule`: 20%
+off each end, so 20 queries keep 12), so quality never stops before this many, whatever its own
+rule's first look."""
+
+Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]
+
+
+def sequential_design(
+    gold: GoldSet, settings: CompareSettings, order: Sequence[str]
+) -> tuple[int, Look]:
+    """What the runner asks by (`harness.replay.blocks.run_blocks`): the block size and the
+    look after each block, the first look waiting for `LATENCY_QUERIES` (as `compare_asked`'s,
+    so the analysis stops where the runner did)."""
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES)
+    return plan.block_size, stop_rule(gold, settings, order, first=LATENCY_QUERIES)
 
 
 def plan_for(
@@ -85,7 +105,7 @@ def headline_values(
 
 def stop_rule(
     gold: GoldSet, settings: CompareSettings, order: Sequence[str], *, first: int | None = None
-) -> Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]:
+) -> Look:
     """The runner's look after a block: given the number of queries of `order` asked and each
     side's answers per round so far, whether the rule has decided."""
     plan = plan_for(gold, settings, first=first)
@@ -122,9 +142,12 @@ def compare_asked(
     settings: CompareSettings,
     order: Sequence[str],
     corpus_ids: frozenset[str] | None = None,
+    *,
+    first: int | None = None,
 ) -> Comparison:
-    """The Comparison of a sequential compare (see the module docstring)."""
-    plan = plan_for(gold, settings)
+    """The Comparison of a sequential compare (see the module docstring; `first`: the queries
+    before the first look, `LATENCY_QUERIES` by default, as the runner's `sequential_design`)."""
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES if first is None else first)
     asked = asked_ids(order, (baseline, candidate))
     cut = asked_gold(gold, asked)
     fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
