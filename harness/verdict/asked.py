@@ -26,7 +26,6 @@ from harness.verdict.compare import compare, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
 
-
 LATENCY_QUERIES = 20
 """The fewest queries a latency round is estimated from.  The latency rounds past R replay the
 queries quality asked (`harness.replay.blocks`), and each round's estimate is a trimmed mean of
