@@ -9,6 +9,7 @@ news).  A side's answers come from a function (repeat, query) -> rank of the rel
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from statsmodels.stats.multitest import multipletests
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
+from harness.report.page import render
 from harness.types import (
     ErrorKind,
     GoldQuery,
@@ -543,6 +545,46 @@ def test_a_slice_call_needs_the_holm_adjusted_p() -> None:
     )
     assert rare.p_adjusted == pytest.approx(6 * 2 / 1024)
     assert rare.verdict is Verdict.REGRESSED
+
+
+def test_one_slice_of_every_query_is_the_overall_scope_never_a_collapse() -> None:
+    # 6 lost at hit@5 and hit@10: McNemar p = 2/64 = 0.031 for each, Holm across the two
+    # headline tests 0.0625: no call overall.  A slice holding every query used to be adjusted
+    # across the slices alone (one: 0.031 < 0.05) and so "regressed while the overall row did
+    # not" on the very same queries.  Now its rows are the overall rows.
+    gold = make_gold()
+    gold = replace(gold, queries=tuple(replace(q, slice="all") for q in gold.queries))
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks(buried(*range(1, 7)))), FAST)
+    overall = c.overall.row("hit@5")
+    assert overall is not None and overall.p == pytest.approx(2 / 64)
+    assert overall.p_adjusted == pytest.approx(2 * 2 / 64)
+    assert overall.verdict is not Verdict.REGRESSED
+    (only,) = c.slices
+    assert only.name == "all" and only.n == c.overall.n and only.rows == c.overall.rows
+    assert not c.collapses and "slice collapse" not in c.quality_reason
+
+
+def test_rows_that_do_not_decide_the_headline_say_so() -> None:
+    # The relevant document moves from rank 5 to rank 1 on 30 queries: hit@5 and hit@10 are
+    # unchanged (the headline: no change), mrr@5 and mrr@10 improve; those rows are information,
+    # labelled "(not deciding)" in every table, `deciding` false in JSON.
+    moved = {f"q{i:02d}": 1 for i in range(1, 31)}
+    c = run_pair(ranks(moved, default=1), base_rank=ranks({q: 5 for q in moved}, default=1))
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    deciding = {r.metric for r in c.overall.rows if r.deciding}
+    assert deciding == {"hit@5", "hit@10"}
+    mrr = c.overall.row("mrr@10")
+    assert mrr is not None and mrr.verdict is Verdict.IMPROVED and not mrr.deciding
+    text = render(c, "text")
+    line = next(x for x in text.splitlines() if x.lstrip().startswith("mrr@10"))
+    assert line.rstrip().endswith("improved (not deciding)")
+    assert "(not deciding): the row's own test, not corrected across the others" in text
+    hit = next(x for x in text.splitlines() if x.lstrip().startswith("hit@5 "))
+    assert "not deciding" not in hit
+    assert "improved (not deciding)" in render(c, "markdown")
+    rows = json.loads(render(c, "json"))["overall"]["rows"]
+    assert {r["metric"]: r["deciding"] for r in rows}["mrr@10"] is False
+    assert {r["metric"]: r["deciding"] for r in rows}["hit@10"] is True
 
 
 def test_power_per_slice_is_stated_at_alpha_over_the_slices() -> None:
