@@ -47,12 +47,17 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibrate_headline import headline, metric_values
 
 MODES = ("deterministic", "redrawn", "flaky 10%")
 BOOT_MODES = ("per-boot 0.01", "per-boot 0.03")  # redrawn, and every boot shifts every query
@@ -69,6 +74,7 @@ class Scenario:
     slices: int = 1  # the gold set's slices, of equal size
 
 
+@lru_cache(maxsize=16)
 def gold_set(n: int, slices: int = 1) -> GoldSet:
     queries = tuple(
         GoldQuery(
@@ -107,6 +113,38 @@ def improved(mode: str, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 _MISSED = tuple(f"x{j}" for j in range(10))  # ten irrelevant ids
 
 
+def draw_hits(
+    p: np.ndarray, repeats: int, rng: np.random.Generator, empty: float = 0.0, boot: float = 0.0
+) -> np.ndarray:
+    """repeats x queries: whether each repeat returns the query's relevant document; `empty`:
+    the share of answers that are empty (no document at all); `boot`: each boot (repeat) shifts
+    every query's hit probability by a shared normal draw of this standard deviation."""
+    rows = []
+    for _ in range(repeats):
+        shift = rng.normal(0.0, boot) if boot else 0.0
+        hits = rng.random(len(p)) < np.clip(p + shift, 0.0, 1.0)
+        blank = rng.random(len(p)) < empty
+        rows.append(np.where(blank, -1, hits.astype(np.int8)))
+    return np.array(rows, dtype=np.int8)  # 1 hit, 0 miss, -1 empty
+
+
+def as_run(gold: GoldSet, drawn: np.ndarray, ranks: np.ndarray, sha: str = "a") -> RefRun:
+    """The RefRun of `draw_hits`' answers: ten irrelevant ids, the relevant one at its rank when
+    hit, nothing when empty."""
+    reps = []
+    for r, row in enumerate(drawn):
+        results = []
+        for i, q in enumerate(gold.queries):
+            ids: tuple[str, ...] = ()
+            if row[i] >= 0:
+                ids = _MISSED
+                if row[i] == 1:
+                    ids = (*ids[: ranks[i] - 1], f"d{i}", *ids[ranks[i] :])
+            results.append(QueryResult(q.id, ids, status=200, latency_ns=1_000_000 + i))
+        reps.append(Repeat(r, tuple(results)))
+    return RefRun(sha, sha * 40, "c", gold.hash, None, "sim", {}, tuple(reps))
+
+
 def run(
     gold: GoldSet,
     p: np.ndarray,
@@ -117,31 +155,17 @@ def run(
     sha: str = "a",
     boot: float = 0.0,
 ) -> RefRun:
-    """`repeats` boots of one side; `boot`: each boot shifts every query's hit probability by a
-    shared normal draw of this standard deviation."""
-    reps = []
-    for r in range(repeats):
-        shift = rng.normal(0.0, boot) if boot else 0.0
-        hits = rng.random(len(p)) < np.clip(p + shift, 0.0, 1.0)
-        blank = rng.random(len(p)) < empty
-        results = []
-        for i, q in enumerate(gold.queries):
-            if blank[i]:
-                ids: tuple[str, ...] = ()
-            else:
-                ids = _MISSED
-                if hits[i]:
-                    ids = (*ids[: ranks[i] - 1], f"d{i}", *ids[ranks[i] :])
-            results.append(QueryResult(q.id, ids, status=200, latency_ns=1_000_000 + i))
-        reps.append(Repeat(r, tuple(results)))
-    return RefRun(sha, sha * 40, "c", gold.hash, None, "sim", {}, tuple(reps))
+    """`repeats` boots of one side (`draw_hits`, `as_run`)."""
+    return as_run(gold, draw_hits(p, repeats, rng, empty, boot), ranks, sha)
 
 
 def simulate(
-    scenario: Scenario, seed: int, settings: CompareSettings = SETTINGS
+    scenario: Scenario, seed: int, settings: CompareSettings = SETTINGS, *, fast: bool = False
 ) -> tuple[Verdict, bool, bool]:
     """One compare: its headline verdict, whether it flagged a slice collapse, and whether a
-    row that does not decide the headline carries an improved or regressed label."""
+    row that does not decide the headline carries an improved or regressed label (`fast`: the
+    headline alone, from the per-query values, `calibrate_headline.headline`; no slices or
+    other rows, so both flags False)."""
     rng = np.random.default_rng(seed)
     gold = gold_set(scenario.queries, scenario.slices)
     p = hit_probabilities(scenario.mode, scenario.queries, rng)
@@ -152,9 +176,14 @@ def simulate(
     elif scenario.name.startswith("30%"):
         empty = 0.30
     boot = boot_spread(scenario.mode)
-    base = run(gold, p, ranks, scenario.repeats, rng, boot=boot)
-    cand = run(gold, q, ranks, scenario.repeats, rng, empty=empty, sha="b", boot=boot)
-    c = compare(gold, base, cand, settings)
+    base = draw_hits(p, scenario.repeats, rng, boot=boot)
+    cand = draw_hits(q, scenario.repeats, rng, empty=empty, boot=boot)
+    if fast:
+        verdict, _, _ = headline(
+            metric_values(base == 1, ranks), metric_values(cand == 1, ranks), settings
+        )
+        return verdict, False, False
+    c = compare(gold, as_run(gold, base, ranks), as_run(gold, cand, ranks, "b"), settings)
     called = (Verdict.IMPROVED, Verdict.REGRESSED)
     labelled = any(not r.deciding and r.verdict in called for r in c.overall.rows)
     return c.verdict_quality, bool(c.collapses), labelled
@@ -200,14 +229,20 @@ CHUNK = 100  # simulations per task: a row's tasks spread over the workers, rows
 
 
 def rate(
-    scenario: Scenario, sims: range, seed: int, settings: CompareSettings = SETTINGS
+    scenario: Scenario,
+    sims: range,
+    seed: int,
+    settings: CompareSettings = SETTINGS,
+    fast: bool = False,
 ) -> tuple[Scenario, dict[str, int]]:
     """The verdicts of simulations `sims` of one scenario, counted (and "collapse": the
     compares that flagged a slice collapse; "labelled": those with a non-deciding overall row
     labelled improved or regressed)."""
     counts: dict[str, int] = {}
     for s in sims:
-        verdict, collapsed, labelled = simulate(scenario, seed * 1_000_003 + s, settings)
+        verdict, collapsed, labelled = simulate(
+            scenario, seed * 1_000_003 + s, settings, fast=fast
+        )
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
         counts["collapse"] = counts.get("collapse", 0) + collapsed
         counts["labelled"] = counts.get("labelled", 0) + labelled
@@ -219,24 +254,23 @@ def stated_mde(queries: int, churn: float, seed: int) -> tuple[float, bool]:
     `churn` share of them discordant by chance (half each way), compared for the mde the report
     states; then the candidate moves each of its misses to a hit with the probability that
     raises its hit rate by that mde on average (a random number of queries, as a real change
-    moves), and is compared again.  The stated mde and whether the change was called improved."""
+    moves), and is compared again (the headline alone, `calibrate_headline.headline`).  The
+    stated mde and whether the change was called improved."""
     rng = np.random.default_rng(seed)
-    gold = gold_set(queries)
     p = (rng.random(queries) < 0.7).astype(float)
     ranks = rng.integers(1, 11, queries)
     q = p.copy()
     each = round(churn * queries / 2)
     q[rng.choice(np.flatnonzero(p == 1), each, replace=False)] = 0.0
     q[rng.choice(np.flatnonzero(p == 0), each, replace=False)] = 1.0
-    base = run(gold, p, ranks, 1, rng)
-    aa = compare(gold, base, run(gold, q, ranks, 1, rng, sha="b"), SETTINGS)
-    assert aa.power is not None
-    mde = aa.power.mde
+    base = metric_values(draw_hits(p, 1, rng) == 1, ranks)
+    _, _, power = headline(base, metric_values(draw_hits(q, 1, rng) == 1, ranks), SETTINGS)
+    assert power is not None
     misses = np.flatnonzero(q == 0)
-    moved = misses[rng.random(misses.size) < min(1.0, mde * queries / misses.size)]
+    moved = misses[rng.random(misses.size) < min(1.0, power.mde * queries / misses.size)]
     q[moved] = 1.0
-    changed = compare(gold, base, run(gold, q, ranks, 1, rng, sha="b"), SETTINGS)
-    return mde, changed.verdict_quality is Verdict.IMPROVED
+    verdict, _, _ = headline(base, metric_values(draw_hits(q, 1, rng) == 1, ranks), SETTINGS)
+    return power.mde, verdict is Verdict.IMPROVED
 
 
 def mde_rows(sims: int, seed: int, jobs: int) -> int:
@@ -273,6 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         "--only", choices=("aa", "power", "broken", "boots", "slices", "mde", "sequential")
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="decide the headline from the per-query values (calibrate_headline.py): the same "
+        "verdicts as compare, several times faster; no slice or other rows",
+    )
     parser.add_argument("--mode", choices=MODES + BOOT_MODES, help="only this determinism mode")
     parser.add_argument("--queries", type=int, help="only scenarios with this many queries")
     parser.add_argument(
@@ -312,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         tasks = [
             [
-                pool.submit(rate, s, range(a, min(a + CHUNK, args.sims)), args.seed, settings)
+                pool.submit(
+                    rate, s, range(a, min(a + CHUNK, args.sims)), args.seed, settings, args.fast
+                )
                 for a in range(0, args.sims, CHUNK)
             ]
             for s in todo

@@ -32,10 +32,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import boot_spread, gold_set, hit_probabilities, run, wilson
+from calibrate import as_run, boot_spread, draw_hits, gold_set, hit_probabilities, wilson
+from calibrate_headline import headline, metric_values
 
 from harness.types import RefRun, Verdict
-from harness.verdict.asked import compare_asked, headline_values, plan_for
+from harness.verdict.asked import LATENCY_QUERIES, compare_asked, headline_values, plan_for
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.quality_sequential import decide, default_block, query_order
 
@@ -77,28 +78,42 @@ def _cut(run_: RefRun, asked: set[str]) -> RefRun:
     return replace(run_, repeats=reps)
 
 
-def simulate(row: Row, seed: int) -> tuple[Verdict, int]:
-    """One compare: its headline verdict and the queries it asked."""
+def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Verdict, int]:
+    """One compare: its headline verdict and the queries it asked (`fast`: each side's values
+    straight from the simulated answers, the fixed-sample fallback by
+    `calibrate_headline.headline`; else through the scoring, `headline_values` and
+    `compare_asked`, as the CLI does: tests/test_calibration_paths.py checks both agree)."""
     settings = replace(CONTINUOUS if row.continuous else BINARY, seed=seed)
     rng = np.random.default_rng(seed)
     gold = gold_set(row.queries)
     p = hit_probabilities(row.mode, row.queries, rng)
     ranks = rng.integers(1, 11, row.queries)
     boot = boot_spread(row.mode)
-    base = run(gold, p, ranks, row.repeats, rng, boot=boot)
-    q = changed(row.mode, p, row.effect, rng)
-    cand = run(gold, q, ranks, row.repeats, rng, sha="b", boot=boot)
+    base = draw_hits(p, row.repeats, rng, boot=boot)
+    cand = draw_hits(changed(row.mode, p, row.effect, rng), row.repeats, rng, boot=boot)
     order = query_order([q.id for q in gold.queries], settings.seed)
-    # The runner's look after each block (`asked.stop_rule`) is `decide` over the values so far,
-    # and `decide` stops at the first deciding block end: one pass over the whole order finds it.
-    values = headline_values(gold, [base.repeats, cand.repeats], order, settings)
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES)
+    # The runner's look after each block (`asked.sequential_design`) is `decide` over the values
+    # so far, and `decide` stops at the first deciding block end: one pass over the whole order
+    # finds it.
+    if fast:
+        where = np.array([int(qid[1:]) for qid in order])
+        ordered = [metric_values(x[:, where] == 1, ranks[where]) for x in (base, cand)]
+        metrics = plan.metrics
+        values = {m: (ordered[0][m], ordered[1][m]) for m in metrics}
+    else:
+        runs = [as_run(gold, base, ranks), as_run(gold, cand, ranks, "b")]
+        values = headline_values(gold, [runs[0].repeats, runs[1].repeats], order, settings)
     deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
-    result = decide(deltas, plan_for(gold, settings), values)
+    result = decide(deltas, plan, values)
     asked = result.stopped_at if result.verdict is not None else len(order)
     if result.verdict is not None:  # what compare_asked gives a valid run the rule decided
         return result.verdict, asked
+    if fast:  # undecided: the whole gold set asked, the fixed-sample verdict at alpha - alpha_s
+        fixed = replace(settings, alpha=plan.alpha_fixed)
+        return headline(ordered[0], ordered[1], fixed)[0], asked
     keep = set(order[:asked])
-    comparison = compare_asked(gold, _cut(base, keep), _cut(cand, keep), settings, order)
+    comparison = compare_asked(gold, _cut(runs[0], keep), _cut(runs[1], keep), settings, order)
     return comparison.verdict_quality, asked
 
 
