@@ -318,7 +318,7 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
         if r.hit
     ]
     if c.boots is not None:
-        per_side = f"{c.boots.repeats[0]} and {c.boots.repeats[1]} boots"
+        per_side = f"{c.boots.repeats[0]} baseline, {c.boots.repeats[1]} candidate"
         lines.append(f"variation between boots ({per_side}): {c.boots.words}")
     p = c.power
     if p is not None:

@@ -59,6 +59,7 @@ from harness.verdict.distributions import chi2_sf, t_quantile, t_sf
 
 PRESENT = 0.05  # the level at which boot-to-boot variation is said to be present
 MOST_DF = 1000  # beyond this many degrees of freedom t is the normal
+ROUNDING = 1e-20  # a variance of values in [0, 1] this small is floating-point rounding
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,18 @@ def boot_component(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> BootCom
     several = [m for m in sides if m.shape[0] > 1]
     spread = sum(float(m.mean(axis=1).var(ddof=1)) * (m.shape[0] - 1) for m in several)
     noise = sum(float(m.var(axis=0, ddof=1).sum()) / (n * n) * (m.shape[0] - 1) for m in several)
-    s2, w = spread / df, noise / df
+    s2, w = _settled(spread / df), _settled(noise / df)
     between = max(0.0, s2 - w)
     scale = sum(1 / m.shape[0] for m in sides)
     # With no query varying between repeats, any spread of the boot means is the boots'.
     p_present = chi2_sf(df * s2 / w, df) if w > 0 else 0.0 if s2 > 0 else 1.0
     return BootComponent(between, between * scale, within, df, s2 * scale, p_present)
+
+
+def _settled(variance: float) -> float:
+    """A variance, with the rounding of means of equal values (1e-33 and the like) taken as 0:
+    a deterministic service's boots agree exactly."""
+    return variance if variance > ROUNDING else 0.0
 
 
 def boot_path(
@@ -170,7 +177,7 @@ def boot_path(
         if df == 0:
             out.append(BootComponent(0.0, 0.0, within, 0))
             continue
-        s2, w = float(spread[j]) / df, float(noise[j]) / df
+        s2, w = _settled(float(spread[j]) / df), _settled(float(noise[j]) / df)
         between = max(0.0, s2 - w)
         p_present = chi2_sf(df * s2 / w, df) if w > 0 else 0.0 if s2 > 0 else 1.0
         out.append(BootComponent(between, between * scale, within, df, s2 * scale, p_present))

@@ -227,9 +227,9 @@ def _boots(overall: Scope, settings: CompareSettings, repeats: tuple[int, int]) 
     sd = math.sqrt(b.between)
     if not b.estimable:
         words = (
-            "one boot per side: variation between boots cannot be told from a change here "
-            "(a service that builds its index at random when it starts needs --repeats 3 or "
-            "more for it to be inside the test)"
+            "one boot per side: a shift shared by every query of a boot cannot be told from a "
+            "change here (a service that builds its index at random when it starts needs "
+            "--repeats 3 or more for it to be inside the test)"
         )
     elif b.present:
         words = (
@@ -240,12 +240,12 @@ def _boots(overall: Scope, settings: CompareSettings, repeats: tuple[int, int]) 
         )
     elif b.added > 0:
         words = (
-            f"no variation between boots beyond chance (their means spread as their queries "
-            f"explain, p = {stats.format_p(b.p_present or 1.0)}); what there is is inside the "
-            f"test: {b.share:.0%} of the variance of the {row.metric} delta"
+            f"within chance (their means spread as their queries explain, p = "
+            f"{stats.format_p(b.p_present or 1.0)}); inside the test all the same: "
+            f"{b.share:.0%} of the variance of the {row.metric} delta"
         )
     else:
-        words = "no variation between boots beyond what their queries explain"
+        words = "none beyond what their queries explain"
     return Boots(
         repeats=repeats,
         estimable=b.estimable,
