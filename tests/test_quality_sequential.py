@@ -251,7 +251,7 @@ def test_quality_never_stops_before_the_latency_rounds_queries(
 # --------------------------------------------------------------------------- the CLI's choice
 
 
-def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> object:
+def _plan(sequential: bool | None, concurrency: int = 1, ray: str | None = None) -> object:
     from types import SimpleNamespace
 
     compare = SimpleNamespace(sequential=sequential)
@@ -283,3 +283,25 @@ def test_the_cli_asks_in_the_seeded_order_or_says_why_not(
     reuse = Namespace(reuse_runs=True)
     assert _sequential_order(reuse, _plan(True), settings) is None  # type: ignore[arg-type]
     assert "--reuse-runs" in capsys.readouterr().err
+
+
+def test_sequential_is_the_default_and_quiet_where_it_cannot_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # compare.sequential unset (None): sequential wherever it can be; where --concurrency,
+    # --ray or --reuse-runs ask the whole gold set, nothing is said (nobody asked for it).
+    from argparse import Namespace
+
+    from harness.cli.main import _sequential_order
+    from harness.config import CompareConfig
+
+    assert CompareConfig().sequential is None
+    settings = CompareSettings(seed=7)
+    ids = [q.id for q in _gold(40).queries]
+    args = Namespace(reuse_runs=False)
+    assert _sequential_order(args, _plan(None), settings) == query_order(ids, 7)  # type: ignore[arg-type]
+    for plan in (_plan(None, concurrency=4), _plan(None, ray="auto")):
+        assert _sequential_order(args, plan, settings) is None  # type: ignore[arg-type]
+    reuse = Namespace(reuse_runs=True)
+    assert _sequential_order(reuse, _plan(None), settings) is None  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""

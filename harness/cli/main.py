@@ -1027,9 +1027,11 @@ def _with_floors(
 def _sequential_order(
     args: argparse.Namespace, plan: RunPlan, settings: CompareSettings
 ) -> tuple[str, ...] | None:
-    """The order the queries are asked in under compare.sequential (--sequential), or None: the
-    fixed design (not sequential, or a run it cannot be: said on stderr)."""
-    if not plan.config.compare.sequential:
+    """The order the queries are asked in under compare.sequential (the default; --sequential),
+    or None: the fixed design (--no-sequential, or a run it cannot be: said on stderr when
+    sequential was asked for, quietly when it is only the default)."""
+    asked_for = plan.config.compare.sequential
+    if asked_for is False:
         return None
     why = (
         "--concurrency N > 1 sends the queries as a burst"
@@ -1041,11 +1043,12 @@ def _sequential_order(
         else None
     )
     if why is not None:
-        print(
-            f"harness: warning: not sequential: {why}; the whole gold set is asked "
-            "(--no-sequential says so quietly)",
-            file=sys.stderr,
-        )
+        if asked_for:
+            print(
+                f"harness: warning: not sequential: {why}; the whole gold set is asked "
+                "(--no-sequential says so quietly)",
+                file=sys.stderr,
+            )
         return None
     from harness.verdict.quality_sequential import query_order
 
