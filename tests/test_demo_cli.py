@@ -160,8 +160,9 @@ def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -
     quality = [
         line
         for line in excerpt.splitlines()
-        if line.startswith(("harness: main", "quality:", "hit@5:", "hit@10:", "Holm across",
-                            "mrr@10 ", "unanswerable", "outranks", "q0", "Flips at"))
+        if line.startswith(("harness: main", "quality:", "sequential:", "hit@5:", "hit@10:",
+                            "Holm across", "mrr@10 ", "unanswerable", "outranks", "q0",
+                            "Flips at"))
     ]  # fmt: skip
     assert len(quality) >= 12
     printed = set(done.stdout.splitlines())
