@@ -191,6 +191,9 @@ def test_compare_of_the_queries_asked_says_where_it_stopped() -> None:
     assert sum(s.n for s in comparison.slices) == len(asked)  # type: ignore[attr-defined]
     for fmt in ("text", "markdown"):
         assert line in render(comparison, fmt)  # type: ignore[arg-type]
+    # The compare's alpha, and how the rule split it (the tables are at what the looks left).
+    split = "alpha 0.05 (sequential: 0.025 on the looks, 0.025 on the tables and the last test)"
+    assert split in render(comparison, "text")  # type: ignore[arg-type]
     document = json.loads(render(comparison, "json"))  # type: ignore[arg-type]
     assert document["sequential"]["said"] == line
     assert document["sequential"]["asked"] == len(asked)

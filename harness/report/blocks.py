@@ -150,7 +150,7 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
         f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
         + (f" ({'; '.join(reused)})" if reused else ""),
-        f"settings: k {', '.join(map(str, s.k))}; alpha {s.alpha:g}; minimum effect "
+        f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; minimum effect "
         f"{s.min_effect:g}; latency tolerance "
         f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
         f"{s.resamples} resamples{gates}",
@@ -165,6 +165,18 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         lines.append(f"left out (an errored or missing answer): {len(h.excluded)} ({shown})")
     lines += [f"warning: {w}" for w in c.warnings]
     return tuple(lines)
+
+
+def _alpha(c: Comparison) -> str:
+    """The compare's alpha; a sequential one's with its split between the looks and the rest."""
+    seq = c.sequential
+    if seq is None or not seq.alpha:
+        return f"{c.settings.alpha:g}"
+    looks = seq.alpha - c.settings.alpha
+    return (
+        f"{seq.alpha:g} (sequential: {looks:g} on the looks, {c.settings.alpha:g} on the tables "
+        "and the last test)"
+    )
 
 
 ISOLATION = {

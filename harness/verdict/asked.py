@@ -159,7 +159,7 @@ def compare_asked(
     said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
     if result.verdict is None:
         said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
-    sequential = Sequential(len(asked), n_gold, result, said)
+    sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
     out = replace(fixed, sequential=sequential)
     if not fixed.valid or result.verdict is None:
         return out

@@ -185,6 +185,9 @@ class Sequential:
     total: int
     result: SequentialResult
     said: str
+    # The compare's alpha (alpha_s of it spent on the looks; the tables and the last test are
+    # at the rest, which is the Comparison's settings.alpha); 0 in comparisons saved before.
+    alpha: float = 0.0
 
 
 @dataclass(frozen=True)
