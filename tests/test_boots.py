@@ -14,6 +14,7 @@ from scipy import stats as scipy_stats
 
 from harness.types import GoldQuery, Verdict
 from harness.verdict.boots import (
+    MIN_DF,
     BootComponent,
     boot_component,
     boot_margin,
@@ -60,6 +61,19 @@ def test_boots_that_move_every_query_together_are_seen() -> None:
 def test_one_boot_per_side_cannot_be_estimated() -> None:
     b = boot_component(np.ones((1, 5)), np.zeros((1, 5)))
     assert not b.estimable and b.df == 0 and b.p_present is None and b.added == 0.0
+
+
+def test_two_boots_a_side_are_too_few_to_be_in_the_test() -> None:
+    # A candidate losing its answer in 20% of searches at random, 2 boots a side, 80 queries:
+    # with the boots in (a t on 2 degrees of freedom, 6.2 at 0.025) it would go uncalled half
+    # the time; below MIN_DF they stay out, the exact test calls it, and the report says why.
+    rng = np.random.default_rng(3)
+    base = np.ones((2, 80), dtype=bool)
+    cand = rng.random((2, 80)) >= 0.2
+    boots = boot_component(base, cand)
+    assert boots.df == 2 < MIN_DF and not boots.estimable and boots.added == 0.0
+    test = hit_rate_test(base, cand, alpha=0.025, boots=boots)
+    assert test.verdict is Verdict.REGRESSED and test.exact == "exact sign-flip"
 
 
 def test_the_two_level_p_is_students_t_on_satterthwaites_degrees_of_freedom() -> None:

@@ -36,8 +36,12 @@ exact sign-flip test's (`stats.hit_rate_test`): boots can only make a call harde
 boot-to-boot variation is seen (S^2 <= w, as for every deterministic service) nothing changes.
 
 With one boot per side (R = 1) sigma_b cannot be estimated: a boot shift and a real change are the
-same thing to the data, and the test is that of these two boots.  `BootComponent.estimable` is
-False and the report says so; with R >= 3 per side the shift is in the test.
+same thing to the data, and the test is that of these two boots.  With fewer than MIN_DF degrees
+of freedom (R = 2 a side: 2) it can, but a t on 2 degrees of freedom (6.2 at 0.025, where the
+normal says 2.24) would leave no power worth having: a candidate losing its answer in 20% of
+searches at random, with 80 queries, went uncalled.  Below MIN_DF, `BootComponent.estimable` is
+False, the test is the queries' own, as before, and the report says that R >= 3 a side puts the
+boots in it.
 
 `present`: the boots' means spread more than their queries explain, S^2 / w beyond the 95th
 percentile of chi^2_df / df (the spread the queries alone would give).
@@ -58,6 +62,7 @@ import numpy.typing as npt
 from harness.verdict.distributions import chi2_sf, t_quantile, t_sf
 
 PRESENT = 0.05  # the level at which boot-to-boot variation is said to be present
+MIN_DF = 4  # the boots' degrees of freedom (R_b + R_c - 2) below which they stay out of the test
 MOST_DF = 1000  # beyond this many degrees of freedom t is the normal
 ROUNDING = 1e-20  # a variance of values in [0, 1] this small is floating-point rounding
 
@@ -69,7 +74,7 @@ class BootComponent:
     `between`: sigma_b^2, a boot mean's variance beyond its queries' noise (0 when none seen);
     `added`: what it adds to the variance of the mean delta; `within`: that variance from the
     queries and repeats alone; `spread`: the variance of the mean delta the boots' means show;
-    `df`: the boots' degrees of freedom (0: one boot per side, not estimable); `p_present`: the
+    `df`: the boots' degrees of freedom (below MIN_DF: not estimable); `p_present`: the
     chance of a spread of boot means this large from the queries alone (None when not
     estimable)."""
 
@@ -82,7 +87,8 @@ class BootComponent:
 
     @property
     def estimable(self) -> bool:
-        return self.df > 0
+        """Enough boots (MIN_DF degrees of freedom) for their variation to be in the test."""
+        return self.df >= MIN_DF
 
     @property
     def present(self) -> bool:
@@ -133,6 +139,8 @@ def boot_component(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> BootCom
     scale = sum(1 / m.shape[0] for m in sides)
     # With no query varying between repeats, any spread of the boot means is the boots'.
     p_present = chi2_sf(df * s2 / w, df) if w > 0 else 0.0 if s2 > 0 else 1.0
+    if df < MIN_DF:
+        between = 0.0
     return BootComponent(between, between * scale, within, df, s2 * scale, p_present)
 
 
@@ -178,7 +186,7 @@ def boot_path(
             out.append(BootComponent(0.0, 0.0, within, 0))
             continue
         s2, w = _settled(float(spread[j]) / df), _settled(float(noise[j]) / df)
-        between = max(0.0, s2 - w)
+        between = max(0.0, s2 - w) if df >= MIN_DF else 0.0
         p_present = chi2_sf(df * s2 / w, df) if w > 0 else 0.0 if s2 > 0 else 1.0
         out.append(BootComponent(between, between * scale, within, df, s2 * scale, p_present))
     return out

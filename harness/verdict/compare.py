@@ -225,11 +225,22 @@ def _boots(overall: Scope, settings: CompareSettings, repeats: tuple[int, int]) 
         return None
     row, b = max(found, key=lambda pair: (pair[1].present, pair[1].share))
     sd = math.sqrt(b.between)
-    if not b.estimable:
+    if b.df == 0:
         words = (
             "one boot per side: a shift shared by every query of a boot cannot be told from a "
             "change here (a service that builds its index at random when it starts needs "
             "--repeats 3 or more for it to be inside the test)"
+        )
+    elif not b.estimable:
+        seen = (
+            f"; and they differ more than their queries explain (p = "
+            f"{stats.format_p(b.p_present)}), which the test does not include"
+            if b.present and b.p_present is not None
+            else ""
+        )
+        words = (
+            f"too few boots to put their variation inside the test ({b.df} degrees of "
+            f"freedom; --repeats 3 or more a side does){seen}"
         )
     elif b.present:
         words = (
