@@ -21,7 +21,8 @@ comparison showed:
   time, not 80%.
 - Otherwise (hit rates over repeats, continuous metrics, more than `EXACT_LIMIT` queries), the
   normal approximation of the sign-flip test: S = sum d_i has null spread V = sum d_i^2 (plus the
-  boots' part, `harness.verdict.boots`, n^2 times what they add to the mean delta's variance),
+  boots' part, `harness.verdict.boots`, n^2 times what they add to the mean delta's variance,
+  and then the two-level test's t quantile in place of z(1 - a/2)),
   a change moving a Bin(n, x / n) number of queries adds x to S and x (1 - x / n) to its
   variance, and the test sees it with probability `power` once
 
@@ -47,7 +48,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from harness.verdict.boots import BootComponent
+from harness.verdict.boots import MOST_DF, BootComponent
+from harness.verdict.distributions import t_quantile
 from harness.verdict.stats import min_detectable_swing
 
 POWER = 0.80
@@ -284,6 +286,11 @@ def power(
         exact = detectable_exact(n, churn, alpha)
         mde = exact if exact is not None else detectable_queries(churn * n, alpha, n=n) / n
         return Power(metric, n, mde, effect, _exact_needed(churn, effect, alpha), None)
+    if boots is not None and added > 0 and boots.df_effective < MOST_DF:
+        # The two-level test's bar is Student's t, not the normal: the alpha whose normal
+        # quantile is that t.
+        t = t_quantile(1 - alpha / 2, boots.df_effective)
+        alpha = 2 * (1 - NormalDist().cdf(t))
     variance = float((d * d).sum()) + added * n * n
     mde = detectable_queries(variance, alpha, n=n) / n
     repeats_needed = None
