@@ -147,6 +147,8 @@ def config_text(
         "[compare]",
         f"repeats = {repeats}",
         "k = [5, 10]",
+        # The whole gold set, unless a test asks for --sequential (the default).
+        "sequential = false",
         f"latency_budget = {max(repeats, 2) if latency_budget is None else latency_budget}",
     ]
     return "\n".join(lines) + "\n"

@@ -68,8 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="ask the queries block by block in a random order (from --seed) and stop as soon "
-        "as the quality headline is decided, by an anytime-valid rule (default "
-        "compare.sequential)",
+        "as the quality headline is decided, by an anytime-valid rule (the default, "
+        "compare.sequential; --no-sequential asks the whole gold set)",
     )
     p.add_argument(
         "--format",

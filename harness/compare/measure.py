@@ -27,9 +27,11 @@ def _latency_budget(plan: RunPlan) -> LatencyBudget:
 def sequential_order(
     plan: RunPlan, settings: CompareSettings, *, reuse: bool
 ) -> tuple[tuple[str, ...] | None, str | None]:
-    """(the order the queries are asked in under compare.sequential, or None for the fixed
-    design; why this run cannot be sequential, or None)."""
-    if not plan.config.compare.sequential:
+    """(the order the queries are asked in under compare.sequential (the default), or None for
+    the fixed design; why this run cannot be sequential when it was asked for, or None: when
+    sequential is only the default, a run that cannot be is the fixed design, quietly)."""
+    asked_for = plan.config.compare.sequential
+    if asked_for is False:
         return None, None
     why = (
         "--concurrency N > 1 sends the queries as a burst"
@@ -41,7 +43,7 @@ def sequential_order(
         else None
     )
     if why is not None:
-        return None, why
+        return None, (why if asked_for else None)
     from harness.verdict.quality_sequential import query_order
 
     return query_order([q.id for q in plan.gold.queries], settings.seed), None
@@ -66,16 +68,17 @@ def measure(
     budget = _latency_budget(plan)
     if order is not None:
         from harness.replay.blocks import run_sequential_pair
-        from harness.verdict.asked import plan_for, stop_rule
+        from harness.verdict.asked import sequential_design
 
+        block, look = sequential_design(plan.gold, settings, order)
         first, second, _ = run_sequential_pair(
             plan,
             baseline,
             candidate,
             repeats=repeats,
             order=order,
-            block=plan_for(plan.gold, settings).block_size,
-            look=stop_rule(plan.gold, settings, order),
+            block=block,
+            look=look,
             latency_budget=budget,
             urls=urls,
         )

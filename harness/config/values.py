@@ -167,8 +167,11 @@ class CompareConfig:
     max_unknown_ids: int = 0  # returned ids absent from gold.corpus tolerated, per side
     seed: int = 0  # for bootstrap and randomization tests
     # Ask the gold set block by block and stop once the headline is decided
-    # (harness.verdict.quality_sequential; compare --sequential / --no-sequential).
-    sequential: bool = False
+    # (harness.verdict.quality_sequential; compare --sequential / --no-sequential).  None, the
+    # default: wherever the compare can be (not under --concurrency N > 1, --ray or
+    # --reuse-runs, which ask the whole gold set, quietly); True: asked for, and a compare
+    # that cannot be says why on stderr; False: never.
+    sequential: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ down and each round's answers are recorded as that side's Repeat.
 
 Latency rounds past R (`harness.replay.latency_rounds`) replay only the queries asked (never more
 than quality needed), until the latency rule decides or its budget is spent; quality's first look
-waits for `FIRST_LOOK` queries (`harness.verdict.quality_sequential`) so a latency round has
-queries enough to estimate from.  A round stopped because a side failed too many queries in a row
-ends the asking: the run is invalid, as in the fixed design.
+waits for `harness.verdict.asked.LATENCY_QUERIES` queries (`sequential_design`) so a latency round
+has queries enough to estimate from.  A round stopped because a side failed too many queries in a
+row ends the asking: the run is invalid, as in the fixed design.
 """
 
 from __future__ import annotations

@@ -68,6 +68,7 @@ counts, latency), `summary` (one ref on its own); the values are in `harness.ver
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -78,6 +79,7 @@ from harness.score.metrics import Kind, MetricSpec, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
+    Boots,
     CompareSettings,
     Comparison,
     Flips,
@@ -134,7 +136,7 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
     for row in overall.rows:
         if row.metric in adjusted:
             adj = adjusted[row.metric]
-            row = replace(row, p_adjusted=adj)
+            row = replace(row, p_adjusted=adj, deciding=True)
             if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= settings.alpha:
                 note = f"not significant after Holm across the {len(decisive)} headline tests"
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
@@ -216,6 +218,58 @@ def rejudge(comparison: Comparison, adjusted: Mapping[str, float], family: str) 
     )
 
 
+def _boots(overall: Scope, settings: CompareSettings, repeats: tuple[int, int]) -> Boots | None:
+    """The variation between boots in the headline row where it weighs most, in words."""
+    found = [(r, r.boots) for r in map(overall.row, decisive_metrics(settings)) if r and r.boots]
+    if not found:
+        return None
+    row, b = max(found, key=lambda pair: (pair[1].present, pair[1].share))
+    sd = math.sqrt(b.between)
+    if b.df == 0:
+        words = (
+            "one boot per side: a shift shared by every query of a boot cannot be told from a "
+            "change here (a service that builds its index at random when it starts needs "
+            "--repeats 3 or more for it to be inside the test)"
+        )
+    elif not b.estimable:
+        seen = (
+            f"; and they differ more than their queries explain (p = "
+            f"{stats.format_p(b.p_present)}), which the test does not include"
+            if b.present and b.p_present is not None
+            else ""
+        )
+        words = (
+            f"too few boots to put their variation inside the test ({b.df} degrees of "
+            f"freedom; --repeats 3 or more a side does){seen}"
+        )
+    elif b.present:
+        words = (
+            f"boots differ more than their queries explain: a boot's {row.metric} moves by "
+            f"about {sd:.3f} (sd) on its own, {b.share:.0%} of the variance of the delta; the "
+            f"test and interval include it (t on {b.df_effective} df, the interval "
+            f"{b.widening:.2f}x as wide as the queries alone make it)"
+        )
+    elif b.added > 0:
+        words = (
+            f"within chance (their means spread as their queries explain, p = "
+            f"{stats.format_p(b.p_present or 1.0)}); inside the test all the same: "
+            f"{b.share:.0%} of the variance of the {row.metric} delta"
+        )
+    else:
+        words = "none beyond what their queries explain"
+    return Boots(
+        repeats=repeats,
+        estimable=b.estimable,
+        present=b.present,
+        metric=row.metric,
+        between_sd=sd,
+        share=b.share,
+        widening=b.widening,
+        df=b.df,
+        words=words,
+    )
+
+
 def _findings(overall: Scope, settings: CompareSettings) -> tuple[str, ...]:
     """Instability of either side, in words: a finding shown with the verdicts, never a bar."""
     row = overall.row(f"hit@{settings.k[0]}")
@@ -281,12 +335,16 @@ def compare(
         in_slices = sum(1 for sel in selections.values() if sel.any())
         slices = scopes.holm_slices(
             [
-                scopes.score_scope(name, base, cand, sel, topk, settings, in_slices)
+                # One slice of every query is the overall scope (holm_slices): not scored twice.
+                Scope(name, len(ids), ())
+                if in_slices == 1
+                else scopes.score_scope(name, base, cand, sel, topk, settings, in_slices * family)
                 for name, sel in selections.items()
                 if sel.any()
             ],
             overall,
             settings.alpha,
+            decisive_metrics(settings),
         )
         flips = [
             details.flips(str(s), s.depth, ids, gold, base, cand, settings)
@@ -349,6 +407,10 @@ def compare(
         details.top_scores(name, gold, run)
         for name, run in zip(("baseline", "candidate"), runs, strict=True)
     ]
+    boots = _boots(overall, settings, (len(usable[0]), len(usable[1]))) if ids else None
+    findings = _findings(overall, settings) if not invalid else ()
+    if boots is not None and boots.present and not invalid:
+        findings = (*findings, boots.words)
     return Comparison(
         header=header,
         settings=settings,
@@ -365,7 +427,8 @@ def compare(
         outranks=details.outranks(in_analysis, sides),
         latency=latency,
         flips=tuple(flips),
-        findings=_findings(overall, settings) if not invalid else (),
+        findings=findings,
+        boots=boots,
         errors=tuple(
             summary
             for side, run in zip(("baseline", "candidate"), runs, strict=True)
