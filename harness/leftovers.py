@@ -38,8 +38,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from harness.signals import signals_deferred
 
 KINDS = ("worktree", "dir", "run_id")
@@ -71,6 +69,8 @@ def live_dir() -> Path:
 
 def started(pid: int) -> float | None:
     """Process `pid`'s start time (what tells it from a later process given the same pid)."""
+    import psutil  # here: a harness command that runs nothing never needs it
+
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
