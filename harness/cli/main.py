@@ -66,6 +66,7 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
 def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
+    from harness.leftovers import anything_left
     from harness.signals import Terminated
 
     name = f"gold {args.gold_command}" if args.command == "gold" else args.command
@@ -74,7 +75,7 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     command = COMMANDS[name]
     try:
         check_args(args)
-        if _left_by_others():
+        if anything_left():
             from harness.boot.recovery import recover
 
             recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
@@ -97,17 +98,6 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
 
         _say_torn_down("interrupted", exiting=exiting)
         return signal_status(signal.SIGINT)
-
-
-def _left_by_others() -> bool:
-    """Whether any run left a state file (`harness.leftovers`): only then is the recovery, and
-    all it imports (psutil, git, the process table), loaded."""
-    from harness.leftovers import live_dir
-
-    try:
-        return any(live_dir().glob("*.json"))
-    except OSError:
-        return True  # let recover() look, and say nothing if it finds nothing either
 
 
 def _say_torn_down(what: str, *, exiting: bool) -> None:
@@ -161,36 +151,9 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from harness.report.runs import render_evaluation
-    from harness.score.evaluation import evaluate, evaluate_judged
-    from harness.score.runfile import load_trec_tables, require_gold_queries, start_loading_run
+    from harness.cli.metrics import metrics
 
-    specs = _metric_specs(args.metrics)
-    if args.queries is None and args.corpus is None and Path(args.gold).is_file():
-        # TREC qrels and a TREC run, read column-wise; any other file (a native gold set,
-        # whose lines end in "}", never reads as qrels) goes to the readers below.
-        max_k = max(spec.depth for spec in specs)
-        tables = load_trec_tables(args.gold, args.run, max_k, args.rel_level)
-        if tables is not None:  # else the exact readers below name what is wrong
-            joined = tables.joined
-            found = evaluate_judged(
-                tables.qrels.names, joined.judged, joined.present, joined.extra, specs,
-                args.rel_level,
-            )
-            print(render_evaluation(found, args.format, args.per_query, gold=tables), end="")
-            return EXIT_OK
-    from harness.gold import load_gold
-
-    pending = start_loading_run(args.run)  # read beside the gold set; its errors come after
-    # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
-    gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
-    run = pending()
-    require_gold_queries(run, gold, args.gold)
-    evaluation = evaluate(
-        gold, run.rankings, specs, args.rel_level, scores=run.scores, judged_as_zero=True
-    )
-    print(render_evaluation(evaluation, args.format, args.per_query, gold=gold), end="")
-    return EXIT_OK
+    return metrics(args, _metric_specs(args.metrics))
 
 
 def cmd_compare_runs(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -33,6 +33,8 @@ import numpy.typing as npt
 from harness.errors import Problem, ResultsError
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
+from harness.score.evaluation import Evaluation, evaluate_judged
+from harness.score.metrics import MetricSpec
 from harness.score.trec import Joined, Qrels, join, qrels_hash, read_qrels
 from harness.score.trec import read_run as read_trec_table
 from harness.types import GoldSet
@@ -126,6 +128,22 @@ def load_trec_tables(
     if joined is None or not joined.present.any():
         return None
     return TrecTables(judgements, joined, str(qrels))
+
+
+def evaluate_trec_files(
+    qrels: str | Path, run: str | Path, specs: Sequence[MetricSpec], rel_level: int = 1
+) -> tuple[Evaluation, TrecTables] | None:
+    """`harness metrics` of TREC qrels (without a topics file) and a TREC run, read
+    column-wise: the Evaluation `evaluate(..., judged_as_zero=True)` gives on what the exact
+    readers read, and the gold set's facts; None when a file needs its exact reader."""
+    tables = load_trec_tables(qrels, run, max(spec.depth for spec in specs), rel_level)
+    if tables is None:
+        return None
+    joined = tables.joined
+    found = evaluate_judged(
+        tables.qrels.names, joined.judged, joined.present, joined.extra, specs, rel_level
+    )
+    return found, tables
 
 
 def _padded(path: str | Path) -> npt.NDArray[np.uint8] | None:
