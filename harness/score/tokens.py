@@ -218,6 +218,17 @@ def rows(buffer: U8, starts: I64, width: int) -> U8:
     return found
 
 
+def strings(buffer: U8, starts: I64, lengths: I64) -> list[str]:
+    """The tokens as str (of UTF-8 text: a token never splits a character)."""
+    if len(starts) == 0:
+        return []
+    width, low = int(lengths.max()), int(starts.min())
+    part = np.concatenate([buffer[low : int(starts.max()) + width], np.zeros(width, np.uint8)])
+    found = rows(part, starts - low, width).copy()
+    found[np.arange(width) >= lengths[:, None]] = 0
+    return [token.decode("utf-8") for token in found.view(f"S{width}").ravel().tolist()]
+
+
 def columns(buffer: U8, starts: I64, words: int) -> U8:
     """(8 * words, n): byte i of each token from `starts` in row i, read 8 bytes at a time
     (a padded buffer, starts at most len(buffer) - 8 * words)."""

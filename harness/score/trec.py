@@ -98,19 +98,14 @@ class _Columns:
         self.names: list[str] = []
         self.code_of: dict[str, int] = {}
 
-    def add(self, buffer: U8, query: tuple[I64, I64], doc: tuple[I64, I64]) -> bool:
-        """Lines of one block: (starts, lengths) of their query ids and docids; False when a
-        query id is not UTF-8."""
+    def add(self, buffer: U8, query: tuple[I64, I64], doc: tuple[I64, I64]) -> None:
+        """Lines of one block: (starts, lengths) of their query ids and docids."""
         a, b = self.n, self.n + len(query[0])
-        codes = _codes(buffer, *query, self.names, self.code_of)
-        if codes is None:
-            return False
-        self.query[a:b] = codes
+        self.query[a:b] = _codes(buffer, *query, self.names, self.code_of)
         self.doc_start[a:b] = doc[0]
         self.doc_length[a:b] = doc[1]
         self.doc_hash[a:b] = tokens.hashes(buffer, *doc)
         self.n = b
-        return True
 
     def unique(self) -> bool:
         """Whether no (query, doc) key occurs twice (a hash collision also says no)."""
@@ -124,10 +119,10 @@ class _Columns:
 
 def _codes(
     buffer: U8, starts: I64, lengths: I64, names: list[str], code_of: dict[str, int]
-) -> I64 | None:
-    """The code of each line's query id (new ids appended to `names`); None for an id that is
-    not UTF-8. A line whose id has the bytes of the line before's takes its code: a file
-    written query by query decodes one id per query."""
+) -> I64:
+    """The code of each line's query id (new ids appended to `names`). A line whose id has the
+    bytes of the line before's takes its code: a file written query by query decodes one id
+    per query."""
     n = len(starts)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -139,17 +134,10 @@ def _codes(
                                        lengths[longer])
     heads = np.flatnonzero(changed)
     codes = np.empty(len(heads), dtype=np.int64)
-    for i, (s, length) in enumerate(zip(starts[heads].tolist(), lengths[heads].tolist(),
-                                        strict=True)):
-        try:
-            name = bytes(buffer[s : s + length]).decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        code = code_of.get(name)
-        if code is None:
-            code = code_of[name] = len(names)
+    for i, name in enumerate(tokens.strings(buffer, starts[heads], lengths[heads])):
+        code = codes[i] = code_of.setdefault(name, len(names))
+        if code == len(names):
             names.append(name)
-        codes[i] = code
     return np.repeat(codes, np.diff(np.r_[heads, n]))
 
 
@@ -169,8 +157,9 @@ def _read(buffer: U8, width: int, columns: tuple[int, int, int], numbers: Any) -
         for starts in (query, doc, number):
             starts += at
         value = numbers(buffer, number, number_length)
-        if value is None or not table.add(buffer, (query, query_length), (doc, doc_length)):
+        if value is None:
             return None
+        table.add(buffer, (query, query_length), (doc, doc_length))
         values.append(value)
     if not table.names or not table.unique():
         return None
@@ -289,12 +278,14 @@ def _judged_lines(qrels: Qrels, run: RunTable, to_gold: I64) -> tuple[I64 | None
     bits = max(16, min(26, int(len(keys) * 16).bit_length()))
     low = np.uint64((1 << bits) - 1)
     seen = np.zeros(1 << bits, dtype=bool)
-    seen[(qrels.doc_hash & low).astype(np.int64)] = True
-    maybe = np.flatnonzero(seen[(run.doc_hash & low).astype(np.int64)])
+    seen[(qrels.doc_hash & low).view(np.int64)] = True
+    maybe = np.flatnonzero(seen[(run.doc_hash & low).view(np.int64)])
     gold = to_gold[run.query[maybe]]
     maybe, gold = maybe[gold >= 0], gold[gold >= 0]
     wanted = tokens.mix(gold.astype(np.uint64) * _MIX) ^ run.doc_hash[maybe]
-    at = np.minimum(np.searchsorted(sorted_keys, wanted), len(keys) - 1)
+    by_wanted = np.argsort(wanted)  # sorted needles: searchsorted walks the keys once
+    at = np.empty(len(wanted), dtype=np.int64)
+    at[by_wanted] = np.minimum(np.searchsorted(sorted_keys, wanted[by_wanted]), len(keys) - 1)
     hit = sorted_keys[at] == wanted
     rows, judged = maybe[hit], by_key[at[hit]]
     match = (qrels.query[judged] == gold[hit]) & (qrels.doc_length[judged] == run.doc_length[rows])
