@@ -16,7 +16,9 @@ exact line readers and against pytrec_eval.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import math
 import subprocess
 import sys
@@ -30,6 +32,7 @@ import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.cli.main import main
 from harness.errors import GoldError, ResultsError
 from harness.gold import load_gold
 from harness.gold.canonical import canonical_hash
@@ -180,6 +183,42 @@ def test_decimals_where_long_double_rounds_to_a_tie() -> None:
                      "1.", ".5", "+.5", "-0", "-0.0", "00012.500", "1_0", "1e5", "1E-5"])
 
 
+def _near_ties(count: int) -> list[str]:
+    """19-digit decimals whose quotient in 64-bit-mantissa long double lands exactly halfway
+    between two doubles although the decimal is not halfway: rounding that long double again
+    (double rounding) would miss Python's float by one ulp."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 60
+    found = []
+    rng = np.random.default_rng(1)
+    for value in rng.uniform(1.0, 1000.0, 200_000).tolist():
+        halfway = (Decimal(value) + Decimal(np.nextafter(value, np.inf))) / 2
+        digits = f"{halfway:.18e}".split("e")[0].replace(".", "")  # 19 significant digits
+        exponent = halfway.adjusted() - 18
+        if exponent >= 0 or -exponent > 27:
+            continue
+        text = digits[: len(digits) + exponent] + "." + digits[len(digits) + exponent :]
+        m, f = int(digits), -exponent
+        wide = np.longdouble(m) / np.longdouble(10**f)
+        if Decimal(text) != halfway and wide == (np.longdouble(value) + np.longdouble(
+                np.nextafter(value, np.inf))) / 2:
+            found.append(text)
+            if len(found) == count:
+                break
+    return found
+
+
+@pytest.mark.skipif(not tokens._LONG, reason="long double has no 64-bit mantissa here")
+def test_decimals_never_round_twice() -> None:
+    cases = _near_ties(5)
+    assert cases, "no decimal found that a second rounding would get wrong"
+    once = [float((np.longdouble(int(t.replace(".", ""))) / np.longdouble(
+        10 ** len(t.split(".")[1]))).astype(np.float64)) for t in cases]
+    assert any(a != float(t) for a, t in zip(once, cases, strict=True))  # the trap is real
+    assert_decimals(cases)
+
+
 def assert_decimals(texts: list[str]) -> None:
     data = (" ".join(texts) + " ").encode()
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 32)
@@ -205,8 +244,10 @@ def test_decimals_decline_what_is_not_a_finite_float(bad: str) -> None:
 IDS = st.sampled_from(["q1", "q2", "Q-3", "long-query-id-number-0004", "qé5", "q1 "[:2]])
 DOCS = st.sampled_from(["d1", "d2", "D3", "doc-with-a-long-identifier-000000001",
                         "doc-with-a-long-identifier-000000002", "dé", "d\u00a0x", "d\"q"])
-SEPS = st.sampled_from([" ", " ", " ", "  ", "\t", " \t"])
-ENDS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\n\n", " \n", "\x0c\n", "\u2028"])
+# Separators and line ends str.split / str.splitlines know and the column-wise readers refuse
+# (\x0b, \x1c, \r alone, U+2028) among the ones both read (space, tab, newline).
+SEPS = st.sampled_from([" ", " ", " ", "  ", "\t", " \t", "\x0b", "\x1c", "\u00a0"])
+ENDS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\n\n", " \n", "\x0c\n", "\u2028", "\r"])
 SCORES = st.sampled_from(["1.5", "2", "-0.25", "1.5", "3.000", "1e-3", "nan", "x", "1_0",
                           "12.345678901234567", "+4"])
 GRADES = st.sampled_from(["0", "1", "2", "3", "01", "-1", "x", "1.0"])
@@ -293,7 +334,7 @@ def test_the_column_wise_qrels_reader_reads_what_the_gold_reader_reads(
     assert trec.qrels_hash(fast) == gold.hash
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(qrels_text(), run_text())
 def test_the_cli_says_what_the_exact_path_says(
     tmp_path_factory: pytest.TempPathFactory, qrels: str, run: str
@@ -302,10 +343,23 @@ def test_the_cli_says_what_the_exact_path_says(
     (folder / "qrels.txt").write_bytes(qrels.encode())
     (folder / "run.trec").write_bytes(run.encode())
     expected = _exact_cli(folder / "qrels.txt", folder / "run.trec")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(folder), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        status = main(["metrics", "--gold", "qrels.txt", "--run", "run.trec", "--metrics",
+                       "P_5,map,ndcg_cut_10", "--format", "json"])
+    assert (status, out.getvalue(), err.getvalue()) == expected
+
+
+def test_the_cli_as_a_process_reads_realistic_files(
+    realistic: dict[str, tuple[Path, Path]]
+) -> None:
+    qrels, run = realistic["400x100"]
     done = subprocess.run([sys.executable, "-m", "harness.cli.main", "metrics", "--gold",
-                           "qrels.txt", "--run", "run.trec", "--metrics", "P_5,map,ndcg_cut_10",
-                           "--format", "json"], cwd=folder, capture_output=True, text=True)
-    assert (done.returncode, done.stdout, done.stderr) == expected
+                           str(qrels), "--run", str(run), "--metrics", ",".join(map(str, SPECS)),
+                           "--format", "json", "--per-query"], capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == exact_output(qrels, run)
 
 
 def _exact_cli(qrels: Path, run: Path) -> tuple[int, str, str]:
