@@ -124,8 +124,9 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak RSS MiB, stdout) of one process run to completion."""
+def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str] | None:
+    """(wall s, CPU s, peak RSS MiB, stdout) of one process run to completion; None when it
+    failed (said on stderr, counted in the table)."""
     with tempfile.TemporaryDirectory(prefix="bench-metrics-run-") as tmp:
         report, out = Path(tmp) / "usage.json", Path(tmp) / "stdout"
         with out.open("wb") as stdout:
@@ -134,7 +135,8 @@ def measured(argv: list[str], env: dict[str, str]) -> tuple[float, float, float,
                            stdout=stdout, env=env, check=True, cwd=tmp)
         status, wall, cpu, peak = json.loads(report.read_text())
         if status != 0:
-            raise SystemExit(f"{argv[:4]} exited with status {status}")
+            print(f"  {argv[:4]} exited with status {status}", file=sys.stderr)
+            return None
         return wall, cpu, peak / 1024, out.read_text()
 
 
@@ -163,25 +165,35 @@ def bench_size(args: argparse.Namespace, tools: list[str], folder: Path, size: s
     print(f"\n{queries:,} queries x {depth}, seed {args.seed}: run {mib:,.0f} MiB, qrels "
           f"{qrels.stat().st_size / 2**20:,.1f} MiB; {args.runs} interleaved rounds; load "
           f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    rows: dict[str, list[tuple[float, float, float]]] = {t: [] for t in tools}
+    rows: dict[str, list[tuple[float, float, float] | None]] = {t: [] for t in tools}
     found: dict[str, dict[str, float]] = {}
     for r in range(args.runs):
         for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
-            wall, cpu, peak, text = measured(commands(tool, qrels, run),
-                                             environment(tool, args.before))
-            rows[tool].append((wall, cpu, peak))
-            found[tool] = means(tool, text)
+            got = measured(commands(tool, qrels, run), environment(tool, args.before))
+            rows[tool].append(None if got is None else got[:3])
+            if got is not None:
+                found[tool] = means(tool, got[3])
     print(f"  load average after: {os.getloadavg()[0]:.1f}")
     print(f"  {'tool':<17} {'wall s':>18} {'CPU s':>18} {'peak MiB':>20}  max |mean - harness|")
     for tool in tools:
-        walls, cpus, peaks = (list(col) for col in zip(*rows[tool], strict=True))
-        gap = max(abs(found[tool][m] - found[tools[0]][m]) for m in HARNESS)
+        done = [row for row in rows[tool] if row is not None]
+        failed = len(rows[tool]) - len(done)
+        if not done:
+            print(f"  {tool:<17} failed in every round")
+            continue
+        walls, cpus, peaks = (list(col) for col in zip(*done, strict=True))
+        gap = max((abs(found[tool][m] - found[tools[0]][m]) for m in HARNESS
+                   if tools[0] in found), default=float("nan"))
         print(f"  {tool:<17} {spread(walls, '.2f'):>18} {spread(cpus, '.2f'):>18} "
-              f"{spread(peaks, ',.0f'):>20}  {gap:.1e}")
+              f"{spread(peaks, ',.0f'):>20}  {gap:.1e}"
+              + (f"  ({failed} of {len(rows[tool])} runs failed)" if failed else ""))
     if "pytrec_eval" in tools:
         for tool in (t for t in tools if t.startswith("harness")):
-            ratio = {name: statistics.median(a[i] / b[i] for a, b in
-                                             zip(rows[tool], rows["pytrec_eval"], strict=True))
+            pairs = [(a, b) for a, b in zip(rows[tool], rows["pytrec_eval"], strict=True)
+                     if a is not None and b is not None]
+            if not pairs:
+                continue
+            ratio = {name: statistics.median(a[i] / b[i] for a, b in pairs)
                      for i, name in enumerate(("wall", "CPU", "peak"))}
             print(f"  {tool} / pytrec_eval: wall {ratio['wall']:.2f}x (CPU {ratio['CPU']:.2f}x), "
                   f"peak RSS {ratio['peak']:.2f}x (targets <= 0.5x, <= 1x)")
@@ -203,7 +215,8 @@ def main() -> None:
         folder = args.data or Path(tmp)
         warm, warm_run = data_for(folder, 50, 10, args.seed)
         for tool in tools:  # numba's cache, the bytecode, the page cache: not what is timed
-            measured(commands(tool, warm, warm_run), environment(tool, args.before))
+            if measured(commands(tool, warm, warm_run), environment(tool, args.before)) is None:
+                raise SystemExit(f"{tool} fails on the warm-up files {warm}")
         for size in args.sizes.split(","):
             bench_size(args, tools, folder, size)
 

@@ -156,6 +156,18 @@ def test_cranfield_bm25_scores_as_pytrec_eval(tmp_path: Path) -> None:
         assert fast_output(qrels, run) == exact_output(qrels, run)
 
 
+def test_a_jsonl_run_whose_lines_split_in_six_is_left_to_the_exact_reader(
+    realistic: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
+    # Six tokens, the fifth a number: TREC-shaped, but a run starting with "{" is JSONL.
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"id": q0, "ranking": ["a", 1.5 ]}\n')
+    assert load_trec_tables(realistic["400x100"][0], run, 10) is None
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text('{"id": "q0", "query": "x", "relevant": 1 }\n')  # a native gold line
+    assert load_trec_tables(qrels, realistic["400x100"][1], 10) is None
+
+
 # --------------------------------------------------------------------------- numbers
 
 

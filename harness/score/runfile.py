@@ -115,13 +115,13 @@ def load_trec_tables(
     """TREC qrels and a TREC run read and joined column-wise, or None when either needs its
     exact reader (`load_gold`, `load_run`): a malformed, irregular or unreadable file, which
     that reader then names line by line, or a run with none of the qrels' queries."""
-    found = [_padded(qrels), _padded(run)]
-    if found[0] is None or found[1] is None:
-        return None
-    judgements = read_qrels(found[0])
+    gold_bytes, run_bytes = _padded(qrels), _padded(run)
+    if gold_bytes is None or run_bytes is None or b"{" in (_first(gold_bytes), _first(run_bytes)):
+        return None  # a native gold set or a JSONL run (a line of either may split in 4 or 6)
+    judgements = read_qrels(gold_bytes)
     if judgements is None:
         return None
-    table = read_trec_table(found[1])
+    table = read_trec_table(run_bytes)
     if table is None:
         return None
     joined = join(judgements, table, max_k, rel_level)
@@ -144,6 +144,13 @@ def evaluate_trec_files(
         tables.qrels.names, joined.judged, joined.present, joined.extra, specs, rel_level
     )
     return found, tables
+
+
+def _first(buffer: npt.NDArray[np.uint8]) -> bytes:
+    """The first byte that is not ASCII whitespace (b"" for none): what tells a JSONL file."""
+    start = bytes(buffer[:4096])
+    found = _FIRST.search(start) or _FIRST.search(bytes(buffer[:-8]))
+    return b"" if found is None else found.group()
 
 
 def _padded(path: str | Path) -> npt.NDArray[np.uint8] | None:
