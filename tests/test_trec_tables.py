@@ -156,16 +156,17 @@ def test_cranfield_bm25_scores_as_pytrec_eval(tmp_path: Path) -> None:
         assert fast_output(qrels, run) == exact_output(qrels, run)
 
 
-def test_a_jsonl_run_whose_lines_split_in_six_is_left_to_the_exact_reader(
-    realistic: dict[str, tuple[Path, Path]], tmp_path: Path
-) -> None:
-    # Six tokens, the fifth a number: TREC-shaped, but a run starting with "{" is JSONL.
+def test_a_jsonl_run_whose_lines_split_in_six_is_left_to_the_exact_reader(tmp_path: Path) -> None:
+    # Six tokens, the fifth a number, the query judged: TREC-shaped, but a run whose first
+    # character is "{" is JSONL to load_run (here a malformed one: the user must hear so).
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text('q0 0 d1 1\n{"id": 0 "ranking": 1\n')
     run = tmp_path / "run.jsonl"
     run.write_text('{"id": q0, "ranking": ["a", 1.5 ]}\n')
-    assert load_trec_tables(realistic["400x100"][0], run, 10) is None
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text('{"id": "q0", "query": "x", "relevant": 1 }\n')  # a native gold line
-    assert load_trec_tables(qrels, realistic["400x100"][1], 10) is None
+    assert trec.read_run(padded(run.read_bytes())) is not None  # the trap
+    assert load_trec_tables(qrels, run, 10) is None
+    with pytest.raises(ResultsError, match="malformed in JSONL run file"):
+        load_run(run)
 
 
 # --------------------------------------------------------------------------- numbers
