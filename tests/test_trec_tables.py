@@ -141,6 +141,25 @@ def test_a_shuffled_run_is_put_in_trec_eval_order(
     assert fast_output(qrels, shuffled) == exact_output(qrels, shuffled)
 
 
+@pytest.mark.parametrize("docs", [
+    ["doc-long-identifier-2", "doc-long-identifier-10", "doc-long-identifier-1"],  # in order
+    ["doc-long-identifier-1", "doc-long-identifier-2", "doc-long-identifier-10"],  # not
+    ["d9", "d10", "d1"], ["d1", "d10", "d9"], ["ab", "abc", "b"], ["b", "abc", "ab"],
+])
+def test_tied_scores_rank_by_docid_descending(docs: list[str], tmp_path: Path) -> None:
+    # Ids alike in their first 8 bytes, prefixes of each other, in order or not.
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q1 Q0 {d} {i} 1.5 t\n" for i, d in enumerate(docs))
+                   + "q1 Q0 zz 9 1.0 t\n")
+    table = trec.read_run(padded(run.read_bytes()))
+    assert table is not None
+    order = trec.trec_order(table)
+    rows = range(len(docs) + 1) if order is None else order.tolist()
+    got = [bytes(table.buffer[table.doc_start[i] : table.doc_start[i] + table.doc_length[i]])
+           .decode() for i in rows]
+    assert got == list(load_run(run).rankings["q1"]) == [*sorted(docs, reverse=True), "zz"]
+
+
 def test_cranfield_bm25_scores_as_pytrec_eval(tmp_path: Path) -> None:
     from test_metrics_oracle import collection, rounded
 

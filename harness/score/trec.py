@@ -53,7 +53,7 @@ class Qrels:
 
     names: list[str]
     query: I32
-    doc_hash: U64
+    key: U64  # a 64-bit hash of (query id, docid)
     grade: I64
     doc_start: I64  # of the docid in `buffer`
     doc_length: I32
@@ -66,7 +66,7 @@ class RunTable:
 
     names: list[str]
     query: I32
-    doc_hash: U64
+    key: U64  # a 64-bit hash of (query id, docid)
     score: F64
     doc_start: I64
     doc_length: I32
@@ -90,7 +90,7 @@ class _Columns:
     def __init__(self, buffer: U8, width: int) -> None:
         most = (len(buffer) - 8) // (2 * width - 1) + 1
         self.query = np.empty(most, dtype=np.int32)
-        self.doc_hash = np.empty(most, dtype=np.uint64)
+        self.key = np.empty(most, dtype=np.uint64)
         self.doc_start = np.empty(most, dtype=np.int64)
         self.doc_length = np.empty(most, dtype=np.int32)
         self.value: npt.NDArray[Any] = np.empty(0)
@@ -101,31 +101,31 @@ class _Columns:
     def add(self, buffer: U8, query: tuple[I64, I64], doc: tuple[I64, I64]) -> None:
         """Lines of one block: (starts, lengths) of their query ids and docids."""
         a, b = self.n, self.n + len(query[0])
-        self.query[a:b] = _codes(buffer, *query, self.names, self.code_of)
+        codes, query_hash = _codes(buffer, *query, self.names, self.code_of)
+        self.query[a:b] = codes
         self.doc_start[a:b] = doc[0]
         self.doc_length[a:b] = doc[1]
-        self.doc_hash[a:b] = tokens.hashes(buffer, *doc)
+        key = tokens.hashes(buffer, *doc)
+        key ^= query_hash
+        self.key[a:b] = key
         self.n = b
 
     def unique(self) -> bool:
         """Whether no (query, doc) key occurs twice (a hash collision also says no)."""
-        keys = self.query[: self.n].astype(np.uint64)
-        keys *= _MIX
-        keys = tokens.mix(keys)
-        keys ^= self.doc_hash[: self.n]
-        keys.sort()
+        keys = np.sort(self.key[: self.n])
         return not (keys[1:] == keys[:-1]).any()
 
 
 def _codes(
     buffer: U8, starts: I64, lengths: I64, names: list[str], code_of: dict[str, int]
-) -> I64:
-    """The code of each line's query id (new ids appended to `names`). A line whose id has the
-    bytes of the line before's takes its code: a file written query by query decodes one id
-    per query."""
+) -> tuple[I64, U64]:
+    """The code of each line's query id (new ids appended to `names`), and a 64-bit hash of
+    it (times an odd constant: a docid equal to its query id does not cancel it out in the
+    key). A line whose id has the bytes of the line before's takes its code: a file written
+    query by query decodes and hashes one id per query."""
     n = len(starts)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     changed = np.ones(n, dtype=bool)
     first = tokens.first_words(buffer, starts, lengths)
     changed[1:] = (first[1:] != first[:-1]) | (lengths[1:] != lengths[:-1])
@@ -138,7 +138,10 @@ def _codes(
         code = codes[i] = code_of.setdefault(name, len(names))
         if code == len(names):
             names.append(name)
-    return np.repeat(codes, np.diff(np.r_[heads, n]))
+    hashed = tokens.hashes(buffer, starts[heads], lengths[heads])
+    hashed *= _MIX
+    sizes = np.diff(np.r_[heads, n])
+    return np.repeat(codes, sizes), np.repeat(hashed, sizes)
 
 
 def _read(buffer: U8, width: int, columns: tuple[int, int, int], numbers: Any) -> _Columns | None:
@@ -173,7 +176,7 @@ def read_qrels(buffer: U8) -> Qrels | None:
     if t is None:
         return None
     n = t.n
-    return Qrels(t.names, t.query[:n], t.doc_hash[:n], t.value, t.doc_start[:n],
+    return Qrels(t.names, t.query[:n], t.key[:n], t.value, t.doc_start[:n],
                  t.doc_length[:n], buffer)
 
 
@@ -183,7 +186,7 @@ def read_run(buffer: U8) -> RunTable | None:
     if t is None:
         return None
     n = t.n
-    return RunTable(t.names, t.query[:n], t.doc_hash[:n], t.value, t.doc_start[:n],
+    return RunTable(t.names, t.query[:n], t.key[:n], t.value, t.doc_start[:n],
                     t.doc_length[:n], buffer)
 
 
@@ -219,11 +222,17 @@ def trec_order(run: RunTable) -> I64 | None:
 
 def _descending(run: RunTable, tied: I64) -> bool:
     """Whether each tied line's docid is above the next line's (bytewise)."""
-    buf = run.buffer
-    for a, b, la, lb in zip(run.doc_start[tied].tolist(), run.doc_start[tied + 1].tolist(),
-                            run.doc_length[tied].tolist(), run.doc_length[tied + 1].tolist(),
-                            strict=True):
-        if bytes(buf[a : a + la]) <= bytes(buf[b : b + lb]):
+    buf, start = run.buffer, run.doc_start
+    upper, lower = run.doc_length[tied].astype(np.int64), run.doc_length[tied + 1].astype(np.int64)
+    # The first 8 bytes, big-endian, compare as the bytes do (a shorter id, padded with
+    # zeros, below a longer one it begins); only ids alike in those are compared whole.
+    above = tokens.first_words(buf, start[tied], upper).byteswap()
+    below = tokens.first_words(buf, start[tied + 1], lower).byteswap()
+    if (above < below).any():
+        return False
+    for i in np.flatnonzero(above == below).tolist():
+        a, b = int(start[tied[i]]), int(start[tied[i] + 1])
+        if bytes(buf[a : a + upper[i]]) <= bytes(buf[b : b + lower[i]]):
             return False
     return True
 
@@ -270,25 +279,24 @@ def _positions(run: RunTable, rows: I64) -> I64:
 def _judged_lines(qrels: Qrels, run: RunTable, to_gold: I64) -> tuple[I64 | None, I64 | None]:
     """The lines of the run whose (query, docid) the qrels judge, and their grades; (None,
     None) when a hash matched other bytes."""
-    keys = tokens.mix(qrels.query.astype(np.uint64) * _MIX) ^ qrels.doc_hash
-    by_key = np.argsort(keys)
-    sorted_keys = keys[by_key]
-    # Most lines are unjudged: a bitmap of the judged docids' hashes' low bits rules out most,
-    # without a temporary as long as the run.
-    bits = max(16, min(26, int(len(keys) * 16).bit_length()))
+    by_key = np.argsort(qrels.key)
+    sorted_keys = qrels.key[by_key]
+    # Most lines are unjudged: a bitmap of the judged keys' low bits rules out nearly all,
+    # without a temporary as long as the run but the bitmap's answer.
+    bits = max(16, min(26, int(len(sorted_keys) * 16).bit_length()))
     low = np.uint64((1 << bits) - 1)
     seen = np.zeros(1 << bits, dtype=bool)
-    seen[(qrels.doc_hash & low).view(np.int64)] = True
-    maybe = np.flatnonzero(seen[(run.doc_hash & low).view(np.int64)])
-    gold = to_gold[run.query[maybe]]
-    maybe, gold = maybe[gold >= 0], gold[gold >= 0]
-    wanted = tokens.mix(gold.astype(np.uint64) * _MIX) ^ run.doc_hash[maybe]
+    seen[(sorted_keys & low).view(np.int64)] = True
+    maybe = np.flatnonzero(seen[(run.key & low).view(np.int64)])
+    wanted = run.key[maybe]
     by_wanted = np.argsort(wanted)  # sorted needles: searchsorted walks the keys once
     at = np.empty(len(wanted), dtype=np.int64)
-    at[by_wanted] = np.minimum(np.searchsorted(sorted_keys, wanted[by_wanted]), len(keys) - 1)
+    at[by_wanted] = np.minimum(np.searchsorted(sorted_keys, wanted[by_wanted]),
+                               len(sorted_keys) - 1)
     hit = sorted_keys[at] == wanted
     rows, judged = maybe[hit], by_key[at[hit]]
-    match = (qrels.query[judged] == gold[hit]) & (qrels.doc_length[judged] == run.doc_length[rows])
+    match = (qrels.query[judged] == to_gold[run.query[rows]]) & (
+        qrels.doc_length[judged] == run.doc_length[rows])
     match[match] = tokens.same(qrels.buffer, qrels.doc_start[judged[match]], run.buffer,
                                run.doc_start[rows[match]], run.doc_length[rows[match]])
     if not match.all():
