@@ -105,11 +105,13 @@ def _say_torn_down(what: str, *, exiting: bool) -> None:
     the disk, git's worktree list and the process table (`recovery.remaining`); else what is
     left, which stays in the leftovers state for the next run or `harness clean` to remove.
     `exiting` (main called as the program, argv None): signals stay ignored to the exit."""
-    from harness.boot.recovery import remaining
     from harness.signals import signals_ignored
 
-    # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program).
+    # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program),
+    # nor the import of the recovery, not loaded at the start when nothing was left to recover.
     with signals_ignored(restore=not exiting):
+        from harness.boot.recovery import remaining
+
         left = remaining()
         if not left:
             print(f"harness: {what}; every service and worktree was torn down", file=sys.stderr)
