@@ -46,6 +46,7 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
 def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
+    from harness.leftovers import anything_left
     from harness.signals import Terminated
 
     name = f"gold {args.gold_command}" if args.command == "gold" else args.command
@@ -54,9 +55,10 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     run = command(name)
     try:
         check_args(args)
-        from harness.boot.recovery import recover
+        if anything_left():
+            from harness.boot.recovery import recover
 
-        recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
+            recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
         try:
             return run(args)
         finally:
@@ -83,11 +85,13 @@ def _say_torn_down(what: str, *, exiting: bool) -> None:
     the disk, git's worktree list and the process table (`recovery.remaining`); else what is
     left, which stays in the leftovers state for the next run or `harness clean` to remove.
     `exiting` (main called as the program, argv None): signals stay ignored to the exit."""
-    from harness.boot.recovery import remaining
     from harness.signals import signals_ignored
 
-    # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program).
+    # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program),
+    # nor the import of the recovery, not loaded at the start when nothing was left to recover.
     with signals_ignored(restore=not exiting):
+        from harness.boot.recovery import remaining
+
         left = remaining()
         if not left:
             print(f"harness: {what}; every service and worktree was torn down", file=sys.stderr)

@@ -1,4 +1,10 @@
-"""`harness metrics`: a run file scored against a gold set, as trec_eval does."""
+"""`harness metrics`: a run file scored against a gold set, as trec_eval scores it.
+
+TREC qrels (without a topics file) and a TREC run are read column-wise
+(`harness.score.runfile.evaluate_trec_files`: no Python object per line); any other gold set or
+run, or a file the exact readers must name a problem of, is read by those readers, whose
+file:line errors the user then sees. Both give the same numbers, to the last bit.
+"""
 
 from __future__ import annotations
 
@@ -43,9 +49,18 @@ def run(args: argparse.Namespace) -> int:
     from harness.gold import load_gold
     from harness.report.runs import render_evaluation
     from harness.score.evaluation import evaluate
-    from harness.score.runfile import require_gold_queries, start_loading_run
+    from harness.score.runfile import (
+        evaluate_trec_files,
+        require_gold_queries,
+        start_loading_run,
+    )
 
     specs = metric_specs(args.metrics)
+    if args.queries is None and args.corpus is None:
+        fast = evaluate_trec_files(args.gold, args.run, specs, args.rel_level)
+        if fast is not None:
+            print(render_evaluation(fast[0], args.format, args.per_query, gold=fast[1]), end="")
+            return EXIT_OK
     pending = start_loading_run(args.run)  # read beside the gold set; its errors come after
     # Scoring reads no query text: TREC qrels score without a topics file (`trec_eval qrels run`).
     gold = load_gold(args.gold, queries=args.queries, corpus=args.corpus, texts=False)
