@@ -10,6 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from purity import impurities
@@ -319,7 +320,7 @@ def test_boots_add_their_variance_to_the_mde() -> None:
     variance = float((d * d).sum()) + 0.0006 * 300**2
     # The two-level test's bar is Student's t at the boots' 4 degrees of freedom: the alpha
     # whose normal quantile is that t.
-    bar = 2 * (1 - NormalDist().cdf(float(stats.t.ppf(1 - 0.025 / 2, 4))))
+    bar = 2 * (1 - NormalDist().cdf(float(scipy.stats.t.ppf(1 - 0.025 / 2, 4))))
     assert withboots.mde == pytest.approx(detectable_queries(variance, bar, n=300) / 300)
     assert withboots.mde > detectable_queries(variance, 0.025, n=300) / 300
     assert withboots.mde > without.mde
