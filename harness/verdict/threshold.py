@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from harness.errors import HarnessError, NotComparableError
 from harness.types import GoldSet, RefRun
 from harness.verdict import validity
@@ -154,7 +156,9 @@ def evaluate_cutoff(scores: Sequence[TopScore], cutoff: float) -> Cutoff:
 
 
 def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
-    """The candidate minimising abstention + false-answer rate; None without any top score."""
+    """The candidate minimising abstention + false-answer rate, the first of equals with the
+    fewest false answers (as `evaluate_cutoff` of each candidate, then `min`, gives); None
+    without any top score. Counted over the sorted scores, one search per candidate."""
     distinct = sorted({s.score for s in scores if s.score is not None})
     if not distinct:
         return None
@@ -163,8 +167,32 @@ def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
         *(_between(a, b) for a, b in itertools.pairwise(distinct)),
         math.nextafter(distinct[-1], math.inf),
     ]
-    evaluated = [evaluate_cutoff(scores, t) for t in candidates]
-    return min(evaluated, key=lambda c: (c.abstention_rate + c.false_answer_rate, c.false_answers))
+    n_answerable = sum(s.answerable for s in scores)
+    n_unanswerable = len(scores) - n_answerable
+    cut = np.array(candidates, dtype=np.float64)
+    at_least = []  # per candidate: answerable, then unanswerable, top scores >= it
+    for answerable in (True, False):
+        side = np.sort(
+            np.array(
+                [s.score for s in scores if s.answerable is answerable and s.score is not None],
+                dtype=np.float64,
+            )
+        )
+        at_least.append(len(side) - np.searchsorted(side, cut, side="left"))
+    abstained = n_answerable - at_least[0]
+    false_answers = at_least[1]
+    rate = (abstained / n_answerable if n_answerable else np.zeros(len(cut))) + (
+        false_answers / n_unanswerable if n_unanswerable else np.zeros(len(cut))
+    )
+    tied = np.flatnonzero(rate == rate.min())
+    best = int(tied[np.argmin(false_answers[tied])])  # argmin: the first of equals, as min
+    return Cutoff(
+        value=candidates[best],
+        abstained=int(abstained[best]),
+        false_answers=int(false_answers[best]),
+        n_answerable=n_answerable,
+        n_unanswerable=n_unanswerable,
+    )
 
 
 def _between(a: float, b: float) -> float:
