@@ -242,12 +242,9 @@ def compare(
     runs = (baseline, candidate)
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
-    answers = [[validity.by_query(rep) for rep in reps] for reps in usable]
-    every = [a for side in answers for a in side]
+    every = [rep.answers for reps in usable for rep in reps]
     # The gold queries answered without error in every usable repeat of both sides.
-    answered = set.intersection(
-        *({qid for qid, r in a.items() if r.error is None} for a in every)
-    ) if every else None
+    answered = set.intersection(*(a.answered() for a in every)) if every else None
     analysed = [q.id for q in gold.queries if answered is None or q.id in answered]
     in_both = set(analysed)
     excluded = tuple(q.id for q in gold.queries if q.id not in in_both)

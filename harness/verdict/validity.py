@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from itertools import chain
-from operator import attrgetter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from harness.errors import clip
-from harness.types import GoldSet, QueryResult, RefRun
+from harness.types import Answers, GoldSet, QueryResult, RefRun
 from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
 from harness.verdict.repeats import WARNING_STAGES
 from harness.verdict.repeats import by_query as by_query  # re-exported: validity.by_query(rep)
@@ -55,11 +56,12 @@ def _build_failed(message: str) -> str:
     return message if message.startswith("build failed") else f"build failed: {message}"
 
 
-def _all_answered(gold: GoldSet, answers: dict[str, QueryResult]) -> bool:
+def _all_answered(gold: GoldSet, answers: Answers) -> bool:
     """Every gold query has an answer in `answers` and none of them errored (the common case,
-    checked without a step per gold query in Python)."""
-    return answers.keys() >= gold.by_id.keys() and not any(
-        map(attrgetter("error"), answers.values())
+    checked on the columns, without a step per gold query in Python)."""
+    rows = answers.query_rows
+    return rows.keys() >= gold.by_id.keys() and bool(
+        answers.ok[np.fromiter(rows.values(), dtype=np.int64, count=len(rows))].all()
     )
 
 
@@ -71,15 +73,19 @@ def _errored(
     and how many answers were asked for."""
     found: list[tuple[str, str, QueryResult | None]] = []
     asked = 0
-    for answers in map(by_query, usable(run)):
+    for rep in usable(run):
+        answers = rep.answers
         asked += len(gold.queries)
         if _all_answered(gold, answers):
             continue
-        for q in gold.queries:
-            result = answers.get(q.id)
+        ids = list(gold.by_id)  # gold order
+        rows = answers.rows(ids)
+        bad = (rows < 0) | ~answers.ok[np.maximum(rows, 0)]  # only the errored are built
+        for i in np.flatnonzero(bad).tolist():
+            result = None if rows[i] < 0 else answers[int(rows[i])]
             kind = "missing" if result is None else result.error and result.error.value
             if kind:
-                found.append((q.id, kind, result))
+                found.append((ids[i], kind, result))
     return found, asked
 
 
@@ -219,25 +225,23 @@ def id_space_problems(
     """The ids `run` returned, held against the ids of the gold set and the corpus, as
     (invalid, warnings): a run that returned nothing at all, or no id the gold set or corpus
     knows, is invalid (ids from the wrong field score 0 on both sides, never "no change");
-    with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`."""
-    known = {doc for q in gold.queries for doc in q.relevant}
-    known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
-    sample: tuple[str, tuple[str, ...]] | None = None
-    answered = False
-    oks = [[r for r in a.values() if r.error is None] for a in map(by_query, usable(run))]
-    for ok in oks:
-        answered = answered or bool(ok)
-        if sample is None:
-            first = next((result for result in ok if result.ids), None)
-            sample = None if first is None else (first.query_id, first.ids)
-    if not answered:  # nothing answered at all: the failures and errored answers say why
+    with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`.
+    Each distinct id is looked up once (`_returned`), not each returned one."""
+    repeats = [rep.answers for rep in usable(run)]
+    oks = [a.ok for a in repeats]
+    if not any(ok.any() for ok in oks):  # nothing answered at all: the failures say why
         return [], []
+    sample = next(
+        (s for a, ok in zip(repeats, oks, strict=True) if (s := _sample(a, ok)) is not None), None
+    )
     if sample is None:
         return [f"{label}: returned no result for any query; check query.ids and the service"], []
+    known = {doc for q in gold.queries for doc in q.relevant}
+    known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
     space = known | (corpus_ids or frozenset())
-    if corpus_ids is None and any(map(space.__contains__, _returned(oks))):
-        return [], []  # the common case: stops at the first known id
-    returned = dict.fromkeys(_returned(oks))
+    returned = _returned(repeats, oks)
+    if corpus_ids is None and any(map(space.__contains__, returned)):
+        return [], []  # the common case
     if not space.intersection(returned):
         where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
         shown = ", ".join(json.dumps(i) for i in sample[1][:5])
@@ -258,8 +262,27 @@ def id_space_problems(
     return [], [f"{what}, within compare.max_unknown_ids"]
 
 
-def _returned(oks: Sequence[Sequence[QueryResult]]) -> Iterator[str]:
-    return chain.from_iterable(result.ids for ok in oks for result in ok)
+def _sample(answers: Answers, ok: npt.NDArray[np.bool_]) -> tuple[str, tuple[str, ...]] | None:
+    """The first answer of `answers` that did not error and returned ids: (query id, ids)."""
+    c = answers.columns
+    found = np.flatnonzero(ok & (c.ids_at[1:] > c.ids_at[:-1]))
+    if not len(found):
+        return None
+    first = answers[int(found[0])]
+    return first.query_id, first.ids
+
+
+def _returned(repeats: Sequence[Answers], oks: Sequence[npt.NDArray[np.bool_]]) -> list[str]:
+    """Every distinct id returned by an answer that did not error, in the order first
+    returned (repeat by repeat, answer by answer)."""
+    found: dict[str, None] = {}
+    for answers, ok in zip(repeats, oks, strict=True):
+        c = answers.columns
+        keep = np.repeat(ok, np.diff(c.ids_at))
+        codes = c.ids[keep]
+        distinct, first = np.unique(codes, return_index=True)
+        found.update(dict.fromkeys(c.docs.take(distinct[np.argsort(first, kind="stable")])))
+    return list(found)
 
 
 def check(
