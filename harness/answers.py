@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any, overload
 
 import numpy as np
@@ -101,23 +101,32 @@ class Strings:
         table._values, table._blob, table._ends = None, blob, ends
         return table
 
-    def take(self, codes: Int32) -> list[str]:
-        """The string of each code, gathered at C speed."""
+    def take(self, codes: npt.NDArray[np.integer[Any]]) -> list[Any]:
+        """The string of each code (nested lists for a matrix of codes), gathered at C speed."""
         if self._objects is None:
-            self._objects = np.array(self.values, dtype=object)
-            if self._objects.ndim != 1:  # np.array never splits a str, but be sure of the shape
-                self._objects = np.array([*self.values, ""], dtype=object)[:-1]
-        found: list[str] = self._objects[codes].tolist()
+            objects = np.empty(len(self), dtype=object)
+            objects[:] = self.values
+            # Held once: as this array from now on, not as a list too.
+            self._objects, self._values = objects, None
+        found: list[Any] = self._objects[codes].tolist()
         return found
 
     def __len__(self) -> int:
-        return len(self._values) if self._values is not None else len(self._ends or ())
+        for held in (self._values, self._objects, self._ends):
+            if held is not None:
+                return len(held)
+        return 0
 
     @property
     def values(self) -> list[str]:
-        if self._values is None:
-            assert self._blob is not None and self._ends is not None
-            self._values = _decode(self._blob, self._ends)
+        if self._values is not None:
+            return self._values
+        if self._objects is not None:
+            found: list[str] = self._objects.tolist()
+            return found
+        assert self._blob is not None and self._ends is not None
+        self._values = _decode(self._blob, self._ends)
+        self._blob = self._ends = None  # encoded again when asked: rarely, and cheaply
         return self._values
 
     def encode(self) -> tuple[bytes, Int64]:
@@ -262,6 +271,7 @@ class Answers(Sequence[QueryResult]):
         "_columns",
         "_errors",
         "_index",
+        "_last",
         "_load",
         "_n",
         "_query_ids",
@@ -275,6 +285,7 @@ class Answers(Sequence[QueryResult]):
         self._errors: int | None = None
         self._all_texts: bool | None = None
         self._index: dict[str, int] | None = None
+        self._last: Int64 | None = None
         self._query_ids: list[str] | None = None
         # Where they were read from: (file, its sha256, the repeat's place in it); None when
         # made here. A record saved again from the same file copies its bytes.
@@ -300,7 +311,7 @@ class Answers(Sequence[QueryResult]):
         answers = cls.__new__(cls)
         answers._columns, answers._load, answers._n = None, load, n
         answers._errors, answers._all_texts = errors, all_texts
-        answers._index = answers._query_ids = None
+        answers._index = answers._last = answers._query_ids = None
         answers.origin = origin
         return answers
 
@@ -355,7 +366,6 @@ class Answers(Sequence[QueryResult]):
 
     def _result(self, i: int) -> QueryResult:
         c = self.columns
-        docs = c.docs.values
         a, b = int(c.ids_at[i]), int(c.ids_at[i + 1])
         scores = None
         if c.scored[i]:
@@ -368,7 +378,7 @@ class Answers(Sequence[QueryResult]):
         status, error = int(c.status[i]), int(c.error[i])
         return QueryResult(
             query_id=self.query_ids[i],
-            ids=tuple([docs[d] for d in c.ids[a:b].tolist()]),
+            ids=tuple(c.docs.take(c.ids[a:b])),
             scores=scores,
             status=None if status == NONE else status,
             error=None if error == NONE else ERROR_KINDS[error],
@@ -421,8 +431,16 @@ class Answers(Sequence[QueryResult]):
 
     def rows(self, query_ids: Sequence[str]) -> Int64:
         """`where` of each of `query_ids`, -1 for one without an answer."""
-        get = self.query_rows.get
-        return np.fromiter((get(q, -1) for q in query_ids), dtype=np.int64, count=len(query_ids))
+        found = list(map(self.query_rows.get, query_ids, repeat(-1)))
+        return np.array(found, dtype=np.int64)
+
+    @property
+    def last_rows(self) -> Int64:
+        """The rows of `query_rows`, in its order."""
+        if self._last is None:
+            rows = self.query_rows
+            self._last = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        return self._last
 
     def by_query(self) -> Mapping[str, QueryResult]:
         """The answers by query id (`query_rows`), each built when looked up."""
@@ -430,18 +448,7 @@ class Answers(Sequence[QueryResult]):
 
     def answered(self) -> set[str]:
         """The query ids whose answer (`query_rows`) did not error."""
-        index = self.query_rows
-        ok = self.ok[np.fromiter(index.values(), dtype=np.int64, count=len(index))]
-        return set(compress(index, ok.tolist()))
-
-    def ok_rankings(self) -> dict[str, tuple[str, ...]]:
-        """The returned ids of each query whose answer (`query_rows`) did not error."""
-        index = self.query_rows
-        last = np.fromiter(index.values(), dtype=np.int64, count=len(index))
-        keep = self.ok[last].tolist()
-        return dict(
-            zip(compress(index, keep), self.rankings(compress(last.tolist(), keep)), strict=True)
-        )
+        return set(compress(self.query_rows, self.ok[self.last_rows].tolist()))
 
     def latencies(self) -> Int64:
         """The latency (ns) of every answer that did not error and was timed, in order."""
@@ -452,10 +459,14 @@ class Answers(Sequence[QueryResult]):
     def rankings(self, rows: Iterable[int] | None = None) -> list[tuple[str, ...]]:
         """The returned ids of each answer (of `rows`: default every one), as strings."""
         c = self.columns
-        at = c.ids_at.tolist()
-        picked = range(self._n) if rows is None else rows
+        picked = np.arange(self._n) if rows is None else np.fromiter(rows, dtype=np.int64)
+        sizes = np.diff(c.ids_at)[picked]
+        if len(picked) and (sizes == sizes[0]).all():  # the usual case: one length, a matrix
+            at = c.ids_at[picked][:, None] + np.arange(int(sizes[0]))
+            return list(map(tuple, c.docs.take(c.ids[at]) if sizes[0] else [[]] * len(picked)))
         flat = c.docs.take(c.ids)
-        return [tuple(flat[at[i] : at[i + 1]]) for i in picked]
+        at = c.ids_at.tolist()
+        return [tuple(flat[at[i] : at[i + 1]]) for i in picked.tolist()]
 
     def first_scores(self) -> tuple[Bool, Float64]:
         """(has, score) per answer: whether it returned an id with scores, and the first."""
@@ -505,3 +516,55 @@ class _ByQuery(Mapping[str, QueryResult]):
 
     def __len__(self) -> int:
         return len(self._answers.query_rows)
+
+
+def ok_rankings(repeats: Sequence[Answers]) -> list[dict[str, tuple[str, ...]]]:
+    """Per repeat, the returned ids of each query whose answer (`Answers.query_rows`) did not
+    error. Repeats read from one record (one table of ids) mostly repeat their answers: an
+    answer equal to the one before it, for the same query, is the same tuple, built once."""
+    out: list[dict[str, tuple[str, ...]]] = []
+    before: tuple[Columns, Int64, list[tuple[str, ...]]] | None = None
+    for answers in repeats:
+        rows, last = answers.query_rows, answers.last_rows
+        keep = answers.ok[last]
+        picked = last[keep]
+        c = answers.columns
+        same = _same_rows(before, c, picked)
+        tuples: list[tuple[str, ...]] = [()] * len(picked)
+        if same is not None and before is not None:
+            for i, j in enumerate(same.tolist()):
+                if j >= 0:
+                    tuples[i] = before[2][j]
+            fresh = np.flatnonzero(same < 0)
+            for i, t in zip(fresh.tolist(), answers.rankings(picked[fresh]), strict=True):
+                tuples[i] = t
+        else:
+            tuples = answers.rankings(picked)
+        out.append(dict(zip(compress(rows, keep.tolist()), tuples, strict=True)))
+        before = (c, picked, tuples)
+    return out
+
+
+def _same_rows(
+    before: tuple[Columns, Int64, list[tuple[str, ...]]] | None, c: Columns, picked: Int64
+) -> Int64 | None:
+    """For each of `picked` (rows of `c`), the position in `before`'s picked rows of an equal
+    answer to the same query (-1: none); None when the two repeats share no table."""
+    if before is None:
+        return None
+    b, b_picked, _ = before
+    if b.docs is not c.docs or b.queries is not c.queries:
+        return None
+    where = np.full(len(b.queries), -1, dtype=np.int64)
+    where[b.query[b_picked]] = np.arange(len(b_picked))
+    match = where[c.query[picked]]
+    rows = b_picked[np.maximum(match, 0)]
+    size = np.diff(c.ids_at)[picked]
+    equal = (match >= 0) & (np.diff(b.ids_at)[rows] == size)
+    for n in np.unique(size[equal]).tolist():  # compared a length at a time, as matrices
+        group = np.flatnonzero(equal & (size == n))
+        if n:
+            mine = c.ids[c.ids_at[picked[group]][:, None] + np.arange(n)]
+            theirs = b.ids[b.ids_at[rows[group]][:, None] + np.arange(n)]
+            equal[group] = (mine == theirs).all(axis=1)
+    return np.where(equal, match, -1)

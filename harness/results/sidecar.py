@@ -188,6 +188,8 @@ class Sidecar:
             except UnicodeDecodeError as exc:
                 raise ResultsError(f"{self.path}: {name} are not UTF-8 ({exc})", _FIX) from None
             self._tables[name] = Strings.encoded(blob, a[f"{name}_ends"].astype(np.int64))
+            # The table holds them now (and lets them go once decoded).
+            del a[f"{name}_blob"], a[f"{name}_ends"]
         return self._tables[name]
 
     def repeat(self, r: int) -> Columns:

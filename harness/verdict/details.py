@@ -173,7 +173,8 @@ def latency(
     effect: OrderEffect | None = None
     per_query: list[float] = []
     if why is None and all(repeats):
-        rounds = paired_rounds(ids, repeats[0], repeats[1])
+        timed = _both_timed(ids, repeats[0], repeats[1])
+        rounds = _latencies(timed)
         for b_ns, c_ns in rounds:
             paired = max(paired, len(b_ns))
             per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
@@ -184,7 +185,7 @@ def latency(
             test = decide(
                 estimates, plan(first, budget), tolerance=settings.latency_tolerance
             )
-            effect = order_effect(_orders(ids, repeats[0], repeats[1]))
+            effect = order_effect(_orders(timed))
     if why is not None:
         words = why
     elif test is None:
@@ -210,9 +211,12 @@ def latency(
     )
 
 
+_Timed = list[tuple[Repeat, Repeat, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+
+
 def _both_timed(
     ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
-) -> list[tuple[Repeat, Repeat, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+) -> _Timed:
     """Per round (by repeat index, in order): both sides' repeats and, for the queries of `ids`
     answered with a latency on both sides in that round, the rows of their answers (the last
     of a query asked twice, as `validity.by_query` has it) on each side, aligned."""
@@ -230,13 +234,12 @@ def _both_timed(
     return out
 
 
-def _orders(
-    ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
-) -> list[tuple[list[float], list[bool]]]:
+def _orders(timed: _Timed) -> list[tuple[list[float], list[bool]]]:
     """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
-    the queries timed on both sides, and whether the baseline went first for each."""
+    the queries timed on both sides (`_both_timed`), and whether the baseline went first for
+    each."""
     orders = []
-    for b, c, rb, rc in _both_timed(ids, baseline, candidate):
+    for b, c, rb, rc in timed:
         if len(b.positions) != len(b.results):  # a record without positions
             continue
         lb = b.answers.columns.latency_ns[rb].tolist()
@@ -251,9 +254,13 @@ def paired_rounds(
 ) -> list[tuple[list[int], list[int]]]:
     """Per round (by repeat index, in order) the latencies (ns) of the queries of `ids` answered
     with a latency on both sides in that round, baseline's and candidate's, aligned."""
+    return _latencies(_both_timed(ids, baseline, candidate))
+
+
+def _latencies(timed: _Timed) -> list[tuple[list[int], list[int]]]:
     return [
         (b.answers.columns.latency_ns[rb].tolist(), c.answers.columns.latency_ns[rc].tolist())
-        for b, c, rb, rc in _both_timed(ids, baseline, candidate)
+        for b, c, rb, rc in timed
     ]
 
 

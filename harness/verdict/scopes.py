@@ -14,6 +14,7 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
+from harness.answers import ok_rankings
 from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
@@ -161,7 +162,7 @@ def score_sides(
     every = [a for side in answers for a in side]
     pooled = evaluate_runs(
         gold,
-        [rep.answers.ok_rankings() for repeats in sides for rep in repeats],
+        ok_rankings([rep.answers for repeats in sides for rep in repeats]),
         settings.specs,
         settings.rel_level,
         texts=[returned_texts(a) for a in every] if settings.context else None,

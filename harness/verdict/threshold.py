@@ -125,7 +125,7 @@ def top_scores(gold: GoldSet, run: RefRun) -> tuple[tuple[TopScore, ...], tuple[
     used = np.zeros(tops.shape, dtype=bool)
     for r, answers in enumerate(usable):
         c = answers.columns
-        last = np.fromiter(answers.query_rows.values(), dtype=np.int64)
+        last = answers.last_rows
         returned = c.ids_at[1:] > c.ids_at[:-1]
         bad = last[(c.error[last] == -1) & returned[last] & ~c.scored[last]]
         if len(bad):

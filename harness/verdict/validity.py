@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -59,9 +60,8 @@ def _build_failed(message: str) -> str:
 def _all_answered(gold: GoldSet, answers: Answers) -> bool:
     """Every gold query has an answer in `answers` and none of them errored (the common case,
     checked on the columns, without a step per gold query in Python)."""
-    rows = answers.query_rows
-    return rows.keys() >= gold.by_id.keys() and bool(
-        answers.ok[np.fromiter(rows.values(), dtype=np.int64, count=len(rows))].all()
+    return answers.query_rows.keys() >= gold.by_id.keys() and bool(
+        answers.ok[answers.last_rows].all()
     )
 
 
@@ -221,8 +221,10 @@ def id_space_problems(
     label: str,
     corpus_ids: frozenset[str] | None,
     max_unknown: int,
+    known: set[str] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """The ids `run` returned, held against the ids of the gold set and the corpus, as
+    """The ids `run` returned, held against the ids of the gold set (`known`, when worked out
+    already: `gold_ids`) and the corpus, as
     (invalid, warnings): a run that returned nothing at all, or no id the gold set or corpus
     knows, is invalid (ids from the wrong field score 0 on both sides, never "no change");
     with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`.
@@ -236,12 +238,11 @@ def id_space_problems(
     )
     if sample is None:
         return [f"{label}: returned no result for any query; check query.ids and the service"], []
-    known = {doc for q in gold.queries for doc in q.relevant}
-    known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
-    space = known | (corpus_ids or frozenset())
-    returned = _returned(repeats, oks)
-    if corpus_ids is None and any(map(space.__contains__, returned)):
-        return [], []  # the common case
+    known = gold_ids(gold) if known is None else known
+    space = known | corpus_ids if corpus_ids else known
+    if corpus_ids is None and any(any(map(space.__contains__, c)) for c in _returned(repeats, oks)):
+        return [], []  # the common case: stops in the first few answers
+    returned = list(dict.fromkeys(chain.from_iterable(_returned(repeats, oks))))
     if not space.intersection(returned):
         where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
         shown = ", ".join(json.dumps(i) for i in sample[1][:5])
@@ -262,6 +263,12 @@ def id_space_problems(
     return [], [f"{what}, within compare.max_unknown_ids"]
 
 
+def gold_ids(gold: GoldSet) -> set[str]:
+    """Every document id the gold set names: judged, or in an outranks pair."""
+    known = {doc for q in gold.queries for doc in q.relevant}
+    return known | {doc for q in gold.queries for pair in q.outranks for doc in pair}
+
+
 def _sample(answers: Answers, ok: npt.NDArray[np.bool_]) -> tuple[str, tuple[str, ...]] | None:
     """The first answer of `answers` that did not error and returned ids: (query id, ids)."""
     c = answers.columns
@@ -272,17 +279,20 @@ def _sample(answers: Answers, ok: npt.NDArray[np.bool_]) -> tuple[str, tuple[str
     return first.query_id, first.ids
 
 
-def _returned(repeats: Sequence[Answers], oks: Sequence[npt.NDArray[np.bool_]]) -> list[str]:
-    """Every distinct id returned by an answer that did not error, in the order first
-    returned (repeat by repeat, answer by answer)."""
-    found: dict[str, None] = {}
+def _returned(
+    repeats: Sequence[Answers], oks: Sequence[npt.NDArray[np.bool_]], chunk: int = 1024
+) -> Iterator[list[str]]:
+    """The ids returned by the answers that did not error, in the order first returned (repeat
+    by repeat, answer by answer), `chunk` at a time; each distinct id once within a repeat,
+    looked up once (a repeat's ids are codes into its table of distinct ids)."""
     for answers, ok in zip(repeats, oks, strict=True):
         c = answers.columns
-        keep = np.repeat(ok, np.diff(c.ids_at))
-        codes = c.ids[keep]
+        codes = c.ids[np.repeat(ok, np.diff(c.ids_at))]
         distinct, first = np.unique(codes, return_index=True)
-        found.update(dict.fromkeys(c.docs.take(distinct[np.argsort(first, kind="stable")])))
-    return list(found)
+        ordered = distinct[np.argsort(first, kind="stable")]
+        for start in range(0, len(ordered), chunk):
+            yield c.docs.take(ordered[start : start + chunk])
+            chunk = min(chunk * 4, 1 << 20)
 
 
 def check(
@@ -296,10 +306,13 @@ def check(
     differ."""
     invalid: list[str] = []
     warnings: list[str] = []
+    known = gold_ids(gold)
     for side, run in zip(_SIDES, runs, strict=True):
         label = _label(side, run)
         invalid += run_failures(label, run)
-        bad, odd = id_space_problems(gold, run, label, corpus_ids, settings.max_unknown_ids)
+        bad, odd = id_space_problems(
+            gold, run, label, corpus_ids, settings.max_unknown_ids, known
+        )
         invalid += bad
         warnings += odd
         for rep in run.repeats:
