@@ -287,9 +287,9 @@ class Answers(Sequence[QueryResult]):
         self._index: dict[str, int] | None = None
         self._last: Int64 | None = None
         self._query_ids: list[str] | None = None
-        # Where they were read from: (file, its sha256, the repeat's place in it); None when
-        # made here. A record saved again from the same file copies its bytes.
-        self.origin: tuple[str, str, int] | None = None
+        # Where they were read from: (file, its sha256, the repeat's place in it, its repeats);
+        # None when made here. A record saved again from every repeat of one file copies it.
+        self.origin: tuple[str, str, int, int] | None = None
 
     @classmethod
     def of(cls, results: Iterable[QueryResult]) -> Answers:
@@ -304,7 +304,7 @@ class Answers(Sequence[QueryResult]):
         errors: int,
         all_texts: bool,
         load: Callable[[], Columns],
-        origin: tuple[str, str, int] | None = None,
+        origin: tuple[str, str, int, int] | None = None,
     ) -> Answers:
         """`n` answers, `errors` of them errored, every one with texts or not, whose columns
         `load()` reads when first asked for (it raises what reading them raises)."""

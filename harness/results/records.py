@@ -164,11 +164,10 @@ def _texts_from(value: object) -> tuple[str | None, ...] | None:
 
 def _bounded(run: RefRun, answers: Answers) -> Answers:
     """`answers` with their texts cut to what a record keeps (`bounded_texts`)."""
+    if answers.origin is not None or answers.columns.texts is None:
+        return answers  # read from a record (bounded when it was written), or no texts
     limit = run.query_config.get("limit")
-    if answers.all_texts is False and not answers.loaded:
-        return answers  # read from a record: bounded when written
-    if not isinstance(limit, int) or answers.columns.texts is None:
-        return answers
+    limit = limit if isinstance(limit, int) else None
     return Answers.of(
         replace(r, texts=None if r.texts is None else tuple(bounded_texts(r.ids, r.texts, limit)))
         for r in answers
@@ -198,11 +197,12 @@ def _copied(run: RefRun) -> tuple[Path, str] | None:
     origins = [rep.answers.origin for rep in run.repeats]
     if not origins or any(o is None for o in origins):
         return None
-    files = {(o[0], o[1]) for o in origins if o is not None}
-    if len(files) != 1 or [o[2] for o in origins if o is not None] != list(range(len(origins))):
+    files = {(o[0], o[1], o[3]) for o in origins if o is not None}
+    places = [o[2] for o in origins if o is not None]
+    if len(files) != 1 or places != list(range(len(origins))):
         return None
-    path, sha = files.pop()
-    return Path(path), sha
+    path, sha, repeats = files.pop()
+    return (Path(path), sha) if repeats == len(origins) else None
 
 
 def encode_run(run: RefRun, *, redact: bool = False) -> tuple[dict[str, Any], bytes]:
@@ -312,7 +312,8 @@ def _later(data: Mapping[str, Any], source: str, answers: Path | None) -> list[A
     """Each repeat's answers, read from the answers file when first used."""
     entry, repeats = data["answers"], data["repeats"]
     path = answers if answers is not None else sidecar_of(Path(source))
-    sidecar = Sidecar(path, str(entry["sha256"]), int(entry["bytes"]), len(repeats))
+    counts = [(int(rep["answers"]), int(rep["errors"])) for rep in repeats]
+    sidecar = Sidecar(path, str(entry["sha256"]), int(entry["bytes"]), counts)
     sidecar.check_present()
     return [
         Answers.later(
@@ -320,7 +321,7 @@ def _later(data: Mapping[str, Any], source: str, answers: Path | None) -> list[A
             int(rep["errors"]),
             bool(rep["texts"]),
             partial(sidecar.repeat, r),
-            (str(path), sidecar.sha256, r),
+            (str(path), sidecar.sha256, r, len(repeats)),
         )
         for r, rep in enumerate(repeats)
     ]

@@ -4,7 +4,9 @@ numpy `.npz` file beside the record's JSON header (`runs/X.json` + `runs/X.npz`)
     data = encode([answers of repeat 0, of repeat 1, ...])      # the file's bytes
     Sidecar(path, sha256, size).repeat(i) -> Columns            # read once, checked, sliced
 
-The file holds plain arrays (never a pickle), the rows of every repeat one after the other:
+The file is what np.savez writes (a zip of NAME.npy members, stored, dated 1980-01-01 so that the
+same answers give the same bytes) and holds plain arrays, never a pickle; the rows of every
+repeat one after the other:
 
     format          int64 [1]       FORMAT
     answers         int64 [R + 1]   repeat r's answers are rows answers[r]:answers[r + 1]
@@ -50,7 +52,7 @@ def sidecar_of(header: Path) -> Path:
 def _merged(tables: Sequence[Strings], codes: Sequence[Int32]) -> tuple[Strings, Int32]:
     """One table for every repeat's codes (`codes[r]` into `tables[r]`), and the codes into
     it, concatenated. Repeats read from one record share their table already."""
-    if all(t is tables[0] for t in tables):
+    if tables and all(t is tables[0] for t in tables):
         return tables[0], _concat(codes, np.int32)
     merged: dict[str, int] = {}
     out = []
@@ -81,10 +83,10 @@ def encode(repeats: Sequence[Answers]) -> bytes:
     cols = [a.columns for a in repeats]
     queries, query = _merged([c.queries for c in cols], [c.query for c in cols])
     docs, ids = _merged([c.docs for c in cols], [c.ids for c in cols])
-    with_texts = [c for c in cols if c.texts is not None]
+    tables = [(c.texts, c.text) for c in cols if c.texts is not None]
     texts, text = (
-        _merged([c.texts for c in with_texts if c.texts], [c.text for c in with_texts])
-        if with_texts
+        _merged([t for t, _ in tables], [codes for _, codes in tables])
+        if tables
         else (Strings([]), np.zeros(0, np.int32))
     )
     starts = np.cumsum([0, *map(len, cols)]).astype(np.int64)
@@ -116,8 +118,14 @@ def encode(repeats: Sequence[Answers]) -> bytes:
         blob, ends = table.encode()
         arrays[f"{name}_blob"] = np.frombuffer(blob, dtype=np.uint8)
         arrays[f"{name}_ends"] = ends
+    # np.savez's layout (one NAME.npy member each, stored), written here so that the same
+    # answers give the same bytes: savez stamps each member with the time it was written.
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name in sorted(arrays):
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(member, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(arrays[name]), allow_pickle=False)
     return buffer.getvalue()
 
 
@@ -131,8 +139,11 @@ class Sidecar:
     """The answers file of one record, read (and checked against the header's sha256 and
     size) when a repeat's columns are first asked for; every repeat is then a slice of it."""
 
-    def __init__(self, path: Path, sha256: str, size: int, repeats: int) -> None:
-        self.path, self.sha256, self.size, self.count = path, sha256, size, repeats
+    def __init__(
+        self, path: Path, sha256: str, size: int, counts: Sequence[tuple[int, int]]
+    ) -> None:
+        """`counts`: each repeat's answers and errored answers, as its record says."""
+        self.path, self.sha256, self.size, self.counts = path, sha256, size, list(counts)
         self._arrays: dict[str, Any] | None = None
         self._tables: dict[str, Strings] = {}
 
@@ -173,7 +184,7 @@ class Sidecar:
                 arrays = {name: npz[name] for name in npz.files}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise ResultsError(f"{self.path}: not a readable answers file ({exc})", _FIX) from None
-        problem = _problem(arrays, self.count)
+        problem = _problem(arrays, self.counts)
         if problem:
             raise ResultsError(f"{self.path}: {problem}", _FIX)
         self._arrays = arrays
@@ -255,10 +266,10 @@ _KINDS = {
 }
 
 
-def _problem(a: dict[str, Any], repeats: int) -> str | None:
-    """What makes these arrays not a sidecar of `repeats` repeats (None: nothing). Checked so
-    that a file that passed the sha256 check but was written by something else is an error, not
-    an IndexError deep in a compare."""
+def _problem(a: dict[str, Any], counts: Sequence[tuple[int, int]]) -> str | None:
+    """What makes these arrays not the answers of repeats of `counts` (answers, errored) each
+    (None: nothing). Checked so that a file that passed the sha256 check but was written by
+    something else is an error, not an IndexError deep in a compare or a wrong count."""
     for name, kind in _KINDS.items():
         if name not in a:
             return f"no {name} array"
@@ -268,10 +279,12 @@ def _problem(a: dict[str, Any], repeats: int) -> str | None:
         return f"answers format {int(a['format'][0])}, this harness reads {FORMAT}"
     n = len(a["query"])
     answers = a["answers"]
-    if len(answers) != repeats + 1 or answers[0] != 0 or answers[-1] != n:
-        return f"{len(answers) - 1} repeats where its record has {repeats}"
+    if len(answers) != len(counts) + 1 or answers[0] != 0 or answers[-1] != n:
+        return f"{len(answers) - 1} repeats where its record has {len(counts)}"
     if np.any(np.diff(answers) < 0):
         return "repeat bounds out of order"
+    if np.diff(answers).tolist() != [c[0] for c in counts]:
+        return "the answers of each repeat are not as many as its record says"
     for name in ("scored", "status", "error", "latency_ns", "texted"):
         if len(a[name]) != n:
             return f"{len(a[name])} {name} values for {n} answers"
@@ -287,6 +300,10 @@ def _problem(a: dict[str, Any], repeats: int) -> str | None:
             return f"{codes} codes outside their table of {size}"
     if len(a["error"]) and (a["error"].min() < NONE or a["error"].max() >= len(ERROR_KINDS)):
         return "an unknown error kind"
+    running = np.concatenate(([0], np.cumsum(a["error"] != NONE)))
+    errored = running[answers[1:]] - running[answers[:-1]]
+    if errored.tolist() != [c[1] for c in counts]:
+        return "the errored answers of each repeat are not as many as its record says"
     rows = a["detail_rows"]
     if len(rows) != len(a["details_ends"]) or (len(rows) and (rows.min() < 0 or rows.max() >= n)):
         return "error details that belong to no answer"
