@@ -39,13 +39,11 @@ from harness.checkout.build import build, with_venv
 from harness.checkout.editable import editable_paths
 from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
-from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
+from harness.config import HarnessConfig, SideConfig, effective_side, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
-from harness.gold.corpus import load_corpus
 from harness.replay import latency_rounds
-from harness.replay.adapter_check import AdapterCheck, probe_count
-from harness.replay.answers import IdAdapter, adapter_for
+from harness.replay.adapter_check import AdapterCheck, id_adapter, probe_count
 from harness.replay.client import (
     READ_BATCH,
     AnswerCache,
@@ -162,7 +160,7 @@ class RefSession:
         self.timings: dict[str, float] = {}
         self.build_cached: bool | None = None
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
-        self.ids = id_adapter(self.side.query, plan.config.corpus)
+        self.ids = id_adapter(self.side.query, plan.config, side)
         # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
         self.adapter_check = AdapterCheck(
             plan.config, side, self.side.query, self.ids, plan.gold, redact=plan.redact
@@ -421,12 +419,6 @@ def _check_limit(config: HarnessConfig, side: str, ref: str, chosen: SideConfig)
             f"computed from {limit} results",
             hint=f"raise query.limit to {deepest} or more in that table, or lower compare.k",
         )
-
-
-def id_adapter(query: QueryConfig, corpus: Path | None) -> IdAdapter:
-    """The side's IdAdapter (`harness.replay.answers`), reading the corpus when id_field asks."""
-    documents = load_corpus(corpus) if query.id_field and corpus is not None else None
-    return adapter_for(query.id_pattern, query.id_field, documents)
 
 
 def run_definition(
