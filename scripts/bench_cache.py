@@ -56,7 +56,7 @@ def timed(python: str, folder: Path, kind: str) -> tuple[float, float]:
     if kind == "cold":
         shutil.rmtree(folder / "cache", ignore_errors=True)
     t0 = time.perf_counter()
-    child = subprocess.Popen([python, "-c", RECOMPARE, str(folder), kind])
+    child = subprocess.Popen([python, "-c", RECOMPARE, str(folder), kind], cwd=folder)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:

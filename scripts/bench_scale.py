@@ -118,7 +118,9 @@ def describe(label: str, python: str) -> str:
         " capture_output=True, text=True).stdout.strip();"
         "print(f'{p} ({r[:60]})')"
     )
-    found = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True, cwd=tempfile.gettempdir()
+    )
     return f"{label}: {found.stdout.strip()}"
 
 
@@ -126,15 +128,19 @@ def write_data(python: str, queries: int, folder: Path) -> Path:
     """The gold set and both sides' records of `queries` queries, written by `python`'s harness
     into folder (once: reused when there)."""
     if not list((folder / "runs").glob("*.json")):
-        subprocess.run(
-            [python, "-c", WRITE, str(HERE), str(queries), str(folder), str(REPEATS)], check=True
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(  # run in `folder`: never a harness package of the current directory
+            [python, "-c", WRITE, str(HERE), str(queries), str(folder), str(REPEATS)],
+            check=True,
+            cwd=folder,
         )
     return folder
 
 
 def analyse(python: str, folder: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [python, "-c", ANALYSE, str(folder)], capture_output=True, text=True, check=False
+        [python, "-c", ANALYSE, str(folder)], capture_output=True, text=True, check=False,
+        cwd=folder,
     )
     if done.returncode != 0:
         raise SystemExit(f"{python}: the analysis failed:\n{done.stderr[-3000:]}")

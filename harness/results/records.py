@@ -207,7 +207,7 @@ def _copied(run: RefRun) -> tuple[Path, str] | None:
 
 def encode_run(run: RefRun, *, redact: bool = False) -> tuple[dict[str, Any], bytes]:
     """`run` as a record: its JSON header and the bytes of its answers file; with `redact`,
-    without what may quote a response body or a document (`redacted_record`)."""
+    without what may quote a response body or a document (`_redacted_header`)."""
     copied = None if redact else _copied(run)
     data = b""
     if copied is not None:
@@ -336,7 +336,7 @@ def _slug(ref: str) -> str:
 
 def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
     """Write `run` as a new record under results_dir/runs/ and return its path; with `redact`,
-    without the error details (`redacted_record`)."""
+    without the error details (`encode_run`)."""
     name = f"{utc_stamp()}_{_slug(run.ref)}_{run.sha[:8]}_{secrets.token_hex(3)}.json"
     return write_record(results_dir / "runs" / name, run, redact=redact)
 
@@ -350,23 +350,13 @@ def write_record(path: Path, run: RefRun, *, redact: bool = False) -> Path:
     return write_json_new(path, header)
 
 
-def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A run record's JSON (a version 2 header, or a version 1 document) without what may quote
-    a response body, the query text or a document: every answer's error detail and returned
-    texts become null (its error kind and ids stay: `Answers.redacted` for a header's answers
-    file), each log path becomes its file name (logs/ of the same results directory), and a
-    failure keeps its message without paths and no service log tail. A record without texts is
-    never reused for a run that asks for them."""
-    _redacted_header(record)
-    for rep in record["repeats"]:
-        for result in rep.get("results", ()):
-            result["detail"] = None
-            if "texts" in result:
-                result["texts"] = None
-    return record
-
-
 def _redacted_header(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's header without what may quote a response body, the query text or a document
+    (its answers file loses every error detail and returned text: `Answers.redacted`; error
+    kinds and ids stay): each log path becomes its file name (logs/ of the same results
+    directory), a failure keeps its message without paths and no service log tail, and no
+    repeat claims its texts. A record without texts is never reused for a run that asks for
+    them."""
     for failure in [record.get("build_failure"), *(r.get("failure") for r in record["repeats"])]:
         if failure:
             failure["message"] = without_paths(failure["message"])
