@@ -309,3 +309,15 @@ def test_answers_made_in_memory_and_read_back_are_equal_columns() -> None:
     assert answers.errors == 1 and answers.where("q2") == 1 and answers.answered() == {"q1"}
     assert answers.rankings() == [("a", "b", "a"), ()]
     assert json.loads(json.dumps(answers.latencies().tolist())) == [7]
+
+
+def test_the_cli_reads_a_record_of_version_1_as_it_reads_a_columnar_one(tmp_path: Path) -> None:
+    _, base, _ = _pair()
+    new = save_run(tmp_path / "results", base)
+    old = tmp_path / "results" / "runs" / "20200101T000000Z_main_11111111_abcdef.json"
+    write_json_new(old, run_to_dict_v1(base))  # as harness wrote it before issue 28
+    for args in (("export",), ("export", "--format", "csv")):
+        from_new = run_cli("harness", *args, new, cwd=tmp_path)
+        from_old = run_cli("harness", *args, old, cwd=tmp_path)
+        assert from_new.returncode == from_old.returncode == 0, from_old.stderr
+        assert from_new.stdout == from_old.stdout and from_new.stdout
