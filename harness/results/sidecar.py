@@ -169,21 +169,22 @@ class Sidecar:
         if self._arrays is not None:
             return self._arrays
         self.check_present()
-        try:
-            data = self.path.read_bytes()
+        try:  # hashed as it streams, then read array by array: never two copies in memory
+            with self.path.open("rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
+                if digest != self.sha256:
+                    raise ResultsError(
+                        f"{self.path}: its sha256 is not the one its record names (damaged, or "
+                        "another record's answers)",
+                        _FIX,
+                    )
+                f.seek(0)
+                with np.load(f, allow_pickle=False) as npz:
+                    arrays = {name: npz[name] for name in npz.files}
+        except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise ResultsError(f"{self.path}: not a readable answers file ({exc})", _FIX) from None
         except OSError as exc:
             raise ResultsError(f"{self.path}: cannot be read ({exc.strerror or exc})") from None
-        if hashlib.sha256(data).hexdigest() != self.sha256:
-            raise ResultsError(
-                f"{self.path}: its sha256 is not the one its record names (damaged, or "
-                "another record's answers)",
-                _FIX,
-            )
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise ResultsError(f"{self.path}: not a readable answers file ({exc})", _FIX) from None
         problem = _problem(arrays, self.counts)
         if problem:
             raise ResultsError(f"{self.path}: {problem}", _FIX)
