@@ -38,6 +38,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -389,4 +390,28 @@ def record_paths(results: Path) -> list[Path]:
 def load_json(path: Path) -> dict[str, object]:
     document = json.loads(path.read_text(encoding="utf-8"))
     assert isinstance(document, dict)
+    return document
+
+
+def record_document(path: Path) -> dict[str, Any]:
+    """A run record as one JSON-like document: its header, each repeat with its answers as
+    `results` (read through `load_run`, from the .npz beside it), as records of
+    schema_version 1 held them inline."""
+    from harness.results.records import load_run
+
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for repeat, read in zip(document["repeats"], load_run(path).repeats, strict=True):
+        repeat["results"] = [
+            {
+                "query_id": r.query_id,
+                "ids": list(r.ids),
+                "scores": None if r.scores is None else list(r.scores),
+                "status": r.status,
+                "error": None if r.error is None else r.error.value,
+                "detail": r.detail,
+                "latency_ns": r.latency_ns,
+                **({} if r.texts is None else {"texts": list(r.texts)}),
+            }
+            for r in read.results
+        ]
     return document

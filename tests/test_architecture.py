@@ -22,7 +22,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the values that travel between stages, the error tree, and the few process-wide
     # primitives every stage uses (bounds, encodings, credential scrubbing, signals, what a run
     # holds on disk); none imports a stage
-    "types": ("types", "errors", "limits", "encodings", "scrub", "signals", "leftovers", "extras"),
+    "types": (
+        "types",
+        "answers",
+        "errors",
+        "limits",
+        "encodings",
+        "scrub",
+        "signals",
+        "leftovers",
+        "extras",
+    ),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (
         "config",

@@ -60,7 +60,7 @@ def test_compare_imports_nothing_that_does_io() -> None:
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
-    pure = {"harness", "harness.types", "harness.errors", "harness.verdict"}
+    pure = {"harness", "harness.types", "harness.answers", "harness.errors", "harness.verdict"}
     pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.verdict.threshold"}
     pure |= {"harness.score.judged"}
     pure |= {"harness.score.definition"}

@@ -265,8 +265,7 @@ class RefSession:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
                 timings.update(_prepare_steps(svc))
-                load_before, cpu0 = _load(), time.thread_time_ns()
-                t0 = time.perf_counter()
+                load_before, cpu0, started = _load(), time.thread_time_ns(), [time.perf_counter()]
                 try:
                     results = replay(
                         svc.url,
@@ -277,10 +276,11 @@ class RefSession:
                         open_socket=svc.open_socket,
                         requests=self.requests,
                         answers=self.answers,
+                        on_start=lambda: started.append(time.perf_counter()),
                     )
                 except Stopped as stop:  # the service is torn down as after any replay
                     results, failure = stop.results, self.stop(f"{label}:", stop.message)
-                timings["queries"] = time.perf_counter() - t0
+                timings["queries"] = time.perf_counter() - started[-1]
                 machine = _machine(load_before, cpu0, len(results))
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)

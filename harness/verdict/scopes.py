@@ -14,6 +14,7 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
+from harness.answers import ok_rankings
 from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
@@ -40,7 +41,7 @@ BoolArray = npt.NDArray[np.bool_]
 class Side:
     """One side's usable repeats, scored: rows follow `ids` (the analysed answerable queries)."""
 
-    answers: tuple[dict[str, QueryResult], ...]
+    answers: tuple[Mapping[str, QueryResult], ...]
     evaluations: tuple[Evaluation, ...]
     rows: npt.NDArray[np.intp]  # positions of `ids` in each evaluation's query_ids
     # The judged rankings (`evaluation.PooledEvaluations`) and, per repeat and query of `ids`,
@@ -162,7 +163,7 @@ def score_sides(
     every = [a for side in answers for a in side]
     pooled = evaluate_runs(
         gold,
-        [{qid: r.ids for qid, r in a.items() if r.error is None} for a in every],
+        ok_rankings([rep.answers for repeats in sides for rep in repeats]),
         settings.specs,
         settings.rel_level,
         texts=[returned_texts(a) for a in every] if settings.context else None,
