@@ -25,6 +25,7 @@ from harness.verdict.boots import (
 )
 from harness.verdict.compare import compare
 from harness.verdict.distributions import chi2_sf, t_sf
+from harness.verdict.power import power
 from harness.verdict.stats import hit_rate_test, sign_flip_exact
 
 
@@ -177,6 +178,16 @@ def test_compare_puts_the_boots_in_the_headline_and_says_how_much() -> None:
                 for run in (base, cand)]
     assert hit_rate_test(outcomes[0], outcomes[1], alpha=0.05).p < 0.01  # without the boots
     assert c.verdict_quality not in (Verdict.IMPROVED, Verdict.REGRESSED)
+    # Nor "no measurable difference": the mde the row states is the two-level test's, boots
+    # inside (a +10 pp change at R = 3 with a per-boot spread of 0.03 was otherwise called "no
+    # measurable difference" 48% of the time: the mde of the queries alone claimed 80% power).
+    d = outcomes[1].mean(axis=0) - outcomes[0].mean(axis=0)
+    alone = power("hit@5", d, alpha=FAST.alpha / 2, effect=FAST.min_effect, repeats=5)
+    inside = power("hit@5", d, alpha=FAST.alpha / 2, effect=FAST.min_effect, repeats=5,
+                   boots=row.boots)
+    assert row.power is not None and row.power.mde == pytest.approx(inside.mde)
+    assert row.power.mde > 1.2 * alone.mde and not row.power.enough
+    assert c.verdict_quality is Verdict.INCONCLUSIVE
     assert c.boots is not None and c.boots.present
     assert c.boots.share == pytest.approx(
         max(r.boots.share for r in c.overall.rows if r.deciding and r.boots)

@@ -255,6 +255,7 @@ def _hit_row(
             effect=settings.min_effect,
             noise=repeat_noise(outcomes[0]) + repeat_noise(outcomes[1]),
             repeats=min(o.shape[0] for o in outcomes),
+            boots=boots,
         ),
     )
 
@@ -294,6 +295,7 @@ def _continuous_row(
             effect=settings.min_effect,
             noise=sum(repeat_noise(m) for m in matrices),
             repeats=min(m.shape[0] for m in matrices),
+            boots=boots,
         ),
     )
 
