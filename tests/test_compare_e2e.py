@@ -313,7 +313,9 @@ def test_results_are_saved_rerendered_and_reused_only_on_request(
     assert (match["b"], match["c"]) == (sha(sandbox, "main")[:8], sha(sandbox, "bury12")[:8])
     assert sorted(p.name for p in directory.iterdir()) == [
         "baseline.json",
+        "baseline.npz",
         "candidate.json",
+        "candidate.npz",
         "comparison.json",
         "report.html",
         "report.md",

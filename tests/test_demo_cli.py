@@ -13,6 +13,8 @@ import psutil
 import pytest
 from cli_support import run_cli
 
+from harness.results.records import load_run
+
 DEMO_SLICES = ("entity", "exact_token", "freshness", "semantic", "superseded")
 Demo = tuple[Path, subprocess.CompletedProcess[str]]
 VERDICTS = (
@@ -77,8 +79,8 @@ def test_the_demo_stops_asking_once_its_regression_is_clear(demo: Demo) -> None:
     assert document["verdict"]["quality"] == "regressed"
     assert document["sequential"]["asked"] == asked
     for side in ("baseline", "candidate"):
-        record = json.loads((saved.parent / f"{side}.json").read_text())
-        assert {len(rep["results"]) for rep in record["repeats"]} == {asked}
+        record = load_run(saved.parent / f"{side}.json")
+        assert {len(rep.results) for rep in record.repeats} == {asked}
 
 
 def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:

@@ -145,7 +145,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 # The commands that never import numpy (tests/test_cli_startup.py checks the list).
-WITHOUT_NUMPY = frozenset({"gold convert", "schema", "clean", "demo"})
+WITHOUT_NUMPY = frozenset({"schema", "clean", "demo"})
 
 if __name__ == "__main__":
     sys.exit(main())
