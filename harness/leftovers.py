@@ -38,8 +38,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from harness.signals import signals_deferred
 
 KINDS = ("worktree", "dir", "run_id")
@@ -69,8 +67,19 @@ def live_dir() -> Path:
     return cache_dir() / "live"
 
 
+def anything_left() -> bool:
+    """Whether any run left a state file here: only then need `harness.boot.recovery` (and
+    all it imports: psutil, git, the process table) be loaded to look at it."""
+    try:
+        return any(live_dir().glob("*.json"))
+    except OSError:
+        return True  # let the recovery look, and say what it finds
+
+
 def started(pid: int) -> float | None:
     """Process `pid`'s start time (what tells it from a later process given the same pid)."""
+    import psutil  # here: a harness command that runs nothing never needs it
+
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:

@@ -10,9 +10,14 @@ module).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+
+# Re-exported: the values of one answer live beside the columns that hold them.
+from harness.answers import Answers as Answers
+from harness.answers import ErrorKind as ErrorKind
+from harness.answers import QueryResult as QueryResult
 
 # --------------------------------------------------------------------------- definition
 
@@ -102,40 +107,7 @@ class GoldSet:
 # --------------------------------------------------------------------------- one query's answer
 
 
-class ErrorKind(enum.StrEnum):
-    """Why a query produced no ranking. A failed query is never scored as an empty ranking."""
-
-    TIMEOUT = "timeout"
-    CONNECTION = "connection"
-    HTTP_STATUS = "http_status"  # a non-2xx answer
-    NOT_JSON = "not_json"
-    NO_MATCH = "no_match"  # the ids JMESPath found nothing in the response
-    BAD_SHAPE = "bad_shape"  # the ids path matched, but not a list of strings/numbers
-    TOO_LARGE = "too_large"  # the answer was longer than query.max_bytes
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    """What the service answered to one gold query in one repeat.
-
-    `ids` are the raw result positions as returned (duplicates kept here; metrics drop later
-    duplicates). `latency_ns` runs from request start to the last byte of the response.
-    `texts`, when `query.texts` is set, is the returned context text of each position (None
-    where the service sent none); None when not asked for, or redacted from a record.
-    """
-
-    query_id: str
-    ids: tuple[str, ...] = ()
-    scores: tuple[float, ...] | None = None
-    status: int | None = None
-    error: ErrorKind | None = None
-    detail: str | None = None
-    latency_ns: int = 0
-    texts: tuple[str | None, ...] | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
+# ErrorKind and QueryResult: harness.answers (re-exported above).
 
 
 # --------------------------------------------------------------------------- runs
@@ -179,7 +151,8 @@ class Repeat:
     """One boot of a service on a fresh copy of its data, and every gold query sent once."""
 
     index: int
-    results: tuple[QueryResult, ...]
+    # Held as `Answers` (columns; any sequence of QueryResult given is turned into one).
+    results: Sequence[QueryResult]
     timings_s: Mapping[str, float] = field(default_factory=dict)  # boot, queries, teardown, ...
     teardown_confirmed: bool = True
     log_path: str | None = None
@@ -194,9 +167,19 @@ class Repeat:
     # .latency_rule): its answers time latency and are never scored for quality.
     latency_only: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.results, Answers):
+            object.__setattr__(self, "results", Answers.of(self.results))
+
+    @property
+    def answers(self) -> Answers:
+        """`results`, with its columns (`harness.answers`)."""
+        assert isinstance(self.results, Answers)  # __post_init__
+        return self.results
+
     @property
     def errors(self) -> int:
-        return sum(1 for r in self.results if not r.ok)
+        return self.answers.errors
 
     @property
     def prepare_steps(self) -> dict[str, float]:

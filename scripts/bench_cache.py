@@ -1,14 +1,20 @@
 #!/usr/bin/env python
-"""A cached re-compare against a cold one: the analysis of two stored runs, computed, then read
-back from the comparison cache (`harness.results.cache`).
+"""A cached re-compare against a cold one, whole process, this tree against another.
 
-    python scripts/bench_cache.py [--queries 10000] [--repeats 5] [--runs 2]
+    python scripts/bench_cache.py [--before CHECKOUT] [--queries 10000] [--runs 3] [--data DIR]
 
-Both runs are written as run records and loaded back, as a re-compare finds them. Cold:
-`cached_compare` on an empty cache (every statistic computed, the entry stored). Warm: the same
-call again (both record files hashed, the entry read and parsed; no statistics). Interleaved
-`--runs` times, each cold run on a fresh cache; the median of warm / cold. Target (issue 17): a
-re-compare with both runs reused at least 10x faster than cold at 10k queries.
+Issue 28's row: a re-compare of two stored runs of 10k queries read back from the comparison
+cache (`harness.results.cache`) at least 10x faster than computing it, for the whole process.
+The data is `scripts/realistic_data.py`'s, written by each side's own `save_run`
+(`bench_scale.write_data`: 3 repeats a side, 10 slices, 20 ids an answer).
+
+Each measurement is a fresh interpreter doing what `harness compare --reuse-runs` does once
+both runs are found: load the gold set from its file, load both run records, `cached_compare`
+(cold: on an empty cache, every statistic computed and the entry stored; cached: the entry
+read back), render the text report and save the comparison directory (comparison.json,
+report.md, report.html, both records). Timed from outside, start to exit (os.wait4: wall, and
+CPU user + system). Cold and cached alternate with the sides (before cold, before cached, after
+cold, after cached, ...); the ratio is cold / cached of each pair, its median printed.
 """
 
 from __future__ import annotations
@@ -16,56 +22,97 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import describe, side_pythons, spread, write_data
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_scale import gold_set, side
-
-from harness.results.cache import CACHE_DIR, cached_compare
-from harness.results.records import load_run, save_run
+RECOMPARE = """
+import sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+from harness.gold.load import load_gold
+from harness.report.page import render
+from harness.results.cache import cached_compare
+from harness.results.comparisons import save_comparison
+from harness.results.records import load_run
 from harness.verdict.comparison import CompareSettings
+gold = load_gold(folder / "gold.jsonl")
+base, cand = (load_run(p) for p in sorted((folder / "runs").glob("*.json")))
+comparison, hit = cached_compare(folder, gold, base, cand, CompareSettings())
+render(comparison, "text")
+save_comparison(folder / "saved", comparison, (base, cand))
+sys.exit(0 if hit == (sys.argv[2] == "cached") else 3)
+"""
+
+
+def timed(python: str, folder: Path, kind: str) -> tuple[float, float]:
+    """Wall and CPU (user + system) of one re-compare process; `kind` "cold" empties the
+    comparison cache first."""
+    if kind == "cold":
+        shutil.rmtree(folder / "cache", ignore_errors=True)
+    t0 = time.perf_counter()
+    child = subprocess.Popen([python, "-c", RECOMPARE, str(folder), kind], cwd=folder)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{python}: the {kind} re-compare failed (status {status})")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--before", type=Path, help="a checkout with its own .venv")
     parser.add_argument("--queries", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--data", type=Path, help="keep the generated data here")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    rng = np.random.default_rng(0)
-    gold = gold_set(args.queries, 8, rng)
-    settings = CompareSettings()
-    cold: list[float] = []
-    warm: list[float] = []
+    pythons = side_pythons(args.before)
+    for label, python in pythons.items():
+        print(describe(label, python))
+    found: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
-        results = Path(tmp)
-        base = load_run(save_run(results, side(gold, args.repeats, 0.0, "a", rng)))
-        cand = load_run(save_run(results, side(gold, args.repeats, 0.05, "b", rng)))
+        root = args.data or Path(tmp)
+        folders = {
+            label: write_data(python, args.queries, root / f"{label}-{args.queries}")
+            for label, python in pythons.items()
+        }
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start")
+        loads = []
         for _ in range(args.runs):
-            shutil.rmtree(results / CACHE_DIR, ignore_errors=True)
-            t0 = time.perf_counter()
-            first, hit = cached_compare(results, gold, base, cand, settings)
-            cold.append(time.perf_counter() - t0)
-            assert not hit
-            t0 = time.perf_counter()
-            again, hit = cached_compare(results, gold, base, cand, settings)
-            warm.append(time.perf_counter() - t0)
-            assert hit and again == first
+            for label, python in pythons.items():
+                for kind in ("cold", "cached"):
+                    found.setdefault((label, kind), []).append(
+                        timed(python, folders[label], kind)
+                    )
+                    loads.append(os.getloadavg()[0])
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
     print(
-        f"{args.queries:,} queries, {args.repeats} repeats a side, median of {args.runs} "
-        "interleaved runs"
+        f"\na re-compare of two stored runs of {args.queries:,} queries, whole process (start "
+        f"to exit); median [range] of {args.runs} interleaved runs"
     )
-    print(f"  cold (statistics computed)  {statistics.median(cold):8.2f} s")
-    print(f"  warm (read from the cache)  {statistics.median(warm):8.2f} s")
-    ratio = statistics.median(c / w for c, w in zip(cold, warm, strict=True))
-    print(f"  cached re-compare: {ratio:.0f}x faster than cold (target >= 10x)")
+    labels = list(pythons)
+    print(f"  {'':<30}" + "".join(f"{label:>26}" for label in labels) + f"{'target':>12}")
+    for kind in ("cold", "cached"):
+        for what, i, unit in (("wall", 0, " s"), ("CPU", 1, " s")):
+            cells = "".join(
+                f"{spread([t[i] for t in found[(label, kind)]], '.2f') + unit:>26}"
+                for label in labels
+            )
+            print(f"  {kind + ' ' + what:<30}{cells}")
+    for what, i in (("wall", 0), ("CPU", 1)):
+        ratios = [
+            [c[i] / w[i] for c, w in zip(found[(label, "cold")], found[(label, "cached")],
+                                         strict=True)]
+            for label in labels
+        ]  # fmt: skip
+        cells = "".join(f"{spread(r, '.1f') + 'x':>26}" for r in ratios)
+        print(f"  {'cold / cached, ' + what:<30}{cells}{'>= 10x':>12}")
+    print(f"  load average during the runs: {min(loads):.1f}-{max(loads):.1f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The harness's fixed costs: start-up against `python -c pass`, and its own CPU in a demo compare.
 
-    python scripts/bench_overhead.py [--runs 15] [--demos 1] [--skip-demo] [--as-is]
+    python scripts/bench_overhead.py [--runs 15] [--demos 5] [--skip-demo] [--as-is]
                                      [--python OTHER_VENV/bin/python ...]
 
 Start-up: `harness --help`, `harness --version` and `python -c pass` (the floor any Python tool
@@ -12,8 +12,11 @@ median CPU (user + system) of the process, which the load inflates less than the
 Demo: `compare --demo` in a fresh interpreter that runs the CLI in-process, then reads
 getrusage: RUSAGE_SELF is the harness's own CPU (parsing, scoring, statistics, rendering, the
 HTTP client), RUSAGE_CHILDREN everything it started and waited for (bubblewrap and what it
-reaped, git, the build commands). Target (issue 17): the harness's own CPU at most 25% of the
-compare's wall time.
+reaped, git, the build commands, the services). The sandbox helper of each boot
+(harness/boot/inside.py, the harness's own code inside bubblewrap) is sampled apart (psutil,
+every 50 ms) and counted as the harness's own. Target (issue 28): the harness's own CPU, its
+process and the helpers together, at most 10% of the compare's wall time in every run
+(`--demos 5`).
 
 It measures the harness this interpreter imports (and, with `--python`, other interpreters',
 interleaved with it) and says which install each is: editable (`pip install -e`, whose import
@@ -39,15 +42,37 @@ import time
 from pathlib import Path
 
 INNER = """
-import json, resource, sys, time
+import json, resource, sys, threading, time
+import psutil
+# The sandbox helper (harness/boot/inside.py, one per boot, inside bubblewrap) is the harness's
+# own code too: its CPU is sampled every 50 ms while it lives (the last sample of each helper
+# counts: what it spends after that, at teardown, is missed).
+helpers, done = {}, threading.Event()
+def sample():
+    me = psutil.Process()
+    while not done.wait(0.05):
+        try:
+            kids = me.children(recursive=True)
+        except psutil.Error:
+            continue
+        for kid in kids:
+            try:
+                if any(part.endswith("inside.py") for part in kid.cmdline()):
+                    t = kid.cpu_times()
+                    helpers[kid.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
 from harness.cli.main import main
 status = main(["compare", "--demo", "--results", sys.argv[2]])
 wall = time.perf_counter() - t0
+done.set()
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "w") as out:
     json.dump({"status": status, "wall": wall, "self": me.ru_utime + me.ru_stime,
-               "children": kids.ru_utime + kids.ru_stime, "self_rss_kib": me.ru_maxrss}, out)
+               "children": kids.ru_utime + kids.ru_stime, "self_rss_kib": me.ru_maxrss,
+               "helper": sum(helpers.values()), "helpers": len(helpers)}, out)
 """
 
 
@@ -132,10 +157,15 @@ def startup(runs: int, pythons: dict[str, str]) -> None:
 
 
 def demo(count: int, pythons: dict[str, str]) -> None:
-    print("\ncompare --demo: the harness's own CPU vs what it started (target: own CPU <= 25%)")
     print(
-        f"  {'':<12} {'wall s':>7} {'harness CPU s':>14} {'children CPU s':>15} {'own / wall':>11}"
+        "\ncompare --demo: the harness's own CPU (its process and the sandbox helper of each boot)"
+        " against the compare's wall (target, issue 28: own <= 10% in every run)"
     )
+    print(
+        f"  {'':<12} {'wall s':>7} {'harness CPU s':>14} {'helper CPU s':>13}"
+        f" {'children CPU s':>15} {'own / wall':>11}"
+    )
+    shares: dict[str, list[float]] = {label: [] for label in pythons}
     for _ in range(count):
         for label, python in pythons.items():
             with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
@@ -148,17 +178,26 @@ def demo(count: int, pythons: dict[str, str]) -> None:
                     stderr=subprocess.DEVNULL,
                 )
                 found = json.loads(out.read_text())
-            share = found["self"] / found["wall"]
+            share = (found["self"] + found["helper"]) / found["wall"]
+            shares[label].append(share)
             print(
                 f"  {label:<12} {found['wall']:7.2f} {found['self']:14.2f}"
-                f" {found['children']:15.2f} {share:10.0%}   (exit status {found['status']})"
+                f" {found['helper']:13.2f} {found['children']:15.2f} {share:10.1%}"
+                f"   ({found['helpers']} boots sampled, exit status {found['status']},"
+                f" load {os.getloadavg()[0]:.1f})"
             )
+    for label, values in shares.items():
+        met = sum(v <= 0.10 for v in values)
+        print(
+            f"  {label:<12} own / wall {min(values):.1%}-{max(values):.1%}, "
+            f"at most 10% in {met} of {len(values)} runs"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--demos", type=int, default=1)
+    parser.add_argument("--demos", type=int, default=5)
     parser.add_argument("--skip-demo", action="store_true")
     parser.add_argument(
         "--as-is", action="store_true", help="do not bring the harness's .pyc files up to date"

@@ -11,7 +11,10 @@ determinism modes: deterministic, redrawn at R = 1, 3, 5), orders the queries as
 whole gold set: `decide` over the whole order finds the same block end) and takes the
 headline verdict `asked.compare_asked` gives: the rule's when it decided (taken as is, the runs
 being valid), else that of both runs cut to the queries asked, the fixed-sample verdict at the
-alpha the looks left.  Rows: A/A (any improved or regressed is a false call), +10 pp and +20 pp
+alpha the looks left.  Per-boot rows (`scripts/calibrate.py`'s "per-boot 0.01" and "per-boot
+0.03": every boot shifts every query's hit probability by a shared draw) check that the boots,
+which each look estimates from the per-boot means of the queries asked so far, are inside the
+rule.  Rows: A/A (any improved or regressed is a false call), +10 pp and +20 pp
 hit@10 (the rate of "improved" is the power), and the share of the gold set asked (median and
 largest; never more than the fixed design's 100%).  "continuous" lets mrr@10 and ndcg@10 decide
 too (`--gate-on`), their fixed-sample fallback through resampled tests (2,000 resamples).
@@ -29,10 +32,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import gold_set, hit_probabilities, run, wilson
+from calibrate import as_run, boot_spread, draw_hits, gold_set, hit_probabilities, wilson
+from calibrate_headline import headline, metric_values
 
 from harness.types import RefRun, Verdict
-from harness.verdict.asked import compare_asked, headline_deltas, plan_for
+from harness.verdict.asked import LATENCY_QUERIES, compare_asked, headline_values, plan_for
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.quality_sequential import decide, default_block, query_order
 
@@ -58,7 +62,7 @@ def changed(mode: str, p: np.ndarray, effect: float, rng: np.random.Generator) -
     """The same queries with a hit probability `effect` higher on average."""
     if effect == 0:
         return p
-    if mode == "redrawn":
+    if mode == "redrawn" or mode.startswith("per-boot"):
         return np.minimum(p + effect, 1.0)
     q = p.copy()
     misses = np.flatnonzero(p == 0)
@@ -74,25 +78,42 @@ def _cut(run_: RefRun, asked: set[str]) -> RefRun:
     return replace(run_, repeats=reps)
 
 
-def simulate(row: Row, seed: int) -> tuple[Verdict, int]:
-    """One compare: its headline verdict and the queries it asked."""
+def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Verdict, int]:
+    """One compare: its headline verdict and the queries it asked (`fast`: each side's values
+    straight from the simulated answers, the fixed-sample fallback by
+    `calibrate_headline.headline`; else through the scoring, `headline_values` and
+    `compare_asked`, as the CLI does: tests/test_calibration_paths.py checks both agree)."""
     settings = replace(CONTINUOUS if row.continuous else BINARY, seed=seed)
     rng = np.random.default_rng(seed)
     gold = gold_set(row.queries)
     p = hit_probabilities(row.mode, row.queries, rng)
     ranks = rng.integers(1, 11, row.queries)
-    base = run(gold, p, ranks, row.repeats, rng)
-    cand = run(gold, changed(row.mode, p, row.effect, rng), ranks, row.repeats, rng, sha="b")
+    boot = boot_spread(row.mode)
+    base = draw_hits(p, row.repeats, rng, boot=boot)
+    cand = draw_hits(changed(row.mode, p, row.effect, rng), row.repeats, rng, boot=boot)
     order = query_order([q.id for q in gold.queries], settings.seed)
-    # The runner's look after each block (`asked.stop_rule`) is `decide` over the deltas so far,
-    # and `decide` stops at the first deciding block end: one pass over the whole order finds it.
-    deltas = headline_deltas(gold, [base.repeats, cand.repeats], order, settings)
-    result = decide(deltas, plan_for(gold, settings))
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES)
+    # The runner's look after each block (`asked.sequential_design`) is `decide` over the values
+    # so far, and `decide` stops at the first deciding block end: one pass over the whole order
+    # finds it.
+    if fast:
+        where = np.array([int(qid[1:]) for qid in order])
+        ordered = [metric_values(x[:, where] == 1, ranks[where]) for x in (base, cand)]
+        metrics = plan.metrics
+        values = {m: (ordered[0][m], ordered[1][m]) for m in metrics}
+    else:
+        runs = [as_run(gold, base, ranks), as_run(gold, cand, ranks, "b")]
+        values = headline_values(gold, [runs[0].repeats, runs[1].repeats], order, settings)
+    deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
+    result = decide(deltas, plan, values)
     asked = result.stopped_at if result.verdict is not None else len(order)
     if result.verdict is not None:  # what compare_asked gives a valid run the rule decided
         return result.verdict, asked
+    if fast:  # undecided: the whole gold set asked, the fixed-sample verdict at alpha - alpha_s
+        fixed = replace(settings, alpha=plan.alpha_fixed)
+        return headline(ordered[0], ordered[1], fixed)[0], asked
     keep = set(order[:asked])
-    comparison = compare_asked(gold, _cut(base, keep), _cut(cand, keep), settings, order)
+    comparison = compare_asked(gold, _cut(runs[0], keep), _cut(runs[1], keep), settings, order)
     return comparison.verdict_quality, asked
 
 
@@ -114,11 +135,13 @@ ROWS = (
     Row(0.0, 1, "redrawn", continuous=True),
     Row(0.0, 1, "flaky 10%"),
     Row(0.0, 1, "deterministic"),
+    *(Row(0.0, r, mode) for mode in ("per-boot 0.01", "per-boot 0.03") for r in (3, 5)),
     Row(0.10, 1, "deterministic"),
     *(Row(0.10, r, "redrawn") for r in (1, 3, 5)),
+    Row(0.10, 1, "redrawn", continuous=True),
+    *(Row(0.10, r, "per-boot 0.03") for r in (3, 5)),
     Row(0.20, 1, "deterministic"),
     *(Row(0.20, r, "redrawn") for r in (1, 3, 5)),
-    Row(0.10, 1, "redrawn", continuous=True),
 )
 
 
@@ -128,7 +151,7 @@ def main(sims: int, seed: int, jobs: int) -> int:
         f"{default_block(ROWS[0].queries)}, alpha 0.05 (half on the looks), min effect 0.1"
     )
     print(
-        f"{'scenario':<8} {'repeats':>7} {'determinism':<13} {'sims':>5} {'called':>7}  "
+        f"{'scenario':<8} {'repeats':>7} {'determinism':<14} {'sims':>5} {'called':>7}  "
         f"{'95% CI':<15} {'asked (median)':>14} {'asked (max)':>11}  verdicts"
     )
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -155,7 +178,7 @@ def main(sims: int, seed: int, jobs: int) -> int:
             median = float(np.median(asked)) / row.queries
             most = max(asked) / row.queries
             print(
-                f"{name:<8} {row.repeats:>7} {kind:<13} {sims:>5} {hits / sims:>7.1%}  "
+                f"{name:<8} {row.repeats:>7} {kind:<14} {sims:>5} {hits / sims:>7.1%}  "
                 f"[{lo:.1%}, {hi:.1%}]{'':<1} {median:>14.0%} {most:>11.0%}  {spread}",
                 flush=True,
             )

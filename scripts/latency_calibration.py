@@ -1,13 +1,14 @@
 #!/usr/bin/env python
 """Calibrate the latency verdict: how often it calls a change that is not there, how often it
-says "no measurable difference" of an A/A, how often it calls one that is, when it stops.
+says "no measurable difference" of an A/A, how often it calls one that is, when it stops, and
+whether its advice decides.
 
-    python scripts/latency_calibration.py --simulate [--sims 2000]        # seconds, no services
-    python scripts/latency_calibration.py [--runs 10] [--effect-runs 5]   # live, slow
-                                          [--modes plain,sandbox] [--loads quiet,bursty]
-                                          [--scenarios A/A,+10%,+25%,+30ms] [--follow-advice]
+    python scripts/latency_calibration.py --simulate [--sims 2000]       # minutes, no services
+    python scripts/latency_calibration.py [--runs 10] [--effect-runs 10]  # live, slow
+        [--modes plain,sandbox] [--loads quiet,bursty] [--scenarios A/A,+10%,+25%,+30ms]
+        [--advice-runs 6] [--timing-runs 6] [--service cost|demo] [--quick]
 
-Both modes print the same rows, each a rate with its Wilson 95% interval and its target:
+Both print the same rows, each a count, its rate and Wilson 95% interval, and its target:
 
     A/A false calls            slower or faster of main against main (target <= 5%)
     A/A no measurable diff.    within the default budget (target >= 80%)
@@ -18,20 +19,31 @@ Both modes print the same rows, each a rate with its Wilson 95% interval and its
 
 --simulate: thousands of simulated compares per row through the project's own decision code
 (scripts/latency_simulation.py: boot-level shifts with heavy tails, per-query noise and spikes,
-load bursts, the order effect), at three noise levels; it is how the design and its constants
-(harness.verdict.latency_rule: GAMMA, EQUIVALENCE, the default budget) were chosen.
+load bursts, the order effect, a persistent side bias), at each noise level; it is how the
+design and its constants (harness.verdict.latency_rule) were chosen.
 
-Live: every compare is the real CLI in a subprocess on the bundled demo repository
-(harness.demo.materialise), `python -m harness.cli.main compare --fresh --format json` with no
---repeats (compare.repeats and compare.latency_budget at their defaults), its JSON verdict read
-back.  Candidates: main (A/A); a branch whose /search handler busy-waits for 10% or 25% of the
-time it has spent on the request (its own work per query, whatever the load); one that sleeps
-30 ms per query.  Modes: plain (HARNESS_SANDBOX=off) and sandbox (bubblewrap, when it works).
-Loads: quiet (whatever else the machine does) and bursty: one bounded CPU hog that bursts on
-and off (busy 0.2-1.0 s, idle 0.2-1.5 s, seeded; it ends itself after LOAD_LIMIT_S and is ended
-by its pid when the cell is done).  SIGTERM or Ctrl-C stops it after tearing
-down the compare in flight and prints the rows of the compares done.  Exits 0 when every target
-is met, 1 otherwise.
+Live: every compare is the real CLI in a subprocess, a default compare (`compare --baseline
+main --candidate X --format json`: no --fresh, no --repeats, compare.repeats and
+compare.latency_budget at their defaults), its JSON verdict read back.  The service
+(`--service cost`, the default) is `cost_service.py`: a fixed CPU cost per query (4 ms, 40
+queries), so its branches cost what they say end to end: "+10%" and "+25%" add that share of
+main's whole per-query latency (its CPU work plus the client, the loopback and the parsing,
+measured before the runs on fresh processes, the fastest of 400 queries each) as CPU work;
+"+30ms" sleeps 30 ms per query.  Each compare's measured ratio is printed and summarised.
+`--service demo` runs the bundled demo instead (its handler busy-waits a share of its own
+time: the client sees less).
+Modes: plain (HARNESS_SANDBOX=off) and sandbox (bubblewrap, when it works).  Loads: quiet
+(whatever else the machine does) and bursty: 2 x CPU count bounded hogs that each burst on and
+off (busy 0.2-1.0 s, idle 0.2-1.5 s, seeded; each ends itself after LOAD_LIMIT_S and is ended by
+its pid when the cell is done), so the load is well above the core count in bursts.
+
+Then, in the first mode: advice followed (`--advice-runs` A/A compares forced to end
+inconclusive more often, `--repeats 3 --latency-budget 3`, under the bursty hogs; each that
+does is compared again exactly so with the `--latency-budget N` it advised), and time side by
+side (`--timing-runs` default A/A compares alternating with the design before the sequential
+rule, a fixed 5 rounds and one look: `--latency-budget 5`), quiet.  SIGTERM or Ctrl-C stops it
+after tearing down the compare in flight and prints the rows of the compares done.  Exits 0
+when every target is met, 1 otherwise.  `--quick`: a few compares per row, plain mode.
 """
 
 from __future__ import annotations
@@ -46,12 +58,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # latency_simulation beside it
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside it
 
+import cost_service
 import latency_simulation
 
 from harness.demo import materialise
@@ -63,6 +77,9 @@ HANDLER_ANSWER = (
 )
 LOAD_LIMIT_S = 4 * 3600  # the background loop ends itself after this, whatever happens
 COMPARE_TIMEOUT_S = 600
+COST_MS = 4.0  # main's CPU work per query (cost service): the client's part is ~5% of it
+QUERIES = 40
+FIXED_ROUNDS = "5"  # the design before the sequential rule: compare.repeats rounds, one look
 
 
 @dataclass
@@ -73,10 +90,7 @@ class Scenario:
     ratios: list[float] = field(default_factory=list)
     loads: list[float] = field(default_factory=list)
     stops: Counter[int] = field(default_factory=Counter)
-    advised: list[int] = field(default_factory=list)  # budgets advised by inconclusive ones
-    advice_decided: int = 0
-    advice_followed: int = 0
-    minutes: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -106,9 +120,9 @@ def git(repo: Path, *args: str) -> None:
 
 
 def costly_branch(repo: Path, name: str, extra: float) -> str:
-    """A branch of main whose search handler costs `extra` (0.5: +50%) more of its own time per
-    query: before answering it busy-waits (CPU, like work) for `extra` times the time the
-    request has taken since its headers began to be parsed."""
+    """A branch of the demo whose search handler costs `extra` (0.5: +50%) more of its own
+    time per query: before answering it busy-waits (CPU, like work) for `extra` times the time
+    the request has taken since its headers began to be parsed."""
     git(repo, "checkout", "-q", "-b", name, "main")
     svc = repo / "svc.py"
     text = svc.read_text()
@@ -133,7 +147,7 @@ def costly_branch(repo: Path, name: str, extra: float) -> str:
 
 
 def sleepy_branch(repo: Path, name: str, ms: float) -> str:
-    """A branch of main whose search handler sleeps `ms` milliseconds before answering."""
+    """A branch of the demo whose search handler sleeps `ms` milliseconds before answering."""
     git(repo, "checkout", "-q", "-b", name, "main")
     svc = repo / "svc.py"
     text = svc.read_text()
@@ -147,9 +161,62 @@ def sleepy_branch(repo: Path, name: str, ms: float) -> str:
     return name
 
 
+def overhead_share(folder: Path) -> float:
+    """The share of a cost-service query's end-to-end latency that is not its CPU work: the
+    fastest latency of a service with no work over that of main's (fresh processes, a raw
+    keep-alive socket, 400 queries each, interleaved)."""
+    from latency_noise import BareService
+
+    speed = cost_service.iterations_per_ms()
+    zero = cost_service.make_repo(folder / "zero", queries=10, cost_ms=0.0, speed=speed)
+    full = cost_service.make_repo(folder / "full", queries=10, cost_ms=COST_MS, speed=speed)
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    services = [BareService(zero, env, None), BareService(full, env, None)]
+    try:
+        times: list[list[int]] = [[], []]
+        for i in range(400):
+            for side in (0, 1) if i % 2 else (1, 0):
+                times[side].append(services[side].ask(b"/search?q=topic+q001&k=10"))
+    finally:
+        for service in services:
+            service.close()
+    # The fastest of each: the least disturbed by other work (under load the median of a
+    # service with no work is mostly the scheduler's delay, and the share would read ~90%).
+    return min(times[0]) / min(times[1])
+
+
+def cost_repo(folder: Path) -> tuple[Path, dict[str, str], float]:
+    """The cost service's repository: main and one branch per scenario, the overhead share."""
+    share = median([overhead_share(folder / f"overhead-{i}") for i in range(3)])
+    # Per query main takes COST_MS of work plus the overhead, i.e. COST_MS / (1 - share) in
+    # all: a branch +X% end to end adds X% of that as work.
+    whole = COST_MS / max(1 - share, 0.2)
+    branches = {
+        "cost-10": cost_service.Cost(extra_ms=0.10 * whole),
+        "cost-25": cost_service.Cost(extra_ms=0.25 * whole),
+        "sleep-30": cost_service.Cost(sleep_ms=30.0),
+    }
+    repo = cost_service.make_repo(
+        folder / "cost", queries=QUERIES, cost_ms=COST_MS, branches=branches
+    )
+    names = {"A/A": "main", "+10%": "cost-10", "+25%": "cost-25", "+30ms": "sleep-30"}
+    return repo, names, share
+
+
+def demo_repo(folder: Path) -> tuple[Path, dict[str, str]]:
+    repo = materialise(folder / "demo")
+    return repo, {
+        "A/A": "main",
+        "+10%": costly_branch(repo, "cost-10", 0.10),
+        "+25%": costly_branch(repo, "cost-25", 0.25),
+        "+30ms": sleepy_branch(repo, "sleep-30", 30),
+    }
+
+
 def one_compare(
-    repo: Path, results: Path, candidate: str, mode: str, extra: list[str]
-) -> dict[str, Any]:
+    repo: Path, results: Path, candidate: str, mode: str, extra: Sequence[str]
+) -> tuple[dict[str, Any], float]:
+    """A default compare of main against `candidate` (plus `extra` options): its JSON, seconds."""
     command = [
         sys.executable,
         "-m",
@@ -159,7 +226,6 @@ def one_compare(
         "main",
         "--candidate",
         candidate,
-        "--fresh",
         "--format",
         "json",
         "--results",
@@ -172,6 +238,7 @@ def one_compare(
         env["HARNESS_SANDBOX"] = "off"
     else:
         env.pop("HARNESS_SANDBOX", None)
+    started = time.monotonic()
     process = subprocess.Popen(
         command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -185,50 +252,44 @@ def one_compare(
     if process.returncode not in (0, 1):
         raise SystemExit(f"compare failed ({process.returncode}):\n{stderr}")
     document: dict[str, Any] = json.loads(stdout)
-    return document
+    return document, time.monotonic() - started
+
+
+def _verdict(doc: dict[str, Any]) -> tuple[str, float | None, int | None, int | None]:
+    """(latency verdict, ratio, rounds run, rounds advised) of a compare's JSON."""
+    test = doc["latency"]["test"]
+    if test is None:
+        return doc["verdict"]["latency"], None, None, None
+    needed = test.get("rounds_needed")
+    return (
+        doc["verdict"]["latency"],
+        float(test["ratio"]),
+        len(test["rounds"]),
+        int(needed) if needed else None,
+    )
 
 
 def run(
-    scenario: Scenario,
-    repo: Path,
-    results: Path,
-    runs: int,
-    mode: str,
-    budget: list[str],
-    follow: bool,
+    scenario: Scenario, repo: Path, results: Path, runs: int, mode: str, extra: Sequence[str]
 ) -> None:
     for i in range(runs):
-        started = time.monotonic()
-        doc = one_compare(repo, results, scenario.candidate, mode, budget)
-        scenario.minutes.append((time.monotonic() - started) / 60)
-        verdict = doc["verdict"]["latency"]
+        doc, seconds = one_compare(repo, results, scenario.candidate, mode, extra)
+        verdict, ratio, rounds, _ = _verdict(doc)
+        scenario.seconds.append(seconds)
         scenario.outcomes[verdict] += 1
-        test = doc["latency"]["test"]
-        if test is not None:
-            scenario.ratios.append(float(test["ratio"]))
-            scenario.stops[len(test["rounds"])] += 1
+        if ratio is not None and rounds is not None:
+            scenario.ratios.append(ratio)
+            scenario.stops[rounds] += 1
         if doc["latency"].get("machine"):
             scenario.loads.append(float(doc["latency"]["machine"]["load_max"]))
         print(
-            f"  {mode} {scenario.name} {i + 1}/{runs}: {verdict} ({doc['latency_reason']})",
+            f"  {mode} {scenario.name} {i + 1}/{runs} ({seconds:.0f} s, ratio "
+            f"{ratio if ratio is None else round(ratio, 3)}, {rounds} rounds): {verdict}",
             flush=True,
         )
-        needed = test.get("rounds_needed") if test else None
-        if follow and verdict == "inconclusive" and needed:
-            scenario.advised.append(int(needed))
-            again = one_compare(
-                repo, results, scenario.candidate, mode, ["--latency-budget", str(needed)]
-            )
-            scenario.advice_followed += 1
-            decided = again["verdict"]["latency"] != "inconclusive"
-            scenario.advice_decided += decided
-            print(
-                f"    advice --latency-budget {needed} followed: {again['verdict']['latency']}",
-                flush=True,
-            )
 
 
-def median(values: list[float]) -> float:
+def median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
     return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2 if n else float("nan")
@@ -242,6 +303,7 @@ TARGETS = {  # row -> (at least?, bound)
     "A/A false calls": (False, 0.05),
     "A/A calls at tolerance 0": (False, 0.05),
     "  naive t after every round": (False, 1.0),  # shown for contrast, not a target
+    "  random effects, Satterthwaite": (False, 1.0),  # shown for contrast
     "A/A no measurable difference": (True, 0.80),
     "+10% called slower": (True, 0.50),
     "+25% called slower": (True, 0.90),
@@ -250,9 +312,11 @@ TARGETS = {  # row -> (at least?, bound)
 }
 
 
-def row(name: str, k: int, n: int) -> bool:
+def row(name: str, k: int, n: int, *, targeted: bool = True) -> bool:
     """Print one row; True when its target is met (its point estimate, not its interval)."""
     at_least, bound = TARGETS[name]
+    if not targeted:
+        bound, at_least = 1.0, False
     if n == 0:
         print(f"  {name:<30} not measured")
         return True
@@ -261,7 +325,7 @@ def row(name: str, k: int, n: int) -> bool:
     target = (
         f"target {'>=' if at_least else '<='} {bound:.0%}"
         if bound < 1 or at_least
-        else "for contrast, not valid"
+        else "for contrast"
     )
     print(
         f"  {name:<30} {k:>5}/{n:<5} {k / n:>7.1%}  ({lo:.1%}-{hi:.1%})  {target}"
@@ -271,9 +335,13 @@ def row(name: str, k: int, n: int) -> bool:
 
 
 def stops_row(stops: dict[int, int]) -> None:
+    """The share of compares stopped at each round count, each with its Wilson interval."""
     total = sum(stops.values())
     if total:
-        shares = ", ".join(f"{k}: {v / total:.0%}" for k, v in sorted(stops.items()))
+        shares = ", ".join(
+            f"{k}: {v / total:.0%} ({wilson(v, total)[0]:.0%}-{wilson(v, total)[1]:.0%})"
+            for k, v in sorted(stops.items())
+        )
         print(f"  {'A/A stops by rounds':<30} {shares}")
 
 
@@ -287,17 +355,32 @@ def simulate(args: argparse.Namespace) -> int:
     for noise in latency_simulation.NOISES.values():
         started = time.monotonic()
         rates = latency_simulation.calibrate(noise, args.sims, first=args.first, budget=budget)
+        kept = {
+            "all": set(TARGETS),
+            "validity": {"A/A false calls", "A/A calls at tolerance 0"},
+            "none": set(),
+        }[noise.targets]
         print(
-            f"{noise.name} (boot sd {noise.boot}, per-request sd {noise.within}, spikes "
-            f"{noise.spike_rate:.0%}, bursts {noise.burst_share:.0%}):"
+            f"{noise.name} (boot sd {noise.boot}, t with {noise.boot_df:g} df; per-request sd "
+            f"{noise.within}, spikes {noise.spike_rate:.0%}, bursts {noise.burst_share:.0%}, "
+            f"side bias {math.exp(noise.side_bias) - 1:+.1%}; targets: {noise.targets}):"
         )
-        met &= row("A/A false calls", *rates.aa_calls)
-        met &= row("A/A no measurable difference", *rates.aa_same)
+
+        def shown(name: str, k: int, n: int, kept: set[str] = kept) -> bool:
+            return row(name, k, n, targeted=name in kept) or name not in kept
+
+        met &= shown("A/A false calls", *rates.aa_calls)
+        met &= shown("A/A no measurable difference", *rates.aa_same)
         for name, (k, n) in rates.power.items():
-            met &= row(f"{name} called slower", k, n)
+            met &= shown(f"{name} called slower", k, n)
         stops_row(rates.stops)
-        met &= row("advice followed decides", *rates.advice)
-        met &= row("A/A calls at tolerance 0", *rates.strict)
+        print(
+            f"  {'A/A mean rounds at the stop':<30} {rates.mean_rounds:.1f} (random effects, "
+            f"Satterthwaite: {rates.mean_rounds_satterthwaite:.1f})"
+        )
+        met &= shown("advice followed decides", *rates.advice)
+        met &= shown("A/A calls at tolerance 0", *rates.strict)
+        row("  random effects, Satterthwaite", *rates.strict_satterthwaite)
         row("  naive t after every round", *rates.strict_naive)
         print(f"  ({time.monotonic() - started:.0f} s)", flush=True)
     print("every target met" if met else "a target was missed")
@@ -318,63 +401,119 @@ def bursty_hog(seed: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", loop])
 
 
+class Hogs:
+    """`count` bursty hogs for the length of a with-block, each ended by its pid."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.hogs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> Hogs:
+        self.hogs = [bursty_hog(seed) for seed in range(self.count)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for hog in self.hogs:
+            hog.terminate()
+            hog.wait(timeout=10)
+
+
+def loads_span(loads: Sequence[float]) -> str:
+    return f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "load -"
+
+
+def ratio_span(ratios: Sequence[float]) -> str:
+    if not ratios:
+        return ""
+    return f"measured ratio median {median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+
+
 def live(args: argparse.Namespace) -> int:
-    chosen = set(args.scenarios.split(","))
-    budget = ["--latency-budget", args.latency_budget] if args.latency_budget else []
+    chosen = args.scenarios.split(",")
+    hogs = args.hogs or 2 * (os.cpu_count() or 1)
     cells: list[tuple[str, str, list[Scenario]]] = []
+    advice = [0, 0]  # decided, followed
+    timing: dict[str, Scenario] = {}
+    modes = args.modes.split(",")
     started = time.monotonic()
+    share = None
     with tempfile.TemporaryDirectory(prefix="latency-calibration-") as tmp:
-        repo = materialise(Path(tmp) / "demo")
-        branches = {
-            "A/A": "main",
-            "+10%": costly_branch(repo, "cost-10", 0.10),
-            "+25%": costly_branch(repo, "cost-25", 0.25),
-            "+30ms": sleepy_branch(repo, "sleep-30", 30),
-        }
+        os.environ.setdefault("HARNESS_CACHE_DIR", str(Path(tmp) / "cache"))
+        if args.service == "cost":
+            repo, branches, share = cost_repo(Path(tmp))
+            print(
+                f"cost service: {COST_MS:g} ms of CPU per query, {QUERIES} queries; the client, "
+                f"loopback and parsing are {share:.0%} of main's latency (measured), so +10% "
+                "and +25% add that share of the whole as work",
+                flush=True,
+            )
+        else:
+            repo, branches = demo_repo(Path(tmp))
         try:
             for load in args.loads.split(","):
-                for mode in args.modes.split(","):
-                    scenarios = [Scenario(n, b) for n, b in branches.items() if n in chosen]
+                for mode in modes:
+                    scenarios = [Scenario(n, branches[n]) for n in chosen]
                     cells.append((mode, load, scenarios))
-                    hogs = [bursty_hog(0)] if (load == "bursty") else []
-                    try:
+                    with Hogs(hogs if load == "bursty" else 0):
                         for s in scenarios:
                             runs = args.runs if s.name == "A/A" else args.effect_runs
                             results = Path(tmp) / f"results-{mode}-{load}"
-                            run(
-                                s,
-                                repo,
-                                results,
-                                runs,
-                                mode,
-                                budget,
-                                args.follow_advice and s.name == "A/A",
-                            )
-                    finally:
-                        for hog in hogs:
-                            hog.terminate()
-                            hog.wait(timeout=10)
+                            run(s, repo, results, runs, mode, [])
+            mode = modes[0]
+            # Advice followed: A/As forced toward "inconclusive" (3 rounds, one look), under load.
+            forced = ["--repeats", "3", "--latency-budget", "3"]
+            with Hogs(hogs):
+                for i in range(args.advice_runs * 4):
+                    if advice[1] >= args.advice_runs:
+                        break
+                    doc, _ = one_compare(repo, Path(tmp) / "advice", "main", mode, forced)
+                    verdict, _, _, needed = _verdict(doc)
+                    print(f"  advice: forced A/A {i + 1}: {verdict} ({needed} advised)", flush=True)
+                    if verdict != "inconclusive" or needed is None:
+                        continue
+                    again, _ = one_compare(
+                        repo,
+                        Path(tmp) / "advice",
+                        "main",
+                        mode,
+                        ["--repeats", "3", "--latency-budget", str(needed)],
+                    )
+                    followed = _verdict(again)
+                    advice[1] += 1
+                    advice[0] += followed[0] != "inconclusive"
+                    print(
+                        f"    --latency-budget {needed} followed: {followed[0]} after "
+                        f"{followed[2]} rounds",
+                        flush=True,
+                    )
+            # Time, side by side: a default A/A against the fixed 5 rounds, alternating.
+            timing = {"default": Scenario("default", "main"), "fixed": Scenario("fixed", "main")}
+            for i in range(args.timing_runs):
+                for name in ("default", "fixed") if i % 2 == 0 else ("fixed", "default"):
+                    extra = [] if name == "default" else ["--latency-budget", FIXED_ROUNDS]
+                    run(timing[name], repo, Path(tmp) / "timing", 1, mode, extra)
         except (KeyboardInterrupt, SystemExit) as stop:
             print(f"  stopped ({stop!r}): the rows hold the compares done", flush=True)
     minutes = (time.monotonic() - started) / 60
     print()
+    what = "the cost service" if args.service == "cost" else "the bundled demo"
     print(
-        f"latency calibration, live: the bundled demo, default compares (--fresh, no --repeats; "
-        f"budget {args.latency_budget or DEFAULT_BUDGET}), {args.runs} A/A and "
-        f"{args.effect_runs} per effect per cell, {os.cpu_count()} CPUs; {minutes:.1f} min"
+        f"latency calibration, live: {what}, default compares (no --fresh, no --repeats; budget "
+        f"{DEFAULT_BUDGET}), {args.runs} A/A and {args.effect_runs} per effect per cell, "
+        f"{os.cpu_count()} CPUs, bursty = {hogs} hogs; {minutes:.1f} min"
     )
     met = True
     for mode, load, scenarios in cells:
         by = {s.name: s for s in scenarios}
         loads = [x for s in scenarios for x in s.loads]
-        span = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "load -"
         aa = by.get("A/A")
-        times = f", median A/A compare {median(aa.minutes) * 60:.0f} s" if aa and aa.minutes else ""
-        print(f"{mode}, {load} ({span}{times}):")
+        times = f", median A/A compare {median(aa.seconds):.1f} s" if aa and aa.seconds else ""
+        print(f"{mode}, {load} ({loads_span(loads)}{times}):")
         if aa is not None:
             n = sum(aa.outcomes.values())
             met &= row("A/A false calls", aa.outcomes["regressed"] + aa.outcomes["improved"], n)
             met &= row("A/A no measurable difference", aa.outcomes["no measurable difference"], n)
+            print(f"  {'':<30} {ratio_span(aa.ratios)}")
         for name in ("+10%", "+25%", "+30ms"):
             effect = by.get(name)
             if effect is not None:
@@ -384,9 +523,29 @@ def live(args: argparse.Namespace) -> int:
                     effect.outcomes["regressed"],
                     sum(effect.outcomes.values()),
                 )
+                print(f"  {'':<30} {ratio_span(effect.ratios)}")
         if aa is not None:
             stops_row(dict(aa.stops))
-            met &= row("advice followed decides", aa.advice_decided, aa.advice_followed)
+    print(f"{modes[0]}, bursty, A/A at --repeats 3 --latency-budget 3 then the advised budget:")
+    met &= row("advice followed decides", *advice)
+    if timing and timing["default"].seconds:
+        print(f"{modes[0]}, quiet, time of an A/A compare, alternating:")
+        for name, said in (
+            ("default", f"default (budget {DEFAULT_BUDGET})"),
+            ("fixed", f"fixed {FIXED_ROUNDS} rounds"),
+        ):
+            s = timing[name]
+            if not s.seconds:
+                print(f"  {said:<30} not measured")
+                continue
+            same = s.outcomes["no measurable difference"]
+            n = len(s.seconds)
+            lo, hi = wilson(same, n)
+            print(
+                f"  {said:<30} median {median(s.seconds):.1f} s ({min(s.seconds):.1f}-"
+                f"{max(s.seconds):.1f}, {n} compares, {loads_span(s.loads)}); "
+                f"no measurable difference {same}/{n} ({lo:.0%}-{hi:.0%})"
+            )
     print("every target met" if met else "a target was missed")
     return 0 if met else 1
 
@@ -398,19 +557,23 @@ def main() -> int:
     parser.add_argument("--sims", type=int, default=2000, help="simulated compares per row")
     parser.add_argument("--first", type=int, default=5, help="simulated: compare.repeats")
     parser.add_argument("--runs", type=int, default=10, help="live A/A compares per cell")
-    parser.add_argument("--effect-runs", type=int, default=5, help="live compares per effect")
+    parser.add_argument("--effect-runs", type=int, default=10, help="live compares per effect")
+    parser.add_argument("--advice-runs", type=int, default=6, help="inconclusive A/As to follow")
+    parser.add_argument("--timing-runs", type=int, default=6, help="A/As timed per design")
     parser.add_argument("--modes", default="plain,sandbox", help="plain, sandbox or both")
     parser.add_argument("--loads", default="quiet,bursty", help="quiet, bursty or both")
+    parser.add_argument("--hogs", type=int, default=0, help="bursty hogs (default 2 x CPUs)")
+    parser.add_argument("--service", choices=("cost", "demo"), default="cost")
     parser.add_argument(
         "--scenarios", default="A/A,+10%,+25%,+30ms", help="which to run, comma-separated"
     )
-    parser.add_argument("--latency-budget", help="passed to every compare (default: its default)")
-    parser.add_argument(
-        "--follow-advice",
-        action="store_true",
-        help="live: compare an inconclusive A/A again with the budget it advised",
-    )
+    parser.add_argument("--latency-budget", help="simulated: the budget (default: the default)")
+    parser.add_argument("--quick", action="store_true", help="a few compares per row, plain")
     args = parser.parse_args()
+    if args.quick:
+        args.sims = min(args.sims, 200)
+        args.runs, args.effect_runs, args.advice_runs, args.timing_runs = 3, 2, 2, 2
+        args.modes = "plain"
     return simulate(args) if args.simulate else live(args)
 
 

@@ -8,14 +8,25 @@ round to the decision code exactly as `harness compare` does (`latency_rule.roun
 `latency_rule.look` after every round from `first` on; or today's rules, for comparison):
 
 - per query a base latency (log-normal across the gold set: 2 ms lookups beside 50 ms ones);
-- per round and side a boot shift, heavy-tailed (Student's t with 3 degrees of freedom scaled to
-  `boot` standard deviation on the log scale): the boot-to-boot variance that must stay in the
-  interval;
+- per round and side a boot shift, heavy-tailed (Student's t with `boot_df` degrees of freedom,
+  3 by default, scaled to `boot` standard deviation on the log scale): the boot-to-boot variance
+  that must stay in the interval;
 - per request log-normal noise (`within`) and GC-pause-like spikes (`spike_rate` of requests
   are 2-5x slower), and machine-load bursts that slow both sides of the pairs they hit (a burst
   covers `burst_share` of a round's queries, x1.5-3, plus extra noise on each side);
 - the order effect: the second request of a pair `order_cost` slower, the order drawn per query;
-- the candidate's effect: x(1 + effect) on its latency, or + `add_ms` milliseconds.
+- the candidate's effect: x(1 + effect) on its latency, or + `add_ms` milliseconds;
+- a persistent side bias (`side_bias`, log scale): the candidate's side measured that much slower
+  in every round of an A/A, as the runner's warm-up order once did (baseline's warm-up, then the
+  candidate's: +5.5% at load 7-16, `scripts/latency_noise.py`); a bias inside the band must not
+  be called a change.
+
+Rules (`rule=`): "sequential" (harness.verdict.latency_rule, what compare runs), "naive" (the
+fixed-size t test recomputed after every round: not valid), "fixed" (that test at `first`
+rounds only), "satterthwaite" (the sequential design with a random-effects variance, the
+between-round part max(0, s^2 - mean within) plus the within part, carried to Student's t at
+Satterthwaite's degrees of freedom: the two-level model that lets fewer rounds decide, shown
+for contrast because it is not valid at these round counts).
 
 Seeded: the same arguments give the same outcome.
 """
@@ -41,12 +52,35 @@ class Noise:
     order_cost: float = 0.043
     queries: int = 85
     base_ms: float = 1.0
+    boot_df: float = 3.0
+    side_bias: float = 0.0
+    # Which rows hold targets: "all"; "validity" (false calls only: a stress test of the
+    # interval); "none" (shown for contrast: the side bias the runner no longer has).
+    targets: str = "all"
 
 
 QUIET = Noise("quiet", boot=0.012, within=0.10, spike_rate=0.01)
 LOADED = Noise("loaded", boot=0.035, within=0.25, spike_rate=0.04, burst_share=0.2)
 HEAVY = Noise("heavy load", boot=0.06, within=0.35, spike_rate=0.06, burst_share=0.3)
-NOISES = {n.name: n for n in (QUIET, LOADED, HEAVY)}
+HEAVY_TAILS = Noise(
+    "heavy tails",
+    boot=0.06,
+    within=0.35,
+    spike_rate=0.08,
+    burst_share=0.3,
+    boot_df=2.2,
+    targets="validity",
+)
+SIDE_BIAS = Noise(
+    "heavy load, side bias +5%",
+    boot=0.06,
+    within=0.35,
+    spike_rate=0.06,
+    burst_share=0.3,
+    side_bias=math.log(1.055),
+    targets="none",
+)
+NOISES = {n.name: n for n in (QUIET, LOADED, HEAVY, HEAVY_TAILS, SIDE_BIAS)}
 
 
 @dataclass(frozen=True)
@@ -60,7 +94,8 @@ def _round(
     noise: Noise, rng: np.random.Generator, base: np.ndarray, effect: float, add_ms: float
 ) -> tuple[np.ndarray, np.ndarray]:
     n = noise.queries
-    boots = noise.boot * rng.standard_t(3, size=2) / math.sqrt(3)
+    df = noise.boot_df
+    boots = noise.boot * rng.standard_t(df, size=2) / math.sqrt(df / (df - 2))
     sides = []
     for s in range(2):
         x = base * math.exp(boots[s]) * np.exp(noise.within * rng.standard_normal(n))
@@ -75,7 +110,7 @@ def _round(
         sides[s] = np.where(burst, sides[s] * factor * extra, sides[s])
     second = rng.random(n) < 0.5  # the candidate went second on these queries
     b, c = sides
-    c = c * (1 + effect) + add_ms
+    c = c * (1 + effect) * math.exp(noise.side_bias) + add_ms
     c = np.where(second, c * (1 + noise.order_cost), c)
     b = np.where(second, b, b * (1 + noise.order_cost))
     return b, c
@@ -98,7 +133,8 @@ def simulate(
     stopped at the first call: not valid), or "fixed" (today's rule at `first` rounds only)."""
     rng = np.random.default_rng(seed)
     base = noise.base_ms * np.exp(0.8 * rng.standard_normal(noise.queries))
-    design = latency_rule.plan(first, budget, gamma=gamma) if rule == "sequential" else None
+    sequential = rule in ("sequential", "satterthwaite")
+    design = latency_rule.plan(first, budget, gamma=gamma) if sequential else None
     estimates: list[latency_rule.RoundEstimate] = []
     ratios: list[float] = []
     last = first if rule == "fixed" else budget
@@ -108,7 +144,10 @@ def simulate(
             estimates.append(latency_rule.round_estimate(b, c))
             if k < design.looks[0]:
                 continue
-            seen = latency_rule.look(estimates, design, tolerance=tolerance)
+            if rule == "satterthwaite":
+                seen = satterthwaite_look(estimates, design, tolerance=tolerance)
+            else:
+                seen = latency_rule.look(estimates, design, tolerance=tolerance)
             if seen.verdict is not None:
                 advice = None
                 if seen.verdict is Verdict.INCONCLUSIVE:
@@ -126,6 +165,58 @@ def simulate(
     raise AssertionError("unreachable")
 
 
+def satterthwaite_look(
+    rounds: list[latency_rule.RoundEstimate], design: latency_rule.Plan, *, tolerance: float
+) -> latency_rule.Look:
+    """`latency_rule.look` with a two-level variance: the between-round part
+    tau2 = max(0, s^2 - w) beside the within part w (the mean within-round variance), the
+    boundaries carried to Student's t at Satterthwaite's degrees of freedom
+    (tau2 + w)^2 / (tau2^2 / (k - 1) + w^2 / df_w), df_w the rounds' within degrees of freedom:
+    many when the rounds agree no more than their queries imply, k - 1 when boots dominate."""
+    from statistics import NormalDist
+
+    from harness.verdict.distributions import t_quantile
+
+    k = len(rounds)
+    y = np.array([r.log_ratio for r in rounds])
+    mean = float(y.mean())
+    within = float(np.mean([r.within_var for r in rounds]))
+    between = max(0.0, float(y.var(ddof=1)) - within)
+    var = between + within
+    df_w = sum(r.queries - 1 for r in rounds)
+    df = var**2 / (between**2 / (k - 1) + within**2 / df_w)
+    i = design.looks.index(k)
+    z_eq = _equivalence_z(design)
+
+    def carried(z: float) -> float:
+        return z if df > 300 else t_quantile(NormalDist().cdf(z), max(1, int(df)))
+
+    se = math.sqrt(var / k)
+    half, half_eq = carried(design.z[i]) * se, carried(z_eq[i]) * se
+    edge = math.log1p(tolerance)
+    verdict = None
+    if mean > edge and mean - half > 0:
+        verdict = Verdict.REGRESSED
+    elif mean < -edge and mean + half < 0:
+        verdict = Verdict.IMPROVED
+    elif -edge <= mean - half_eq and mean + half_eq <= edge:
+        verdict = Verdict.NO_DIFFERENCE
+    if verdict is None and k >= design.budget:
+        verdict = Verdict.INCONCLUSIVE
+    return latency_rule.Look(k, mean, half, math.sqrt(var), verdict, half_eq)
+
+
+_Z_EQ: dict[tuple[int, ...], tuple[float, ...]] = {}
+
+
+def _equivalence_z(design: latency_rule.Plan) -> tuple[float, ...]:
+    if design.looks not in _Z_EQ:
+        _Z_EQ[design.looks] = latency_rule._boundaries(
+            design.looks, 2 * design.equivalence, design.gamma
+        )
+    return _Z_EQ[design.looks]
+
+
 @dataclass(frozen=True)
 class Rates:
     """One noise level's calibration rows, each a (count, trials) pair."""
@@ -140,6 +231,9 @@ class Rates:
     # today's t test recomputed after every round (not valid under those looks), for contrast.
     strict: tuple[int, int] = (0, 0)
     strict_naive: tuple[int, int] = (0, 0)
+    strict_satterthwaite: tuple[int, int] = (0, 0)
+    mean_rounds: float = 0.0
+    mean_rounds_satterthwaite: float = 0.0
 
 
 EFFECTS = {"+10%": (0.10, 0.0), "+25%": (0.25, 0.0), "+30 ms": (0.0, 30.0)}
@@ -191,6 +285,22 @@ def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0
         for i in range(sims)
     ]
 
+    satt = [
+        simulate(
+            noise,
+            rule="satterthwaite",
+            first=first,
+            budget=budget,
+            seed=seed + 9_000_003 + i,
+            tolerance=0.0,
+        )
+        for i in range(sims)
+    ]
+    satt_aa = [
+        simulate(noise, rule="satterthwaite", first=first, budget=budget, seed=seed + i)
+        for i in range(sims)
+    ]
+
     def called(outcomes: list[Outcome]) -> tuple[int, int]:
         return sum(o.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for o in outcomes), sims
 
@@ -203,4 +313,7 @@ def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0
         (decided, len(advised)),
         called(strict),
         called(naive),
+        called(satt),
+        float(np.mean([o.rounds for o in aa])),
+        float(np.mean([o.rounds for o in satt_aa])),
     )

@@ -74,7 +74,8 @@ TARGETS = {
         ),
     ),
     "runner": Target(
-        ("harness/replay/runner.py",), ("tests/test_interleave.py", "tests/test_runner.py")
+        ("harness/replay/runner.py", "harness/replay/session.py", "harness/replay/pairs.py"),
+        ("tests/test_interleave.py", "tests/test_runner.py"),
     ),
 }
 

@@ -4,7 +4,8 @@
     python scripts/readme_excerpt.py [--repeats N]
 
 Runs the installed `compare --demo` in a scratch directory (removed afterwards), then prints the
-report trimmed the way the README shows it: the title and verdicts, the hit@k lines, two slices
+report trimmed the way the README shows it: the title, verdicts and the line saying how many
+queries the (sequential) compare asked, the hit@k lines, two slices
 (entity, freshness; rows hit@5 and mrr@10), the unanswerable and outranks lines, the latency
 table and its lines, the headline's drift and power, and the first two flips.  Every line is
 the report's own, unchanged; only whole lines are left out.  The last lines (on stderr) say the
@@ -47,6 +48,7 @@ def trim(report: str) -> str:
         text = [line for line in body if line.strip()]
         if heading == "":
             keep += [text[0], ""] + [x for x in text if x.startswith(("quality:", "latency:"))]
+            keep += ["", *[x for x in text if x.startswith("sequential:")]]
         elif heading.startswith("hit@k over"):
             keep += ["", heading, "-" * len(heading), "", *text]
         elif heading.startswith(SLICES):

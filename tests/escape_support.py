@@ -8,7 +8,9 @@ serves, and answers GET /report with one outcome per attempt: "ok ..." when the 
 "denied: ERRNO" when the kernel refused it. The plan (JSON) names what to attack: the
 harness's pid, the real home, the repository, host Unix sockets, an abstract socket, host
 files in the folders the sandbox hides, a
-`secret` that is in the harness's environment, a file name on the host's `/`.
+`secret` that is in the harness's environment, a file name on the host's `/`, and `data`: a
+folder outside the repository given as service.data (used in place, bound read-only: every
+write to it must fail, though its owner is the service's user).
 
 Standard library and `harness` only: the driver runs under a system Python as user nobody,
 with the harness package copied next to this file.
@@ -101,6 +103,17 @@ ESCAPE_PY = textwrap.dedent(
     attempt("raw_socket", lambda: (socket.socket(socket.AF_INET, socket.SOCK_RAW, 1).close(),
                                    "ok")[1])
     attempt("load_module", finit_module)
+    data = plan["data"]
+    kept = os.path.join(data, "index.bin")
+    attempt("data_is_in_place", lambda: "ok" if os.stat(kept).st_ino == plan["data_inode"]
+            else "denied: a copy")
+    attempt("write_data_new", lambda: write(os.path.join(data, plan["repo_file"])))
+    attempt("write_data_existing", lambda: (open(kept, "r+b").write(b"x"), "ok")[1])
+    attempt("truncate_data", lambda: (os.truncate(kept, 0), "ok")[1])
+    attempt("chmod_data", lambda: (os.chmod(kept, 0o666), "ok")[1])
+    attempt("utime_data", lambda: (os.utime(kept), "ok")[1])
+    attempt("unlink_data", lambda: (os.unlink(kept), "ok")[1])
+    attempt("rename_data", lambda: (os.rename(kept, kept + ".moved"), "ok")[1])
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -129,10 +142,25 @@ def listen_unix(address: str) -> socket.socket:
     return sock
 
 
+def make_data(folder: Path) -> dict[str, Any]:
+    """A data folder outside the repository (an index.bin the service must not change) and the
+    plan's entries naming it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.bin").write_bytes(b"the index\n")
+    return {"data": str(folder), "data_inode": (folder / "index.bin").stat().st_ino}
+
+
 def controls(plan: dict[str, Any]) -> dict[str, str]:
-    """The same connections and read from outside the sandbox: they must work, so that each
-    denial inside is the sandbox's doing."""
+    """The same connections, reads and writes from outside the sandbox: they must work, so that
+    each denial inside is the sandbox's doing."""
     seen = {}
+    probe = Path(plan["data"]) / "control-probe"
+    try:
+        probe.write_text("the service's user may write here")
+        probe.unlink()
+        seen["write_data"] = "ok"
+    except OSError as exc:
+        seen["write_data"] = f"denied: {exc}"
     for name, path in {**plan["sockets"], "abstract": "\0" + plan["abstract"]}.items():
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -165,7 +193,10 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
     (worktree / "escape.py").write_text(ESCAPE_PY)
     (worktree / "plan.json").write_text(json.dumps(plan))
     spec = ServiceConfig(
-        start="{python} escape.py {port} plan.json", ready="/health", ready_timeout=30.0
+        start="{python} escape.py {port} plan.json",
+        ready="/health",
+        ready_timeout=30.0,
+        data=plan["data"],  # outside the repository: used in place, bound read-only
     )
     ctx = service.running_service(
         spec,
@@ -180,7 +211,7 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
             answer = b""
             while chunk := conn.recv(65536):
                 answer += chunk
-        assert ctx._where is not None
+        assert ctx._where is not None and svc.data == Path(plan["data"]).resolve()
         mounts = ctx._where[2]
         home = Path(plan["home"])
         inside_home = [b.relative_to(home) for b in mounts.back if b.is_relative_to(home)]

@@ -62,7 +62,9 @@ def test_collapse_is_idempotent_and_trims(text: str) -> None:
     [
         ('id_pattern = "(unclosed"', "query.id_pattern: is not a regular expression"),
         ('id_pattern = "no group"', "needs exactly one capture group (the id), has 0"),
-        ('id_field = "body"', 'must be "text" or "title", not \'body\''),
+        ('id_field = "title text"', "'title text' is not a field name; name one field"),
+        ('id_field = "{title!r}"', "{title} takes no !conversion or :format"),
+        ('id_field = "{} {text}"', "{} is not a corpus field"),
     ],
 )
 def test_bad_answer_settings_are_configuration_errors(
@@ -83,7 +85,11 @@ def test_bad_answer_settings_are_configuration_errors(
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    branches = {"text": {"answer": "text"}, "html": {"answer": "html"}}
+    branches = {
+        "text": {"answer": "text"},
+        "html": {"answer": "html"},
+        "titled": {"answer": "title text"},
+    }
     return build_sandbox(tmp_path_factory.mktemp("answers") / "s", branches, repeats=1)
 
 
@@ -105,6 +111,8 @@ def _config(sandbox: Sandbox, name: str, query: dict[str, str]) -> Path:
     ("ref", "query"),
     [
         ("text", {"ids": "results[].text", "id_field": "text"}),
+        # A service returning the text it indexed: "Topic q07 this document covers topic q07"
+        ("titled", {"ids": "results[].text", "id_field": "{title} {text}"}),
         ("html", {"select": "a.hit", "ids": "[].href", "id_pattern": r"/notes/(\w+)\.txt$"}),
     ],
 )
@@ -118,6 +126,30 @@ def test_a_service_answering_text_or_html_is_scored_on_its_ids(
     summary = json.loads(done.stdout)
     # The fixture ranks every query's own document first: hit@5 is 1.0, as with JSON ids.
     assert re.search(r'"hit@5": 1\.0', json.dumps(summary)), done.stdout
+
+
+def test_a_template_field_no_document_has_is_exit_2_at_its_line(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    query = {"ids": "results[].text", "id_field": "{titel} {text}"}
+    config = _config(sandbox, "misspelt.toml", query)
+    line = 1 + config.read_text().splitlines().index('id_field = "{titel} {text}"')
+    boots = sandbox.boots()
+    done = sandbox.harness("run", "--ref", "titled", results=tmp_path, config=config)
+    assert done.returncode == 2, done.stderr
+    assert (
+        f'{config}:{line}: query.id_field = "{{titel}} {{text}}": no document of the corpus has '
+        "a field {titel} (did you mean {title}?); its documents have {id} {text} {title}"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr and sandbox.boots() == boots  # before any boot
+
+
+def test_a_template_joins_fields_and_reads_missing_ones_as_empty() -> None:
+    from harness.replay.answers import adapter_for
+
+    rows = [("d1", ("Tea", "is brewed", 3)), ("d2", (None, "coffee", None))]
+    adapter = adapter_for(None, "{title}: {text} ({n})", lambda names: (rows, frozenset(names)))
+    assert adapter.apply(["Tea: is  brewed (3)", ": coffee ()", "Tea"]) == ("d1", "d2", "Tea")
 
 
 # --------------------------------------------------------------------------- query rewrites

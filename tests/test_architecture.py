@@ -22,7 +22,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the values that travel between stages, the error tree, and the few process-wide
     # primitives every stage uses (bounds, encodings, credential scrubbing, signals, what a run
     # holds on disk); none imports a stage
-    "types": ("types", "errors", "limits", "encodings", "scrub", "signals", "leftovers", "extras"),
+    "types": (
+        "types",
+        "answers",
+        "errors",
+        "limits",
+        "encodings",
+        "scrub",
+        "signals",
+        "leftovers",
+        "extras",
+    ),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (
         "config",
@@ -36,7 +46,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "results",
     ),
     # what is built from the stages: each a command's engine
-    "tools": ("sweep", "gate", "matrix", "history", "bisect", "demo", "schemas"),
+    "tools": ("compare", "sweep", "gate", "matrix", "history", "bisect", "demo", "schemas"),
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
@@ -47,11 +57,6 @@ MAX_LINES = 600
 # Modules still over MAX_LINES, each at most its count here: the list only shrinks. An entry
 # that grows fails; one that drops to MAX_LINES or below must leave the list.
 TOO_LONG: dict[str, int] = {  # to be split (issue 26): the list may only shrink
-    "harness/cli/main.py": 1250,
-    "harness/cli/parser.py": 856,
-    "harness/config/schema.py": 613,
-    "harness/replay/runner.py": 863,
-    "harness/report/figures.py": 719,
 }
 
 

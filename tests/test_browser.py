@@ -22,8 +22,8 @@ from cli_support import run_cli
 from compare_support import make_gold, make_run, ranks, scored, with_every_section
 from history_support import forked, measured
 
-from harness.report.figures import plotly_file
 from harness.report.page import render
+from harness.report.plotting import plotly_file
 from harness.results.comparisons import HTML_FILE, save_comparison
 
 PLOTS = ["quality", "deltas", "latency", "scores", "repeats"]

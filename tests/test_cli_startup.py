@@ -99,6 +99,8 @@ def test_help_version_and_usage_errors_load_no_stage(argv: list[str], tmp_path: 
     )
     loaded = set(json.loads(found.stderr.splitlines()[-1]))
     cli = {"harness", "harness.cli", "harness.cli.exits", "harness.cli.main", "harness.cli.parser"}
+    if argv[0] == "compare":  # the one command's module, and the options it shares: no stage
+        cli |= {"harness.cli.compare", "harness.cli.options"}
     if argv == ["compare"]:  # the message is clipped by harness.errors, as every message is
         assert loaded - {"dataclasses", "typing", "inspect"} == cli | {"harness.errors"}
     else:
@@ -150,7 +152,9 @@ def test_building_only_the_command_given_parses_as_the_whole_tree(
         parser = cli_parser.build_parser()
         args = parser.parse_args(argv)
         if args.command == "compare":
-            cli_parser._check_compare_sides(parser, args)
+            from harness.cli.compare import check_sides
+
+            check_sides(parser, args)
         return args
 
     whole = outcome(whole_tree)
@@ -222,24 +226,28 @@ def test_numpy_is_imported_up_front_only_for_the_commands_that_import_it_anyway(
     """main() loads numpy itself (with OpenBLAS on one thread) unless the command is in
     WITHOUT_NUMPY: each command's own stage imports say which ones those are."""
     import ast
+    import importlib
 
     from harness.cli import main as cli_main
 
-    functions = {
-        node.name: node
-        for node in ast.parse(Path(cli_main.__file__).read_text()).body
-        if isinstance(node, ast.FunctionDef)
-    }
-    imports = {
-        name: sorted(
+    names = [name for name, parser in _tree() if name and not _has_subcommands(parser)]
+    assert "compare" in names and "gold convert" in names and "gold" not in names
+    imports = {}
+    for name in names:
+        run = cli_main.command(name)
+        module = importlib.import_module(run.__module__)
+        functions = {
+            node.name: node
+            for node in ast.parse(Path(module.__file__ or "").read_text()).body
+            if isinstance(node, ast.FunctionDef)
+        }
+        imports[name] = sorted(
             {
                 node.module
-                for node in ast.walk(functions[command.__name__])
+                for node in ast.walk(functions[run.__name__])
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness")
             }
         )
-        for name, command in cli_main.COMMANDS.items()
-    }
     done = subprocess.run(
         [sys.executable, "-c", _WANTS_NUMPY, json.dumps(imports)],
         capture_output=True, text=True, check=True,
@@ -248,3 +256,7 @@ def test_numpy_is_imported_up_front_only_for_the_commands_that_import_it_anyway(
     assert {name for name in imports if not wants[name]} == cli_main.WITHOUT_NUMPY
     # The check sees numpy: a command known to score (numpy arrays) wants it.
     assert wants["compare"]
+
+
+def _has_subcommands(parser: argparse.ArgumentParser) -> bool:
+    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)

@@ -9,6 +9,7 @@ news).  A side's answers come from a function (repeat, query) -> rank of the rel
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from statsmodels.stats.multitest import multipletests
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
+from harness.report.page import render
 from harness.types import (
     ErrorKind,
     GoldQuery,
@@ -48,7 +50,7 @@ from harness.verdict import comparison as comparison_module
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Direction
 from harness.verdict.comparison import Machine as ComparisonMachine
-from harness.verdict.power import detectable_queries
+from harness.verdict.power import detectable_exact, exact_power
 
 # --------------------------------------------------------------------------- purity
 
@@ -58,7 +60,7 @@ def test_compare_imports_nothing_that_does_io() -> None:
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
-    pure = {"harness", "harness.types", "harness.errors", "harness.verdict"}
+    pure = {"harness", "harness.types", "harness.answers", "harness.errors", "harness.verdict"}
     pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.verdict.threshold"}
     pure |= {"harness.score.judged"}
     pure |= {"harness.score.definition"}
@@ -109,9 +111,13 @@ def test_three_changed_queries_are_no_measurable_difference() -> None:
     assert (row.hit.test.b, row.hit.test.c) == (3, 0)
     assert row.verdict is Verdict.NO_DIFFERENCE
     assert row.p == pytest.approx(2 * 0.5**3)
-    # What the gold set could have seen: V = 3, at alpha / 2 (two headline tests): 0.117, more
-    # than the default 0.10, so inconclusive; asked for 0.15 it is no measurable difference.
-    assert row.power.mde == pytest.approx(detectable_queries(3.0, 0.025) / 80)
+    # What the gold set could have seen: McNemar's exact test at alpha / 2 (two headline tests)
+    # calls a change of 0.144 80% of the time when each query moves with that probability and
+    # 3 in 80 churn (the power summed exactly, tested against an enumeration in test_stats.py):
+    # more than the default 0.10 (here 0.12), so inconclusive; asked for 0.15 it is no
+    # measurable difference.
+    assert exact_power(row.power.mde, 80, 3 / 80, 0.025) == pytest.approx(0.80, abs=2e-3)
+    assert exact_power(row.power.mde - 0.003, 80, 3 / 80, 0.025) < 0.80
     assert c.verdict_quality is Verdict.INCONCLUSIVE
     wider = run_pair(ranks(buried(1, 2, 3)), s=replace(FAST, min_effect=0.15))
     assert wider.power is not None and wider.power.enough
@@ -210,9 +216,18 @@ def test_a_gold_set_too_small_is_inconclusive_and_says_what_would_do() -> None:
 def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
     gold = make_gold()
     run = make_run(gold, ranks({f"q{i:02d}": i % 12 or None for i in range(1, 81)}))
-    c = compare(gold, run, run, CompareSettings())
+    # 80 identical deterministic answers see 0.111 at 80% power: at the default minimum effect
+    # of 0.10 that is not enough, and the compare says what would be.
+    short = compare(gold, run, run, CompareSettings())
+    assert short.verdict_quality is Verdict.INCONCLUSIVE
+    assert short.power is not None
+    assert short.power.mde == pytest.approx(detectable_exact(80, 0.0, 0.025))
+    assert short.power.mde == pytest.approx(0.111, abs=1e-3)
+    assert f"about {short.power.queries_needed - 80} more queries would" in short.quality_reason
+    assert short.power.queries_needed == 90  # 90 identical queries see 0.099
+    c = compare(gold, run, run, CompareSettings(min_effect=0.12))
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
-    assert c.power is not None and c.power.mde == 7 / 80  # no noise: the exact swing of 7
+    assert c.power is not None and c.power.enough
     assert c.valid and not c.warnings
     for scope in (c.overall, *c.slices):
         for row in scope.rows:
@@ -230,7 +245,7 @@ def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
 def test_a_against_itself_never_calls_a_change(table: list[int | None], seed: int) -> None:
     gold = make_gold()
     run = make_run(gold, ranks({f"q{i:02d}": r for i, r in enumerate(table, start=1)}))
-    c = compare(gold, run, run, CompareSettings(seed=seed, resamples=200))
+    c = compare(gold, run, run, CompareSettings(seed=seed, resamples=200, min_effect=0.12))
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
 
 
@@ -479,14 +494,15 @@ def test_a_slice_that_collapses_to_zero_is_flagged_while_overall_is_unchanged() 
 
 def test_a_slice_regression_hidden_by_the_overall_row_is_a_collapse() -> None:
     # howto loses 10 of its 30 answers, news wins back the 10 the baseline missed: overall net 0.
-    # howto alone: b = 10, p = 2/1024, Holm over 3 slices at most 3 * 2/1024 = 0.0059 < 0.05.
+    # howto alone: b = 10, p = 2/1024; Holm over the 3 slices' 2 headline tests (hit@5, hit@10:
+    # 6 tests, four of them at 2/1024) at most 6 * 2/1024 = 0.0117 < 0.05.
     c = run_pair(ranks(buried(*range(41, 51))), base_rank=ranks(buried(*range(1, 11))))
     overall = c.overall.row("hit@5")
     howto = next(s for s in c.slices if s.name == "howto").row("hit@5")
     assert overall is not None and howto is not None
     assert overall.verdict is Verdict.NO_DIFFERENCE
     assert (howto.baseline, howto.candidate) == (1.0, 20 / 30)
-    assert howto.p_adjusted is not None and howto.p_adjusted <= 3 * 2 / 1024
+    assert howto.p_adjusted is not None and howto.p_adjusted <= 6 * 2 / 1024
     assert howto.verdict is Verdict.REGRESSED
     assert howto.collapse == "regressed while the overall row did not"
     news = next(s for s in c.slices if s.name == "news").row("hit@5")
@@ -495,38 +511,94 @@ def test_a_slice_regression_hidden_by_the_overall_row_is_a_collapse() -> None:
 
 def test_slice_p_values_are_holm_adjusted_as_statsmodels_does() -> None:
     c = run_pair(ranks(buried(*range(41, 53), 71, 72)), base_rank=ranks(buried(1, 2)))
-    for metric in ("hit@5", "mrr@10"):
-        rows = [s.row(metric) for s in c.slices]
-        raw = [r.p for r in rows if r is not None]
-        expected = multipletests(raw, method="holm")[1]  # oracle: statsmodels
-        assert [r.p_adjusted for r in rows if r is not None] == pytest.approx(list(expected))
+    # The headline's tests (hit@5, hit@10): one family across every slice and both tests, so a
+    # slice is never less strict than the overall row.
+    family = [(s.name, m) for s in c.slices for m in ("hit@5", "hit@10")]
+    rows = [next(x for x in c.slices if x.name == name).row(m) for name, m in family]
+    raw = [r.p for r in rows if r is not None]
+    expected = multipletests(raw, method="holm")[1]  # oracle: statsmodels
+    assert [r.p_adjusted for r in rows if r is not None] == pytest.approx(list(expected))
+    assert all(r is not None and r.deciding for r in rows)
+    # Any other metric: across the slices alone, and not deciding.
+    others = [s.row("mrr@10") for s in c.slices]
+    raw = [r.p for r in others if r is not None]
+    expected = multipletests(raw, method="holm")[1]
+    assert [r.p_adjusted for r in others if r is not None] == pytest.approx(list(expected))
+    assert not any(r is not None and r.deciding for r in others)
     assert [s.name for s in c.slices] == ["howto", "news", "rare"]
     assert [s.n for s in c.slices] == [30, 40, 10]
 
 
 def test_a_slice_call_needs_the_holm_adjusted_p() -> None:
-    # rare alone: all 10 lost, raw McNemar p = 2/1024 = 0.00195 < 0.05, Holm over 3 slices keeps
-    # it (3 * 0.00195 < 0.05).  howto: 6 lost, p = 2/64 = 0.031 raw, but its Holm-adjusted p is
-    # 2 * 0.031 = 0.0625 >= 0.05 (second smallest of three): no call, with a note.
+    # rare alone: all 10 lost, raw McNemar p = 2/1024 = 0.00195 < 0.05 at hit@5 and hit@10, Holm
+    # over the 3 slices' 2 headline tests keeps it (6 * 0.00195 = 0.0117 < 0.05).  howto: 6
+    # lost, p = 2/64 = 0.031 raw at both, but its Holm-adjusted p is 4 * 0.031 = 0.125 >= 0.05
+    # (third smallest of six): no call, with a note.
     c = run_pair(ranks(buried(*range(71, 81), *range(41, 47))))
     howto = next(s for s in c.slices if s.name == "howto").row("hit@5")
     rare = next(s for s in c.slices if s.name == "rare").row("hit@5")
     assert howto is not None and rare is not None
-    assert howto.p == pytest.approx(2 / 64) and howto.p_adjusted == pytest.approx(2 * 2 / 64)
+    assert howto.p == pytest.approx(2 / 64) and howto.p_adjusted == pytest.approx(4 * 2 / 64)
     assert howto.verdict is Verdict.NO_DIFFERENCE
-    assert howto.note == "not significant after Holm across 3 slices"
-    assert rare.p_adjusted == pytest.approx(3 * 2 / 1024)
+    assert howto.note == (
+        "not significant after Holm across 3 slices and the 2 headline tests (6 tests)"
+    )
+    assert rare.p_adjusted == pytest.approx(6 * 2 / 1024)
     assert rare.verdict is Verdict.REGRESSED
+
+
+def test_one_slice_of_every_query_is_the_overall_scope_never_a_collapse() -> None:
+    # 6 lost at hit@5 and hit@10: McNemar p = 2/64 = 0.031 for each, Holm across the two
+    # headline tests 0.0625: no call overall.  A slice holding every query used to be adjusted
+    # across the slices alone (one: 0.031 < 0.05) and so "regressed while the overall row did
+    # not" on the very same queries.  Now its rows are the overall rows.
+    gold = make_gold()
+    gold = replace(gold, queries=tuple(replace(q, slice="all") for q in gold.queries))
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks(buried(*range(1, 7)))), FAST)
+    overall = c.overall.row("hit@5")
+    assert overall is not None and overall.p == pytest.approx(2 / 64)
+    assert overall.p_adjusted == pytest.approx(2 * 2 / 64)
+    assert overall.verdict is not Verdict.REGRESSED
+    (only,) = c.slices
+    assert only.name == "all" and only.n == c.overall.n and only.rows == c.overall.rows
+    assert not c.collapses and "slice collapse" not in c.quality_reason
+
+
+def test_rows_that_do_not_decide_the_headline_say_so() -> None:
+    # The relevant document moves from rank 5 to rank 1 on 30 queries: hit@5 and hit@10 are
+    # unchanged (the headline: no change), mrr@5 and mrr@10 improve; those rows are information,
+    # labelled "(not deciding)" in every table, `deciding` false in JSON.
+    moved = {f"q{i:02d}": 1 for i in range(1, 31)}
+    c = run_pair(ranks(moved, default=1), base_rank=ranks({q: 5 for q in moved}, default=1))
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    deciding = {r.metric for r in c.overall.rows if r.deciding}
+    assert deciding == {"hit@5", "hit@10"}
+    mrr = c.overall.row("mrr@10")
+    assert mrr is not None and mrr.verdict is Verdict.IMPROVED and not mrr.deciding
+    text = render(c, "text")
+    line = next(x for x in text.splitlines() if x.lstrip().startswith("mrr@10"))
+    assert line.rstrip().endswith("improved (not deciding)")
+    assert "(not deciding): the row's own test, not corrected across the others" in text
+    hit = next(x for x in text.splitlines() if x.lstrip().startswith("hit@5 "))
+    assert "not deciding" not in hit
+    assert "improved (not deciding)" in render(c, "markdown")
+    rows = json.loads(render(c, "json"))["overall"]["rows"]
+    assert {r["metric"]: r["deciding"] for r in rows}["mrr@10"] is False
+    assert {r["metric"]: r["deciding"] for r in rows}["hit@10"] is True
 
 
 def test_power_per_slice_is_stated_at_alpha_over_the_slices() -> None:
     c = run_pair(ranks())
     assert c.power is not None
-    assert (c.power.metric, c.power.n, c.power.mde) == ("hit@5", 80, 7 / 80)
-    # Holm over 3 slices: with no noise a slice needs 2 * 0.5**x < 0.05 / 3, x >= 7.
-    assert 2 * 0.5**7 < 0.05 / 3 <= 2 * 0.5**6
+    assert (c.power.metric, c.power.n) == ("hit@5", 80)
+    assert c.power.mde == pytest.approx(detectable_exact(80, 0.0, 0.05 / 2))
+    # Holm over the 3 slices' 2 headline tests: a slice's mde is stated at alpha / 6.
     by_name = {s.name: s.row("hit@5").power.mde for s in c.slices}  # type: ignore[union-attr]
-    assert by_name == {"howto": 7 / 30, "news": 7 / 40, "rare": 7 / 10}
+    assert by_name["howto"] == pytest.approx(detectable_exact(30, 0.0, 0.05 / 6))
+    assert by_name["news"] == pytest.approx(detectable_exact(40, 0.0, 0.05 / 6))
+    # 10 queries: 8 of them all one way to be called (2 * 0.5**8 < 0.05 / 6), 84% must move.
+    assert by_name["rare"] == pytest.approx(detectable_exact(10, 0.0, 0.05 / 6))
+    assert 2 * 0.5**8 < 0.05 / 6 <= 2 * 0.5**7 and by_name["rare"] > 0.8
 
 
 # --------------------------------------------------------------------------- flips

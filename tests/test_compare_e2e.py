@@ -141,7 +141,11 @@ def test_what_the_gold_set_cannot_see_is_inconclusive_and_strict_fails_it(
 def test_a_ref_against_itself_shows_no_difference_at_all(sandbox: Sandbox, tmp_path: Path) -> None:
     boots = sandbox.boots()
     # --latency-budget 2: exactly compare.repeats' 2 rounds (no latency-only rounds past them).
-    done = compare(sandbox, "main", "main", tmp_path, "--format", "json", "--latency-budget", "2")
+    # --min-effect 0.12: 80 identical answers see 0.111 at 80% power (0.10 is out of reach).
+    done = compare(
+        sandbox, "main", "main", tmp_path, "--format", "json", "--latency-budget", "2",
+        "--min-effect", "0.12",
+    )
 
     assert done.returncode == 0, done.stderr
     assert sandbox.boots() == boots + 4  # both sides measured: 2 rounds x 2 services
@@ -251,7 +255,7 @@ def test_a_service_writing_into_its_checkout_makes_the_run_invalid(
 def test_a_30_ms_per_query_candidate_is_a_latency_regression(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    done = compare(sandbox, "main", "slow", tmp_path)
+    done = compare(sandbox, "main", "slow", tmp_path, "--min-effect", "0.12")  # 80 queries
 
     assert done.returncode == 1, done.stderr
     assert f"quality: {NO_DIFFERENCE}" in done.stdout
@@ -309,7 +313,9 @@ def test_results_are_saved_rerendered_and_reused_only_on_request(
     assert (match["b"], match["c"]) == (sha(sandbox, "main")[:8], sha(sandbox, "bury12")[:8])
     assert sorted(p.name for p in directory.iterdir()) == [
         "baseline.json",
+        "baseline.npz",
         "candidate.json",
+        "candidate.npz",
         "comparison.json",
         "report.html",
         "report.md",

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from cli_support import run_cli
 from compare_support import FAST, candidate, make_gold, make_run, ranks
+from records_v1 import run_to_dict_v1
 
 from harness.errors import NotComparableError
 from harness.gate.baseline_file import baseline_from_dict, baseline_to_dict
 from harness.gate.measure import gate_definition, measure
 from harness.gate.rule import Outcome, check
 from harness.results.comparisons import save_comparison
-from harness.results.records import run_from_dict, run_to_dict
+from harness.results.records import run_from_dict
 from harness.score.definition import PARTS, definition, definition_from_dict, differing
 from harness.score.metrics import METRICS_VERSION
 from harness.verdict.comparable import same_definition
@@ -52,7 +53,7 @@ def test_each_part_is_hashed_and_a_difference_is_named() -> None:
 
 def test_old_records_without_a_definition_stay_readable() -> None:
     gold = make_gold()
-    record = run_to_dict(make_run(gold, ranks()))
+    record = run_to_dict_v1(make_run(gold, ranks()))
     record.pop("definition")
     assert run_from_dict(record).definition is None
 

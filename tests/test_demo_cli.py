@@ -5,6 +5,7 @@ the test checks the report's structure and that the exit status is the verdict's
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 import psutil
 import pytest
 from cli_support import run_cli
+
+from harness.results.records import load_run
 
 DEMO_SLICES = ("entity", "exact_token", "freshness", "semantic", "superseded")
 Demo = tuple[Path, subprocess.CompletedProcess[str]]
@@ -64,6 +67,29 @@ def test_report_has_verdicts_slices_and_flips(demo: Demo) -> None:
 
 
 @pytest.mark.slow
+def test_the_demo_stops_asking_once_its_regression_is_clear(demo: Demo) -> None:
+    # Sequential is the default: feat/x loses about one answer in ten at hit@5, which the rule
+    # calls before the 210 queries are used up (blocks of 10, seeded order), and says so; every
+    # round, latency-only rounds too, asked those queries and no more.
+    home, done = demo
+    match = re.search(
+        r"^sequential: stopped after (\d+) of 210 queries \((\d+)% of the queries not asked\)$",
+        done.stdout,
+        re.MULTILINE,
+    )
+    assert match is not None, done.stdout
+    asked = int(match[1])
+    assert asked < 210 and asked % 10 == 0 and int(match[2]) == round(100 * (1 - asked / 210))
+    (saved,) = home.glob("results/*_*_*/comparison.json")
+    document = json.loads(saved.read_text())
+    assert document["verdict"]["quality"] == "regressed"
+    assert document["sequential"]["asked"] == asked
+    for side in ("baseline", "candidate"):
+        record = load_run(saved.parent / f"{side}.json")
+        assert {len(rep.results) for rep in record.repeats} == {asked}
+
+
+@pytest.mark.slow
 def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
     home, done = demo
     err = done.stderr
@@ -86,7 +112,7 @@ def test_the_demos_report_html_in_a_real_browser(
     home, _ = demo
     (page,) = home.glob("results/*_*_*/report.html")
     assert page.stat().st_size <= 1024 * 1024  # plotly.js is beside it, once per results folder
-    from harness.report.figures import plotly_file
+    from harness.report.plotting import plotly_file
 
     seen = open_page(chromium, page, drawn=DRAWN, screenshot=tmp_path / "demo-report.png")
     plots = ["quality", "deltas", "latency", "scores", "repeats"]
@@ -147,8 +173,9 @@ def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -
     quality = [
         line
         for line in excerpt.splitlines()
-        if line.startswith(("harness: main", "quality:", "hit@5:", "hit@10:", "Holm across",
-                            "mrr@10 ", "unanswerable", "outranks", "q0", "Flips at"))
+        if line.startswith(("harness: main", "quality:", "sequential:", "hit@5:", "hit@10:",
+                            "Holm across", "mrr@10 ", "unanswerable", "outranks", "q0",
+                            "Flips at"))
     ]  # fmt: skip
     assert len(quality) >= 12
     printed = set(done.stdout.splitlines())

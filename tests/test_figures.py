@@ -15,7 +15,7 @@ import plotly_figures
 import pytest
 from compare_support import candidate, make_gold, make_run, ranks, scored
 
-from harness.report import figures
+from harness.report import figures, plotting
 from harness.report.document import comparison_from_dict
 from harness.report.page import render
 from harness.verdict.compare import compare
@@ -107,7 +107,7 @@ def test_the_delta_plot_is_sorted_and_marks_every_flip() -> None:
 
 
 def test_the_template_is_plotlys_own() -> None:
-    assert figures._template() == pio.templates[figures.TEMPLATE].to_plotly_json()
+    assert plotting._template() == pio.templates[plotting.TEMPLATE].to_plotly_json()
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -126,7 +126,7 @@ def test_each_div_is_what_plotly_io_writes(case: str) -> None:
             div_id=f"plot-{name}",
             default_height=f"{figure['layout']['height']}px",
         )
-        assert figures.div(figure, f"plot-{name}", config) == expected
+        assert plotting.div(figure, f"plot-{name}", config) == expected
 
 
 def test_json_in_a_div_is_strict_and_cannot_close_its_script() -> None:
@@ -134,7 +134,7 @@ def test_json_in_a_div_is_strict_and_cannot_close_its_script() -> None:
         "data": [{"x": [float("nan"), float("inf"), 1.5], "name": "</script><b>NaN</b>"}],
         "layout": {"height": 100, "title": {"text": "a/b"}},
     }
-    written = figures.div(figure, "p", {})
+    written = plotting.div(figure, "p", {})
     expected = pio.to_html(
         figure, validate=False, config={}, include_plotlyjs=False, full_html=False, div_id="p"
     )
@@ -145,4 +145,4 @@ def test_json_in_a_div_is_strict_and_cannot_close_its_script() -> None:
 def test_plotly_js_is_the_file_plotly_ships() -> None:
     from plotly.offline import get_plotlyjs
 
-    assert figures.plotly_js() == get_plotlyjs()
+    assert plotting.plotly_js() == get_plotlyjs()

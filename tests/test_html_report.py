@@ -19,8 +19,8 @@ from compare_support import buried, candidate, make_gold, make_run, ranks, score
 
 from harness.cli.main import main
 from harness.report import page
-from harness.report.figures import plotly_file, plotly_js, plotly_script
 from harness.report.page import render
+from harness.report.plotting import plotly_file, plotly_js, plotly_script
 from harness.results import comparisons
 from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison, save_comparison
 from harness.verdict.compare import compare

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import Sandbox, build_sandbox, config_text, git, load_json, record_paths
+from e2e_support import (
+    Sandbox,
+    build_sandbox,
+    config_text,
+    git,
+    load_json,
+    record_document,
+    record_paths,
+)
 
 from harness.boot.loader import corpus_path, load_corpus
 from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
@@ -216,7 +224,7 @@ def test_a_service_loaded_over_http_is_measured_and_each_step_timed(
     assert f"isolation: {isolation}" in done.stdout  # through the sandbox's network too
     assert "before the queries (not latency): load " in done.stdout
     assert "index " in done.stdout and "median over 2 boots" in done.stdout
-    (record,) = [load_json(p) for p in record_paths(sandbox.results)]
+    (record,) = [record_document(p) for p in record_paths(sandbox.results)]
     for rep in record["repeats"]:  # type: ignore[union-attr]
         assert {"prepare:load", "prepare:index", "boot", "queries"} <= set(rep["timings_s"])
         assert all(r["error"] is None for r in rep["results"])

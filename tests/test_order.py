@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text
 from harness.config import load_config
 from harness.gold import check_files
 from harness.replay import client, runner
+from harness.replay.adapter_check import probe_count
 from harness.replay.order import in_rotation, pair_orders
 from harness.replay.runner import RunPlan, run_pair
 from harness.results.records import load_run
@@ -78,11 +80,11 @@ def isolated(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sand
     assert sandbox.worktrees() == []
 
 
-def _plan(sandbox: Sandbox, results: Path, seed: int | None) -> RunPlan:
+def _plan(sandbox: Sandbox, results: Path, seed: int | None, warmup: int = 0) -> RunPlan:
     results.parent.mkdir(parents=True, exist_ok=True)
     path = results.parent / "harness.toml"
     text = config_text(gold=str(sandbox.repo / "gold" / "gold.jsonl"), repeats=2)
-    path.write_text(text.replace("limit = 10\n", "limit = 10\nwarmup = 0\n"))
+    path.write_text(text.replace("limit = 10\n", f"limit = 10\nwarmup = {warmup}\n"))
     loaded = load_config(path, repo=sandbox.repo)
     gold, report = check_files(loaded.gold, loaded.corpus)
     report.raise_if_errors()
@@ -173,6 +175,33 @@ def test_a_given_seed_sends_the_same_order_again(
         journal.clear()
     assert orders[0] == orders[1]
     assert orders[0][0] != orders[0][1]  # still a fresh shuffle per round
+
+
+def test_the_warm_up_goes_in_pairs_the_first_side_alternating(
+    isolated: Sandbox, tmp_path: Path, journal: Sent
+) -> None:
+    """Warm-up i goes to both sides back to back, the side first alternating, so both end their
+    warm-up together right before the clock (sent one side after the other, the side warmed
+    last was always the same one: a side bias in every round, scripts/latency_noise.py)."""
+    warmup = 5
+    plan = _plan(isolated, tmp_path / "results", seed=7, warmup=warmup)
+    run_pair(plan, "main", "bury3", repeats=2)
+    # Round 1: each side's adapter probe (3 answers, right after its boot), then the warm-up in
+    # pairs in full; round 2 (no probe): its warm-up, then its timed queries.
+    probes = 2 * probe_count(plan.config.side("baseline").query, range(GOLD_SIZE))
+    assert [side for side, _ in journal[:probes]] == ["baseline"] * 3 + ["candidate"] * 3
+    rounds = [
+        journal[probes : probes + 2 * warmup],
+        journal[-2 * GOLD_SIZE - 2 * warmup : -2 * GOLD_SIZE],
+    ]
+    assert len(journal) == probes + 2 * (2 * warmup + 2 * GOLD_SIZE)
+    for warm in rounds:
+        pairs = list(zip(warm[::2], warm[1::2], strict=True))
+        assert all({one[0], two[0]} == {"baseline", "candidate"} for one, two in pairs)
+        firsts = [one[0] for one, _ in pairs]
+        assert all(a != b for a, b in itertools.pairwise(firsts))
+    # An odd warm-up: its very last request is the other side's in the next round.
+    assert rounds[0][-1][0] != rounds[1][-1][0]
 
 
 # --------------------------------------------------------------------------- the estimate

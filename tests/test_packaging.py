@@ -32,7 +32,7 @@ def test_the_version_has_one_source() -> None:
 def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(tmp_path: Path) -> None:
     for tool in ("build", "twine"):
         if importlib.util.find_spec(tool) is None:
-            pytest.skip(f"{tool} is not installed (pip install -e '.[dev]')")
+            pytest.skip(f"{tool} is not installed (pip install -e '.[test]')")
     built = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
         capture_output=True, text=True, timeout=600, check=False,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +15,15 @@ import pytest
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
-from harness.verdict.asked import compare_asked, headline_deltas, plan_for, stop_rule
+from harness.verdict import asked
+from harness.verdict.asked import (
+    LATENCY_QUERIES,
+    compare_asked,
+    headline_deltas,
+    plan_for,
+    sequential_design,
+    stop_rule,
+)
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.distributions import binomial_cdf
 from harness.verdict.quality_sequential import (
@@ -183,6 +194,9 @@ def test_compare_of_the_queries_asked_says_where_it_stopped() -> None:
     assert sum(s.n for s in comparison.slices) == len(asked)  # type: ignore[attr-defined]
     for fmt in ("text", "markdown"):
         assert line in render(comparison, fmt)  # type: ignore[arg-type]
+    # The compare's alpha, and how the rule split it (the tables are at what the looks left).
+    split = "alpha 0.05 (sequential: 0.025 on the looks, 0.025 on the tables and the last test)"
+    assert split in render(comparison, "text")  # type: ignore[arg-type]
     document = json.loads(render(comparison, "json"))  # type: ignore[arg-type]
     assert document["sequential"]["said"] == line
     assert document["sequential"]["asked"] == len(asked)
@@ -208,10 +222,42 @@ def test_first_look_waits_for_its_queries() -> None:
     assert result.verdict is None
 
 
-# --------------------------------------------------------------------------- the CLI's choice
+def _looks_until_stopped(gold: GoldSet, lost: set[str], order: list[str]) -> int:
+    """The queries the runner's look (`sequential_design`) lets a compare ask."""
+    block, look = sequential_design(gold, CompareSettings(resamples=200), order)
+    for end in range(block, len(order) + block, block):
+        answers = [[_run(gold, order[:end], miss, s).repeats[0].results]
+                   for miss, s in ((set(), "a"), (lost, "b"))]
+        if look(min(end, len(order)), answers):
+            return min(end, len(order))
+    return len(order)
 
 
-def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> object:
+@pytest.mark.parametrize("latency_queries", [LATENCY_QUERIES, 40, 70])
+def test_quality_never_stops_before_the_latency_rounds_queries(
+    latency_queries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every other query lost (b = 10 of the first 20, e-value 180 > 80): the rule decides at
+    # its first look, which waits for the queries a latency round needs
+    # (asked.LATENCY_QUERIES); the analysis stops at the same look.
+    monkeypatch.setattr(asked, "LATENCY_QUERIES", latency_queries)
+    gold = _gold(200)
+    order = list(query_order([q.id for q in gold.queries], 0))
+    lost = set(order[::2])
+    stopped = _looks_until_stopped(gold, lost, order)
+    assert stopped == max(latency_queries, FIRST_LOOK)
+    baseline = _run(gold, order[:stopped], set(), "a")
+    candidate = _run(gold, order[:stopped], lost, "b")
+    settings = CompareSettings(resamples=200)
+    c = compare_asked(gold, baseline, candidate, settings, order, first=asked.LATENCY_QUERIES)
+    assert c.sequential is not None and c.sequential.result.stopped_at == stopped
+    assert c.verdict_quality is Verdict.REGRESSED
+
+
+# --------------------------------------------------------------------------- compare's choice
+
+
+def _plan(sequential: bool | None, concurrency: int = 1, ray: str | None = None) -> object:
     from types import SimpleNamespace
 
     compare = SimpleNamespace(sequential=sequential)
@@ -220,26 +266,54 @@ def _plan(sequential: bool, concurrency: int = 1, ray: str | None = None) -> obj
     )
 
 
-def test_the_cli_asks_in_the_seeded_order_or_says_why_not(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from argparse import Namespace
-
-    from harness.cli.main import _sequential_order
+def test_compare_asks_in_the_seeded_order_or_says_why_not() -> None:
+    from harness.compare.measure import sequential_order
 
     settings = CompareSettings(seed=7)
     ids = [q.id for q in _gold(40).queries]
-    args = Namespace(reuse_runs=False)
-    assert _sequential_order(args, _plan(False), settings) is None  # type: ignore[arg-type]
-    order = _sequential_order(args, _plan(True), settings)  # type: ignore[arg-type]
-    assert order == query_order(ids, 7)
-    assert capsys.readouterr().err == ""
+    assert sequential_order(_plan(False), settings, reuse=False) == (None, None)  # type: ignore[arg-type]
+    order, why_not = sequential_order(_plan(True), settings, reuse=False)  # type: ignore[arg-type]
+    assert (order, why_not) == (query_order(ids, 7), None)
     for plan, why in (
         (_plan(True, concurrency=4), "--concurrency N > 1"),
         (_plan(True, ray="auto"), "--ray"),
     ):
-        assert _sequential_order(args, plan, settings) is None  # type: ignore[arg-type]
-        assert f"not sequential: {why}" in capsys.readouterr().err
-    reuse = Namespace(reuse_runs=True)
-    assert _sequential_order(reuse, _plan(True), settings) is None  # type: ignore[arg-type]
-    assert "--reuse-runs" in capsys.readouterr().err
+        order, why_not = sequential_order(plan, settings, reuse=False)  # type: ignore[arg-type]
+        assert order is None and why_not is not None and why_not.startswith(why)
+    order, why_not = sequential_order(_plan(True), settings, reuse=True)  # type: ignore[arg-type]
+    assert order is None and why_not is not None and why_not.startswith("--reuse-runs")
+
+
+def test_compare_says_why_not_sequential_before_it_measures(tmp_path: Path) -> None:
+    # The CLI's warning, from a real `compare` that stops at its unknown ref (nothing boots).
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    argv = ["compare", "--baseline", "no-such-ref", "--candidate", "main", "--sequential"]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", *argv, "--concurrency", "4", "-q",
+         "--results", str(tmp_path / "results")],
+        cwd=repo, capture_output=True, text=True,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[0] == (
+        "harness: warning: not sequential: --concurrency N > 1 sends the queries as a burst; "
+        "the whole gold set is asked (--no-sequential says so quietly)"
+    )
+    assert "unknown ref 'no-such-ref'" in done.stderr
+
+
+def test_sequential_is_the_default_and_quiet_where_it_cannot_be() -> None:
+    # compare.sequential unset (None): sequential wherever it can be; where --concurrency,
+    # --ray or --reuse-runs ask the whole gold set, no reason is given (nobody asked for it).
+    from harness.config import CompareConfig
+
+    assert CompareConfig().sequential is None
+    from harness.compare.measure import sequential_order
+    settings = CompareSettings(seed=7)
+    ids = [q.id for q in _gold(40).queries]
+    got = sequential_order(_plan(None), settings, reuse=False)  # type: ignore[arg-type]
+    assert got == (query_order(ids, 7), None)
+    for plan in (_plan(None, concurrency=4), _plan(None, ray="auto")):
+        assert sequential_order(plan, settings, reuse=False) == (None, None)  # type: ignore[arg-type]
+    assert sequential_order(_plan(None), settings, reuse=True) == (None, None)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 import pytest
-from e2e_support import Sandbox, build_sandbox, query_ids, record_paths
+from e2e_support import Sandbox, build_sandbox, query_ids, record_document, record_paths
 
 from harness.errors import GoldError, Problem, RefError
 
@@ -92,7 +92,7 @@ def shape(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def records(results: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in record_paths(results)]
+    return [record_document(p) for p in record_paths(results)]
 
 
 def test_a_compare_on_ray_gives_the_verdict_and_records_of_one_without(

@@ -1,5 +1,6 @@
-"""harness.results on disk, byte for byte: the run record's JSON (every field, and the defaults
-an older or hand-written record falls back to), its file name, the atomic never-overwrite
+"""harness.results on disk, byte for byte: the run record's JSON header (every field, and the
+defaults an older or hand-written record falls back to) and the columns of its answers file,
+its file names, the records of schema_version 1 that still load, the atomic never-overwrite
 writers, and a comparison directory's name and reading back.
 
 These pin what is written to disk, so that a change of a key, a default or a file name is a
@@ -8,6 +9,8 @@ failing test and not a silent change of every saved result (found by scripts/mut
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import platform
@@ -19,10 +22,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from compare_support import make_gold, make_run, ranks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from records_v1 import run_to_dict_v1
 from test_reuse import clean_run
 
 from harness.errors import ResultsError
@@ -35,12 +40,13 @@ from harness.results.files import (
     write_text_new,
 )
 from harness.results.records import (
+    encode_run,
     host_fingerprint,
     load_record,
     load_run,
     run_from_dict,
-    run_to_dict,
     save_run,
+    write_record,
 )
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 from harness.verdict.compare import compare
@@ -86,7 +92,8 @@ def full_run() -> RefRun:
     )
 
 
-EXPECTED: dict[str, Any] = {
+# The record as harness wrote it before issue 28: every answer a JSON object (still read).
+EXPECTED_V1: dict[str, Any] = {
     "schema": "harness-run",
     "schema_version": 1,
     "ref": "feat/x",
@@ -167,28 +174,92 @@ EXPECTED: dict[str, Any] = {
 }
 
 
+def _header(v1: dict[str, Any]) -> dict[str, Any]:
+    """EXPECTED_V1 as a version 2 header: each repeat's answers counted, not listed."""
+    repeats = [
+        {
+            **{k: v for k, v in rep.items() if k != "results"},
+            "answers": len(rep["results"]),
+            "errors": sum(r["error"] is not None for r in rep["results"]),
+            "texts": all("texts" in r and r["texts"] is not None for r in rep["results"]),
+        }
+        for rep in v1["repeats"]
+    ]
+    return {**v1, "schema_version": 2, "repeats": repeats}
+
+
+EXPECTED = _header(EXPECTED_V1)
+
+
 def test_a_run_record_holds_exactly_these_keys_and_values() -> None:
-    assert run_to_dict(full_run()) == EXPECTED
+    header, data = encode_run(full_run())
+    assert {k: v for k, v in header.items() if k != "answers"} == EXPECTED
+    assert header["answers"] == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    assert encode_run(full_run()) == (header, data)  # the same run, the same bytes
 
 
-def test_a_record_reads_back_equal_naming_its_source() -> None:
-    back = run_from_dict(json.loads(json.dumps(EXPECTED)), "runs/x.json")
+def test_the_answers_file_holds_these_columns() -> None:
+    _, data = encode_run(full_run())
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        got = {name: npz[name].tolist() for name in npz.files}
+    assert got == {
+        "format": [1],
+        "answers": [0, 3, 3],  # repeat 0: rows 0-2; repeat 1 (failed at boot): none
+        "queries_blob": list(b"q1\nq2\nq3"),
+        "queries_ends": [2, 5, 8],
+        "query": [0, 1, 2],
+        "docs_blob": list(b"d1\nd2\nd3"),
+        "docs_ends": [2, 5, 8],
+        "ids": [0, 1, 2],
+        "ids_at": [0, 2, 3, 3],
+        "scores": [2.5, 1.0],
+        "scores_at": [0, 2, 2, 2],
+        "scored": [True, False, False],
+        "status": [200, 201, 503],
+        "error": [-1, -1, 2],  # ERROR_KINDS.index(ErrorKind.HTTP_STATUS)
+        "latency_ns": [1234, 99, 7],
+        "detail_rows": [2],
+        "details_blob": list(b"HTTP 503: busy"),
+        "details_ends": [14],
+        "texts_blob": [],
+        "texts_ends": [],
+        "text": [],
+        "text_at": [0, 0, 0, 0],
+        "texted": [False, False, False],
+    }
+
+
+def test_a_record_reads_back_equal_naming_its_source(tmp_path: Path) -> None:
+    header, data = encode_run(full_run())
+    (tmp_path / "x.npz").write_bytes(data)
+    back = run_from_dict(json.loads(json.dumps(header)), str(tmp_path / "x.json"))
+    assert back == RefRun(**{**full_run().__dict__, "record_path": str(tmp_path / "x.json")})
+
+
+def test_a_record_of_schema_version_1_reads_back_equal() -> None:
+    assert run_to_dict_v1(full_run()) == EXPECTED_V1  # the oracle writes what harness wrote
+    back = run_from_dict(json.loads(json.dumps(EXPECTED_V1)), "runs/x.json")
     assert back == RefRun(**{**full_run().__dict__, "record_path": "runs/x.json"})
-    assert run_from_dict(EXPECTED).record_path == "<memory>"
+    assert run_from_dict(EXPECTED_V1).record_path == "<memory>"
 
 
 def test_a_saved_record_is_sorted_json_named_by_stamp_ref_and_sha(tmp_path: Path) -> None:
     path = save_run(tmp_path, full_run())
     assert path.parent == tmp_path / "runs"
     assert re.fullmatch(r"\d{8}T\d{6}Z_feat-x_ffffffff_[0-9a-f]{6}\.json", path.name), path.name
+    header, data = encode_run(full_run())
     text = path.read_text(encoding="utf-8")
-    assert text == json_text(EXPECTED)
-    assert json.loads(text) == EXPECTED
-    # Four levels indented (record, repeats, a repeat, its results), then one line per answer.
-    answer = EXPECTED["repeats"][0]["results"][0]
-    assert "\n    " + json.dumps(answer, sort_keys=True, ensure_ascii=False) + "," in text
+    assert text == json_text(header)
+    assert path.with_suffix(".npz").read_bytes() == data  # the answers, beside it
     assert load_run(path) == RefRun(**{**full_run().__dict__, "record_path": str(path)})
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+    # no temp file left: the record and its answers
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, path.stem + ".npz"]
+
+
+def test_a_saved_record_of_schema_version_1_loads(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "20260101T000000Z_feat-x_ffffffff_abcdef.json"
+    write_json_new(path, run_to_dict_v1(full_run()))
+    assert load_run(path) == RefRun(**{**full_run().__dict__, "record_path": str(path)})
 
 
 @pytest.mark.parametrize(
@@ -240,7 +311,7 @@ def test_an_older_record_without_optional_keys_reads_with_the_defaults() -> None
 
 
 def test_values_are_read_as_their_types() -> None:
-    doc = json.loads(json.dumps(EXPECTED))
+    doc = json.loads(json.dumps(EXPECTED_V1))
     doc["repeats"][0]["results"][0].update({"ids": [1, 2], "scores": [2, 1], "latency_ns": 5.0})
     doc["repeats"][0]["timings_s"] = {"boot": 1}
     doc["timings_s"] = {"build": 2}
@@ -268,17 +339,38 @@ def test_values_are_read_as_their_types() -> None:
     ids=["sha", "repeats", "results", "query_id", "error kind", "index", "failure stage"],
 )
 def test_a_malformed_record_is_a_results_error_naming_the_file(breakage: Any) -> None:
-    doc = json.loads(json.dumps(EXPECTED))
+    doc = json.loads(json.dumps(EXPECTED_V1))
     breakage(doc)
     with pytest.raises(ResultsError, match=r"^runs/bad\.json: malformed run record"):
         run_from_dict(doc, "runs/bad.json")
 
 
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda d: d.pop("answers"),
+        lambda d: d["answers"].pop("sha256"),
+        lambda d: d["answers"].update(bytes="many"),
+        lambda d: d["repeats"][0].pop("answers"),
+        lambda d: d["repeats"][0].update(errors=None),
+    ],
+    ids=["answers", "sha256", "bytes", "repeat answers", "repeat errors"],
+)
+def test_a_malformed_header_is_a_results_error_naming_the_file(
+    tmp_path: Path, breakage: Any
+) -> None:
+    header, data = encode_run(full_run())
+    (tmp_path / "bad.npz").write_bytes(data)
+    breakage(header)
+    with pytest.raises(ResultsError, match=r"bad\.json: malformed run record"):
+        run_from_dict(header, str(tmp_path / "bad.json"))
+
+
 def test_load_record_reads_a_comparison_side_or_says_what_to_pass(tmp_path: Path) -> None:
     saved = tmp_path / "cmp"
     saved.mkdir()
-    write_json_new(saved / "baseline.json", run_to_dict(clean_run(ref="base")))
-    write_json_new(saved / "candidate.json", run_to_dict(clean_run(ref="cand")))
+    write_record(saved / "baseline.json", clean_run(ref="base"))
+    write_json_new(saved / "candidate.json", run_to_dict_v1(clean_run(ref="cand")))  # an old one
     assert load_record(saved).ref == "cand"  # the candidate by default
     assert load_record(saved, "baseline").ref == "base"
     assert load_record(saved / "baseline.json").record_path == str(saved / "baseline.json")
@@ -293,7 +385,7 @@ def test_load_record_reads_a_comparison_side_or_says_what_to_pass(tmp_path: Path
 
 
 def test_a_record_of_another_schema_version_names_the_file_and_says_what_to_do() -> None:
-    doc = {**EXPECTED, "schema_version": 2}
+    doc = {**EXPECTED, "schema_version": 3}
     with pytest.raises(ResultsError) as caught:
         run_from_dict(doc, "runs/new.json")
     assert caught.value.message.startswith("runs/new.json: ")
@@ -429,7 +521,9 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
     assert re.fullmatch(r"\d{8}T\d{6}Z_11111111_22222222", first.name), first.name
     assert sorted(p.name for p in first.iterdir()) == [
         "baseline.json",
+        "baseline.npz",
         "candidate.json",
+        "candidate.npz",
         "comparison.json",
         "report.html",
         "report.md",
@@ -450,8 +544,10 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
         load_comparison(broken)
 
 
-def test_a_record_keeps_the_texts_a_cutoff_can_read_and_redaction_drops_them() -> None:
-    from harness.results.records import bounded_texts, redacted_record
+def test_a_record_keeps_the_texts_a_cutoff_can_read_and_redaction_drops_them(
+    tmp_path: Path,
+) -> None:
+    from harness.results.records import bounded_texts
 
     ids = ("a", "b", "a", "c", "d")
     texts = ("ta", "tb", "ta again", "tc", "td")
@@ -461,10 +557,16 @@ def test_a_record_keeps_the_texts_a_cutoff_can_read_and_redaction_drops_them() -
     run = replace(full_run(), query_config={"limit": 2})
     result = replace(run.repeats[0].results[0], ids=ids, texts=texts)
     run = replace(run, repeats=(replace(run.repeats[0], results=(result,)), *run.repeats[1:]))
-    record = run_to_dict(run)
-    assert record["repeats"][0]["results"][0]["texts"] == ["ta", "tb"]
-    assert run_from_dict(record).repeats[0].results[0].texts == ("ta", "tb")
-    assert redacted_record(record)["repeats"][0]["results"][0]["texts"] is None
+    header, data = encode_run(run)
+    with np.load(io.BytesIO(data)) as npz:
+        assert npz["texts_blob"].tobytes() == b"ta\ntb"  # only what a cutoff of 2 can read
+    assert header["repeats"][0]["texts"] is True
+    path = write_record(tmp_path / "r.json", run)
+    assert load_run(path).repeats[0].results[0].texts == ("ta", "tb")
+    redacted = write_record(tmp_path / "redacted.json", run, redact=True)
+    assert load_run(redacted).repeats[0].results[0].texts is None
+    assert read_json(redacted)["repeats"][0]["texts"] is False
+    assert run_to_dict_v1(run)["repeats"][0]["results"][0]["texts"] == ["ta", "tb"]  # as before
 
 
 _JSON = st.recursive(

@@ -3,7 +3,8 @@ checked in every file a redacted compare writes, not only in the rendered report
 
 What may carry text: a flip's query text (comparison.json, report.md, stdout) and a failed query's
 error detail, which quotes the response body, which many services fill with the query
-(baseline.json and candidate.json, the copies of the run records: results.comparisons). Each
+(baseline.npz and candidate.npz, the answers of the copies of the run records:
+results.comparisons). Each
 test first shows the unredacted output does hold the text, so that "absent" means redacted.
 
 The run records under results/runs/, written as each run finishes, are redacted as they are
@@ -22,6 +23,7 @@ from compare_support import buried, candidate, make_gold, make_run, ranks
 from e2e_support import Sandbox, build_sandbox, query_id, query_ids
 
 from harness.results.comparisons import save_comparison
+from harness.results.records import load_run
 from harness.types import ErrorKind, GoldSet, RefRun
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
@@ -75,28 +77,31 @@ def _saved(tmp_path: Path, redact: bool) -> tuple[Path, list[str]]:
 def test_unredacted_saved_files_do_hold_query_text_and_details(tmp_path: Path) -> None:
     out, needles = _saved(tmp_path, redact=False)
     found = files_holding(out, needles)
-    assert set(found) == {"comparison.json", "report.md", "report.html", "candidate.json"}
-    assert SECRET in found["candidate.json"]
+    # The details are answers' columns: in the record's answers file, beside its JSON header.
+    assert set(found) == {"comparison.json", "report.md", "report.html", "candidate.npz"}
+    assert SECRET in found["candidate.npz"]
 
 
 def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -> None:
     out, needles = _saved(tmp_path, redact=True)
     assert sorted(p.name for p in out.iterdir()) == [
         "baseline.json",
+        "baseline.npz",
         "candidate.json",
+        "candidate.npz",
         "comparison.json",
         "report.html",
         "report.md",
     ]
     assert files_holding(out, needles) == {}  # the page too
-    assert "q60" in (out / "candidate.json").read_text()  # ids stay: only text goes
+    assert b"q60" in (out / "candidate.npz").read_bytes()  # ids stay: only text goes
     # The copies' details are null (not "" or a placeholder), everything else as recorded.
     for side in ("baseline", "candidate"):
-        record = json.loads((out / f"{side}.json").read_text())
-        details = [r["detail"] for rep in record["repeats"] for r in rep["results"]]
+        run = load_run(out / f"{side}.json")
+        details = [r.detail for rep in run.repeats for r in rep.results]
         assert details and all(d is None for d in details)
-        errors = [r["error"] for rep in record["repeats"] for r in rep["results"] if r["error"]]
-        assert errors == ([] if side == "baseline" else ["http_status", "http_status"])
+        errors = [r.error for rep in run.repeats for r in rep.results if r.error]
+        assert errors == ([] if side == "baseline" else [ErrorKind.HTTP_STATUS] * 2)
 
 
 # --------------------------------------------------------------------------- a real compare
@@ -132,14 +137,17 @@ def test_a_redacted_compare_writes_no_text_into_its_comparison(
     (saved,) = [p for p in results.iterdir() if p.is_dir() and p.name not in ("runs", "logs")]
     assert {p.name for p in saved.iterdir()} == {
         "baseline.json",
+        "baseline.npz",
         "candidate.json",
+        "candidate.npz",
         "comparison.json",
         "report.html",
         "report.md",
     }
     assert files_holding(saved, _texts()) == {}
     assert not [t for t in _texts() if t in output]  # nor on stdout or stderr
-    assert query_id(70) in (saved / "candidate.json").read_text()
+    asked = {r.query_id for rep in load_run(saved / "candidate.json").repeats for r in rep.results}
+    assert query_id(70) in asked  # ids are kept: they name no text
 
 
 @pytest.mark.slow
@@ -212,9 +220,9 @@ def test_the_texts_fixture_does_write_text_and_paths_when_not_redacted(
     sandbox, _, _ = redacted_with_texts
     sandbox.harness("run", "--ref", "main", "--repeats", "1", results=tmp_path)
     (record,) = (tmp_path / "runs").glob("*.json")
-    text = record.read_text()
-    assert "this document covers topic q01 in depth" in text
-    assert str(tmp_path) in text  # the log path, as the redacted run's would be under its root
+    texts = record.with_suffix(".npz").read_bytes()  # the answers' columns
+    assert b"this document covers topic q01 in depth" in texts
+    assert str(tmp_path) in record.read_text()  # the log path, as a redacted run's would be
 
 
 @pytest.mark.slow
@@ -225,10 +233,11 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
     written = _written_by_harness(results)
     names = {p.name for p in written}
     assert {"comparison.json", "report.md", "baseline.json", "candidate.json"} <= names
-    assert len([p for p in written if p.parent.name == "runs"]) == 2  # both run records
+    # both run records, each a JSON header and its answers
+    assert len([p for p in written if p.parent.name == "runs"]) == 4
     needles = [*_gold_and_corpus_text(), str(sandbox.root), str(sandbox.repo)]
     for path in written:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8", "replace")
         assert [n for n in needles if n in text] == [], path
     assert [n for n in needles if n in stdout] == []
     # What stays: ids, hashes and aggregates (the context metrics were measured).
@@ -241,7 +250,7 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
 
 def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
     from harness.report.document import redacted
-    from harness.results.records import redacted_record, run_to_dict
+    from harness.results.records import encode_run
     from harness.types import RunFailure
 
     gold = make_gold()
@@ -260,5 +269,6 @@ def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
     clean = redacted(comparison)
     assert not any("/home/someone" in t for t in (*clean.invalid_reasons, *clean.warnings))
     assert any("20261201_main_1.log" in r for r in clean.invalid_reasons)
-    record = json.dumps(redacted_record(run_to_dict(failed)))
+    header, data = encode_run(failed, redact=True)
+    record = json.dumps(header) + data.decode("utf-8", "replace")
     assert "/home/someone" not in record and "tell me about" not in record

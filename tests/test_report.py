@@ -21,6 +21,7 @@ import os
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
 from compare_support import (
@@ -47,6 +48,7 @@ from harness.score.evaluation import Evaluation, evaluate
 from harness.types import ErrorKind, GoldQuery, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.power import exact_power
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "report"
 REGEN = os.environ.get("HARNESS_REGEN") == "1"
@@ -307,8 +309,17 @@ def test_a_gold_set_too_small_is_said_in_words(comparisons: dict[str, Comparison
     text = render(comparisons["too_small"], "text")
     verdict = text.splitlines()[2]
     assert verdict.startswith("quality: inconclusive: with 5 queries, hit@5 could only have seen")
-    assert verdict.endswith("(80% power), not 0.1; about 444 more queries would")
+    # 2 of 5 queries lost: McNemar at alpha / 2 can never call 5 queries (7 needed), so the mde
+    # is the normal bound's: x past n moves every query, x - z_a sqrt(V + x) = z_b sqrt(V),
+    # V = 2; and 490 queries churning as these (40%) see 0.1 at 80% (exact power; 489 do not).
+    assert verdict.endswith("(80% power), not 0.1; about 485 more queries would")
     assert "minimum detectable effect of the headline: 1.686 in hit@5 over 5 queries" in text
+    z_a, z_b = NormalDist().inv_cdf(1 - 0.025 / 2), NormalDist().inv_cdf(0.8)
+    power = comparisons["too_small"].power
+    assert power is not None
+    x = power.mde * 5
+    assert x - z_a * math.sqrt(2 + x) == pytest.approx(z_b * math.sqrt(2), rel=1e-6)
+    assert exact_power(0.1, 490, 0.4, 0.025) >= 0.8 > exact_power(0.1, 489, 0.4, 0.025)
 
 
 @pytest.mark.parametrize(
@@ -347,7 +358,7 @@ def test_report_computes_nothing(source: str) -> None:
 def test_the_page_and_the_document_are_built_without_io() -> None:
     pages = (
         "layout", "numbers", "blocks", "page", "runs", "document", "html_page", "html_sections",
-        "figures",
+        "figures", "plotting",
     )  # fmt: skip
     assert impurities(*(f"harness.report.{page}" for page in pages)) == {
         "harness.report.layout": [],
@@ -356,9 +367,10 @@ def test_the_page_and_the_document_are_built_without_io() -> None:
         "harness.report.page": ["importlib.util"],  # only to ask whether plotly is installed
         "harness.report.html_page": [],
         "harness.report.html_sections": [],
-        # figures writes plotly's JSON and <div>s itself; it reads plotly.min.js and the template
-        # from the plotly package, nothing else
-        "harness.report.figures": ["importlib"],
+        "harness.report.figures": [],
+        # plotting writes plotly's JSON and <div>s itself; it reads plotly.min.js and the
+        # template from the plotly package, nothing else
+        "harness.report.plotting": ["importlib"],
         "harness.report.runs": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
         "harness.report.document": [],
     }

@@ -151,26 +151,30 @@ def test_a_record_with_an_unconfirmed_teardown_is_never_reused(tmp_path: Path, b
     assert lookup(tmp_path) is None
 
 
+def _renamed(record: Path, name: str) -> None:
+    """A record renamed as a user would: its JSON header and its answers file together."""
+    record.with_suffix(".npz").rename((record.parent / name).with_suffix(".npz"))
+    record.rename(record.parent / name)
+
+
 def test_the_newest_matching_record_is_the_one_reused(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
     older = save_run(tmp_path, clean_run(host={"hostname": "older"}))
     newer = save_run(tmp_path, clean_run(host={"hostname": "newer"}))
     # Record names start with a UTC stamp to the second; make the order unambiguous.
-    older.rename(runs / f"20000101T000000Z_{older.name}")
-    newer.rename(runs / f"29990101T000000Z_{newer.name}")
+    _renamed(older, f"20000101T000000Z_{older.name}")
+    _renamed(newer, f"29990101T000000Z_{newer.name}")
     found = lookup(tmp_path)
     assert found is not None and found.host == {"hostname": "newer"}
 
 
 def test_a_clean_match_is_found_past_newer_records_that_do_not_match(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
     good = save_run(tmp_path, clean_run(host={"hostname": "good"}))
-    good.rename(runs / f"20000101T000000Z_{good.name}")
+    _renamed(good, f"20000101T000000Z_{good.name}")
     for i, bad in enumerate(
         [clean_run(sha="b" * 40), clean_run(build_failure=RunFailure("build", "no"))]
     ):
         path = save_run(tmp_path, bad)
-        path.rename(runs / f"2999010{i + 1}T000000Z_{path.name}")
+        _renamed(path, f"2999010{i + 1}T000000Z_{path.name}")
     found = lookup(tmp_path)
     assert found is not None and found.host == {"hostname": "good"}
 

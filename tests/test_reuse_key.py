@@ -15,7 +15,7 @@ import pytest
 
 from harness import __version__
 from harness.config import QueryConfig, ServiceConfig, SideConfig
-from harness.config.inputs import inputs_hash, referenced_paths
+from harness.config.inputs import data_path, inputs_hash, referenced_paths
 from harness.config.values import HarnessConfig
 from harness.results.records import find_reusable, load_run, save_run
 from harness.types import Machine, QueryResult, RefRun, Repeat
@@ -135,7 +135,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
         (lambda o: side("svc", build=f"python {o}/load.py"), "load.py"),
         (lambda o: side("svc", env={"SVC_SETTINGS": f"{o}/settings.toml"}), "settings.toml"),
         (lambda o: side("svc", env={"PYTHONPATH": f"/none:{o}/corpus"}), "corpus/docs.jsonl"),
-        (lambda o: side("svc --data {data}", data="../shared/corpus"), "corpus/docs.jsonl"),
+        (lambda o: side("svc --data {data}", data=f"{o}/corpus"), "corpus/docs.jsonl"),
     ],
     ids=["start", "start --flag=", "prepare", "build", "env", "env path list", "data"],
 )
@@ -145,7 +145,7 @@ def test_editing_a_named_file_outside_the_checkout_changes_the_key(
     repo, outside = layout
     s = make(outside)  # type: ignore[operator]
     before = inputs_hash(s, config(repo, s))
-    assert referenced_paths(s, repo)  # it was seen
+    assert referenced_paths(s, repo) or data_path(s, repo, None)  # it was seen
     (outside / edited).write_text((outside / edited).read_text() + "# edited\n")
     assert inputs_hash(s, config(repo, s)) != before
 

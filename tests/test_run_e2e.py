@@ -23,6 +23,7 @@ from e2e_support import (
     doc_id,
     git,
     query_ids,
+    record_document,
     record_paths,
 )
 
@@ -46,8 +47,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
 def only_record(results: Path) -> dict[str, Any]:
     paths = record_paths(results)
     assert len(paths) == 1, paths
-    record: dict[str, Any] = json.loads(paths[0].read_text())
-    return record
+    return record_document(paths[0])
 
 
 def log_lines(repeat: dict[str, Any]) -> list[str]:
@@ -82,7 +82,7 @@ def test_a_good_ref_is_measured_recorded_and_torn_down(sandbox: Sandbox, tmp_pat
     assert f"latency ms over {2 * GOLD_SIZE} answers" in done.stdout  # 2 repeats, no error
     record = only_record(results)
     assert f"run record: {record_paths(results)[0]}" in done.stderr
-    assert (record["schema"], record["schema_version"]) == ("harness-run", 1)
+    assert (record["schema"], record["schema_version"]) == ("harness-run", 2)
     assert (record["ref"], record["sha"], record["build_failure"]) == ("main", sha, None)
     assert len(record["repeats"]) == 2
     for repeat in record["repeats"]:
@@ -176,9 +176,7 @@ def test_a_dirty_tree_is_left_untouched_and_worktree_measures_the_edit(tmp_path:
     assert uncommitted.returncode == 0, uncommitted.stderr
     assert tree_state(repo) == before
     head = git(repo, "rev-parse", "HEAD").strip()
-    records = {
-        r["ref"]: r for r in map(json.loads, map(Path.read_text, record_paths(sandbox.results)))
-    }
+    records = {r["ref"]: r for r in map(record_document, record_paths(sandbox.results))}
     assert records["main"]["sha"] == head
     assert re.fullmatch(rf"{head}\+dirty\.[0-9a-f]{{12}}", records["WORKTREE"]["sha"])
     # Committed: every answer first. WORKTREE: the edit buries q01..q12 and nothing else.

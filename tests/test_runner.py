@@ -240,7 +240,7 @@ def _repeat(
     teardown: TeardownReport | None,
     calls: list[Call] | None = None,
 ) -> Repeat:
-    import harness.replay.runner as runner
+    import harness.replay.session as runner  # where RefSession boots and replays
 
     p = plan(isolated, tmp_path / "results", calls if calls is not None else [])
     monkeypatch.setattr(runner, "running_service", lambda *a, **kw: FakeService(teardown))
@@ -272,7 +272,7 @@ def _stalled_replay(url: str, query: object, items: Any, **kw: Any) -> tuple[Que
 def test_a_stopped_repeat_keeps_its_answers_and_a_crash_is_said_first(
     isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, died: bool
 ) -> None:
-    import harness.replay.runner as runner
+    import harness.replay.session as runner  # where RefSession boots and replays
 
     p = plan(isolated, tmp_path / "results", [])
     service = FakeService(_report(died_before_teardown=died))

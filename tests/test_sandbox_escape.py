@@ -21,19 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jmespath
-import psutil
 import pytest
-from escape_support import boot_and_report, controls, listen_unix
+from escape_support import boot_and_report, controls, listen_unix, make_data
+from nobody_support import NOBODY, nobody_unavailable, readable_harness, system_python
 
-import harness
 from harness.boot import sandbox
 
 pytestmark = pytest.mark.skipif(
     sandbox.sandbox_mode({}) != sandbox.BUBBLEWRAP, reason="no usable bubblewrap"
 )
 
-NOBODY = 65534
 SUPPORT = Path(__file__).with_name("escape_support.py")
 
 
@@ -91,6 +88,12 @@ def _escaped_files(plan: dict[str, Any]) -> list[Path]:
     ]
 
 
+def _data_after(plan: dict[str, Any]) -> dict[str, str]:
+    """What the data folder holds once the service is gone, as the host sees it."""
+    folder = Path(plan["data"])
+    return {p.name: p.read_text(errors="replace") for p in sorted(folder.iterdir())}
+
+
 def _as_invoker(base: Path) -> dict[str, Any]:
     token = secrets.token_hex(8)
     work = base / "work"
@@ -100,36 +103,20 @@ def _as_invoker(base: Path) -> dict[str, Any]:
     # only) stands for a secret in it.
     secret = Path("/proc/self/environ").read_bytes().split(b"\0")[0].decode(errors="replace")
     plan = _plan(work, Path.home().resolve(), os.getpid(), token, secret)
+    plan.update(make_data(base / "data"))  # outside the repository (work/wt)
     with _host_sockets(plan, work):
         seen = controls(plan)
         done = boot_and_report(work, plan)
-    return {**done, "controls": seen, "plan": plan, "uid": os.getuid()}
-
-
-def _system_python() -> str | None:
-    """A Python outside /root that user nobody can run (Debian's /usr/bin/python3)."""
-    for name in ("python3", "python3.13", "python3.12", "python3.11"):
-        found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
-        if found is None:
-            continue
-        done = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", found, "-c",
-             "import sys; assert sys.version_info >= (3, 11)"],
-            capture_output=True, check=False,
-        )  # fmt: skip
-        if done.returncode == 0:
-            return found
-    return None
+    return {**done, "controls": seen, "plan": plan, "uid": os.getuid(),
+            "data_after": _data_after(plan)}  # fmt: skip
 
 
 def _as_nobody(base: Path) -> dict[str, Any]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to user nobody (as this user, 'invoker' is unprivileged)")
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is not installed")
-    python = _system_python()
-    if python is None:
-        pytest.skip("no Python >= 3.11 that user nobody may run (the venv's lives under /root)")
+    reason = nobody_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    python = system_python()
+    assert python is not None
     userns = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "bwrap",
          "--unshare-all", "--ro-bind", "/", "/", "true"],
@@ -143,13 +130,7 @@ def _as_nobody(base: Path) -> dict[str, Any]:
     if os.access("/home", os.W_OK):  # a home outside /tmp, hidden as a home, not as /tmp
         home = Path(tempfile.mkdtemp(prefix="harness-escape-", dir="/home"))
     try:
-        top.chmod(0o755)
-        lib = top / "lib"
-        ignore = shutil.ignore_patterns("__pycache__")
-        for package in (harness, psutil, jmespath):
-            assert package.__file__ is not None
-            src = Path(package.__file__).parent
-            shutil.copytree(src, lib / src.name, ignore=ignore)
+        lib = readable_harness(top)
         shutil.copy(SUPPORT, lib / SUPPORT.name)
         work = top / "work"
         for folder in (work / "wt", work / "roots", home, top / "cache"):
@@ -159,6 +140,9 @@ def _as_nobody(base: Path) -> dict[str, Any]:
         home.chmod(0o700)
         token = secrets.token_hex(8)
         plan = _plan(work, home, 0, token, f"ESCAPE_SECRET={token}")  # the driver puts its pid
+        plan.update(make_data(top / "data"))  # nobody's own: writable by it outside the sandbox
+        for path in (top / "data", top / "data" / "index.bin"):
+            os.chown(path, NOBODY, NOBODY)
         with _host_sockets(plan, work):
             (top / "plan.json").write_text(json.dumps(plan))
             env = {
@@ -175,7 +159,8 @@ def _as_nobody(base: Path) -> dict[str, Any]:
         told = json.loads(done.stdout.splitlines()[-1])
         plan["harness_pid"] = "the driver's"
         return {**told, "plan": plan, "escaped": [str(p) for p in _escaped_files(plan)
-                                                  if p.exists()]}  # fmt: skip
+                                                  if p.exists()],
+                "data_after": _data_after(plan)}  # fmt: skip
     finally:
         shutil.rmtree(top, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
@@ -270,6 +255,17 @@ def test_privileged_calls_fail(escape: Any, attempt: str) -> None:
         assert said == "denied: EPERM"  # refused for want of a capability, not of an argument
     if attempt == "load_module":  # the capability is checked first; ENOSYS: no module support
         assert said in ("denied: EPERM", "denied: ENOSYS")
+
+
+def test_the_data_is_used_in_place_and_nothing_can_change_it(escape: Any) -> None:
+    # service.data outside the repository is the host's folder itself (same inode: no copy),
+    # writable by the service's user outside the sandbox, and read-only inside: root or not.
+    assert escape["report"]["data_is_in_place"] == "ok"
+    assert escape["controls"]["write_data"] == "ok"
+    for attempt in ("write_data_new", "write_data_existing", "truncate_data", "chmod_data",
+                    "utime_data", "unlink_data", "rename_data"):  # fmt: skip
+        assert _denied(escape, attempt) == "denied: EROFS", attempt
+    assert escape["data_after"] == {"index.bin": "the index\n"}
 
 
 def test_the_nobody_variant_ran_as_nobody(escape: Any) -> None:

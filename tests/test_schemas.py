@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 from compare_support import buried, candidate, make_gold, make_run, ranks, run_pair
+from records_v1 import run_to_dict_v1
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (test extra) is not installed")
 
 from harness.report.document import comparison_to_dict  # noqa: E402
 from harness.results.comparisons import save_comparison  # noqa: E402
-from harness.results.records import run_to_dict, save_run  # noqa: E402
+from harness.results.records import encode_run, save_run  # noqa: E402
 from harness.schemas import NAMES, load_schema, schema_text  # noqa: E402
 from harness.schemas.generate import GENERATED, render  # noqa: E402
 from harness.types import ErrorKind, RunFailure, Verdict  # noqa: E402
@@ -86,14 +87,20 @@ def test_saved_comparison_and_run_records_validate(tmp_path: Path) -> None:
 
 def test_the_run_schema_lists_exactly_the_fields_a_record_holds() -> None:
     gold = make_gold(4, 0)
-    document = run_to_dict(make_run(gold, ranks(), repeats=1))
+    run = make_run(gold, ranks(), repeats=1)
+    header, _ = encode_run(run)
     schema = load_schema("run")
-    assert set(schema["properties"]) == set(document)
-    assert set(schema["$defs"]["repeat"]["properties"]) == set(document["repeats"][0])
-    result = document["repeats"][0]["results"][0]
+    assert set(schema["properties"]) == set(header)
+    # A repeat's answers: counted in the header (version 2), or inline (version 1's results).
+    assert set(schema["$defs"]["repeat"]["properties"]) == {*header["repeats"][0], "results"}
+    old = run_to_dict_v1(run)
+    assert errors("run", old) == []  # records of version 1 still validate
+    result = old["repeats"][0]["results"][0]
     # `texts` is written only with query.texts (records before it have no such key).
     assert set(schema["$defs"]["result"]["properties"]) == {*result, "texts"}
-    assert errors("run", {**document, "surprise": 1}) != []
+    assert errors("run", {**header, "surprise": 1}) != []
+    assert errors("run", {k: v for k, v in header.items() if k != "answers"}) != []
+    assert errors("run", {**old, "schema_version": 2}) != []  # a version 2 names its answers
 
 
 def test_the_demo_and_readme_configurations_validate() -> None:

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, query_ids
+from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, query_ids, record_document
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
 
 
 def _records(results: Path) -> list[dict[str, object]]:
-    return [json.loads(p.read_text()) for p in sorted((results / "runs").glob("*.json"))]
+    return [record_document(p) for p in sorted((results / "runs").glob("*.json"))]
 
 
 def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: Path) -> None:

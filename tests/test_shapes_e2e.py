@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from doc_pages import marked
-from e2e_support import Sandbox, git, load_json, record_paths
+from e2e_support import Sandbox, git, record_document, record_paths
 
 pytest.importorskip("fastapi", reason="the service is a FastAPI app (test extra)")
 pytest.importorskip("uvicorn", reason="the service runs under uvicorn (test extra)")
@@ -107,7 +107,7 @@ def test_compare_across_refs_whose_api_moved(box: Box) -> None:
     # the two sides differ as the refs make them: the report names what was asked differently
     for key in ("query.path", "query.method", "query.form", "query.params.q"):
         assert key in text, key
-    records = {str(r["ref"]): r for r in (load_json(p) for p in record_paths(box.results))}
+    records = {str(r["ref"]): r for r in map(record_document, record_paths(box.results))}
     baseline, candidate = records["v1.0"], records["main"]
     assert baseline["query_config"]["path"] == "/search"  # type: ignore[index]
     assert candidate["query_config"]["form"] == {"text": "{query}", "k": "{limit}"}  # type: ignore[index]
@@ -119,7 +119,7 @@ def test_compare_across_refs_whose_api_moved(box: Box) -> None:
 def test_run_ref_applies_the_ref_settings_on_either_side(box: Box, ref: str, side: str) -> None:
     done = box.harness("run", "--ref", ref, "--side", side, "--repeats", "1", "--format", "json")
     _ok(done)
-    (record,) = (load_json(p) for p in record_paths(box.results))
+    (record,) = (record_document(p) for p in record_paths(box.results))
     repeat = record["repeats"][0]  # type: ignore[index]
     assert all(r["error"] is None for r in repeat["results"]), repeat["results"][:2]
     assert len(repeat["results"]) == TOPICS
@@ -132,7 +132,7 @@ def test_a_json_body_where_a_form_is_expected_gets_422(box: Box) -> None:
     config.write_text(text.replace("form = {", "json = {"))
     done = box.harness("run", "--ref", "main", "--repeats", "1")
     assert done.returncode == 3, done.stdout + done.stderr
-    (record,) = (load_json(p) for p in record_paths(box.results))
+    (record,) = (record_document(p) for p in record_paths(box.results))
     results = record["repeats"][0]["results"]  # type: ignore[index]
     assert {r["status"] for r in results} == {422}
     _clean(box)
@@ -168,7 +168,7 @@ def test_config_dir_is_bound_into_the_bubblewrap_sandbox(box: Box) -> None:
         "run", "--ref", "v2.0", "--repeats", "1", "--format", "json", env={"HARNESS_SANDBOX": ""}
     )
     _ok(done)
-    (record,) = (load_json(p) for p in record_paths(box.results))
+    (record,) = (record_document(p) for p in record_paths(box.results))
     repeat = record["repeats"][0]  # type: ignore[index]
     assert repeat["sandbox"] == BUBBLEWRAP
     assert all(r["error"] is None for r in repeat["results"])

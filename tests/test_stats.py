@@ -11,6 +11,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from purity import impurities
@@ -19,6 +20,7 @@ from statsmodels.stats.multitest import multipletests
 
 from harness.types import Verdict
 from harness.verdict import resample
+from harness.verdict.boots import BootComponent
 from harness.verdict.latency import (
     MIN_ROUNDS,
     interval_words,
@@ -28,7 +30,7 @@ from harness.verdict.latency import (
     round_ratio,
     throughput,
 )
-from harness.verdict.power import detectable_queries, power, repeat_noise
+from harness.verdict.power import detectable_queries, exact_power, power, repeat_noise
 from harness.verdict.stats import (
     continuous_test,
     detectable_swing,
@@ -233,32 +235,96 @@ def test_hit_rates_with_unequal_repeats_are_compared_on_a_common_scale() -> None
 # --------------------------------------------------------------------------- power
 
 
-def test_identical_deterministic_sides_need_the_exact_tests_swing() -> None:
-    # No noise: x unit changes all one way are called once 2 * 0.5**x < alpha (6 at 0.05,
-    # 7 at 0.025), which the normal bound (1.96 + ... ) would understate.
-    assert detectable_queries(0.0, 0.05) == 6
-    assert detectable_queries(0.0, 0.025) == 7
-    p = power("hit@10", np.zeros(80), alpha=0.025, effect=0.10)
-    assert p.mde == 7 / 80 and p.enough
-    assert p.queries_needed == 70  # 7 / 70 = 0.10
+def _mcnemar_power_by_enumeration(effect: float, n: int, churn: float, alpha: float) -> float:
+    """Oracle for `exact_power`: every query independently moves the change's way (effect),
+    churns up or down (churn / 2 each) or stays; enumerate every (moved, up, down) with its
+    multinomial probability and ask statsmodels' exact McNemar test of b = down, c = moved + up."""
+    called: dict[tuple[int, int], bool] = {}
+    total = 0.0
+    stay = 1 - effect - churn
+    for moved in range(n + 1):
+        for up in range(n + 1 - moved):
+            for down in range(n + 1 - moved - up):
+                rest = n - moved - up - down
+                if churn == 0 and up + down:
+                    continue
+                prob = (
+                    math.factorial(n)
+                    / (math.factorial(moved) * math.factorial(up) * math.factorial(down)
+                       * math.factorial(rest))
+                    * effect**moved * (churn / 2) ** (up + down) * stay**rest
+                )
+                b, c = down, moved + up
+                if (b, c) not in called:
+                    p = mcnemar([[0, b], [c, 0]], exact=True).pvalue if b + c else 1.0
+                    called[b, c] = p < alpha
+                total += prob * called[b, c]
+    return total
+
+
+@pytest.mark.parametrize(("n", "churn"), [(40, 0.0), (40, 0.1), (25, 0.2)])
+def test_exact_power_is_mcnemars_summed_over_the_queries_moved(n: int, churn: float) -> None:
+    for effect in (0.05, 0.15, 0.3):
+        expected = _mcnemar_power_by_enumeration(effect, n, churn, 0.025)
+        assert exact_power(effect, n, churn, 0.025) == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_stated_mde_of_identical_sides_is_called_80_percent_of_the_time() -> None:
+    # Identical deterministic answers on 80 queries, two headline tests (alpha / 2): the mde is
+    # the effect McNemar's exact test calls with probability 0.80 when each query moves with
+    # that probability (statsmodels' test, enumerated); the exact test's floor, 7 of 80 queries
+    # all one way, which this rule used to print, would be called only about half the time.
+    p = power("hit@10", np.zeros(80), alpha=0.025, effect=0.15)
+    assert _mcnemar_power_by_enumeration(p.mde, 80, 0.0, 0.025) == pytest.approx(0.80, abs=2e-3)
+    assert _mcnemar_power_by_enumeration(p.mde - 0.003, 80, 0.0, 0.025) < 0.80
+    assert _mcnemar_power_by_enumeration(7 / 80, 80, 0.0, 0.025) < 0.6
+    assert p.enough and exact_power(0.15, p.queries_needed, 0.0, 0.025) >= 0.80
+    assert exact_power(0.15, p.queries_needed - 1, 0.0, 0.025) < 0.80
+
+
+def test_churn_raises_the_exact_mde() -> None:
+    quiet = power("hit@10", np.zeros(100), alpha=0.025, effect=0.10)
+    churned = power("hit@10", np.array([1.0, -1.0] * 3 + [0.0] * 94), alpha=0.025, effect=0.10)
+    assert quiet.mde < churned.mde
+    assert exact_power(churned.mde, 100, 0.06, 0.025) == pytest.approx(0.80, abs=2e-3)
 
 
 def test_noise_raises_the_detectable_change_by_the_closed_form() -> None:
+    # Without n: x - z_a sqrt(V + x) = z_b sqrt(V + x), the change's own spread x included.
     z_a, z_b = NormalDist().inv_cdf(0.975), NormalDist().inv_cdf(0.8)
     v = 40.0
-    y = (z_a + math.sqrt(z_a**2 + 4 * (v + z_b * math.sqrt(v)))) / 2
-    x = y * y - v
-    assert detectable_queries(v, 0.05) == pytest.approx(x)
-    # and it solves x - z_b sqrt(V) = z_a sqrt(V + x)
-    assert x - z_b * math.sqrt(v) == pytest.approx(z_a * math.sqrt(v + x))
+    x = detectable_queries(v, 0.05)
+    assert x - z_a * math.sqrt(v + x) == pytest.approx(z_b * math.sqrt(v + x), rel=1e-5)
+    c = (z_a + z_b) ** 2  # x = (z_a + z_b) sqrt(V + x): the root of x^2 - c x - c V
+    assert x == pytest.approx((c + math.sqrt(c * c + 4 * c * v)) / 2, rel=1e-5)
+    # With n queries the number moved is binomial: variance x (1 - x / n), a little less.
+    x100 = detectable_queries(v, 0.05, n=100)
+    assert x100 - z_a * math.sqrt(v + x100) == pytest.approx(
+        z_b * math.sqrt(v + x100 * (1 - x100 / 100)), rel=1e-5
+    )
+    assert x100 < x
 
 
 def test_a_five_query_set_cannot_see_a_ten_point_change() -> None:
     p = power("hit@10", -np.ones(5), alpha=0.05, effect=0.10)
     assert p.mde > 1 and not p.enough
     assert p.queries_needed > 100
-    assert detectable_queries(p.queries_needed * 1.0, 0.05) <= 0.10 * p.queries_needed
-    assert detectable_queries(p.queries_needed - 1.0, 0.05) > 0.10 * (p.queries_needed - 1)
+    assert exact_power(0.10, p.queries_needed, 1.0, 0.05) >= 0.80
+
+
+def test_boots_add_their_variance_to_the_mde() -> None:
+    d = np.random.default_rng(5).uniform(-0.5, 0.5, 300)
+    without = power("hit@10", d, alpha=0.025, effect=0.10)
+    boots = BootComponent(between=0.0009, added=0.0006, within=float((d * d).sum()) / 300**2,
+                          df=4, spread=0.001)
+    withboots = power("hit@10", d, alpha=0.025, effect=0.10, boots=boots)
+    variance = float((d * d).sum()) + 0.0006 * 300**2
+    # The two-level test's bar is Student's t at the boots' 4 degrees of freedom: the alpha
+    # whose normal quantile is that t.
+    bar = 2 * (1 - NormalDist().cdf(float(scipy.stats.t.ppf(1 - 0.025 / 2, 4))))
+    assert withboots.mde == pytest.approx(detectable_queries(variance, bar, n=300) / 300)
+    assert withboots.mde > detectable_queries(variance, 0.025, n=300) / 300
+    assert withboots.mde > without.mde
 
 
 def test_repeat_noise_is_what_more_repeats_remove() -> None:
@@ -274,7 +340,7 @@ def test_repeat_noise_is_what_more_repeats_remove() -> None:
 
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=50), st.floats(0.01, 1))
 def test_power_is_monotone_in_the_spread(deltas: list[float], effect: float) -> None:
-    d = np.array(deltas)
+    d = np.array(deltas) * 0.9  # fractional differences: the normal approximation's rule
     low = power("m", d * 0.5, alpha=0.05, effect=effect)
     high = power("m", d, alpha=0.05, effect=effect)
     assert low.mde <= high.mde + 1e-12

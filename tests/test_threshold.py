@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -171,6 +172,30 @@ def test_the_best_cutoff_is_no_worse_than_any_threshold(
     # Oracle: every threshold that changes a decision is a score itself, or above them all.
     for t in [*finite, max(finite) + 1]:
         assert _error(scores, cut.value) <= _error(scores, t) + 1e-12
+
+
+@given(score_lists.filter(any), score_lists)
+def test_the_best_cutoff_is_the_first_best_of_every_candidate_evaluated(
+    answerable: list[float | None], unanswerable: list[float | None]
+) -> None:
+    # Oracle: best_cutoff as it was before it counted with sorted arrays (issue 28): every
+    # candidate through evaluate_cutoff, then min; the same Cutoff, field for field.
+    scores = _scores(answerable, unanswerable)
+    distinct = sorted({s.score for s in scores if s.score is not None})
+    if not distinct:
+        assert best_cutoff(scores) is None
+        return
+    middles = [(a, b, a / 2 + b / 2) for a, b in itertools.pairwise(distinct)]
+    candidates = [
+        distinct[0],
+        *(m if a < m <= b else b for a, b, m in middles),
+        math.nextafter(distinct[-1], math.inf),
+    ]
+    evaluated = [evaluate_cutoff(scores, t) for t in candidates]
+    expected = min(
+        evaluated, key=lambda c: (c.abstention_rate + c.false_answer_rate, c.false_answers)
+    )
+    assert best_cutoff(scores) == expected
 
 
 def test_the_best_cutoff_separates_adjacent_tiny_and_huge_scores() -> None:

@@ -14,8 +14,11 @@ throwaway root, `service.env` pins override everything, and MARKER_ENV=run_id, w
 override, is how a service's orphans are found at teardown (`harness.boot.processes.find_marked`).
 
 The throwaway root (one per boot) holds home, tmp, xdg/{config,cache,data,state,runtime} and a
-fresh copy of `service.data`; it is removed at teardown. The build makes its own, smaller one
-(HOME and TMPDIR only) under the cache dir.
+fresh copy of `service.data` (data_mode "copy"); it is removed at teardown. Data used in place
+(data_mode "read-only", the default for an absolute path outside the repository) is not copied:
+the sandbox binds it read-only where it lies, and plain isolation, which cannot, takes it only
+when the service's user could not write it anyway (`writable_part`). The build makes its own,
+smaller one (HOME and TMPDIR only) under the cache dir.
 
 Placeholders, in `start`, `prepare` and `env` values: the names of
 `harness.config.COMMAND_PLACEHOLDERS`, with str.format syntax; `{{` and `}}` are literal braces.
@@ -37,7 +40,7 @@ from types import MappingProxyType
 
 from harness import leftovers
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
-from harness.config.schema import no_format_spec
+from harness.config.templates import no_format_spec
 from harness.errors import ConfigError, Problem
 from harness.scrub import Scrubber, registered, scrub_log
 
@@ -190,36 +193,129 @@ def command_values(own: Mapping[str, str], pins: Mapping[str, str]) -> dict[str,
 
 
 def data_source(
-    spec: ServiceConfig, worktree: Path, config_dir: Path | None = None
+    spec: ServiceConfig,
+    worktree: Path,
+    config_dir: Path | None = None,
+    *,
+    sandbox: str | None = None,
 ) -> Path | None:
-    """Where `spec.data` is: relative to `worktree` unless absolute, or to `config_dir` (the
-    configuration file's folder, the user's tree) when it starts with {config_dir}; it must
-    stay inside that folder. ConfigError if it does not, or is missing."""
+    """Where `spec.data` is: relative to `worktree`, or to `config_dir` (the configuration file's
+    folder, the user's tree) when it starts with {config_dir}, where it must stay; or an
+    absolute path (or ~/...) kept outside the repository, resolved. ConfigError if it is
+    missing, leads out of its tree, is or holds a folder the sandbox hides, or is to be used
+    read-only where nothing can make it so (`sandbox` "plain", default: `sandbox_mode()`, and
+    data the service's user can write: `writable_part`)."""
     if spec.data is None:
         return None
     from harness.config.loader import outside
-    from harness.config.values import CONFIG_DIR
+    from harness.config.values import CONFIG_DIR, DATA_READ_ONLY, data_mode, outside_data
 
-    root, whose = worktree, "the ref's worktree"
-    if spec.data.startswith(CONFIG_DIR):
-        if config_dir is None:
-            raise ConfigError("service: {config_dir} in data, but no configuration folder given")
-        root, whose = config_dir, "the configuration's folder"
-        src = config_dir / (spec.data.removeprefix(CONFIG_DIR).lstrip("/") or ".")
+    if outside_data(spec.data):
+        src = _outside_source(spec.data)
     else:
-        src = Path(spec.data) if Path(spec.data).is_absolute() else worktree / spec.data
-    why = outside(src, root)
-    if why is None:
-        why = _link_out(src, root)
-    if why is not None:
-        raise ConfigError(
-            f"service: the data to copy for each boot is not inside {whose}",
-            [_problem("data", why + "; service.data must be a path inside the repository")],
-        )
-    if not src.exists():
-        why = f"{src} does not exist (a relative path is taken from {whose})"
-        raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
+        root, whose = worktree, "the ref's worktree"
+        if spec.data.startswith(CONFIG_DIR):
+            if config_dir is None:
+                raise ConfigError(
+                    "service: {config_dir} in data, but no configuration folder given"
+                )
+            root, whose = config_dir, "the configuration's folder"
+            src = config_dir / (spec.data.removeprefix(CONFIG_DIR).lstrip("/") or ".")
+        else:
+            src = worktree / spec.data
+        why = outside(src, root)
+        if why is None:
+            why = _link_out(src, root)
+        if why is not None:
+            raise ConfigError(
+                f"service: the data to copy for each boot is not inside {whose}",
+                [_problem("data", why + "; service.data must be a path inside the repository")],
+            )
+        if not src.exists():
+            why = f"{src} does not exist (a relative path is taken from {whose})"
+            raise ConfigError("service: no data to copy for each boot", [_problem("data", why)])
+    if data_mode(spec) == DATA_READ_ONLY:
+        _check_read_only(src, sandbox)
     return src
+
+
+def _outside_source(data: str) -> Path:
+    """An absolute service.data (or ~/...), resolved: it must exist and must not be, or hold, a
+    folder the sandbox hides (a home, /tmp, /run: what a service must never be handed)."""
+    from harness.boot.mounts import hidden_within
+    from harness.config.loader import expand_user
+
+    src = expand_user(data)
+    if not src.is_absolute():
+        why = f"{data}: that home is not known here; write the absolute path"
+        raise ConfigError("service: no data at the path given", [_problem("data", why)])
+    if not src.exists():
+        why = (
+            f"{src} does not exist: give the absolute path of the folder or file that holds "
+            "the data (is its disk mounted?)"
+        )
+        raise ConfigError("service: no data at the path given", [_problem("data", why)])
+    src = src.resolve()
+    hidden = hidden_within(src)
+    if hidden is not None:
+        what = "is" if hidden == src else f"holds {hidden},"
+        why = (
+            f"{src} {what} a folder the sandbox hides (the host's homes, sockets and secrets); "
+            "name the folder inside it that holds the data"
+        )
+        raise ConfigError("service: the data would expose the host", [_problem("data", why)])
+    return src
+
+
+def _check_read_only(src: Path, sandbox: str | None) -> None:
+    """Read-only data in plain isolation: the service runs as this user, so only data this
+    user cannot write (or change the mode of) stays read-only; anything else is refused."""
+    from harness.boot.sandbox import PLAIN, sandbox_mode
+
+    if (sandbox or sandbox_mode()) != PLAIN:
+        return  # bound read-only by bubblewrap
+    found = writable_part(src)
+    if found is None:
+        return
+    why = (
+        f"{found} is writable by this user ({_user()}), and without the bubblewrap sandbox the "
+        "service runs as this user: nothing keeps it from changing the data between boots"
+    )
+    raise ConfigError(
+        "service: read-only data needs the sandbox here",
+        [_problem("data", why)],
+        hint="run with bubblewrap (unset HARNESS_SANDBOX=off; apt-get install bubblewrap), "
+        "make the data read-only for this user (mount it read-only, or chown it to another "
+        'user and chmod -R go-w), or set service.data_mode = "copy" (a fresh copy per boot)',
+    )
+
+
+def writable_part(src: Path) -> Path | None:
+    """The first file or folder under `src` that this process's user could change: on a
+    filesystem mounted read-write, writable by it (`access(2)`: root may write anything) or
+    owned by it (an owner may chmod); None when there is none."""
+    from harness.config.manifest import walk
+
+    me = os.geteuid()
+    for _, path in [("", src), *walk(src, folders=True)]:
+        try:
+            info = path.stat()
+            if os.statvfs(path).f_flag & os.ST_RDONLY:
+                continue
+        except OSError:
+            continue  # gone or unreadable: the service cannot write it either
+        if os.access(path, os.W_OK) or info.st_uid == me:
+            return path
+    return None
+
+
+def _user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return f"uid {os.geteuid()}"
 
 
 def _link_out(src: Path, worktree: Path) -> str | None:

@@ -1,9 +1,10 @@
 """What a boot's sandbox shows of the host's files, and why a path a command names is not there.
 
-    mounts = plan(root=root, worktree=wt, readable=[venv, *python_paths(python)])
+    mounts = plan(root=root, worktree=wt, readable=[venv, *python_paths(python)], bound=[data])
     mounts.argv()                 # the bwrap mount options, in the order they must be applied
     mounts.hiding(path)           # the hidden folder `path` lies in (inside: absent), or None
     hidden_names(command, cwd=wt, path_env=PATH, mounts=mounts)   # [(word, path, folder)]
+    hidden_within(path)           # the hidden folder `path` is or holds (data must not), or None
 
 Inside, the host's filesystem is read-only, and these are empty read-only tmpfs: every place
 a host process keeps its sockets or its secrets (`HOST_HIDDEN`: /tmp, /var (with /var/tmp,
@@ -11,7 +12,8 @@ a host process keeps its sockets or its secrets (`HOST_HIDDEN`: /tmp, /var (with
 /dev/shm empty, and the sandbox's own to write). Then what the service must see is mounted
 back read-only where it lies: the worktree, the build's venv, the folders of the service's
 interpreter (`python_paths`, asked of the interpreter itself: its prefixes, the links to its
-executable, its sys.path and the shared objects it maps), the Python running the harness.
+executable, its sys.path and the shared objects it maps), the Python running the harness; and
+`bound`, bound read-only where it lies wherever that is (service.data used in place: no copy).
 Last, the boot's root writable, and /dev/null over every listening Unix socket of the host
 still visible (read from /proc/net/unix), so a socket a host process binds in the repository
 or in /opt cannot be reached either.
@@ -83,6 +85,7 @@ class Mounts:
     back: tuple[Path, ...]  # inside a hidden folder, mounted back read-only
     writable: Path  # the boot's root
     sockets: tuple[Path, ...]  # listening host sockets left visible: /dev/null over each
+    bound: tuple[Path, ...] = ()  # bound read-only where they lie, hidden folder or not
 
     def argv(self) -> list[str]:
         argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -90,7 +93,7 @@ class Mounts:
             argv += ["--tmpfs", str(path)]
         for target, link in self.links:
             argv += ["--symlink", target, str(link)]
-        for path in self.back:
+        for path in (*self.back, *self.bound):
             argv += ["--ro-bind", str(path), str(path)]
         argv += ["--bind", str(self.writable), str(self.writable)]
         for sock in self.sockets:
@@ -101,7 +104,8 @@ class Mounts:
 
     def hiding(self, path: Path) -> Path | None:
         """The hidden folder that makes `path` (absolute, its folder resolved) absent inside."""
-        if path.is_relative_to(self.writable) or any(path.is_relative_to(b) for b in self.back):
+        shown = (self.writable, *self.back, *self.bound)
+        if any(path.is_relative_to(b) for b in shown):
             return None
         return next((h for h in self.hidden if path.is_relative_to(h)), None)
 
@@ -112,14 +116,13 @@ def plan(
     worktree: Path,
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
+    bound: Iterable[Path] = (),
 ) -> Mounts:
     """The mounts of one boot: `HOST_HIDDEN`, $XDG_RUNTIME_DIR and `hide` (default `homes()`)
-    hidden; the worktree and `readable` mounted back where they lie in a hidden folder."""
-    extra = homes() if hide is None else [Path(p).resolve() for p in hide]
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    named = [Path(p) for p in HOST_HIDDEN] + ([Path(runtime)] if runtime else [])
-    system = [p.resolve() for p in named if p.is_dir()]
-    asked = [p for p in [*system, *extra] if p != Path("/")]
+    hidden; the worktree and `readable` mounted back where they lie in a hidden folder;
+    `bound` (resolved, existing; never a hidden folder or one holding one: `hidden_within`)
+    bound read-only where it lies."""
+    asked = _hidden_asked(hide)
     hidden = _outermost(asked)
     links = []
     for folder in hidden:  # /var/run -> /run: the links of a hidden folder still lead somewhere
@@ -137,9 +140,26 @@ def plan(
         and any(p.is_relative_to(h) for h in hidden)
         and not any(h.is_relative_to(p) for h in asked)
     ]
-    mounts = Mounts(hidden, tuple(links), _outermost(wanted), Path(root).resolve(), ())
+    binds = tuple(dict.fromkeys(Path(p).resolve() for p in bound))
+    mounts = Mounts(hidden, tuple(links), _outermost(wanted), Path(root).resolve(), (), binds)
     sockets = [s for s in _host_sockets() if _visible(s, mounts)]
-    return Mounts(hidden, tuple(links), mounts.back, mounts.writable, tuple(sockets))
+    return Mounts(hidden, tuple(links), mounts.back, mounts.writable, tuple(sockets), binds)
+
+
+def _hidden_asked(hide: Iterable[Path] | None) -> list[Path]:
+    """The folders a sandbox hides: `HOST_HIDDEN`, $XDG_RUNTIME_DIR, `hide` (default: `homes()`),
+    resolved, existing, never /."""
+    extra = homes() if hide is None else [Path(p).resolve() for p in hide]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    named = [Path(p) for p in HOST_HIDDEN] + ([Path(runtime)] if runtime else [])
+    system = [p.resolve() for p in named if p.is_dir()]
+    return [p for p in [*system, *extra] if p != Path("/")]
+
+
+def hidden_within(path: Path) -> Path | None:
+    """The folder a sandbox hides (`_hidden_asked`) that `path` (resolved) is or holds, or
+    None: data handed to a service whole must not be a home, /tmp or /run, nor /."""
+    return next((h for h in _hidden_asked(None) if h.is_relative_to(path)), None)
 
 
 def _visible(path: Path, mounts: Mounts) -> bool:

@@ -18,9 +18,11 @@ In bubblewrap mode (`bwrap`, Debian package bubblewrap) each boot gets:
 - no capability, root or not (`_CONFINEMENTS`: a user namespace, an empty bounding set,
   no_new_privs, no further user namespace), so no mount, umount, mknod, module or raw socket;
 - a read-only view of the filesystem but for the boot's throwaway root (HOME, TMPDIR, XDG_*,
-  the data copy); the host's socket and secret folders (/tmp, /var, /run, the real home) are
-  empty read-only tmpfs, with the worktree, the build's venv, the service's interpreter and
-  the Python running the harness mounted back read-only where they lie inside them
+  the data copy); service.data used in place (`data_mode = "read-only"`, the default for data
+  outside the repository) bound read-only where it lies, never copied; the host's socket and
+  secret folders (/tmp, /var, /run, the real home) are empty read-only tmpfs, with the
+  worktree, the build's venv, the service's interpreter and the Python running the harness
+  mounted back read-only where they lie inside them
   (`harness.boot.mounts`); /dev/null lies over every other listening host socket.
 
 The harness reaches the service without a relay: `harness.boot.inside`, the sandbox's first
@@ -166,10 +168,12 @@ def plan_mounts(
     worktree: Path,
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
+    bound: Iterable[Path] = (),
 ) -> Mounts:
-    """`harness.boot.mounts.plan` with the Python running the harness and the helper added."""
+    """`harness.boot.mounts.plan` with the Python running the harness and the helper added;
+    `bound`: service.data used in place, bound read-only where it lies."""
     both = [*readable, *_harness_paths()]
-    return plan(root=root, worktree=worktree, readable=both, hide=hide)
+    return plan(root=root, worktree=worktree, readable=both, hide=hide, bound=bound)
 
 
 class SandboxLink:

@@ -2,7 +2,7 @@
 and tear it down confirmed dead.
 
     ctx = running_service(spec, worktree, log_path=log)
-    with ctx as svc:                 # svc.url == "http://127.0.0.1:PORT", svc.data is a fresh copy
+    with ctx as svc:                 # svc.url == "http://127.0.0.1:PORT", svc.data: see {data}
         ...                          # query it
     ctx.teardown                     # TeardownReport: confirmed, killed_pids, used_sigkill, seconds
 
@@ -16,8 +16,11 @@ One boot, in order:
    boots in all).
 2. Isolation (`harness.boot.isolation`). One throwaway root per boot holds HOME, TMPDIR,
    XDG_{CONFIG,CACHE,DATA,STATE}_HOME, XDG_RUNTIME_DIR and a fresh copy of `spec.data` ({data});
-   it is removed at teardown. The environment is built from an allowlist (`allowlisted_env`): the
-   caller's tokens never reach the service, and their values are scrubbed from log excerpts.
+   it is removed at teardown. With `data_mode = "read-only"` (the default for data outside the
+   repository) nothing is copied: {data} is the data where it lies, bound read-only in the
+   sandbox, and refused in plain mode when the service's user could write it. The environment
+   is built from an allowlist (`allowlisted_env`): the caller's tokens never reach the service,
+   and their values are scrubbed from log excerpts.
    In bubblewrap mode (`harness.boot.sandbox`) the start command runs in a sandbox: its own
    network namespace (the URL is reachable only through `RunningService.transport()`, which the
    readiness probe, the prepare commands and the replay client all use), its own PID namespace,
@@ -99,6 +102,7 @@ from harness.boot.spawn import log_header, log_tail, log_text, spawn
 from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
+from harness.config.values import DATA_READ_ONLY, data_mode
 from harness.errors import ServiceError
 from harness.scrub import Scrubber
 from harness.signals import signals_deferred
@@ -127,7 +131,9 @@ class RunningService:
     port: int
     pid: int  # of the `/bin/sh -c` leader; also the process group id
     home: Path
-    data: Path | None  # the fresh copy of spec.data, or None
+    # {data}: the fresh copy of spec.data, or with data_mode "read-only" the data itself (in
+    # the sandbox, bound read-only where it lies); None without data
+    data: Path | None
     log_path: Path
     boot_seconds: float  # spawn to first 2xx readiness answer
     prepare_seconds: float  # every prepare command and the loader, together
@@ -210,7 +216,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             raise RuntimeError("a ServiceContext boots once; call running_service() again")
         self._entered = True
         check_placeholders(self.spec)
-        data_src = data_source(self.spec, self.worktree, self.config_dir)
+        data_src = data_source(self.spec, self.worktree, self.config_dir, sandbox=self.sandbox)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         for attempt in range(1, self.limits.port_attempts):
             with contextlib.suppress(_PortTaken):
@@ -244,7 +250,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         # orphans) and the root to remove. self._root names it as soon as it exists (`_stop`).
         self._root = new_root(self.temp_parent, self.run_id)
         try:
-            isolation, data = fill_root(self._root, data_src)
+            in_place = data_mode(spec) == DATA_READ_ONLY  # no copy: bound read-only
+            isolation, data = fill_root(self._root, None if in_place else data_src)
+            if in_place:
+                data = data_src
             raw = {
                 "port": str(port),
                 "url": url,
@@ -279,7 +288,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 if self.config_dir is not None and uses(as_values(spec), "config_dir"):
                     readable.append(self.config_dir)  # scripts and files of the user's tree
                 readable += python_paths(raw["python"])  # a base under HOME: pyenv, uv, conda
-                mounts = plan_mounts(root=self._root, worktree=self.worktree, readable=readable)
+                bound = [data] if in_place and data is not None else []
+                mounts = plan_mounts(
+                    root=self._root, worktree=self.worktree, readable=readable, bound=bound
+                )
                 self._where = (self.worktree, env.get("PATH", os.defpath), mounts)
                 prefix = bwrap_prefix(
                     self._link.child_fd, root=self._root, worktree=self.worktree, mounts=mounts

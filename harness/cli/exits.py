@@ -16,7 +16,8 @@
     harness bisect      0 found, 1 not found or ambiguous, 3 invalid (2 bad input as always)
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
 
-`harness.cli.main` returns these and nothing else turns an outcome into a number.
+`harness.cli.main` returns these and nothing else turns an outcome into a number.  `HELP` is
+what each command's --help says of them.
 """
 
 from __future__ import annotations
@@ -106,3 +107,44 @@ def check_status(ok: bool) -> int:
 def signal_status(signum: int) -> int:
     """Terminated by signal `signum`, as a shell reports it."""
     return 128 + signum
+
+
+# --------------------------------------------------------------------------- what --help says
+
+HELP = {
+    "compare": "0 no regression (improved, no measurable difference, inconclusive, not compared)"
+    "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor"
+    "\n  2 usage, configuration or gold-set error"
+    "\n  3 invalid: a build, boot or query failed, or the inputs do not match"
+    "\n  4 with --strict: quality inconclusive",
+    "run": "0 every query answered\n  2 usage, configuration or gold-set error"
+    "\n  3 a query failed or the service would not build or boot",
+    "gate": "0 pass (or --update-baseline wrote it)"
+    "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met"
+    "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid",
+    "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
+}
+HELP["report"] = HELP["compare"]
+HELP["bisect"] = (
+    "0 the first bad commit was found\n  1 not found: the bad end shows no regression, or skips"
+    " left several commits (listed)\n  2 usage, configuration or gold-set error"
+    "\n  3 invalid: the good end (or every step) could not be measured"
+)
+HELP["compare-runs"] = (
+    "0 no candidate regressed (improved, no measurable difference, inconclusive)"
+    "\n  1 a candidate's quality regressed\n  2 usage error or bad input (a malformed run"
+    " file, a query the gold set lacks, an empty run: the message names file:line)"
+    "\n  3 invalid: a run that returned nothing, or ids no judgement knows"
+    "\n  4 with --strict: a candidate's quality inconclusive"
+)
+HELP["matrix"] = (
+    "0 every constraint met\n  1 a constraint failed\n  2 usage or configuration error"
+    "\n  3 a configuration's run is invalid"
+)
+HELP["sweep"] = HELP["run"].replace("the service", "a value's service")
+HELP_DEFAULT = "0 done\n  2 usage error or bad input (the message names the file, line or option)"
+HELP_TOP = (
+    "exit status: 0 ok, 1 regressed or below a floor, 2 usage or input error, "
+    "3 invalid run,\n  4 inconclusive with --strict, 128+N killed by signal N; "
+    "each command's --help says which it uses"
+)

@@ -7,9 +7,10 @@
 
 Discovery: with no path, `harness.toml` in cwd, then `pyproject.toml` there if it has a
 `[tool.harness]` table. `gold.path` and `gold.corpus` are relative to the config file's directory
-(the caller's tree: a candidate branch can never edit what it is measured against);
-`service.data` stays a string, relative to each ref's worktree (or to the config's folder when it
-starts with {config_dir}).
+(the caller's tree: a candidate branch can never edit what it is measured against; gold.corpus
+may also be an absolute path anywhere); `service.data` stays a string, relative to each ref's
+worktree (or to the config's folder when it starts with {config_dir}), or an absolute path (or
+~/...) outside the repository, used in place (`values.data_mode`).
 
 Validation reads the whole file before failing and raises one ConfigError listing every problem
 (unknown keys with a "did you mean", wrong types, missing required keys, bad values, JMESPath that
@@ -43,11 +44,12 @@ start, prepare, env values and build, and a prefix of service.data (and gold pat
 it as written; `inputs` hashes the files it names by content.
 
 The package: `values` (the frozen values, side_hash, differences, substitute), `schema` (every
-key, its type and checks; `floors` the [gate.floors] table's), `reader` (one file read, every
-problem located), `loader` (discovery, validating the document), `overrides` (how a side's or a
-ref's table lands on what it inherits, `effective_side`; pure) and `inputs` (the files a side
-names by path outside the checkout or through {config_dir}, and a rewrite hook's file, hashed
-into the reuse key).
+key, its type and checks; `floors` the [gate.floors] table's; `templates` the grammar of
+placeholders and of query.id_field), `reader` (one file read, every problem located), `loader`
+(discovery, validating the document), `overrides` (how a side's or a ref's table lands on what
+it inherits, `effective_side`; pure), `inputs` (the files a side names by path outside the
+checkout or through {config_dir}, and a rewrite hook's file, hashed into the reuse key) and
+`manifest` (service.data outside the checkout keyed by sizes and mtimes, not read whole).
 """
 
 from harness.config.loader import load_config

@@ -2,6 +2,7 @@
 contents: part of the key under which a stored run may be reused.
 
     referenced_paths(side, repo, config_dir=None) -> tuple[Path, ...]
+    data_path(side, repo, config_dir) -> Path | None   service.data outside the checkout
     inputs_hash(side, config) -> str
     build_inputs(service, sha_key, config) -> (service, sha_key)   what the build stage is given
 
@@ -11,7 +12,7 @@ script given as `/opt/tools/load.py`, a config file `--config ~/svc/settings.tom
 SHA or the configuration's text, so a run measured before the edit must not be reused after it.
 
 What counts as a path: every word of `start`, `build` and `prepare` (shell words; the part after
-`=` in `--flag=value` too), every `env` value (and each part of it split on `:`), and `data`;
+`=` in `--flag=value` too) and every `env` value (and each part of it split on `:`);
 taken relative to the repository root (where the commands run), `~` expanded, and kept when it
 exists and lies outside the repository.  Words holding a `{placeholder}` are skipped: they point
 into the throwaway boot root or the worktree, except {config_dir}: a word under it
@@ -21,6 +22,11 @@ bare `{config_dir}`, the whole folder, is not).  A `query.rewrite` hook's source
 too (`harness.replay.hook`).  A file is hashed by its bytes (over 64 MiB: by
 size and mtime, so a model file is not read on every compare); a folder by every file under it,
 with its relative path, up to 10,000 files.
+
+`service.data` kept outside the checkout (an absolute path, or under {config_dir}) is keyed apart,
+whatever size: by its manifest (`harness.config.manifest`: relative paths, sizes, mtimes, and the
+contents of files up to 1 MiB), or by `service.data_version` alone when that is set, so a 20 GB
+index costs no hashing per run. A word of a command that lies inside that data is left to it.
 """
 
 from __future__ import annotations
@@ -33,12 +39,15 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from harness.config.loader import expand_user
+from harness.config.manifest import manifest
 from harness.config.values import (
     CONFIG_DIR,
     HarnessConfig,
     QueryConfig,
     ServiceConfig,
     SideConfig,
+    outside_data,
 )
 
 _BIG = 64 * 1024 * 1024  # bytes: larger files are keyed by size and mtime, not read
@@ -65,8 +74,6 @@ def _candidates(side: SideConfig) -> Iterator[str]:
     for value in service.env.values():
         yield value
         yield from value.split(":")
-    if service.data:
-        yield service.data
     if service.python:  # the interpreter itself: an upgrade in place is another measurement
         found = shutil.which(service.python) if "/" not in service.python else None
         yield found or service.python
@@ -78,6 +85,7 @@ def referenced_paths(
     """Existing paths outside `repo`, or under `config_dir` through {config_dir}, that the
     side's configuration names, sorted, once each."""
     root = repo.resolve()
+    data = data_path(side, repo, config_dir)
     found: set[Path] = set()
     for word in _candidates(side):
         if config_dir is not None and word.startswith(CONFIG_DIR):
@@ -91,10 +99,26 @@ def referenced_paths(
             continue
         if not (word.startswith(("/", "~", ".")) or os.sep in word):
             continue  # a bare name: a program on PATH or an argument, not a path
-        path = (root / Path(word).expanduser()).resolve()
+        path = (root / expand_user(word)).resolve()
         if path.exists() and not path.is_relative_to(root):
             found.add(path)
-    return tuple(sorted(found))
+    # What lies inside service.data is keyed by the data's manifest (or data_version).
+    return tuple(sorted(p for p in found if data is None or not p.is_relative_to(data)))
+
+
+def data_path(side: SideConfig, repo: Path, config_dir: Path | None) -> Path | None:
+    """`service.data` resolved when it lies outside the ref's checkout, the part of what a
+    run measured that the SHA does not name: an absolute path (or ~/...), or a path under
+    {config_dir} (not the bare folder, as for words); None otherwise."""
+    data = side.service.data
+    if not data:
+        return None
+    if data.startswith(CONFIG_DIR):
+        rest = data.removeprefix(CONFIG_DIR).lstrip("/")
+        return (config_dir / rest).resolve() if config_dir is not None and rest else None
+    if outside_data(data):
+        return (repo / expand_user(data)).resolve()
+    return None
 
 
 def _file_digest(path: Path) -> str:
@@ -135,6 +159,11 @@ def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:
     for path in referenced_paths(side, config.repo, config.config_dir):
         for name, content in _entries(path):
             digest.update(f"{name}\0{content}\n".encode())
+    data = data_path(side, config.repo, config.config_dir)
+    if data is not None:  # only then: the key of a run without such data is what it was
+        version = side.service.data_version
+        identity = f"version\0{version}" if version else f"manifest\0{manifest(data).digest}"
+        digest.update(f"service.data\0{identity}\n".encode())
     rewrite = side.query.rewrite
     if rewrite and is_hook(rewrite):
         hook = hook_file(rewrite, config.config_dir)

@@ -21,11 +21,8 @@ from harness.config.overrides import (
     side_problems,
 )
 from harness.config.reader import Read, Reader, inherits, merge, parse_toml, read_text
-from harness.config.schema import (
-    EXAMPLES,
-    REQUIRED,
-    SECTIONS,
-    SIDES,
+from harness.config.schema import EXAMPLES, REQUIRED, SECTIONS, SIDES
+from harness.config.templates import (
     command_pins_needed,
     format_fields,
     pin_hint,
@@ -42,6 +39,7 @@ from harness.config.values import (
     RefSettings,
     ServiceConfig,
     SideConfig,
+    outside_data,
 )
 from harness.errors import ConfigError
 
@@ -130,6 +128,16 @@ def _discover(cwd: Path) -> Path:
     )
 
 
+def expand_user(value: str) -> Path:
+    """`value` with a leading ~ or ~user expanded, as the shell would; left as written when
+    that home is unknown (a user that does not exist), so that the path reads as relative and
+    its check says so, instead of a traceback."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        return Path(value)
+
+
 def outside(path: Path, root: Path) -> str | None:
     """Why `path` (absolute, not yet resolved) is not inside `root`, or None when it is: it
     climbs out (`..`, an absolute path elsewhere), or a symlink on the way leads out."""
@@ -150,40 +158,72 @@ def outside(path: Path, root: Path) -> str | None:
 
 
 def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]) -> None:
-    """gold.path, gold.corpus (or beside a config outside the repository) and each side's
-    service.data must resolve inside the repository:
-    the harness reads them (and copies the data) on the user's behalf, and a path that climbs
-    out, or a committed symlink that leads out, would hand a service a file of the host."""
+    """gold.path (and a relative gold.corpus) must resolve inside the repository or beside a
+    config kept outside it, and a relative service.data inside the repository: the harness
+    reads them (and copies the data) on the user's behalf, and a path that climbs out, or a
+    committed symlink that leads out, would hand a service a file of the host. An absolute
+    gold.corpus or service.data (or ~/...) written in your configuration names data kept
+    outside the repository on purpose: it must not lie inside the repository (and exist when
+    a ref boots: a command that boots nothing needs no data disk mounted)."""
     gold = doc.get("gold") if isinstance(doc.get("gold"), dict) else {}
     for key in ("path", "corpus"):
         value = gold.get(key) if isinstance(gold, dict) else None
         if isinstance(value, str) and value and "\x00" not in value:  # NUL: refused already
+            written = expand_user(value)
+            target = base / written
+            if key == "corpus" and written.is_absolute() and _elsewhere(target, (repo, base)):
+                continue  # an absolute path outside: load_gold says if it is missing
             # Inside the repository, or beside a config file kept outside it.
-            target = base / Path(value).expanduser()
             whys = [outside(target, root) for root in dict.fromkeys((repo, base))]
             if all(whys):
-                reader.add(f"gold.{key}", f"{whys[0]}; keep the gold set in the repository")
+                hint = " (or give the corpus's absolute path)" if key == "corpus" else ""
+                reader.add(f"gold.{key}", f"{whys[0]}; keep the gold set in the repository{hint}")
     tables = [("service", doc.get("service"))]
     tables += [(f"{side}.service", _get(doc, side, "service")) for side in SIDES]
     refs: Mapping[str, Any] = doc["ref"] if isinstance(doc.get("ref"), dict) else {}
     tables += [(f"ref.{pattern}.service", _get(refs, pattern, "service")) for pattern in refs]
     for where, table in tables:
         value = table.get("data") if isinstance(table, dict) else None
-        if isinstance(value, str) and "\x00" in value:
+        if not isinstance(value, str) or not value.strip() or "\x00" in value:
             continue  # refused by its key's check
-        if isinstance(value, str) and value.startswith(CONFIG_DIR):
-            rest = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
-            why = outside(base / rest, base)
-            if why:
-                reader.add(f"{where}.data", f"{why}; {{config_dir}}/... must stay in that folder")
-        elif isinstance(value, str) and value:
-            # Relative to each ref's worktree, which mirrors the repository.
-            why = outside(repo / value, repo)
-            if why:
-                reader.add(
-                    f"{where}.data",
-                    f"{why}; service.data must be a path inside the repository",
-                )
+        why = _data_problem(value, repo, base)
+        if why:
+            reader.add(f"{where}.data", why)
+
+
+def _elsewhere(path: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether `path`, absolute as written, lies outside every one of `roots`, as written and
+    resolved."""
+    lexical = Path(os.path.normpath(path))
+    return not any(
+        p.is_relative_to(r.resolve()) for p in (lexical, path.resolve()) for r in roots
+    )
+
+
+def _data_problem(value: str, repo: Path, base: Path) -> str | None:
+    """What is wrong with one service.data path, or None."""
+    if value.startswith(CONFIG_DIR):
+        rest = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
+        why = outside(base / rest, base)
+        return f"{why}; {{config_dir}}/... must stay in that folder" if why else None
+    if not outside_data(value):
+        # Relative to each ref's worktree, which mirrors the repository.
+        why = outside(repo / value, repo)
+        if why is None:
+            return None
+        return (
+            f"{why}; a relative service.data must stay inside the repository (an absolute "
+            'path, e.g. data = "/mnt/index", names data kept outside it)'
+        )
+    path = expand_user(value)
+    if not path.is_absolute():
+        return f"{value} cannot be expanded (no home directory known); write the absolute path"
+    if not _elsewhere(path, (repo,)):
+        return (
+            f"{path} is inside the repository {repo.resolve()}: write it relative to the "
+            "repository, so that each ref boots with its own commit's data"
+        )
+    return None  # whether it exists is asked when a ref boots (`data_source`), not to read it
 
 
 def _index(doc: Mapping[str, Any], *keys: str) -> int:
@@ -332,7 +372,7 @@ def _gold_path(base: Path, value: str) -> Path:
     """gold.path or gold.corpus: relative to the config file's folder, as {config_dir}/... is."""
     if value.startswith(CONFIG_DIR):
         value = value.removeprefix(CONFIG_DIR).lstrip("/") or "."
-    return (base / Path(value).expanduser()).resolve()
+    return (base / expand_user(value)).resolve()
 
 
 def _check_hook(reader: Reader, base: Path, spec: str) -> None:
@@ -494,7 +534,8 @@ def _report_side_issues(reader: Reader, issues: Mapping[str, list[str]]) -> None
             elif key == "service.data":
                 message = (
                     f"{{data}} is used{who} but data is not set: set it in {where} to a "
-                    "directory of the worktree, copied fresh for every boot"
+                    "folder of the worktree (copied fresh for every boot), or to an absolute "
+                    "path outside the repository (bound read-only)"
                 )
             else:
                 message = f"missing required key{who}: set {EXAMPLES[key]} in {where}"

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from harness.config.schema import command_pins_needed, format_fields, receives_port
+from harness.config.templates import command_pins_needed, format_fields, receives_port
 from harness.config.values import (
     COMMAND_PLACEHOLDERS,
     MERGED_TABLES,

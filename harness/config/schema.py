@@ -5,7 +5,8 @@
 
 A check takes the converted value and returns [(field suffix, message)], empty when it is fine;
 the suffix locates a problem inside the value (".A" in a table, "[1]" in an array). Integers are
-accepted where a float is expected; booleans are never integers. Pure: no I/O.
+accepted where a float is expected; booleans are never integers. The checks of templates (commands,
+env values, requests) are `harness.config.templates`'. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,20 +14,23 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jmespath
 import jmespath.exceptions
 
-from harness.config.values import (
-    COMMAND_PLACEHOLDERS,
-    PLACEHOLDER,
-    REQUEST_PLACEHOLDERS,
-    LoadConfig,
+from harness.config.templates import (
+    build_problems,
+    command_problems,
+    env_names,
+    env_problems,
+    id_template,
+    request_problems,
+    strings,
 )
+from harness.config.values import DATA_MODES, PLACEHOLDER, LoadConfig
 from harness.errors import clip
 from harness.limits import (
     MAX_BATCH,
@@ -39,8 +43,6 @@ from harness.limits import (
     MAX_SEED,
     MAX_WARMUP,
 )
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 Check = Callable[[Any], list[tuple[str, str]]]  # value -> [(field suffix, message)]
 
@@ -86,144 +88,6 @@ def _query_path(value: str) -> list[tuple[str, str]]:
     return _slash_path(value)
 
 
-def unknown_placeholder(
-    name: str,
-    allowed: frozenset[str],
-    extra: str = "",
-    *,
-    pins: frozenset[str] = frozenset(),
-    who: str = "",
-) -> str:
-    """The message for an unknown {name} (`who` says where, e.g. " on the baseline side"): the
-    closest known name of `allowed` and `pins`, the known names with the pins apart, `extra`."""
-    known = " ".join(f"{{{n}}}" for n in sorted(allowed))
-    if pins:
-        known += " and the service.env pins " + " ".join(f"{{{n}}}" for n in sorted(pins))
-    close = difflib.get_close_matches(name, sorted(allowed | pins), n=1)
-    mean = f" (did you mean {{{close[0]}}}?)" if close else ""
-    return f"unknown placeholder {{{name}}}{who}{mean}; known: {known}{extra}"
-
-
-def pin_hint(name: str) -> str:
-    """What to do about an unknown {name} in start or prepare (after the list of known names)."""
-    return f"; write {{{{ and }}}} for literal braces, or pin {name} in service.env"
-
-
-def no_format_spec(name: str, conversion: str, spec: str) -> str:
-    """Why `{name!conversion:spec}` is refused, and how to write what was meant: most often a
-    shell's `${VAR:-default}`, whose braces harness reads as its own placeholder."""
-    written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-    why = f"placeholder {written}}} takes no !conversion or :format"
-    if conversion:
-        return f"{why}; write {{{{ and }}}} for literal braces"
-    return (
-        f"{why}: harness fills {{...}} itself, so a shell's ${written}}} is written "
-        f"${{{written}}}}} (write {{{{ and }}}} for literal braces)"
-    )
-
-
-def _request(value: object) -> list[tuple[str, str]]:
-    """Unknown {name}s in a request template (filled literally: other braces are text)."""
-    return [
-        (suffix, unknown_placeholder(name, REQUEST_PLACEHOLDERS))
-        for suffix, text in _strings(value, "")
-        for name in dict.fromkeys(PLACEHOLDER.findall(text))
-        if name not in REQUEST_PLACEHOLDERS
-    ]
-
-
-def _strings(value: object, suffix: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield suffix, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _strings(item, f"{suffix}.{key}")
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{suffix}[{index}]")
-
-
-def _env_names(value: Mapping[str, str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    bad = [name for name in value if not _ENV_NAME.match(name)]
-    return [("", f"{name!r} is not an environment variable name") for name in bad]
-
-
-def format_fields(text: str) -> tuple[list[tuple[str, str, str]], str | None]:
-    """The (name, conversion, format spec) fields of a str.format template, or why it is not one."""
-    try:
-        parsed = list(string.Formatter().parse(text))
-    except ValueError as error:
-        return [], f"{error}; write {{{{ and }}}} for literal braces"
-    return [
-        (name, conv or "", spec or "") for _, name, spec, conv in parsed if name is not None
-    ], None
-
-
-def _command_problems(value: object, *, pins_allowed: bool) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for suffix, text in _strings(value, ""):
-        fields_, broken = format_fields(text)
-        if broken:
-            found.append((suffix, broken))
-        for name, conv, spec in dict.fromkeys(fields_):
-            may_be_pin = pins_allowed and _ENV_NAME.match(name) is not None
-            if name not in COMMAND_PLACEHOLDERS and not may_be_pin:
-                literal = "; write {{ and }} for literal braces"
-                found.append((suffix, unknown_placeholder(name, COMMAND_PLACEHOLDERS, literal)))
-            elif conv or spec:
-                found.append((suffix, no_format_spec(name, conv, spec)))
-    return found
-
-
-def _command(value: object) -> list[tuple[str, str]]:
-    """Problems of str.format placeholders in `start` or `prepare` (as the service expands them).
-
-    A {NAME} that is not the harness's own but could name an environment variable passes here:
-    it must be a service.env pin of each side, which only the loader can tell after merging the
-    per-side overrides (`command_pins_needed`). An empty command is a problem too."""
-    empty = [
-        (suffix, "is empty: give the command to run, e.g. " + EXAMPLES["service.start"])
-        for suffix, text in _strings(value, "")
-        if not text.strip()
-    ]
-    return empty + _command_problems(value, pins_allowed=True)
-
-
-def receives_port(service: Mapping[str, Any]) -> bool:
-    """Whether the service can know the port the harness picked: {port} or {url} in its start
-    command, directly or through a service.env pin (a {NAME} of start, or an environment
-    variable it reads, e.g. env = { PORT = "{port}" })."""
-    texts = [service.get("start", ""), *service.get("env", {}).values()]
-    return any(name in ("port", "url") for text in texts for name, _, _ in format_fields(text)[0])
-
-
-def command_pins_needed(text: str) -> list[str]:
-    """The {NAME}s of a start or prepare command that are not the harness's own placeholders, in
-    order of first use (each must be a service.env pin); none when `text` is not a template."""
-    fields_, broken = format_fields(text)
-    if broken:
-        return []
-    return list(dict.fromkeys(n for n, _, _ in fields_ if n not in COMMAND_PLACEHOLDERS))
-
-
-def _build(value: str) -> list[tuple[str, str]]:
-    if not value.strip():
-        return [("", "is empty: remove the key when there is nothing to build")]
-    used = [
-        n
-        for n in dict.fromkeys(PLACEHOLDER.findall(value))
-        if n in COMMAND_PLACEHOLDERS and n != "config_dir"
-    ]
-    return [
-        (
-            "",
-            f"build is run as written, before any service exists: {{{name}}} is not filled in "
-            "(only {config_dir} is)",
-        )
-        for name in used
-    ]
-
-
 def _python(value: str) -> list[tuple[str, str]]:
     if not value.strip():
         return [("", 'is empty: give a command on PATH (e.g. "python3.12") or an absolute path')]
@@ -250,12 +114,12 @@ DOCUMENTS = "{documents}"
 
 
 def _load_body(value: Mapping[str, object]) -> list[tuple[str, str]]:
-    found = [s for s, text in _strings(value, "") if text == DOCUMENTS]
+    found = [s for s, text in strings(value, "") if text == DOCUMENTS]
     if len(found) != 1:
         return [("", f'needs the placeholder "{DOCUMENTS}" as exactly one value (the batch)')]
     other = [
         (suffix, f"unknown placeholder {{{name}}}; the body takes only {DOCUMENTS}")
-        for suffix, text in _strings(value, "")
+        for suffix, text in strings(value, "")
         for name in PLACEHOLDER.findall(text)
         if name != "documents"
     ]
@@ -263,7 +127,7 @@ def _load_body(value: Mapping[str, object]) -> list[tuple[str, str]]:
 
 
 def _load_document(value: Mapping[str, object]) -> list[tuple[str, str]]:
-    if not any(PLACEHOLDER.search(text) for _, text in _strings(value, "")):
+    if not any(PLACEHOLDER.search(text) for _, text in strings(value, "")):
         return [("", 'names no corpus field; e.g. document = { id = "{_id}", text = "{text}" }')]
     return []
 
@@ -328,20 +192,31 @@ def _load_table(value: Mapping[str, Any]) -> tuple[LoadConfig | None, list[tuple
 
 def _data(value: str) -> list[tuple[str, str]]:
     rest = value.removeprefix("{config_dir}")
+    if not value.strip():
+        return [("", 'is empty: give a folder or file, e.g. "data/index" or "/mnt/index"')]
     if PLACEHOLDER.search(rest) or (rest != value and rest[:1] not in ("", "/")):
         return [
             (
                 "",
                 "takes one placeholder, {config_dir}, and only at its start "
-                '(data = "{config_dir}/corpus"); otherwise it is a path in the worktree',
+                '(data = "{config_dir}/corpus"); otherwise it is a path in the worktree, '
+                'or an absolute one outside the repository ("/mnt/index")',
             )
         ]
     return []
 
 
-def _env(value: Mapping[str, str]) -> list[tuple[str, str]]:
-    # env values take the harness's placeholders only: a pin naming a pin would need an order
-    return _env_names(value) + _command_problems(value, pins_allowed=False)
+def _data_mode(value: str) -> list[tuple[str, str]]:
+    if value in DATA_MODES:
+        return []
+    close = difflib.get_close_matches(value, DATA_MODES, n=1)
+    mean = f" (did you mean {close[0]!r}?)" if close else ""
+    return [("", f"must be {' or '.join(map(repr, DATA_MODES))}, not {value!r}{mean}")]
+
+
+def _data_version(value: str) -> list[tuple[str, str]]:
+    ok = value.strip()
+    return [] if ok else [("", 'is empty: give the version of the data, e.g. "2024-06-01"')]
 
 
 def _id_pattern(value: str) -> list[tuple[str, str]]:
@@ -355,7 +230,11 @@ def _id_pattern(value: str) -> list[tuple[str, str]]:
 
 
 def _id_field(value: str) -> list[tuple[str, str]]:
-    return [] if value in ("text", "title") else [("", f'must be "text" or "title", not {value!r}')]
+    try:
+        id_template(value)
+    except ValueError as error:
+        return [("", str(error))]
+    return []
 
 
 _HOOK = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
@@ -422,14 +301,16 @@ def _tolerance(value: float) -> list[tuple[str, str]]:
 
 
 _SERVICE: dict[str, Key] = {
-    "start": Key("str", _command),
+    "start": Key("str", command_problems),
     "ready": Key("str", _slash_path),
-    "build": Key("str", _build),
+    "build": Key("str", build_problems),
     "venv": Key("bool"),
     "data": Key("str", _data),
-    "prepare": Key("strs", _command),
-    "env": Key("table", _env),
-    "pass_env": Key("strs", _env_names),
+    "data_mode": Key("str", _data_mode),
+    "data_version": Key("str", _data_version),
+    "prepare": Key("strs", command_problems),
+    "env": Key("table", env_problems),
+    "pass_env": Key("strs", env_names),
     "ready_timeout": Key("float", _positive),
     "build_timeout": Key("float", _positive),
     "prepare_timeout": Key("float", _positive),
@@ -445,10 +326,10 @@ _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),
     "ids": Key("str", _jmespath),
     "method": Key("str", _method),
-    "params": Key("table", _request),
-    "json": Key("json", _request),
-    "form": Key("table", _request),
-    "headers": Key("table", _request),
+    "params": Key("table", request_problems),
+    "json": Key("json", request_problems),
+    "form": Key("table", request_problems),
+    "headers": Key("table", request_problems),
     "scores": Key("str", _jmespath),
     "texts": Key("str", _jmespath),
     "rewrite": Key("str", _rewrite),
@@ -566,7 +447,7 @@ def _json_problem(value: object, where: str) -> str | None:
 def convert(kind: str, value: Any) -> tuple[Any, str | None]:
     """(converted value, None) or (None, what is wrong with its type)."""
     wrong = f"expected {_KIND_NAMES[kind]}, got {describe(value)}"
-    nul = next((suffix for suffix, text in _strings(value, "") if "\x00" in text), None)
+    nul = next((suffix for suffix, text in strings(value, "") if "\x00" in text), None)
     if nul is not None:  # no argv, environment or path can carry one: it fails only at boot
         where = f" (at {nul.lstrip('.')})" if nul else ""
         return None, f"holds a NUL byte (\\x00){where}; remove it"

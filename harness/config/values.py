@@ -20,6 +20,10 @@ COMMAND_PLACEHOLDERS = frozenset(
     {"port", "url", "data", "home", "worktree", "python", "config_dir"}
 )
 CONFIG_DIR = "{config_dir}"  # the configuration file's folder: the user's tree, not the ref's
+# service.data_mode: a fresh copy per boot the service may write, or the data itself, bound
+# read-only (the default of an absolute path outside the repository: see `data_mode`).
+DATA_COPY, DATA_READ_ONLY = "copy", "read-only"
+DATA_MODES = (DATA_COPY, DATA_READ_ONLY)
 REQUEST_PLACEHOLDERS = frozenset({"query", "limit"})
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -73,7 +77,13 @@ class ServiceConfig:
     ready: str  # path GET until 2xx, e.g. "/health"
     build: str | None = None  # run once per commit inside the worktree, cached
     venv: bool = False  # a per-commit virtualenv that build and start use
-    data: str | None = None  # copied fresh for every boot; {data} is the copy
+    # A folder or file: relative to the worktree, "{config_dir}/...", or an absolute path (or
+    # ~/...) outside the repository; {data} is where the service finds it (`data_mode`).
+    data: str | None = None
+    data_mode: str | None = None  # "copy" | "read-only"; None: by where data is (`data_mode`)
+    # Stands for the data's identity in the reuse key instead of its manifest
+    # (harness.config.manifest): the user says when the data changed.
+    data_version: str | None = None
     prepare: tuple[str, ...] = ()  # run after ready, before queries
     env: Mapping[str, str] = field(default_factory=dict)  # pins: override anything
     pass_env: tuple[str, ...] = ()  # names allowed through from the caller's environment
@@ -89,6 +99,23 @@ class ServiceConfig:
     build_outputs: tuple[str, ...] | None = None
     load: LoadConfig | None = None  # [service.load]: the corpus posted over HTTP after ready
     max_log_bytes: int = 16 << 20  # a boot's or build's log is cut to its tail past this
+
+
+def outside_data(data: str) -> bool:
+    """Whether service.data names data kept outside the repository: an absolute path or ~/..."""
+    return data.startswith(("/", "~"))
+
+
+def data_mode(service: ServiceConfig) -> str | None:
+    """The effective service.data_mode (None without data): as set, else read-only for data
+    outside the repository (copying a 20 GB index per boot is not an option) and a fresh copy
+    for data in the worktree or under {config_dir} (what a service may write and a boot must
+    not see from the boot before)."""
+    if service.data is None:
+        return None
+    if service.data_mode is not None:
+        return service.data_mode
+    return DATA_READ_ONLY if outside_data(service.data) else DATA_COPY
 
 
 @dataclass(frozen=True)
@@ -107,7 +134,9 @@ class QueryConfig:
     rewrite: str | None = None  # a name in harness.replay.rewrite.REWRITES, e.g. "fts5_or"
     select: str | None = None  # CSS selector: the answer is HTML (harness.replay.answers)
     id_pattern: str | None = None  # regex whose one group is the id inside each returned value
-    id_field: str | None = None  # "text" | "title": returned values are that corpus field
+    # A corpus field ("text", "title") or a template over fields ("{title} {text}"): returned
+    # values are that text of a document (harness.config.templates.id_template)
+    id_field: str | None = None
     limit: int = 10
     timeout: float = 10.0  # seconds per query: the whole request's deadline, body included
     max_bytes: int = 10_000_000  # the longest answer read (headers and body); longer: too_large
@@ -138,8 +167,11 @@ class CompareConfig:
     max_unknown_ids: int = 0  # returned ids absent from gold.corpus tolerated, per side
     seed: int = 0  # for bootstrap and randomization tests
     # Ask the gold set block by block and stop once the headline is decided
-    # (harness.verdict.quality_sequential; compare --sequential / --no-sequential).
-    sequential: bool = False
+    # (harness.verdict.quality_sequential; compare --sequential / --no-sequential).  None, the
+    # default: wherever the compare can be (not under --concurrency N > 1, --ray or
+    # --reuse-runs, which ask the whole gold set, quietly); True: asked for, and a compare
+    # that cannot be says why on stderr; False: never.
+    sequential: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -262,6 +294,8 @@ _HASHED_WHEN_SET = frozenset(
         "build_outputs",
         "load",
         "texts",
+        "data_mode",
+        "data_version",
     }
 )
 

@@ -3,6 +3,7 @@ Pure; off unless set.
 
     problems = floor_problems(table)          # harness.config.floors: [(field suffix, message)]
     floors = floors_from(overall, by_slice)   # Floor per scope and metric, in file order
+    floors = config_floors(config, gold)      # the config's, each slice checked against the gold
     rows = check_floors(floors, gold, run, max_errors=0) -> tuple[FloorRow, ...]
 
 The table: `"mrr@10" = 0.78` (overall), and per slice `[gate.floors.slice.NAME]` with the same
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.config import HarnessConfig
+from harness.errors import ConfigError
 from harness.gate.measure import measure, rounded
 from harness.score.metrics import NO_ANSWER_FP, lower_is_better
 from harness.types import OVERALL, FloorRow, GoldSet, RefRun
@@ -53,6 +56,20 @@ def floors_from(
 def unknown_slices(floors: Sequence[Floor], gold: GoldSet) -> list[str]:
     """The slices floors are set on that the gold set does not have."""
     return sorted({f.scope for f in floors if f.scope != OVERALL and f.scope not in gold.slices})
+
+
+def config_floors(config: HarnessConfig, gold: GoldSet) -> tuple[Floor, ...]:
+    """The config's [gate.floors]; ConfigError, before anything runs, for a slice the gold set
+    does not have."""
+    floors = floors_from(config.gate.floors, config.gate.slice_floors)
+    unknown = unknown_slices(floors, gold)
+    if unknown:
+        raise ConfigError(
+            f"{config.path}: gate.floors.slice.{unknown[0]}: the gold set has no slice "
+            f"{unknown[0]!r}",
+            hint=f"known slices: {', '.join(gold.slices)}",
+        )
+    return floors
 
 
 def _no_answer(gold: GoldSet, run: RefRun) -> dict[str, tuple[int, float | None]]:

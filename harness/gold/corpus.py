@@ -2,6 +2,7 @@
 
     load_corpus_ids(path) -> (ids, sha256)   enough for load_gold's integrity check
     load_corpus(path) -> Corpus              every document, for `gold check` and `gold build`
+    document_fields(path, names) -> (rows, keys)   named fields of every document (query.id_field)
 
 A corpus is JSON Lines, one object per document with its id in "id" (this project's collections)
 or "_id" (BEIR); other keys are ignored. A folder means the `corpus.jsonl` inside it (BEIR layout).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harness.encodings import SAMPLE, encoding_problem
@@ -66,6 +67,37 @@ def load_corpus(path: Path | str) -> Corpus:
     """
     _, sha256, documents = _scan(corpus_file(Path(path)), documents=True)
     return Corpus(tuple(documents), str(path), sha256)
+
+
+def document_fields(
+    path: Path | str, names: Sequence[str]
+) -> tuple[list[tuple[str, tuple[object, ...]]], frozenset[str]]:
+    """Each document's id with the values of its fields `names` (None where a line lacks one),
+    in file order, and every key any line holds (to tell a misspelt field from a missing one).
+    GoldError listing every malformed line and missing id, as `load_corpus_ids` would."""
+    file = corpus_file(Path(path))
+    problems = Problems()
+    found: list[tuple[str, tuple[object, ...]]] = []
+    keys: set[str] = set()
+    with open(file, "rb") as handle:
+        wide = encoding_problem(handle.read(SAMPLE), file)
+        if wide is not None:
+            raise GoldError(f"{file}:1: {wide}")
+        handle.seek(0)
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            row = _quick_row(raw)
+            if row is None:
+                row = _row(raw, file, number, problems)
+            doc_id = None if row is None else _quick_id(row) or _doc_id(row, file, number,
+                                                                       problems)
+            if row is None or doc_id is None:
+                continue
+            keys.update(row)
+            found.append((doc_id, tuple(row.get(name) for name in names)))
+    problems.raise_if_any(f"{file}: the corpus is malformed")
+    return found, frozenset(keys)
 
 
 def _scan(file: Path, *, documents: bool) -> tuple[frozenset[str], str, list[Document]]:

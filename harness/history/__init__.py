@@ -2,7 +2,8 @@
 retrieval).
 
     collect.py   the I/O: run records (results/runs/*.json) or saved comparisons, and the commit
-                 order and parents from git (`git rev-list --topo-order --reverse --parents`)
+                 order and parents from git (`git rev-list --topo-order --reverse --parents`),
+                 or the order they were measured in when git has none of them
     points.py    pure: one run record scored against the gold set, or one side of a comparison,
                  as a Point (per-query values, per-boot latency p50)
     table.py     pure: the Points aggregated per commit with pandas, in commit order

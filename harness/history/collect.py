@@ -2,8 +2,8 @@
 
     points_from_records(results, gold, specs) -> (points, notes)   results/runs/*.json, scored
     points_from_comparisons(results) -> (points, notes)            results/*/comparison.json
-    commit_order(repo, rev) -> list of full SHAs, oldest first      git rev-list --topo-order
-    commit_graph(repo, rev) -> {sha: parents}, in that order        ... --parents
+    commit_graph(repo, rev) -> {sha: parents}, oldest first        git rev-list --topo-order
+    points, graph, ordered_by = commit_ordering(points, repo, rev)  # the points git orders
 
 Every record is read (an unreadable one is a ResultsError naming it: exit 2); a record measured
 on another gold set, or with no usable repeat, is left out and counted in the notes.  The copies
@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import RefError, ResultsError
+from harness.errors import HarnessError, RefError, ResultsError
 from harness.history.points import Point, from_comparison, from_run
 from harness.results.comparisons import COMPARISON_FILE, load_comparison
 from harness.results.records import load_run
@@ -93,15 +93,10 @@ def points_from_comparisons(results: Path) -> tuple[list[Point], list[str]]:
     return points, notes
 
 
-def commit_order(repo: Path, rev: str | None) -> list[str]:
-    """The commits `git rev-list --topo-order --reverse` lists for `rev` (default: every ref),
-    oldest first; RefError when git cannot (not a repository, an unknown rev)."""
-    return list(commit_graph(repo, rev))
-
-
 def commit_graph(repo: Path, rev: str | None) -> dict[str, tuple[str, ...]]:
-    """Each commit of `commit_order` (in that order: the dict's keys) with its parents, the
-    first parent first (`git rev-list --parents`)."""
+    """The commits `git rev-list --topo-order --reverse` lists for `rev` (default: every ref),
+    oldest first (the dict's keys), each with its parents, the first parent first (`--parents`);
+    RefError when git cannot (not a repository, an unknown rev)."""
     spec = [rev] if rev else ["--all"]
     command = ["git", "-C", str(repo), "rev-list", "--topo-order", "--reverse", "--parents"]
     try:
@@ -125,3 +120,29 @@ def commit_graph(repo: Path, rev: str | None) -> dict[str, tuple[str, ...]]:
         sha, *parents = line.split()
         graph[sha] = tuple(parents)
     return graph
+
+
+def commit_ordering(
+    points: list[Point], repo: Path, rev: str | None
+) -> tuple[list[Point], dict[str, tuple[str, ...]] | None, str]:
+    """(the points of `rev`, every point without one; the commit graph that orders them, or
+    None for the order they were measured in; the words saying which order it is).  Without
+    `rev`, no git repository at `repo`, or one holding none of the points, is the measured
+    order; with `rev`, a RefError, or HarnessError when none of the points is in it."""
+    try:
+        graph = commit_graph(repo, rev)
+    except RefError:
+        if rev:
+            raise
+        return points, None, "the order they were measured (no git repository here)"
+    if not rev:
+        if not {p.sha for p in points} & set(graph):
+            return points, None, f"the order they were measured (git at {repo} has none of them)"
+        return points, graph, "git's commit order (every ref)"
+    points = [p for p in points if p.sha in graph]
+    if not points:
+        raise HarnessError(
+            f"--ref {rev}: none of the measured commits is in it",
+            ["give a branch or range that holds them (git log --oneline REV)"],
+        )
+    return points, graph, f"git's commit order ({rev})"

@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from tabulate import tabulate
 
 from harness.history.table import LATENCY, History
-from harness.report.figures import plotly_script
+from harness.report.plotting import plotly_script
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import HarnessConfig
-from harness.config.schema import SECTIONS, convert, describe, receives_port
+from harness.config.schema import SECTIONS, convert, describe
+from harness.config.templates import receives_port
 from harness.config.values import MERGED_TABLES
 from harness.errors import ConfigError, Problem
 from harness.matrix.values import Constraint, Entry, Matrix

@@ -6,9 +6,12 @@
                closes it) with every request encoded beforehand
     request.py the request built from the config, and its bytes, encoded once per ref
     wire.py    one keep-alive HTTP/1.1 connection and the exchange timed over it
-    runner.py  RefSession (one ref: worktree, build, boots) and run_interleaved (time-paired
-               rounds: each boots every ref, then each query goes to all of them back to back),
-               into RefRun records flushed under results/
+    session.py RefSession (one ref: worktree, build, a boot per round) into a RefRun record
+               flushed under results/
+    pairs.py   one time-paired round: every ref booted, the warm-up in pairs, then each query
+               to all of them back to back (the clock on the exchanges only)
+    runner.py  run_pair / run_interleaved: rounds of sessions measured together, latency-only
+               rounds until the latency rule decides (latency_rounds.py)
     order.py   who goes first in each query's exchange: balanced per round, drawn per compare
     remote.py  --ray: each round one Ray task (both sides booted on one worker), its Repeats
                gathered back into the driver's sessions and records

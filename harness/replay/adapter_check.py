@@ -1,5 +1,6 @@
 """A wrong adapter caught in the first answers of the first boot, before the rest of the run.
 
+    ids = id_adapter(query, config, side_name)    # how its answers become corpus ids
     check = AdapterCheck(config, side_name, query, ids, gold, redact=False)   # once per ref
     check(results, where)      # AdapterError (exit 3) when the answers say the adapter is wrong
 
@@ -20,20 +21,31 @@ sequential run, the first round's recorded answers.  Nothing here is measured or
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
 from harness.config import HarnessConfig, QueryConfig
 from harness.config.reader import key_line
 from harness.errors import AdapterError, clip
-from harness.gold.corpus import load_corpus_ids
-from harness.replay.answers import IdAdapter
+from harness.gold.corpus import document_fields, load_corpus_ids
+from harness.replay.answers import IdAdapter, adapter_for
 from harness.types import ErrorKind, GoldSet, QueryResult
 
 PROBE_ANSWERS = 3
 """Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""
 
 _SHAPE = (ErrorKind.NO_MATCH, ErrorKind.BAD_SHAPE)
+
+
+def id_adapter(query: QueryConfig, config: HarnessConfig, side: str) -> IdAdapter:
+    """The side's IdAdapter (`harness.replay.answers`), reading gold.corpus's fields when
+    query.id_field asks; a problem of id_field is a ConfigError at the line that sets it."""
+    corpus = config.corpus
+    fields_of = None if corpus is None else functools.partial(document_fields, corpus)
+    found = key_line(config.path, [f"{side}.query.id_field", "query.id_field"])
+    where = "query.id_field" if found is None else f"{config.path}:{found[1]}: {found[0]}"
+    return adapter_for(query.id_pattern, query.id_field, fields_of, where=where)
 
 
 class AdapterCheck:
@@ -114,4 +126,4 @@ def probe_count(query: QueryConfig, items: Sequence[object]) -> int:
     return min(query.warmup, PROBE_ANSWERS) if items else 0
 
 
-__all__ = ["PROBE_ANSWERS", "AdapterCheck", "probe_count"]
+__all__ = ["PROBE_ANSWERS", "AdapterCheck", "id_adapter", "probe_count"]

@@ -13,21 +13,26 @@ Most services answer JSON and `query.ids` (JMESPath) picks the ids out of it. Th
   group): each value is searched and the group is the id (`file:///notes/(\\w+)\\.txt`); a value
   it does not match is kept whole, so it counts as an id the corpus does not know (never
   silently dropped: see compare.max_unknown_ids).
-- **A value that is a document's text** (`query.id_field`, a corpus field: "text" or "title"):
-  each value is looked up by exact match, whitespace collapsed, in that field of the corpus
-  (`gold.corpus`), and replaced by the document's id; an unmatched value is kept whole, as above.
+- **A value that is a document's text** (`query.id_field`: a corpus field, "text" or "title",
+  or a template over the fields of a corpus line, "{title} {text}", for a service that returns
+  the text it indexed): each value is looked up by exact match, whitespace collapsed, in that
+  text of every document of the corpus (`gold.corpus`), and replaced by the document's id; an
+  unmatched value is kept whole, as above. A field a line lacks (or null) is "", a string is
+  itself, any other value its JSON; a field no line has is a ConfigError naming the key.
 
-The pattern applies first, then the field lookup. Nothing here does I/O; the runner reads the
-corpus once and hands the lookup table in.
+The pattern applies first, then the field lookup. Nothing here does I/O; the runner hands in
+how to read the corpus's fields (`FieldsOf`), read once per side.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from harness.config.templates import id_template
 from harness.errors import ConfigError
 from harness.extras import require
 
@@ -94,20 +99,56 @@ class IdAdapter:
         return tuple(out)
 
 
+FieldsOf = Callable[[Sequence[str]], tuple[list[tuple[str, tuple[object, ...]]], frozenset[str]]]
+"""names -> (each document's id and values of those fields, every key of the corpus's lines):
+`harness.gold.corpus.document_fields` of the corpus, bound by the caller."""
+
+
+def field_text(value: object) -> str:
+    """A corpus field's value as text: a string as it is, null or absent "", else its JSON."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def adapter_for(
-    id_pattern: str | None, id_field: str | None, corpus: Any | None
+    id_pattern: str | None,
+    id_field: str | None,
+    fields_of: FieldsOf | None,
+    *,
+    where: str = "query.id_field",
 ) -> IdAdapter:
-    """The IdAdapter a side's query settings ask for; `corpus` (a harness.gold Corpus) is needed
-    for `id_field`."""
+    """The IdAdapter a side's query settings ask for; `fields_of` reads the corpus, needed for
+    `id_field` (a field or a template over fields, `harness.config.templates.id_template`),
+    whose problems are ConfigErrors starting with `where` (file:line: key)."""
     pattern = compile_pattern(id_pattern) if id_pattern else None
     if not id_field:
         return IdAdapter(pattern)
-    if id_field not in ("text", "title"):
-        raise ConfigError(f'query.id_field: must be "text" or "title", not {id_field!r}')
-    if corpus is None:
+    try:
+        template, names = id_template(id_field)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if fields_of is None:
         raise ConfigError(
-            "query.id_field needs the corpus to look the returned values up in",
+            f"{where} needs the corpus to look the returned values up in",
             hint="set gold.corpus to the corpus file the service indexes",
         )
-    pairs = ((d.id, getattr(d, id_field)) for d in corpus.documents)
+    rows, keys = fields_of(names)
+    missing = [name for name in names if name not in keys]
+    if missing:
+        close = difflib.get_close_matches(missing[0], sorted(keys), n=1)
+        mean = f" (did you mean {{{close[0]}}}?)" if close else ""
+        known = " ".join(f"{{{k}}}" for k in sorted(keys)[:_SHOWN_KEYS])
+        raise ConfigError(
+            f"{where} = {json.dumps(id_field)}: no document of the corpus has a field "
+            f"{{{missing[0]}}}{mean}; its documents have {known}",
+            hint='name the fields of the corpus lines the service returns, e.g. "{title} {text}"',
+        )
+    pairs = (
+        (doc_id, template.format_map(dict(zip(names, map(field_text, values), strict=True))))
+        for doc_id, values in rows
+    )
     return IdAdapter(pattern, field_index(pairs))
+
+
+_SHOWN_KEYS = 20  # of a corpus's field names, in the message of a field it lacks

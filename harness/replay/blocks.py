@@ -15,9 +15,9 @@ down and each round's answers are recorded as that side's Repeat.
 
 Latency rounds past R (`harness.replay.latency_rounds`) replay only the queries asked (never more
 than quality needed), until the latency rule decides or its budget is spent; quality's first look
-waits for `FIRST_LOOK` queries (`harness.verdict.quality_sequential`) so a latency round has
-queries enough to estimate from.  A round stopped because a side failed too many queries in a row
-ends the asking: the run is invalid, as in the fixed design.
+waits for `harness.verdict.asked.LATENCY_QUERIES` queries (`sequential_design`) so a latency round
+has queries enough to estimate from.  A round stopped because a side failed too many queries in a
+row ends the asking: the run is invalid, as in the fixed design.
 """
 
 from __future__ import annotations
@@ -29,20 +29,11 @@ from collections.abc import Callable, Sequence
 
 from harness.errors import ServiceError
 from harness.replay import latency_rounds
-from harness.replay.client import READ_BATCH, Channel, Sent, Streak, warm_up
+from harness.replay.client import READ_BATCH, Channel, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.runner import (
-    RefSession,
-    RunPlan,
-    _cut_short,
-    _load,
-    _machine,
-    _prepare_steps,
-    _quiet_exit,
-    _read,
-    _Side,
-    play_round,
-)
+from harness.replay.pairs import _cut_short, _quiet_exit, _read, _Side, warm_pairs
+from harness.replay.runner import play_round
+from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
 from harness.scrub import safe_url
 from harness.types import Machine, QueryResult, RefRun, RunFailure
 from harness.verdict.latency_rule import LatencyBudget
@@ -148,10 +139,8 @@ def _quality_rounds(
         rotations = [
             pair_orders(len(items), len(a), seed, i) if a else [] for i, a in enumerate(live)
         ]
-        for asking in live:
-            for side in asking:
-                assert side.channel is not None
-                warm_up(side.channel, items)
+        for index, asking in enumerate(live):  # in pairs: no side warmed last every time
+            warm_pairs(asking, items, index)
         if any(side.failure is not None for r in rounds for side in r):
             live = []  # a boot failed: the run is invalid, asking the others shows nothing
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}

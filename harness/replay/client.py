@@ -30,6 +30,7 @@ timed, in which order, and how each answer is read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -296,6 +297,13 @@ class Channel:
                 requests = Requests(query, items)
             self._prepared = requests.for_url(base_url)
 
+    def connect(self) -> None:
+        """Open the connection now, if it is not open (a failure is left to the first query
+        sent, which records it)."""
+        if self._connection is not None:
+            with contextlib.suppress(Failure):
+                self._connection.connect(self.query)
+
     def ask(self, query_id: str, text: str) -> QueryResult:
         """One timed exchange and its answer read: `read(send(query_id, text))`."""
         return self.read(self.send(query_id, text))
@@ -416,6 +424,7 @@ def replay(
     open_socket: OpenSocket | None = None,
     requests: Requests | None = None,
     answers: AnswerCache | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> tuple[QueryResult, ...]:
     """Send `query.warmup` unrecorded requests, then every (query_id, text) once, in order.
 
@@ -432,7 +441,9 @@ def replay(
     socket made in the service's network namespace (None: plain loopback connections).
     `requests` and `answers` are the ref's, kept across its boots (see `Channel`).
     `query.max_consecutive_failures` timeouts or connection failures in a row (`Streak`) raise
-    `Stopped` with the results so far: nothing more is sent.
+    `Stopped` with the results so far: nothing more is sent. `on_start()` is called when the
+    measured queries begin: after the warm-up, with every connection they use already open
+    (the window a throughput is measured over, `timings_s["queries"]`).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, not {concurrency}")
@@ -448,8 +459,13 @@ def replay(
     ) as channel:
         warm_up(channel, warm)
         if concurrency == 1:
+            channel.connect()
+            if on_start is not None:
+                on_start()
             return _sequential(channel, items, on_result)
-    return _concurrent(base_url, query, items, concurrency, on_result, transport, open_socket)
+    return _concurrent(
+        base_url, query, items, concurrency, on_result, transport, open_socket, on_start
+    )
 
 
 def warm_up(channel: Channel, items: Sequence[tuple[str, str]], *, skip: int = 0) -> None:
@@ -489,19 +505,27 @@ def _concurrent(
     on_result: OnResult | None,
     transport: httpx.BaseTransport | None,
     open_socket: OpenSocket | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> tuple[QueryResult, ...]:
     local = threading.local()
-    opened: list[Channel] = []
     lock = threading.Lock()
+    # One connection a worker, every one open before the measured queries begin (`on_start`):
+    # connecting is not part of the throughput.
+    opened = [
+        Channel(base_url, query, transport=transport, open_socket=open_socket)
+        for _ in range(min(concurrency, len(items)) or 1)
+    ]
+    free = list(opened)
+    for channel in opened:
+        channel.connect()
+    if on_start is not None:
+        on_start()
 
     def one(query_id: str, text: str) -> QueryResult:
         channel = getattr(local, "channel", None)
         if channel is None:
-            channel = local.channel = Channel(
-                base_url, query, transport=transport, open_socket=open_socket
-            )
             with lock:
-                opened.append(channel)
+                channel = local.channel = free.pop()
         result: QueryResult = channel.ask(query_id, text)
         return result
 

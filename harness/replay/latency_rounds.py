@@ -32,9 +32,16 @@ def planned_rounds(budget: LatencyBudget, repeats: int, first_round_seconds: flo
     return budget.rounds_within(repeats, first_round_seconds)
 
 
-def settled(sessions: Sequence[_Session], repeats: int, total: int, tolerance: float) -> bool:
+def settled(
+    sessions: Sequence[_Session],
+    repeats: int,
+    total: int,
+    tolerance: float,
+    max_errors: int | None = None,
+) -> bool:
     """Whether to stop after the rounds played so far: the rule decided, the budget is spent,
-    or a round failed or paired nothing (more rounds would not make a verdict of those)."""
+    a round failed or paired nothing, or a side's quality rounds (the first `repeats`) hold more
+    errored answers than `max_errors` (the run is invalid: no latency round can change that)."""
     base, cand = sessions
     played = len(base.repeats)
     if played >= total:
@@ -42,6 +49,11 @@ def settled(sessions: Sequence[_Session], repeats: int, total: int, tolerance: f
     if played < repeats:
         return False
     if any(rep.failure is not None for s in sessions for rep in s.repeats):
+        return True
+    if max_errors is not None and any(
+        sum(not r.ok for rep in s.repeats[:repeats] for r in rep.results) > max_errors
+        for s in sessions
+    ):
         return True
     ids = [query_id for query_id, _ in base.items()]
     rounds = paired_rounds(ids, base.repeats, cand.repeats)

@@ -10,6 +10,8 @@
     twobytwo.py  the retrieval/generation 2x2 (`harness twobytwo`, and its compare section)
     html_page.py the comparison as one HTML page; figures.py its plots (plotly's JSON);
                  html_sections.py its floors, errored answers, 2x2 and prepare steps as tables
+    plotting.py  what every plot is drawn with, plotly not imported: make_subplots' grid, the
+                 <div> that draws a figure, plotly.js (inlined, or its file beside the pages)
     systems.py   the `harness compare-runs` page: every candidate at once, then each page
 
 Pure: no file, clock or process; results/ writes what these return.

@@ -16,6 +16,7 @@ from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.layout import Block
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
+from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.order_effect import order_words
 from harness.verdict.power import Power
@@ -45,6 +46,8 @@ def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[Block, list[str]
             "" if r.ci_low is None or r.ci_high is None else f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
         )
         verdict = r.verdict.value + (" *" if r.note else "") + (" COLLAPSE" if r.collapse else "")
+        if not r.deciding and r.verdict in (Verdict.IMPROVED, Verdict.REGRESSED):
+            verdict += " (not deciding)"  # its own uncorrected test: information, not a verdict
         cells = [
             r.metric,
             rate(r.baseline),
@@ -57,6 +60,11 @@ def _metric_table(scope: Scope, ci: str, slices: bool) -> tuple[Block, list[str]
         rows.append((*cells, verdict))
         if r.note and (slices or r.hit is None):  # the hit@k lines above already say it
             notes.append(f"* {r.metric}: {r.note}")
+    if any("(not deciding)" in row[-1] for row in rows):
+        notes.append(
+            "(not deciding): the row's own test, not corrected across the others; the verdict "
+            "is decided by the headline's rows (hit@k and every gate_on metric, Holm)"
+        )
     align = ("left", *["right"] * (len(headers) - 1), "left")
     return Block("table", headers=(*headers, "verdict"), rows=tuple(rows), align=align), notes
 
@@ -142,7 +150,7 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
         f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
         + (f" ({'; '.join(reused)})" if reused else ""),
-        f"settings: k {', '.join(map(str, s.k))}; alpha {s.alpha:g}; minimum effect "
+        f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; minimum effect "
         f"{s.min_effect:g}; latency tolerance "
         f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
         f"{s.resamples} resamples{gates}",
@@ -157,6 +165,18 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         lines.append(f"left out (an errored or missing answer): {len(h.excluded)} ({shown})")
     lines += [f"warning: {w}" for w in c.warnings]
     return tuple(lines)
+
+
+def _alpha(c: Comparison) -> str:
+    """The compare's alpha; a sequential one's with its split between the looks and the rest."""
+    seq = c.sequential
+    if seq is None or not seq.alpha:
+        return f"{c.settings.alpha:g}"
+    looks = seq.alpha - c.settings.alpha
+    return (
+        f"{seq.alpha:g} (sequential: {looks:g} on the looks, {c.settings.alpha:g} on the tables "
+        "and the last test)"
+    )
 
 
 ISOLATION = {
@@ -309,6 +329,9 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
         for r in c.hit_rows
         if r.hit
     ]
+    if c.boots is not None:
+        per_side = f"{c.boots.repeats[0]} baseline, {c.boots.repeats[1]} candidate"
+        lines.append(f"variation between boots ({per_side}): {c.boots.words}")
     p = c.power
     if p is not None:
         state = "enough" if p.enough else "not enough"

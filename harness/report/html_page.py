@@ -12,12 +12,12 @@ drift per repeat), the flips as sortable tables (every one: click a column's hea
 and the prepare steps, and last every other number of the text report
 (`harness.report.layout.html` of the same blocks).
 
-Self-contained: plotly.js is inlined once, in the head (`figures.plotly_js()`: the file the
+Self-contained: plotly.js is inlined once, in the head (`plotting.plotly_js()`: the file the
 plotly package ships), and nothing else is referenced, so the page opens without a network.
-With `plotly_src` the head loads that file instead (`figures.plotly_script`): a saved
+With `plotly_src` the head loads that file instead (`plotting.plotly_script`): a saved
 report.html is then some hundred kB, and the bundle is written once per results folder
 (`harness.results.bundle`); the page still opens offline from its folder.
-Each plot is the <div> plotly.io.to_html writes, written by `figures.div` without loading plotly.
+Each plot is the <div> plotly.io.to_html writes, written by `plotting.div` without loading plotly.
 The output is deterministic (fixed plot ids).  With `redact`, no query text and no path: flips
 lose their text (as in every format), run record paths are dropped and the gold set is named
 by its file name only.
@@ -29,7 +29,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import replace
 
-from harness.report import figures, layout
+from harness.report import figures, layout, plotting
 from harness.report.blocks import page_blocks
 from harness.report.document import redacted
 from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
@@ -189,7 +189,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         if fig is None:
             continue
         drawn += 1
-        div = figures.div(fig, f"plot-{name}", PLOT_CONFIG)  # as plotly.io.to_html writes it
+        div = plotting.div(fig, f"plot-{name}", PLOT_CONFIG)  # as plotly.io.to_html writes it
         body.append(f'<div class="plot" data-plot="{name}">{div}</div>')
         if name == "scores":
             body += [
@@ -211,7 +211,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style>"
-        + figures.plotly_script(plotly_src)
+        + plotting.plotly_script(plotly_src)
         + "</head><body>\n"
         + "\n".join(body)
         + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"

@@ -12,20 +12,30 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tabulate import tabulate
-
-from harness.report.diagnosis import error_lines, prepare_lines
-from harness.report.document import jsonable
 from harness.report.numbers import ms, queries, rate
 from harness.score.evaluation import Evaluation
-from harness.types import GoldSet, RefRun
-from harness.verdict.comparison import RunSummary
+from harness.types import RefRun
+
+if TYPE_CHECKING:
+    from harness.verdict.comparison import RunSummary
+
+
+class GoldFacts(Protocol):
+    """What `render_evaluation` says of the gold set: a GoldSet, or `runfile.TrecTables`."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def hash(self) -> str: ...
+
+    def __len__(self) -> int: ...
 
 
 def render_evaluation(
-    evaluation: Evaluation, fmt: str, per_query: bool = False, *, gold: GoldSet | None = None
+    evaluation: Evaluation, fmt: str, per_query: bool = False, *, gold: GoldFacts | None = None
 ) -> str:
     """`harness metrics` output: "text" (alias "table"; tabulate: all, then one row per slice
     with n), "json" ({"aggregate", "slices": {name: {metric..., "n"}}, "per_query", "gold"}) or
@@ -59,6 +69,7 @@ def render_evaluation(
         return buffer.getvalue()
     if fmt not in ("text", "table"):  # "table": the old name, kept as an alias
         raise ValueError(f"unknown format {fmt!r}; known: text, json, csv")
+    from tabulate import tabulate  # `harness metrics` in JSON or CSV does without it
 
     def cells(values: Mapping[str, float]) -> list[str]:
         return [f"{values[m]:.4f}" if m in values else "-" for m in names]
@@ -96,6 +107,12 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
     """`harness run` output: "json" (the summary and the record's path) or "text" (alias
     "table"): a line per repeat, latency, the metrics overall and per slice, drift and errors
     by kind."""
+    # Here, not at the top: `harness metrics` renders with this module and needs none of them.
+    from tabulate import tabulate
+
+    from harness.report.diagnosis import error_lines, prepare_lines
+    from harness.report.document import jsonable
+
     run = summary.run
     if fmt == "json":
         doc = {

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from harness.errors import ResultsError
-from harness.report.figures import plotly_file
+from harness.report.plotting import plotly_file
 
 
 def _shipped() -> bytes:

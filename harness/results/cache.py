@@ -3,11 +3,12 @@
     comparison = cached_compare(results_dir, gold, baseline, candidate, settings,
                                 corpus_ids, corpus_hash=...)
 
-Key (`comparison_key`): sha256 of both run records (each record file's bytes, with the repeats
-and the reuse and pairing marks the comparison used; a run never written to a file is hashed
-from its JSON form), every CompareSettings field, the gold set's and corpus's hashes and the
-harness version. So a re-compare of two reused runs with the same settings does no statistics
-at all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
+Key (`comparison_key`): sha256 of both run records (each record's JSON header, which names the
+sha256 of its answers file, with the repeats and the reuse and pairing marks the comparison
+used; a run never written to a file is hashed from the record it would be), every
+CompareSettings field, the gold set's and corpus's hashes and the harness version. So a
+re-compare of two reused runs with the same settings reads no answer and does no statistics at
+all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
 set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
 one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
 redaction happens when a report is rendered), compact JSON written atomically, never
@@ -26,7 +27,7 @@ from harness import __version__
 from harness.errors import ResultsError
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.results.files import read_json, write_text_new
-from harness.results.records import run_to_dict
+from harness.results.records import encode_run
 from harness.types import GoldSet, RefRun
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
@@ -43,7 +44,8 @@ def _run_digest(run: RefRun) -> str:
             digest.update(hashlib.file_digest(f, "sha256").digest())
         digest.update(run.sha.encode() + run.config_hash.encode())
     else:
-        digest.update(json.dumps(run_to_dict(run), sort_keys=True, default=str).encode())
+        # Never saved: its record as it would be written (the header names the answers' sha256).
+        digest.update(json.dumps(encode_run(run)[0], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 

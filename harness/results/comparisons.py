@@ -4,10 +4,8 @@ results directory by `harness.results.bundle`) and a copy of each side's run rec
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import html_available, render
@@ -19,7 +17,7 @@ from harness.results.files import (
     write_json_new,
     write_text_new,
 )
-from harness.results.records import redacted_record, run_to_dict
+from harness.results.records import write_record
 from harness.types import RefRun
 from harness.verdict.comparison import Comparison
 
@@ -38,9 +36,9 @@ def save_comparison(
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
     gets a -2, -3, ... suffix) holding comparison.json, report.md, report.html (unless plotly is
     missing: `html_available()`; plotly.js beside it in `results_dir`, once) and a copy of each
-    run record (baseline.json, candidate.json); return the directory. With `redact`, the copies
-    lose the error details, which may quote response bodies, and the reports hold no query text
-    (nor, in the page, any path).
+    run record (baseline.json and .npz, candidate.json and .npz); return the directory. With
+    `redact`, the copies lose the error details, which may quote response bodies, and the
+    reports hold no query text (nor, in the page, any path).
 
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
@@ -50,14 +48,8 @@ def save_comparison(
     )
     with saving as directory:
         for side, run in zip(("baseline", "candidate"), runs, strict=False):
-            record = run_to_dict(run)
-            if not redact and (same := _same_record(run, record)) is not None:
-                # The bytes already written under runs/: copied, not encoded again.
-                write_text_new(directory / f"{side}.json", same)
-                continue
-            write_json_new(
-                directory / f"{side}.json", redacted_record(record) if redact else record
-            )
+            # Answers read from a record and unchanged are copied, not encoded again.
+            write_record(directory / f"{side}.json", run, redact=redact)
         write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
         write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
         if html_available():
@@ -68,17 +60,6 @@ def save_comparison(
             write_text_new(directory / HTML_FILE, render_html(comparison, redact, plotly_src=src))
     assert saving.path is not None  # the block ended without an exception
     return saving.path
-
-
-def _same_record(run: RefRun, record: dict[str, Any]) -> str | None:
-    """The text of `run`'s record file when it holds exactly `record`, else None."""
-    if run.record_path is None:
-        return None
-    try:
-        text = Path(run.record_path).read_text(encoding="utf-8")
-        return text if json.loads(text) == record else None
-    except (OSError, ValueError):
-        return None
 
 
 def load_comparison(directory: Path) -> Comparison:

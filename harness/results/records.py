@@ -3,36 +3,48 @@ never overwritten.
 
 Layout under the results directory (see results/README.md):
 
-    runs/<UTC stamp>_<ref slug>_<sha8>_<rand>.json   one RefRun (every repeat of one ref)
+    runs/<UTC stamp>_<ref slug>_<sha8>_<rand>.json   one RefRun (every repeat of one ref) ...
+    runs/<UTC stamp>_<ref slug>_<sha8>_<rand>.npz    ... and its answers, column by column
     logs/<...>.log                                   service and build logs named by the records
     <UTC stamp>_<base sha8>_<cand sha8>/              one comparison (save_comparison):
                                                      comparison.json, report.md and a copy of
-                                                     each run record
+                                                     each run record (baseline.json + .npz, ...)
 
 A record holds what makes two runs comparable (full SHA, config, gold and corpus hashes, tool
 version, host) so `compare` can reuse a matching record and refuse to compare mismatched ones.
+
+Version 2 (written since issue 28): the JSON is a header (everything but the answers, with
+each repeat's count of answers, errors and whether all carry texts, and the sha256 and size of
+the answers file); the answers are columns in the `.npz` beside it (`harness.results.sidecar`),
+read only when first used. Version 1 records (every answer a JSON object in the one file) are
+still read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import re
 import secrets
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
 from harness.errors import ResultsError, require_schema
 from harness.report.document import without_paths
-from harness.results.files import read_json, utc_stamp, write_json_new
+from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
+from harness.results.sidecar import Sidecar, encode, sidecar_of
 from harness.score.definition import Definition, definition_from_dict, differing
-from harness.types import ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import Answers, ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
 
 RUN_SCHEMA = "harness-run"
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2
+READS = (1, 2)  # the versions load_run reads
 REUSE_PARTS = ("gold", "corpus", "query", "config")  # what a record measured (find_reusable)
 
 
@@ -150,10 +162,67 @@ def _texts_from(value: object) -> tuple[str | None, ...] | None:
     return tuple(None if t is None else str(t) for t in value)
 
 
-def run_to_dict(run: RefRun) -> dict[str, Any]:
+def _bounded(run: RefRun, answers: Answers) -> Answers:
+    """`answers` with their texts cut to what a record keeps (`bounded_texts`)."""
+    if answers.origin is not None or answers.columns.texts is None:
+        return answers  # read from a record (bounded when it was written), or no texts
     limit = run.query_config.get("limit")
     limit = limit if isinstance(limit, int) else None
+    return Answers.of(
+        replace(r, texts=None if r.texts is None else tuple(bounded_texts(r.ids, r.texts, limit)))
+        for r in answers
+    )
+
+
+def _repeat_header(rep: Repeat, answers: Answers) -> dict[str, Any]:
     return {
+        "index": rep.index,
+        "timings_s": dict(rep.timings_s),
+        "teardown_confirmed": rep.teardown_confirmed,
+        "log_path": rep.log_path,
+        "failure": _failure_to_dict(rep.failure),
+        "sandbox": rep.sandbox,
+        "machine": _machine_to_dict(rep.machine),
+        "positions": list(rep.positions),
+        "latency_only": rep.latency_only,
+        "answers": len(answers),
+        "errors": answers.errors,
+        "texts": answers.all_texts,
+    }
+
+
+def _copied(run: RefRun) -> tuple[Path, str] | None:
+    """(answers file, sha256) when `run`'s repeats are exactly every repeat of one answers
+    file, in order: saved again, it is copied, not encoded again."""
+    origins = [rep.answers.origin for rep in run.repeats]
+    if not origins or any(o is None for o in origins):
+        return None
+    files = {(o[0], o[1], o[3]) for o in origins if o is not None}
+    places = [o[2] for o in origins if o is not None]
+    if len(files) != 1 or places != list(range(len(origins))):
+        return None
+    path, sha, repeats = files.pop()
+    return (Path(path), sha) if repeats == len(origins) else None
+
+
+def encode_run(run: RefRun, *, redact: bool = False) -> tuple[dict[str, Any], bytes]:
+    """`run` as a record: its JSON header and the bytes of its answers file; with `redact`,
+    without what may quote a response body or a document (`_redacted_header`)."""
+    copied = None if redact else _copied(run)
+    data = b""
+    if copied is not None:
+        try:
+            data = copied[0].read_bytes()
+        except OSError:
+            copied = None
+        if hashlib.sha256(data).hexdigest() != (copied or ("", ""))[1]:
+            copied = None
+    answers = [_bounded(run, rep.answers) for rep in run.repeats]
+    if copied is None:
+        if redact:
+            answers = [a.redacted() for a in answers]
+        data = encode(answers)
+    header = {
         "schema": RUN_SCHEMA,
         "schema_version": RUN_SCHEMA_VERSION,
         "ref": run.ref,
@@ -173,38 +242,36 @@ def run_to_dict(run: RefRun) -> dict[str, Any]:
         "definition": None if run.definition is None else run.definition.to_dict(),
         "order_seed": run.order_seed,
         "latency_budget": run.latency_budget,
-        "repeats": [
-            {
-                "index": rep.index,
-                "timings_s": dict(rep.timings_s),
-                "teardown_confirmed": rep.teardown_confirmed,
-                "log_path": rep.log_path,
-                "failure": _failure_to_dict(rep.failure),
-                "sandbox": rep.sandbox,
-                "machine": _machine_to_dict(rep.machine),
-                "positions": list(rep.positions),
-                "latency_only": rep.latency_only,
-                "results": [_result_to_dict(r, limit) for r in rep.results],
-            }
-            for rep in run.repeats
-        ],
+        "answers": {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
+        "repeats": [_repeat_header(rep, a) for rep, a in zip(run.repeats, answers, strict=True)],
     }
+    return (_redacted_header(header) if redact else header), data
 
 
-def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
+def run_from_dict(
+    data: Mapping[str, Any], source: str = "<memory>", answers: Path | None = None
+) -> RefRun:
+    """The RefRun of a record: a version 1 document (its answers inline), or a version 2
+    header whose answers are in the file `answers` (default: beside `source`)."""
+    version = data.get("schema_version")
     require_schema(
         data,
         source,
         schema=RUN_SCHEMA,
-        version=RUN_SCHEMA_VERSION,
+        version=version if version in READS else RUN_SCHEMA_VERSION,
         what="run record",
         version_hint=["re-run with --fresh to measure it again"],
     )
     try:
+        results: list[Sequence[QueryResult]] = (
+            [tuple(map(_result_from_dict, rep["results"])) for rep in data["repeats"]]
+            if version == 1
+            else list(_later(data, source, answers))
+        )
         repeats = tuple(
             Repeat(
                 index=int(rep["index"]),
-                results=tuple(_result_from_dict(r) for r in rep["results"]),
+                results=got,
                 timings_s={str(k): float(v) for k, v in rep.get("timings_s", {}).items()},
                 teardown_confirmed=bool(rep.get("teardown_confirmed", False)),
                 log_path=rep.get("log_path"),
@@ -214,7 +281,7 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
                 positions=tuple(int(p) for p in rep.get("positions", ())),
                 latency_only=bool(rep.get("latency_only", False)),
             )
-            for rep in data["repeats"]
+            for rep, got in zip(data["repeats"], results, strict=True)
         )
         return RefRun(
             ref=str(data["ref"]),
@@ -237,8 +304,27 @@ def run_from_dict(data: Mapping[str, Any], source: str = "<memory>") -> RefRun:
             order_seed=None if data.get("order_seed") is None else int(data["order_seed"]),
             latency_budget=data.get("latency_budget"),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
+
+
+def _later(data: Mapping[str, Any], source: str, answers: Path | None) -> list[Answers]:
+    """Each repeat's answers, read from the answers file when first used."""
+    entry, repeats = data["answers"], data["repeats"]
+    path = answers if answers is not None else sidecar_of(Path(source))
+    counts = [(int(rep["answers"]), int(rep["errors"])) for rep in repeats]
+    sidecar = Sidecar(path, str(entry["sha256"]), int(entry["bytes"]), counts)
+    sidecar.check_present()
+    return [
+        Answers.later(
+            int(rep["answers"]),
+            int(rep["errors"]),
+            bool(rep["texts"]),
+            partial(sidecar.repeat, r),
+            (str(path), sidecar.sha256, r, len(repeats)),
+        )
+        for r, rep in enumerate(repeats)
+    ]
 
 
 # --------------------------------------------------------------------------- the results directory
@@ -250,20 +336,27 @@ def _slug(ref: str) -> str:
 
 def save_run(results_dir: Path, run: RefRun, *, redact: bool = False) -> Path:
     """Write `run` as a new record under results_dir/runs/ and return its path; with `redact`,
-    without the error details (`redacted_record`)."""
+    without the error details (`encode_run`)."""
     name = f"{utc_stamp()}_{_slug(run.ref)}_{run.sha[:8]}_{secrets.token_hex(3)}.json"
-    record = run_to_dict(run)
-    return write_json_new(
-        results_dir / "runs" / name, redacted_record(record) if redact else record
-    )
+    return write_record(results_dir / "runs" / name, run, redact=redact)
 
 
-def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A run record's JSON without what may quote a response body, the query text or a
-    document: every answer's error detail and returned texts become null (its error kind and ids
-    stay), each log path becomes its file name (logs/ of the same results directory), and a
-    failure keeps its message without paths and no service log tail. A
-    record without texts is never reused for a run that asks for them."""
+def write_record(path: Path, run: RefRun, *, redact: bool = False) -> Path:
+    """Write `run` as the record `path` (X.json) with its answers beside it (X.npz): the
+    answers first, so a header is never there without them; neither file is ever overwritten.
+    A crash between the two leaves an answers file no header names, which nothing reads."""
+    header, data = encode_run(run, redact=redact)
+    write_bytes_new(sidecar_of(path), data)
+    return write_json_new(path, header)
+
+
+def _redacted_header(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's header without what may quote a response body, the query text or a document
+    (its answers file loses every error detail and returned text: `Answers.redacted`; error
+    kinds and ids stay): each log path becomes its file name (logs/ of the same results
+    directory), a failure keeps its message without paths and no service log tail, and no
+    repeat claims its texts. A record without texts is never reused for a run that asks for
+    them."""
     for failure in [record.get("build_failure"), *(r.get("failure") for r in record["repeats"])]:
         if failure:
             failure["message"] = without_paths(failure["message"])
@@ -271,14 +364,13 @@ def redacted_record(record: dict[str, Any]) -> dict[str, Any]:
     for rep in record["repeats"]:
         if rep.get("log_path"):
             rep["log_path"] = Path(rep["log_path"]).name
-        for result in rep["results"]:
-            result["detail"] = None
-            if "texts" in result:
-                result["texts"] = None
+        if "texts" in rep:
+            rep["texts"] = False
     return record
 
 
 def load_run(path: Path) -> RefRun:
+    """The record `path`: its header read now, its answers (version 2) when first used."""
     return run_from_dict(read_json(path), str(path))
 
 
@@ -344,7 +436,7 @@ def find_reusable(
             and sum(not rep.latency_only for rep in run.repeats) >= repeats
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
-            and not (texts and any(r.texts is None for rep in run.repeats for r in rep.results))
+            and not (texts and not all(rep.answers.all_texts for rep in run.repeats))
             and not (
                 definition is not None
                 and run.definition is not None

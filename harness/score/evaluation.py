@@ -235,22 +235,7 @@ def _assemble(
         column = computed[str(spec)][scored]
         column.flags.writeable = False
         columns[str(spec)] = column
-    aggregate = {name: float(col.mean()) for name, col in columns.items()} if ids else {}
-
-    slice_of = index.slice_of
-    owner = index.slice_owner[scored]
-    sizes = np.bincount(owner, minlength=len(slice_of))
-    sums = {
-        m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
-    }
-    slices = {
-        name: SliceScore(
-            n=int(sizes[i]),
-            values={m: float(s[i] / sizes[i]) for m, s in sums.items()} if sizes[i] else {},
-        )
-        for name, i in slice_of.items()
-    }
-
+    aggregate, slices = _scopes(columns, index.slice_owner[scored], index.slice_of)
     no_ids, no_any, no_above = [], [], []
     for q in compress(queries, (~answerable).tolist()):
         got = no_answer_false_positive(
@@ -272,6 +257,65 @@ def _assemble(
         outranks=OutranksSummary(pairs, held),
         missing=tuple(qid for qid in ids if qid not in rankings),
         extra=tuple(sorted(set(rankings).difference(all_ids))),
+    )
+
+
+def _scopes(
+    columns: Mapping[str, FloatArray], owner: npt.NDArray[np.intp], slice_of: Mapping[str, int]
+) -> tuple[dict[str, float], dict[str, SliceScore]]:
+    """The means of each column overall and per slice (`owner[i]`: row i's slice)."""
+    aggregate = {name: float(col.mean()) for name, col in columns.items()} if len(owner) else {}
+    sizes = np.bincount(owner, minlength=len(slice_of))
+    sums = {
+        m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
+    }
+    slices = {
+        name: SliceScore(
+            n=int(sizes[i]),
+            values={m: float(s[i] / sizes[i]) for m, s in sums.items()} if sizes[i] else {},
+        )
+        for name, i in slice_of.items()
+    }
+    return aggregate, slices
+
+
+def evaluate_judged(
+    query_ids: Sequence[str],
+    judged: JudgedRanks,
+    present: npt.NDArray[np.bool_],
+    extra: tuple[str, ...],
+    specs: Iterable[MetricSpec | str],
+    rel_level: int = 1,
+) -> Evaluation:
+    """`evaluate(gold, run, specs, rel_level, judged_as_zero=True)` of a gold set read from TREC
+    qrels without topics (every query judged, so every query averaged; one slice "default"; no
+    outranks), its run already judged (`harness.score.trec.join`: `judged` rows and `present`
+    in the order of `query_ids`; `extra` the run's other queries, sorted)."""
+    chosen = as_specs(specs)
+    _need_texts(chosen, False)
+    answerable = judged.answerable
+    ids = tuple(query_ids)
+    columns: dict[str, FloatArray] = {}
+    for spec in chosen:
+        column = np.where(answerable, spec.compute(judged), 0.0)
+        column.flags.writeable = False
+        columns[str(spec)] = column
+    aggregate, slices = _scopes(columns, np.zeros(len(ids), dtype=np.intp), {"default": 0})
+    unanswerable = (~answerable).tolist()
+    no_ids = tuple(compress(ids, unanswerable))
+    return Evaluation(
+        specs=chosen,
+        rel_level=rel_level,
+        query_ids=ids,
+        columns=MappingProxyType(columns),
+        aggregate=MappingProxyType(aggregate),
+        slices=MappingProxyType(slices),
+        no_answer=NoAnswerSummary(
+            no_ids, tuple(compress(present.tolist(), unanswerable)), (None,) * len(no_ids), None
+        ),
+        outranks=OutranksSummary(),
+        missing=tuple(compress(ids, (~present).tolist())),
+        extra=extra,
     )
 
 

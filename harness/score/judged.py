@@ -194,7 +194,6 @@ def _judged(
     for query q, in query order)."""
     n = len(judgements)
     lengths = np.array(sizes, dtype=np.intp)
-
     counts = np.fromiter(map(len, judgements), dtype=np.intp, count=n)
     grades = np.fromiter(
         chain.from_iterable(map(methodcaller("values"), judgements)),
@@ -202,15 +201,52 @@ def _judged(
         count=int(counts.sum()),
     )
     owner = np.repeat(np.arange(n), counts)
+    ranked, fill = _ranked(lengths, owner, grades, max_k)
+    ranked[fill] = found
+    return _ranks(ranked, owner, grades, rel_level)
+
+
+def judge_columns(
+    query: npt.NDArray[np.integer[Any]],
+    position: npt.NDArray[np.int64],
+    grade: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    owner: npt.NDArray[np.integer[Any]],
+    grades: npt.NDArray[np.int64],
+    max_k: int,
+    rel_level: int = 1,
+) -> JudgedRanks:
+    """`judge` from columns (`harness.score.trec`): the found `grade` of ranked lines at
+    (`query`, 0-based `position` < max_k), each query's ranking size cut at max_k (`sizes`),
+    and every judgement as (`owner` query, `grades`). A line not given is unjudged."""
+    _check_rel_level(rel_level)
+    judged = grades.astype(np.float64)
+    ranked, _ = _ranked(sizes.astype(np.intp), owner, judged, max_k)
+    ranked[query, position] = grade
+    return _ranks(ranked, owner, judged, rel_level)
+
+
+def _ranked(
+    lengths: npt.NDArray[np.intp], owner: npt.NDArray[Any], grades: FloatArray, max_k: int
+) -> tuple[FloatArray, BoolArray]:
+    """Zeros of the width `judge` gives (the longest ranking, or as many ranks as the most
+    positive judgements of a query, up to max_k), and the cells the rankings fill."""
+    n = len(lengths)
+    n_positive = np.bincount(owner[grades > 0], minlength=n)
+    width = max(1, int(lengths.max(initial=0)), min(max_k, int(n_positive.max(initial=0))))
+    return np.zeros((n, width)), np.arange(width) < lengths[:, None]
+
+
+def _ranks(
+    ranked: FloatArray, owner: npt.NDArray[Any], grades: FloatArray, rel_level: int
+) -> JudgedRanks:
+    """JudgedRanks of the grades at each rank (`ranked`) and every judgement of each query."""
+    n, width = ranked.shape
     n_relevant = np.bincount(owner, weights=grades >= rel_level, minlength=n).astype(np.float64)
     positive = grades > 0
     ideal_owner, ideal_grade = owner[positive], grades[positive]
     n_positive = np.bincount(ideal_owner, minlength=n)
     answerable = np.bincount(owner, weights=grades >= 1, minlength=n) > 0
-
-    width = max(1, int(lengths.max(initial=0)), min(max_k, int(n_positive.max(initial=0))))
-    ranked = np.zeros((n, width))
-    ranked[np.arange(width) < lengths[:, None]] = found
     ideal = np.zeros((n, width))
     order = np.lexsort((-ideal_grade, ideal_owner))
     ideal_owner, ideal_grade = ideal_owner[order], ideal_grade[order]

@@ -19,16 +19,24 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
+import numpy.typing as npt
+
 from harness.errors import Problem, ResultsError
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
+from harness.score.evaluation import Evaluation, evaluate_judged
+from harness.score.metrics import MetricSpec
+from harness.score.trec import Joined, Qrels, join, qrels_hash, read_qrels
+from harness.score.trec import read_run as read_trec_table
 from harness.types import GoldSet
 
 TREC_LINE = "qid Q0 docid rank score tag"
@@ -81,6 +89,82 @@ def load_run(path: str | Path) -> Run:
             return Run(found[0], found[1], source, "trec", digest)
     # JSONL, or a TREC file with a problem: line by line, naming every problem.
     return replace(parse_run(data.decode("utf-8"), source), sha256=digest)
+
+
+@dataclass(frozen=True)
+class TrecTables:
+    """TREC qrels and a TREC run read as tables (`harness.score.trec`) and joined: what
+    `harness metrics` scores without a Python object per line."""
+
+    qrels: Qrels
+    joined: Joined
+    source: str  # the qrels path, as the gold set names its source
+
+    @property
+    def hash(self) -> str:
+        """The gold set's content hash (`harness.gold.canonical_hash`)."""
+        return qrels_hash(self.qrels)
+
+    def __len__(self) -> int:
+        return len(self.qrels.names)
+
+
+def load_trec_tables(
+    qrels: str | Path, run: str | Path, max_k: int, rel_level: int = 1
+) -> TrecTables | None:
+    """TREC qrels and a TREC run read and joined column-wise, or None when either needs its
+    exact reader (`load_gold`, `load_run`): a malformed, irregular or unreadable file, which
+    that reader then names line by line, or a run with none of the qrels' queries."""
+    gold_bytes, run_bytes = _padded(qrels), _padded(run)
+    if gold_bytes is None or run_bytes is None or b"{" in (_first(gold_bytes), _first(run_bytes)):
+        return None  # a native gold set or a JSONL run (a line of either may split in 4 or 6)
+    judgements = read_qrels(gold_bytes)
+    if judgements is None:
+        return None
+    table = read_trec_table(run_bytes)
+    if table is None:
+        return None
+    joined = join(judgements, table, max_k, rel_level)
+    if joined is None or not joined.present.any():
+        return None
+    return TrecTables(judgements, joined, str(qrels))
+
+
+def evaluate_trec_files(
+    qrels: str | Path, run: str | Path, specs: Sequence[MetricSpec], rel_level: int = 1
+) -> tuple[Evaluation, TrecTables] | None:
+    """`harness metrics` of TREC qrels (without a topics file) and a TREC run, read
+    column-wise: the Evaluation `evaluate(..., judged_as_zero=True)` gives on what the exact
+    readers read, and the gold set's facts; None when a file needs its exact reader."""
+    tables = load_trec_tables(qrels, run, max(spec.depth for spec in specs), rel_level)
+    if tables is None:
+        return None
+    joined = tables.joined
+    found = evaluate_judged(
+        tables.qrels.names, joined.judged, joined.present, joined.extra, specs, rel_level
+    )
+    return found, tables
+
+
+def _first(buffer: npt.NDArray[np.uint8]) -> bytes:
+    """The first byte that is not ASCII whitespace (b"" for none): what tells a JSONL file."""
+    start = bytes(buffer[:4096])
+    found = _FIRST.search(start) or _FIRST.search(bytes(buffer[:-8]))
+    return b"" if found is None else found.group()
+
+
+def _padded(path: str | Path) -> npt.NDArray[np.uint8] | None:
+    """A file's bytes and 8 zero bytes after them, read into one array; None when it cannot
+    be read (the exact reader says why)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            buffer = np.zeros(size + 8, dtype=np.uint8)
+            if handle.readinto(memoryview(buffer)[:size]) != size:  # type: ignore[arg-type]
+                return None
+    except OSError:
+        return None
+    return buffer
 
 
 def start_loading_run(path: str | Path) -> Callable[[], Run]:

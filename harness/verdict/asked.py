@@ -2,7 +2,7 @@
 asked, the headline deltas in the order asked, and the Comparison with the sequential rule's
 verdict (`harness.verdict.quality_sequential`).
 
-    look = stop_rule(gold, settings, order)     # the runner's callback: stop after this block?
+    block, look = sequential_design(gold, settings, order)  # the runner's: stop after a block?
     comparison = compare_asked(gold, baseline, candidate, settings, order)
 
 The runner asks the queries of `order` (`quality_sequential.query_order`, from the compare's
@@ -25,6 +25,25 @@ from harness.verdict import scopes, validity
 from harness.verdict.compare import compare, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
+
+LATENCY_QUERIES = 20
+"""The fewest queries a latency round is estimated from.  The latency rounds past R replay the
+queries quality asked (`harness.replay.blocks`), and each round's estimate is a trimmed mean of
+their per-query log ratios with its within-round variance (`harness.verdict.latency_rule`: 20%
+off each end, so 20 queries keep 12), so quality never stops before this many, whatever its own
+rule's first look."""
+
+Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]
+
+
+def sequential_design(
+    gold: GoldSet, settings: CompareSettings, order: Sequence[str]
+) -> tuple[int, Look]:
+    """What the runner asks by (`harness.replay.blocks.run_blocks`): the block size and the
+    look after each block, the first look waiting for `LATENCY_QUERIES` (as `compare_asked`'s,
+    so the analysis stops where the runner did)."""
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES)
+    return plan.block_size, stop_rule(gold, settings, order, first=LATENCY_QUERIES)
 
 
 def plan_for(
@@ -55,6 +74,18 @@ def headline_deltas(
 ) -> dict[str, np.ndarray]:
     """Per headline metric, candidate - baseline per answerable query (each side's mean over its
     repeats), in the order asked; queries errored in any repeat of either side left out."""
+    values = headline_values(gold, sides, order, settings)
+    return {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
+
+
+def headline_values(
+    gold: GoldSet,
+    sides: Sequence[Sequence[Repeat]],
+    order: Sequence[str],
+    settings: CompareSettings,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per headline metric, each side's repeats x queries values over the answerable queries
+    answered in every repeat of both sides, in the order asked (`headline_deltas`' queries)."""
     asked = set(order)
     answers = [validity.by_query(rep) for reps in sides for rep in reps]
     ok = [
@@ -66,14 +97,14 @@ def headline_deltas(
     ]
     metrics = decisive_metrics(settings)
     if not ok or not all(sides):
-        return {m: np.zeros(0) for m in metrics}
+        return {m: (np.zeros((1, 0)), np.zeros((1, 0))) for m in metrics}
     base, cand = scopes.score_sides(gold, sides, ok, settings)
-    return {m: cand.matrix(m).mean(axis=0) - base.matrix(m).mean(axis=0) for m in metrics}
+    return {m: (base.matrix(m), cand.matrix(m)) for m in metrics}
 
 
 def stop_rule(
     gold: GoldSet, settings: CompareSettings, order: Sequence[str], *, first: int | None = None
-) -> Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]:
+) -> Look:
     """The runner's look after a block: given the number of queries of `order` asked and each
     side's answers per round so far, whether the rule has decided."""
     plan = plan_for(gold, settings, first=first)
@@ -82,9 +113,10 @@ def stop_rule(
         if asked >= len(order):
             return True
         sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in answers]
-        deltas = headline_deltas(gold, sides, order[:asked], settings)
+        values = headline_values(gold, sides, order[:asked], settings)
+        deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
         # Decided at any look so far: the first deciding look is the one reported.
-        return decide(deltas, plan).verdict is not None
+        return decide(deltas, plan, values).verdict is not None
 
     return look
 
@@ -109,21 +141,25 @@ def compare_asked(
     settings: CompareSettings,
     order: Sequence[str],
     corpus_ids: frozenset[str] | None = None,
+    *,
+    first: int | None = None,
 ) -> Comparison:
-    """The Comparison of a sequential compare (see the module docstring)."""
-    plan = plan_for(gold, settings)
+    """The Comparison of a sequential compare (see the module docstring; `first`: the queries
+    before the first look, `LATENCY_QUERIES` by default, as the runner's `sequential_design`)."""
+    plan = plan_for(gold, settings, first=LATENCY_QUERIES if first is None else first)
     asked = asked_ids(order, (baseline, candidate))
     cut = asked_gold(gold, asked)
     fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
     usable = [validity.usable(run) for run in (baseline, candidate)]
-    deltas = headline_deltas(cut, usable, asked, settings)
-    result = decide(deltas, plan)
+    values = headline_values(cut, usable, asked, settings)
+    deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
+    result = decide(deltas, plan, values)
     n_gold = len(gold)
     share = 1 - len(asked) / n_gold if n_gold else 0.0
     said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
     if result.verdict is None:
         said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
-    sequential = Sequential(len(asked), n_gold, result, said)
+    sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
     out = replace(fixed, sequential=sequential)
     if not fixed.valid or result.verdict is None:
         return out

@@ -68,6 +68,8 @@ counts, latency), `summary` (one ref on its own); the values are in `harness.ver
 
 from __future__ import annotations
 
+import gc
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -78,6 +80,7 @@ from harness.score.metrics import Kind, MetricSpec, parse_metric
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
+    Boots,
     CompareSettings,
     Comparison,
     Flips,
@@ -134,7 +137,7 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
     for row in overall.rows:
         if row.metric in adjusted:
             adj = adjusted[row.metric]
-            row = replace(row, p_adjusted=adj)
+            row = replace(row, p_adjusted=adj, deciding=True)
             if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= settings.alpha:
                 note = f"not significant after Holm across the {len(decisive)} headline tests"
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
@@ -216,6 +219,58 @@ def rejudge(comparison: Comparison, adjusted: Mapping[str, float], family: str) 
     )
 
 
+def _boots(overall: Scope, settings: CompareSettings, repeats: tuple[int, int]) -> Boots | None:
+    """The variation between boots in the headline row where it weighs most, in words."""
+    found = [(r, r.boots) for r in map(overall.row, decisive_metrics(settings)) if r and r.boots]
+    if not found:
+        return None
+    row, b = max(found, key=lambda pair: (pair[1].present, pair[1].share))
+    sd = math.sqrt(b.between)
+    if b.df == 0:
+        words = (
+            "one boot per side: a shift shared by every query of a boot cannot be told from a "
+            "change here (a service that builds its index at random when it starts needs "
+            "--repeats 3 or more for it to be inside the test)"
+        )
+    elif not b.estimable:
+        seen = (
+            f"; and they differ more than their queries explain (p = "
+            f"{stats.format_p(b.p_present)}), which the test does not include"
+            if b.present and b.p_present is not None
+            else ""
+        )
+        words = (
+            f"too few boots to put their variation inside the test ({b.df} degrees of "
+            f"freedom; --repeats 3 or more a side does){seen}"
+        )
+    elif b.present:
+        words = (
+            f"boots differ more than their queries explain: a boot's {row.metric} moves by "
+            f"about {sd:.3f} (sd) on its own, {b.share:.0%} of the variance of the delta; the "
+            f"test and interval include it (t on {b.df_effective} df, the interval "
+            f"{b.widening:.2f}x as wide as the queries alone make it)"
+        )
+    elif b.added > 0:
+        words = (
+            f"within chance (their means spread as their queries explain, p = "
+            f"{stats.format_p(b.p_present or 1.0)}); inside the test all the same: "
+            f"{b.share:.0%} of the variance of the {row.metric} delta"
+        )
+    else:
+        words = "none beyond what their queries explain"
+    return Boots(
+        repeats=repeats,
+        estimable=b.estimable,
+        present=b.present,
+        metric=row.metric,
+        between_sd=sd,
+        share=b.share,
+        widening=b.widening,
+        df=b.df,
+        words=words,
+    )
+
+
 def _findings(overall: Scope, settings: CompareSettings) -> tuple[str, ...]:
     """Instability of either side, in words: a finding shown with the verdicts, never a bar."""
     row = overall.row(f"hit@{settings.k[0]}")
@@ -239,15 +294,30 @@ def compare(
 ) -> Comparison:
     """Compare two refs' runs over one gold set (see the module docstring for every rule);
     `corpus_ids`, when the gold set names its corpus, are the ids a returned id must be one of."""
+    # The analysis makes many short-lived tuples and no reference cycle: the cyclic collector
+    # would only walk the gold set and the runs again and again (a third of the time at 50k).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _compare(gold, baseline, candidate, settings, corpus_ids)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _compare(
+    gold: GoldSet,
+    baseline: RefRun,
+    candidate: RefRun,
+    settings: CompareSettings,
+    corpus_ids: frozenset[str] | None,
+) -> Comparison:
     runs = (baseline, candidate)
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
-    answers = [[validity.by_query(rep) for rep in reps] for reps in usable]
-    every = [a for side in answers for a in side]
+    every = [rep.answers for reps in usable for rep in reps]
     # The gold queries answered without error in every usable repeat of both sides.
-    answered = set.intersection(
-        *({qid for qid, r in a.items() if r.error is None} for a in every)
-    ) if every else None
+    answered = set.intersection(*(a.answered() for a in every)) if every else None
     analysed = [q.id for q in gold.queries if answered is None or q.id in answered]
     in_both = set(analysed)
     excluded = tuple(q.id for q in gold.queries if q.id not in in_both)
@@ -281,12 +351,16 @@ def compare(
         in_slices = sum(1 for sel in selections.values() if sel.any())
         slices = scopes.holm_slices(
             [
-                scopes.score_scope(name, base, cand, sel, topk, settings, in_slices)
+                # One slice of every query is the overall scope (holm_slices): not scored twice.
+                Scope(name, len(ids), ())
+                if in_slices == 1
+                else scopes.score_scope(name, base, cand, sel, topk, settings, in_slices * family)
                 for name, sel in selections.items()
                 if sel.any()
             ],
             overall,
             settings.alpha,
+            decisive_metrics(settings),
         )
         flips = [
             details.flips(str(s), s.depth, ids, gold, base, cand, settings)
@@ -349,6 +423,10 @@ def compare(
         details.top_scores(name, gold, run)
         for name, run in zip(("baseline", "candidate"), runs, strict=True)
     ]
+    boots = _boots(overall, settings, (len(usable[0]), len(usable[1]))) if ids else None
+    findings = _findings(overall, settings) if not invalid else ()
+    if boots is not None and boots.present and not invalid:
+        findings = (*findings, boots.words)
     return Comparison(
         header=header,
         settings=settings,
@@ -365,7 +443,8 @@ def compare(
         outranks=details.outranks(in_analysis, sides),
         latency=latency,
         flips=tuple(flips),
-        findings=_findings(overall, settings) if not invalid else (),
+        findings=findings,
+        boots=boots,
         errors=tuple(
             summary
             for side, run in zip(("baseline", "candidate"), runs, strict=True)

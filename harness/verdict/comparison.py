@@ -36,6 +36,7 @@ from harness.errors import ConfigError
 from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import FloorRow, RefRun, Verdict
+from harness.verdict.boots import BootComponent
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
@@ -215,6 +216,31 @@ class MetricRow:
     collapse: str | None = None  # slices only: why this row is a slice collapse
     hit: HitDetail | None = None  # hit@k only
     power: Power | None = None
+    # Whether this row decides the headline (hit@k at every k and every gate_on metric, in the
+    # overall scope and in each slice): a row that does not is information, its label is its
+    # own uncorrected test's, and the reports say "(not deciding)" beside it.
+    deciding: bool = False
+    # The variation between boots (harness.verdict.boots): inside the row's p and interval.
+    boots: BootComponent | None = None
+
+
+@dataclass(frozen=True)
+class Boots:
+    """Variation between boots in the headline (`harness.verdict.boots`), in the row where it
+    weighs most: whether it could be estimated (two or more boots on a side), whether it is
+    present (the boots' means spread beyond what their queries explain, at 5%), the standard
+    deviation of a boot's mean beyond its queries' noise, its share of the variance of the
+    row's delta, how many times wider that makes the row's interval, and the words."""
+
+    repeats: tuple[int, int]  # boots (usable repeats) per side: baseline, candidate
+    estimable: bool
+    present: bool
+    metric: str | None
+    between_sd: float
+    share: float
+    widening: float
+    df: int
+    words: str
 
 
 @dataclass(frozen=True)
@@ -412,6 +438,8 @@ class Comparison:
     query_deltas: QueryDeltas | None = None  # the per-query delta plot's (issue 27)
     # compare --sequential: the queries asked and the rule's answer (harness.verdict.asked)
     sequential: Sequential | None = None
+    # Variation between boots in the headline rows, and how much of their intervals it is.
+    boots: Boots | None = None
 
     @property
     def valid(self) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -161,13 +160,8 @@ def latency(
     throughput is given per side instead and latency is not compared either."""
     summaries, percentiles = [], []
     for reps in repeats:
-        ns = [
-            r.latency_ns
-            for rep in reps
-            for r in rep.results
-            if r.error is None and r.latency_ns > 0  # r.ok, without a call per answer
-        ]
-        summaries.append(latency_summary(ns) if ns else None)
+        ns = np.concatenate([np.zeros(0, np.int64), *(rep.answers.latencies() for rep in reps)])
+        summaries.append(latency_summary(ns) if ns.size else None)
         percentiles.append(_percentiles(np.asarray(ns, dtype=np.float64) / 1e6))
     concurrency = max(run.concurrency for run in runs)
     base_run, cand_run = runs
@@ -179,7 +173,8 @@ def latency(
     effect: OrderEffect | None = None
     per_query: list[float] = []
     if why is None and all(repeats):
-        rounds = paired_rounds(ids, repeats[0], repeats[1])
+        timed = _both_timed(ids, repeats[0], repeats[1])
+        rounds = _latencies(timed)
         for b_ns, c_ns in rounds:
             paired = max(paired, len(b_ns))
             per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
@@ -190,7 +185,7 @@ def latency(
             test = decide(
                 estimates, plan(first, budget), tolerance=settings.latency_tolerance
             )
-            effect = order_effect(_orders(ids, repeats[0], repeats[1]))
+            effect = order_effect(_orders(timed))
     if why is not None:
         words = why
     elif test is None:
@@ -216,29 +211,41 @@ def latency(
     )
 
 
-def _baseline_first(rep: Repeat) -> dict[str, bool]:
-    """Per query of a baseline repeat, whether the baseline was sent first of its pair ({} for
-    a record without positions)."""
-    if len(rep.positions) != len(rep.results):
-        return {}
-    return {r.query_id: p == 0 for r, p in zip(rep.results, rep.positions, strict=True)}
+_Timed = list[tuple[Repeat, Repeat, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
 
 
-def _orders(
+def _both_timed(
     ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
-) -> list[tuple[list[float], list[bool]]]:
-    """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
-    the queries timed on both sides, and whether the baseline went first for each."""
-    base_by = {rep.index: validity.by_query(rep) for rep in baseline}
-    cand_by = {rep.index: validity.by_query(rep) for rep in candidate}
-    first_by = {rep.index: _baseline_first(rep) for rep in baseline}
-    orders = []
+) -> _Timed:
+    """Per round (by repeat index, in order): both sides' repeats and, for the queries of `ids`
+    answered with a latency on both sides in that round, the rows of their answers (the last
+    of a query asked twice, as `validity.by_query` has it) on each side, aligned."""
+    base_by = {rep.index: rep for rep in baseline}
+    cand_by = {rep.index: rep for rep in candidate}
+    out = []
     for index in sorted(set(base_by) & set(cand_by)):
-        b, c, first = base_by[index], cand_by[index], first_by.get(index, {})
-        both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
-        if both and all(q in first for q in both):
-            logs = [math.log(c[q].latency_ns / b[q].latency_ns) for q in both]
-            orders.append((logs, [first[q] for q in both]))
+        b, c = base_by[index], cand_by[index]
+        rb, rc = b.answers.rows(ids), c.answers.rows(ids)
+        lb = b.answers.columns.latency_ns[np.maximum(rb, 0)]
+        lc = c.answers.columns.latency_ns[np.maximum(rc, 0)]
+        both = (rb >= 0) & (rc >= 0) & (lb > 0) & (lc > 0)
+        if both.any():
+            out.append((b, c, rb[both], rc[both]))
+    return out
+
+
+def _orders(timed: _Timed) -> list[tuple[list[float], list[bool]]]:
+    """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
+    the queries timed on both sides (`_both_timed`), and whether the baseline went first for
+    each."""
+    orders = []
+    for b, c, rb, rc in timed:
+        if len(b.positions) != len(b.results):  # a record without positions
+            continue
+        lb = b.answers.columns.latency_ns[rb].tolist()
+        lc = c.answers.columns.latency_ns[rc].tolist()
+        logs = [math.log(y / x) for x, y in zip(lb, lc, strict=True)]
+        orders.append((logs, (np.asarray(b.positions)[rb] == 0).tolist()))
     return orders
 
 
@@ -247,15 +254,14 @@ def paired_rounds(
 ) -> list[tuple[list[int], list[int]]]:
     """Per round (by repeat index, in order) the latencies (ns) of the queries of `ids` answered
     with a latency on both sides in that round, baseline's and candidate's, aligned."""
-    base_by = {rep.index: validity.by_query(rep) for rep in baseline}
-    cand_by = {rep.index: validity.by_query(rep) for rep in candidate}
-    out = []
-    for index in sorted(set(base_by) & set(cand_by)):
-        b, c = base_by[index], cand_by[index]
-        both = [q for q in ids if q in b and q in c and b[q].latency_ns > 0 < c[q].latency_ns]
-        if both:
-            out.append(([b[q].latency_ns for q in both], [c[q].latency_ns for q in both]))
-    return out
+    return _latencies(_both_timed(ids, baseline, candidate))
+
+
+def _latencies(timed: _Timed) -> list[tuple[list[int], list[int]]]:
+    return [
+        (b.answers.columns.latency_ns[rb].tolist(), c.answers.columns.latency_ns[rc].tolist())
+        for b, c, rb, rc in timed
+    ]
 
 
 def _percentiles(values: npt.NDArray[np.float64]) -> tuple[float, ...]:
@@ -295,9 +301,9 @@ def _not_together(base: RefRun, cand: RefRun, concurrency: int) -> str | None:
 
 def _throughput(reps: Sequence[Repeat], concurrency: int) -> Throughput | None:
     qps = [
-        sum(r.ok for r in rep.results) / rep.timings_s["queries"]
+        int(rep.answers.ok.sum()) / rep.timings_s["queries"]
         for rep in reps
-        if rep.timings_s.get("queries", 0) > 0 and any(r.ok for r in rep.results)
+        if rep.timings_s.get("queries", 0) > 0 and rep.answers.ok.any()
     ]
     return throughput(qps, concurrency) if qps else None
 
@@ -334,8 +340,8 @@ def repeat_means(
     matrices = [scored.matrix(m).mean(axis=1) for m in metrics]
     out = []
     for i, rep in enumerate(reps):
-        ms = [r.latency_ns / 1e6 for r in rep.results if r.error is None and r.latency_ns > 0]
-        p50 = float(np.percentile(ms, 50, method="linear")) if ms else None
+        ms = rep.answers.latencies() / 1e6
+        p50 = float(np.percentile(ms, 50, method="linear")) if ms.size else None
         out.append(RepeatMeans(side, rep.index, tuple(float(m[i]) for m in matrices), p50))
     return tuple(out)
 
@@ -347,12 +353,12 @@ def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
     invalid)."""
     if run.gold_hash != gold.hash:
         return None
-    answers = (
-        r for rep in validity.usable(run) for r in rep.results if r.error is None and r.ids
-    )
-    scored = [r.scores is not None for r in islice(answers, 1)]
-    if not scored or not scored[0] or any(r.scores is None for r in answers):
-        return None  # stops at the first answer without scores
+    scored = []  # per usable repeat: has each answer that did not error and returned ids scores
+    for rep in validity.usable(run):
+        cols = rep.answers.columns
+        scored.append(cols.scored[(cols.error == -1) & (cols.ids_at[1:] > cols.ids_at[:-1])])
+    if not any(map(len, scored)) or not all(s.all() for s in scored):
+        return None
     t = threshold.analyse(gold, run)
     c = t.cutoff
     return TopScores(

@@ -144,3 +144,41 @@ def _central(t: float, df: int) -> float:
         term *= cos2 * (2 * j) / (2 * j + 1)
         total += term
     return 2.0 / math.pi * (theta + sin * total)
+
+
+def t_sf(t: float, df: int) -> float:
+    """P(T > t) for Student's t with `df` (an integer >= 1) degrees of freedom."""
+    if df < 1 or int(df) != df:
+        raise ValueError("the degrees of freedom must be an integer >= 1")
+    if t < 0:
+        return 1.0 - t_sf(-t, df)
+    if df == 1:  # Cauchy
+        return 0.5 - math.atan(t) / math.pi
+    return max(0.0, (1.0 - _central(t, df)) / 2.0)
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(X > x) for X ~ chi^2 with `df` (an integer >= 1) degrees of freedom: the closed forms
+    (Abramowitz and Stegun 26.4.4-5), a finite sum of Poisson terms for even df, the normal tail
+    and a sum for odd df."""
+    if df < 1 or int(df) != df:
+        raise ValueError("the degrees of freedom must be an integer >= 1")
+    if x <= 0:
+        return 1.0
+    half = x / 2.0
+    if df % 2 == 0:
+        term = total = 1.0
+        for k in range(1, df // 2):
+            term *= half / k
+            total += term
+        return min(1.0, math.exp(-half) * total)
+    root = math.sqrt(x)
+    tail = 2.0 * (1.0 - NormalDist().cdf(root))
+    if df == 1:
+        return tail
+    term = root * math.sqrt(2.0 / math.pi) * math.exp(-half)  # k = 1: x^(1/2) / 1
+    total = term
+    for k in range(2, (df - 1) // 2 + 1):
+        term *= x / (2 * k - 1)
+        total += term
+    return min(1.0, tail + total)

@@ -460,10 +460,12 @@ def parse_budget(value: str | int) -> LatencyBudget:
     """ "12" (rounds), "300s", "5m" or "1h" (a time) into a LatencyBudget; ValueError naming the
     accepted forms otherwise."""
     text = str(value).strip().lower()
-    forms = f"a round count ({MIN_LOOK} to {MOST_ROUNDS}, like 12) or a time like 300s or 5m"
+    forms = f"a round count (1 to {MOST_ROUNDS}, like 12) or a time like 300s or 5m"
     if text.isdigit():
         rounds = int(text)
-        if not MIN_LOOK <= rounds <= MOST_ROUNDS:
+        # 1 is allowed: `--repeats 1 --latency-budget 1` is exactly one round (whose latency
+        # verdict says it is too few to tell boots from a change).
+        if not 1 <= rounds <= MOST_ROUNDS:
             raise ValueError(f"{value!r} is not {forms}")
         return LatencyBudget(rounds=rounds)
     number, unit = text[:-1], text[-1:]

@@ -80,6 +80,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.types import Verdict
+from harness.verdict.boots import BootComponent, boot_margin, boot_p, boot_path
 from harness.verdict.stats import holm
 
 SHARE = 0.5  # of alpha spent on the looks; the rest on the fixed-sample test at the end
@@ -152,6 +153,10 @@ class MetricLook:
     p: float
     p_adjusted: float
     verdict: Verdict  # IMPROVED, REGRESSED, NO_DIFFERENCE (inside the band) or INCONCLUSIVE
+    # With boot-to-boot variation seen (harness.verdict.boots): the two-level test's p at this
+    # look, and how far the boots alone may have moved the mean delta (the bounds include it).
+    p_boots: float | None = None
+    boot_margin: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,9 @@ class Sequential:
     total: int
     result: SequentialResult
     said: str
+    # The compare's alpha (alpha_s of it spent on the looks; the tables and the last test are
+    # at the rest, which is the Comparison's settings.alpha); 0 in comparisons saved before.
+    alpha: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -204,14 +212,13 @@ def mixture_log_e(deltas: FloatArray, at: Sequence[int]) -> FloatArray:
     repeats), so each distinct value's log-factors are computed once and counted."""
     d = np.clip(np.asarray(deltas, dtype=np.float64), -1.0, 1.0)
     values, which = np.unique(d, return_inverse=True)
-    with np.errstate(divide="ignore"):
-        table = np.log1p(values[:, None] * _BETS[None, :])  # values x bets
+    # Every bet is strictly inside (-1, 1) (midpoints of psi), so 1 + lambda d > 0: finite logs.
+    table = np.log1p(values[:, None] * _BETS[None, :])  # values x bets
     ends = np.asarray(at, dtype=np.intp)
-    counts = np.zeros((len(ends), len(values)))
-    for row, n in enumerate(ends):
-        counts[row] = np.bincount(which[:n], minlength=len(values))
-    # A count of 0 times a factor of 0 (a bet of all on the wrong side) adds nothing.
-    logs = np.where(counts[:, :, None] > 0, counts[:, :, None] * table[None], 0.0).sum(axis=1)
+    onehot = np.zeros((d.size + 1, len(values)))
+    onehot[np.arange(1, d.size + 1), which] = 1.0
+    counts = np.cumsum(onehot, axis=0)[ends]  # looks x values
+    logs = counts @ table  # looks x bets
     top = logs.max(axis=1)
     return np.asarray(top + np.log(np.exp(logs - top[:, None]).mean(axis=1)), dtype=np.float64)
 
@@ -251,15 +258,32 @@ def _path(deltas: FloatArray, level: float, min_effect: float, at: Sequence[int]
     )
 
 
-def _at(paths: Mapping[str, _Path], j: int, n: int, plan: SequentialPlan) -> tuple[MetricLook, ...]:
+def _at(
+    paths: Mapping[str, _Path],
+    j: int,
+    n: int,
+    plan: SequentialPlan,
+    boots: Mapping[str, BootComponent] | None = None,
+) -> tuple[MetricLook, ...]:
     raw = [float(min(1.0, math.exp(-paths[m].log_sup[j]))) for m in plan.metrics]
     adjusted = holm(raw)
+    level = plan.alpha_looks / max(len(plan.metrics), 1)
+    two_level = {m: boot_p(b, float(paths[m].delta[j])) for m, b in (boots or {}).items()}
+    p_boots = [two_level.get(m) for m in plan.metrics]
+    boots_adjusted = dict(
+        zip(plan.metrics, holm([1.0 if p is None else p for p in p_boots]), strict=True)
+    )
     looks = []
-    for metric, p, adj in zip(plan.metrics, raw, adjusted, strict=True):
+    for metric, p, adj, p_boot in zip(plan.metrics, raw, adjusted, p_boots, strict=True):
         path = paths[metric]
-        if adj < plan.alpha_looks:
+        move = 0.0 if boots is None else boot_margin(boots[metric], 1 - level)
+        lower, upper = float(path.lower[j]) - move, float(path.upper[j]) + move
+        # A call needs the boots' test too when they vary: the wealth bet on the queries sees
+        # a shift every query of a boot shares as a real change.
+        boots_agree = p_boot is None or boots_adjusted[metric] < plan.alpha_looks
+        if adj < plan.alpha_looks and boots_agree:
             verdict = Verdict.IMPROVED if path.delta[j] > 0 else Verdict.REGRESSED
-        elif path.inside[j]:
+        elif path.inside[j] and -plan.min_effect < lower and upper < plan.min_effect:
             verdict = Verdict.NO_DIFFERENCE
         else:
             verdict = Verdict.INCONCLUSIVE
@@ -268,11 +292,13 @@ def _at(paths: Mapping[str, _Path], j: int, n: int, plan: SequentialPlan) -> tup
                 metric=metric,
                 n=n,
                 delta=float(path.delta[j]),
-                lower=float(path.lower[j]),
-                upper=float(path.upper[j]),
+                lower=max(lower, -1.0),
+                upper=min(upper, 1.0),
                 p=p,
                 p_adjusted=adj,
                 verdict=verdict,
+                p_boots=p_boot,
+                boot_margin=move,
             )
         )
     return tuple(looks)
@@ -294,10 +320,15 @@ def _call(looks: Sequence[MetricLook], min_effect: float) -> tuple[Verdict | Non
 
 
 def decide(
-    deltas: Mapping[str, Sequence[float] | FloatArray], plan: SequentialPlan
+    deltas: Mapping[str, Sequence[float] | FloatArray],
+    plan: SequentialPlan,
+    values: Mapping[str, tuple[FloatArray, FloatArray]] | None = None,
 ) -> SequentialResult:
     """The rule over the deltas asked so far (each metric's, in the order asked; the same
-    length for every metric): the first look that decides, else the last look's state."""
+    length for every metric): the first look that decides, else the last look's state.
+    `values`: each metric's per-repeat values (baseline's and candidate's, repeats x queries in
+    the order asked), from which each look estimates the variation between boots
+    (`harness.verdict.boots`); without them the boots are not looked at."""
     arrays = {m: np.asarray(deltas[m], dtype=np.float64) for m in plan.metrics}
     sizes = {a.size for a in arrays.values()}
     if len(sizes) != 1:
@@ -312,8 +343,10 @@ def decide(
     points = looks or [asked]  # before the first look: the state, never a decision
     paths = {m: _path(a, level, plan.min_effect, points) for m, a in arrays.items()}
     last: tuple[MetricLook, ...] = ()
+    along = {m: boot_path(b, c, points) for m, (b, c) in (values or {}).items()}
     for j, n in enumerate(points):
-        last = _at(paths, j, n, plan)
+        boots = {m: path[j] for m, path in along.items()} if values is not None else None
+        last = _at(paths, j, n, plan, boots)
         if not looks:
             break
         verdict, reason = _call(last, plan.min_effect)

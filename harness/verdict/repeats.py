@@ -5,11 +5,12 @@ comparison holds (`twobytwo`'s tables) can be computed without the validity rule
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from harness.types import QueryResult, RefRun, Repeat
 
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
 WARNING_STAGES = frozenset({"teardown"})
-_REMEMBERED = 16  # repeats: both sides of a comparison with their usable repeats
 
 
 def usable(run: RefRun, *, latency: bool = False) -> tuple[Repeat, ...]:
@@ -26,16 +27,7 @@ def usable(run: RefRun, *, latency: bool = False) -> tuple[Repeat, ...]:
     )
 
 
-_RECENT: list[tuple[Repeat, dict[str, QueryResult]]] = []
-
-
-def by_query(rep: Repeat) -> dict[str, QueryResult]:
-    """A repeat's answers by query id (treat as read-only: the last few repeats asked for are
-    remembered, since a comparison asks for each of its repeats several times)."""
-    for seen, answers in _RECENT:
-        if seen is rep:
-            return answers
-    answers = {r.query_id: r for r in rep.results}
-    _RECENT.insert(0, (rep, answers))
-    del _RECENT[_REMEMBERED:]
-    return answers
+def by_query(rep: Repeat) -> Mapping[str, QueryResult]:
+    """A repeat's answers by query id (the last answer of a query asked twice), each built only
+    when looked up (`harness.answers.Answers.by_query`)."""
+    return rep.answers.by_query()

@@ -14,6 +14,7 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
+from harness.answers import ok_rankings
 from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
@@ -24,6 +25,7 @@ from harness.score.judged import dedupe
 from harness.score.metrics import Kind
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
+from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.power import power, repeat_noise
 from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
@@ -39,7 +41,7 @@ BoolArray = npt.NDArray[np.bool_]
 class Side:
     """One side's usable repeats, scored: rows follow `ids` (the analysed answerable queries)."""
 
-    answers: tuple[dict[str, QueryResult], ...]
+    answers: tuple[Mapping[str, QueryResult], ...]
     evaluations: tuple[Evaluation, ...]
     rows: npt.NDArray[np.intp]  # positions of `ids` in each evaluation's query_ids
     # The judged rankings (`evaluation.PooledEvaluations`) and, per repeat and query of `ids`,
@@ -161,7 +163,7 @@ def score_sides(
     every = [a for side in answers for a in side]
     pooled = evaluate_runs(
         gold,
-        [{qid: r.ids for qid, r in a.items() if r.error is None} for a in every],
+        ok_rankings([rep.answers for repeats in sides for rep in repeats]),
         settings.specs,
         settings.rel_level,
         texts=[returned_texts(a) for a in every] if settings.context else None,
@@ -210,7 +212,8 @@ def _hit_row(
     power_alpha: float,
 ) -> MetricRow:
     outcomes = [side.matrix(metric)[:, sel] > 0.5 for side in (base, cand)]
-    test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha)
+    boots = boot_component(outcomes[0], outcomes[1])
+    test = stats.hit_rate_test(outcomes[0], outcomes[1], alpha=settings.alpha, boots=boots)
     rates = [o.mean(axis=0) for o in outcomes]
     n = int(sel.sum())
     # The interval drawn beside the row (decides nothing): the bootstrap's exact percentiles
@@ -225,7 +228,7 @@ def _hit_row(
             confidence=0.95,
             sequential=False,
         )
-    ci_low, ci_high = interval
+    ci_low, ci_high = widen(test.net / n, *interval, boots, 0.95)
     return MetricRow(
         metric=metric,
         n=n,
@@ -244,6 +247,7 @@ def _hit_row(
             ci_low=ci_low,
             ci_high=ci_high,
         ),
+        boots=boots,
         power=power(
             metric,
             rates[1] - rates[0],
@@ -251,6 +255,7 @@ def _hit_row(
             effect=settings.min_effect,
             noise=repeat_noise(outcomes[0]) + repeat_noise(outcomes[1]),
             repeats=min(o.shape[0] for o in outcomes),
+            boots=boots,
         ),
     )
 
@@ -263,6 +268,7 @@ def _continuous_row(
     settings: CompareSettings,
     power_alpha: float,
     test: stats.ContinuousTest,
+    boots: BootComponent,
 ) -> MetricRow:
     alpha = settings.alpha
     matrices = [side.matrix(metric)[:, sel] for side in (base, cand)]
@@ -281,6 +287,7 @@ def _continuous_row(
         note=f"p < {alpha:g} but the {level} includes 0" if undecided else None,
         ci_low=test.ci_low,
         ci_high=test.ci_high,
+        boots=boots,
         power=power(
             metric,
             c - b,
@@ -288,6 +295,7 @@ def _continuous_row(
             effect=settings.min_effect,
             noise=sum(repeat_noise(m) for m in matrices),
             repeats=min(m.shape[0] for m in matrices),
+            boots=boots,
         ),
     )
 
@@ -307,19 +315,19 @@ def score_scope(
     the scope's calls are corrected across."""
     power_alpha = settings.alpha / family
     continuous = [str(s) for s in settings.specs if s.kind is not Kind.BINARY]
+    matrices = {m: [side.matrix(m)[:, sel] for side in (base, cand)] for m in continuous}
+    boots = {m: boot_component(*matrices[m]) for m in continuous}
     # Every continuous metric of the scope in one call: one set of resamples serves them all.
     tests = dict(
         zip(
             continuous,
             stats.continuous_tests(
-                [
-                    tuple(side.matrix(metric)[:, sel].mean(axis=0) for side in (base, cand))
-                    for metric in continuous
-                ],
+                [tuple(x.mean(axis=0) for x in matrices[m]) for m in continuous],
                 alpha=settings.alpha,
                 seed=settings.seed,
                 resamples=settings.resamples,
                 family=family,
+                boots=[boots[m] for m in continuous],
             ),
             strict=True,
         )
@@ -327,33 +335,69 @@ def score_scope(
     rows = [
         _hit_row(str(s), base, cand, sel, topk[s.depth], settings, power_alpha)
         if s.kind is Kind.BINARY
-        else _continuous_row(str(s), base, cand, sel, settings, power_alpha, tests[str(s)])
+        else _continuous_row(
+            str(s), base, cand, sel, settings, power_alpha, tests[str(s)], boots[str(s)]
+        )
         for s in settings.specs
     ]
     return Scope(name, int(sel.sum()), tuple(rows))
 
 
-def holm_slices(slices: list[Scope], overall: Scope, alpha: float) -> list[Scope]:
-    """Adjust each metric's p across the slices, take back the calls Holm no longer supports,
-    and flag collapses."""
-    adjusted = {
-        row.metric: stats.holm([s.rows[i].p for s in slices])
-        for i, row in enumerate(slices[0].rows if slices else ())
-    }
+def holm_slices(
+    slices: list[Scope], overall: Scope, alpha: float, deciding: Sequence[str] = ()
+) -> list[Scope]:
+    """Adjust each slice row's p, take back the calls Holm no longer supports, and flag
+    collapses.
+
+    The headline's metrics (`deciding`) are Holm-adjusted across every slice and every one of
+    them at once: a slice is never less strict than the overall row, which is adjusted across
+    the headline's tests, so a slice cannot "regress while the overall row did not" by a looser
+    bar alone.  The other metrics are adjusted across the slices, per metric, and are
+    information (`MetricRow.deciding` False): their regression is not a collapse.  A single
+    slice holding every query is the overall scope: its rows are the overall rows, never a
+    separate call."""
+    if len(slices) == 1 and slices[0].n == overall.n:
+        return [replace(slices[0], rows=tuple(_fell(row) for row in overall.rows))]
+    family = [(j, i) for j, scope in enumerate(slices) for i, row in enumerate(scope.rows)
+              if row.metric in deciding]
+    adjusted = dict(zip(family, stats.holm([slices[j].rows[i].p for j, i in family]), strict=True))
+    for i, row in enumerate(slices[0].rows if slices else ()):
+        if row.metric not in deciding:
+            each = stats.holm([s.rows[i].p for s in slices])
+            adjusted.update(((j, i), adj) for j, adj in enumerate(each))
+    size = len(family)
     out = []
     for j, scope in enumerate(slices):
         rows = []
-        for row in scope.rows:
-            adj = adjusted[row.metric][j]
-            row = replace(row, p_adjusted=adj)
+        for i, row in enumerate(scope.rows):
+            decides = row.metric in deciding
+            adj = adjusted[j, i]
+            row = replace(row, p_adjusted=adj, deciding=decides)
             if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= alpha:
-                note = f"not significant after Holm across {len(slices)} slices"
+                across = (
+                    f"{len(slices)} slices and the {len(deciding)} headline tests ({size} tests)"
+                    if decides
+                    else f"{len(slices)} slices"
+                )
+                note = f"not significant after Holm across {across}"
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
             whole = overall.row(row.metric)
-            if row.baseline > 0 and row.candidate == 0:
-                row = replace(row, collapse="fell to zero")
-            elif row.verdict is Verdict.REGRESSED and whole and whole.verdict != Verdict.REGRESSED:
+            row = _fell(row)
+            if (
+                row.collapse is None
+                and decides
+                and row.verdict is Verdict.REGRESSED
+                and whole
+                and whole.verdict != Verdict.REGRESSED
+            ):
                 row = replace(row, collapse="regressed while the overall row did not")
             rows.append(row)
         out.append(replace(scope, rows=tuple(rows)))
     return out
+
+
+def _fell(row: MetricRow) -> MetricRow:
+    """The row flagged when its metric fell to zero from above zero."""
+    if row.baseline > 0 and row.candidate == 0:
+        return replace(row, collapse="fell to zero")
+    return row

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.types import Verdict
+from harness.verdict.boots import BootComponent, boot_p, widen
 from harness.verdict.distributions import half_binomial_cdf, half_binomial_pmf
 from harness.verdict.resample import (
     BoolArray,
@@ -169,7 +170,9 @@ def _convolve(a: FloatArray, b: FloatArray) -> FloatArray:
     return np.clip(fast, 0.0, None)
 
 
-def hit_rate_test(baseline: BoolArray, candidate: BoolArray, *, alpha: float) -> BinaryTest:
+def hit_rate_test(
+    baseline: BoolArray, candidate: BoolArray, *, alpha: float, boots: BootComponent | None = None
+) -> BinaryTest:
     """Call a binary metric from every repeat of both sides (repeats x queries each).
 
     Each query is scored by its hit rate over its side's repeats, and the paired exact
@@ -178,7 +181,9 @@ def hit_rate_test(baseline: BoolArray, candidate: BoolArray, *, alpha: float) ->
     (queries whose outcome changes between repeats) is inside the test, since an unstable query
     contributes a fractional difference, and is reported per side (`drift`), never used as a
     bar.  A net swing too small to be significant (fewer than `min_detectable_swing` queries
-    when deterministic) simply has p >= alpha.
+    when deterministic) simply has p >= alpha.  `boots` (`harness.verdict.boots`), when the
+    boots' means vary more than their queries explain, puts that variation in too: p is then
+    the larger of the exact test's and the two-level test's.
     """
     check_alpha(alpha)
     scaled, lcm = scaled_rate_differences(baseline, candidate)
@@ -187,6 +192,10 @@ def hit_rate_test(baseline: BoolArray, candidate: BoolArray, *, alpha: float) ->
     net = float(scaled.sum()) / lcm
     deterministic = bool((np.abs(scaled[scaled != 0]) == lcm).all())
     exact = "McNemar exact" if deterministic else "exact sign-flip"
+    two_level = None if boots is None else boot_p(boots, net / scaled.size)
+    if two_level is not None and two_level > p:
+        p = two_level
+        exact = "two-level t, boots inside"
     if p < alpha:
         verdict = Verdict.IMPROVED if net > 0 else Verdict.REGRESSED
         reason = f"p = {format_p(p)} < alpha = {alpha:g}"
@@ -349,9 +358,12 @@ def continuous_tests(
     seed: int,
     resamples: int = 10_000,
     family: int = 1,
+    boots: Sequence[BootComponent | None] = (),
 ) -> list[ContinuousTest]:
     """Call continuous metrics from aligned per-query scores, one (baseline, candidate) pair
-    per metric, all on the same queries.
+    per metric, all on the same queries (`boots`: each metric's between-boot component, or
+    none: p is then at least the two-level test's and the CI at least its interval, as in
+    `hit_rate_test`).
 
     p from the sign-flip randomization test (exact when a metric has few non-zero deltas, as
     `paired_randomization_test`; else sequential Monte Carlo against alpha / `family` and alpha,
@@ -393,6 +405,11 @@ def continuous_tests(
         ci[moving] = bootstrap_intervals(
             deltas[moving], seed=seed, resamples=resamples, confidence=1 - alpha
         )
+    for j, component in enumerate(boots):
+        if component is not None:
+            delta = float(deltas[j].mean())
+            p[j] = max(p[j], boot_p(component, delta) or 0.0)
+            ci[j] = widen(delta, float(ci[j, 0]), float(ci[j, 1]), component, 1 - alpha)
     return [
         _continuous_verdict(base, cand, float(p[j]), float(ci[j, 0]), float(ci[j, 1]), alpha)
         for j, (base, cand) in enumerate(sides)

@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from harness.errors import HarnessError, NotComparableError
 from harness.types import GoldSet, RefRun
 from harness.verdict import validity
@@ -106,38 +108,62 @@ class Threshold:
 # --------------------------------------------------------------------------- the analysis (pure)
 
 
-def _low_median(values: Sequence[float | None]) -> float | None:
-    ordered = sorted(values, key=lambda v: float("-inf") if v is None else v)
-    return ordered[(len(ordered) - 1) // 2]
-
-
 def top_scores(gold: GoldSet, run: RefRun) -> tuple[tuple[TopScore, ...], tuple[str, ...]]:
     """Each gold query's top score (see the module docstring) and the ids left out.
 
     HarnessError when an answer with results carries no scores: the service's scores are not
-    being recorded (set query.scores), so nothing can be said about them.
+    being recorded (set query.scores), so nothing can be said about them. Read off each
+    repeat's columns (`harness.answers.Answers`): no answer is built.
     """
-    usable = [validity.by_query(rep) for rep in validity.usable(run)]
-    unscored = [
-        r.query_id for a in usable for r in a.values() if r.ok and r.ids and r.scores is None
-    ]
+    usable = [rep.answers for rep in validity.usable(run)]
+    ids = list(gold.by_id)  # gold order
+    unscored, first_unscored = 0, ""
+    # repeats x queries: the top score (-inf where the answer was empty), whether the answer
+    # was empty, and whether the query has a usable answer in that repeat
+    tops = np.full((len(usable), len(ids)), -np.inf)
+    empty = np.ones(tops.shape, dtype=bool)
+    used = np.zeros(tops.shape, dtype=bool)
+    for r, answers in enumerate(usable):
+        c = answers.columns
+        last = answers.last_rows
+        returned = c.ids_at[1:] > c.ids_at[:-1]
+        bad = last[(c.error[last] == -1) & returned[last] & ~c.scored[last]]
+        if len(bad):
+            unscored += len(bad)
+            first_unscored = first_unscored or answers.query_ids[int(bad[0])]
+        rows = answers.rows(ids)
+        here = np.maximum(rows, 0)
+        used[r] = (rows >= 0) & (c.error[here] == -1)
+        has, first = answers.first_scores()
+        tops[r] = np.where(has[here], first[here], -np.inf)
+        empty[r] = ~has[here]
     if unscored:
         raise HarnessError(
-            f"{run.record_path or run.ref}: {len(unscored)} answers carry no scores "
-            f"(e.g. {unscored[0]}); a no-answer threshold needs the service's scores",
+            f"{run.record_path or run.ref}: {unscored} answers carry no scores "
+            f"(e.g. {first_unscored}); a no-answer threshold needs the service's scores",
             [
                 "set query.scores in harness.toml to the JMESPath of the scores "
                 '(e.g. "results[].score"), then run again'
             ],
         )
-    found, excluded = [], []
-    for q in gold.queries:
-        answers = [a[q.id] for a in usable if q.id in a and a[q.id].ok]
-        if not answers:
+    # The low median over the usable repeats, an empty answer lowest: sorted by (not usable,
+    # score) and stable, so that of equal scores the first repeat's is taken, as sorted() did.
+    counts = np.count_nonzero(used, axis=0)
+    found: list[TopScore] = []
+    excluded: list[str] = []
+    if usable:
+        order = np.lexsort((tops, ~used), axis=0)
+        columns = np.arange(len(ids))
+        picked = order[np.maximum(counts - 1, 0) // 2, columns]
+        values = tops[picked, columns].tolist()
+        none = empty[picked, columns].tolist()
+    else:
+        values, none = [0.0] * len(ids), [True] * len(ids)
+    for q, n, value, is_empty in zip(gold.queries, counts.tolist(), values, none, strict=True):
+        if not n:
             excluded.append(q.id)
-            continue
-        tops = [r.scores[0] if r.ids and r.scores else None for r in answers]
-        found.append(TopScore(q.id, q.answerable, _low_median(tops)))
+        else:
+            found.append(TopScore(q.id, q.answerable, None if is_empty else value))
     return tuple(found), tuple(excluded)
 
 
@@ -154,7 +180,9 @@ def evaluate_cutoff(scores: Sequence[TopScore], cutoff: float) -> Cutoff:
 
 
 def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
-    """The candidate minimising abstention + false-answer rate; None without any top score."""
+    """The candidate minimising abstention + false-answer rate, the first of equals with the
+    fewest false answers (as `evaluate_cutoff` of each candidate, then `min`, gives); None
+    without any top score. Counted over the sorted scores, one search per candidate."""
     distinct = sorted({s.score for s in scores if s.score is not None})
     if not distinct:
         return None
@@ -163,8 +191,32 @@ def best_cutoff(scores: Sequence[TopScore]) -> Cutoff | None:
         *(_between(a, b) for a, b in itertools.pairwise(distinct)),
         math.nextafter(distinct[-1], math.inf),
     ]
-    evaluated = [evaluate_cutoff(scores, t) for t in candidates]
-    return min(evaluated, key=lambda c: (c.abstention_rate + c.false_answer_rate, c.false_answers))
+    n_answerable = sum(s.answerable for s in scores)
+    n_unanswerable = len(scores) - n_answerable
+    cut = np.array(candidates, dtype=np.float64)
+    at_least = []  # per candidate: answerable, then unanswerable, top scores >= it
+    for answerable in (True, False):
+        side = np.sort(
+            np.array(
+                [s.score for s in scores if s.answerable is answerable and s.score is not None],
+                dtype=np.float64,
+            )
+        )
+        at_least.append(len(side) - np.searchsorted(side, cut, side="left"))
+    abstained = n_answerable - at_least[0]
+    false_answers = at_least[1]
+    rate = (abstained / n_answerable if n_answerable else np.zeros(len(cut))) + (
+        false_answers / n_unanswerable if n_unanswerable else np.zeros(len(cut))
+    )
+    tied = np.flatnonzero(rate == rate.min())
+    best = int(tied[np.argmin(false_answers[tied])])  # argmin: the first of equals, as min
+    return Cutoff(
+        value=candidates[best],
+        abstained=int(abstained[best]),
+        false_answers=int(false_answers[best]),
+        n_answerable=n_answerable,
+        n_unanswerable=n_unanswerable,
+    )
 
 
 def _between(a: float, b: float) -> float:

@@ -13,10 +13,12 @@ import statistics
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import chain
-from operator import attrgetter
+
+import numpy as np
+import numpy.typing as npt
 
 from harness.errors import clip
-from harness.types import GoldSet, QueryResult, RefRun
+from harness.types import Answers, GoldSet, QueryResult, RefRun
 from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
 from harness.verdict.repeats import WARNING_STAGES
 from harness.verdict.repeats import by_query as by_query  # re-exported: validity.by_query(rep)
@@ -55,12 +57,14 @@ def _build_failed(message: str) -> str:
     return message if message.startswith("build failed") else f"build failed: {message}"
 
 
-def _all_answered(gold: GoldSet, answers: dict[str, QueryResult]) -> bool:
+def _all_answered(gold: GoldSet, answers: Answers) -> bool:
     """Every gold query has an answer in `answers` and none of them errored (the common case,
-    checked without a step per gold query in Python)."""
-    return answers.keys() >= gold.by_id.keys() and not any(
-        map(attrgetter("error"), answers.values())
-    )
+    checked on the columns, without a step per gold query in Python: answers in gold order are
+    one list comparison, others one set comparison)."""
+    ids = list(gold.by_id)
+    if answers.query_ids != ids and not answers.query_rows.keys() >= gold.by_id.keys():
+        return False
+    return bool(answers.ok[answers.last_rows].all())
 
 
 def _errored(
@@ -71,15 +75,19 @@ def _errored(
     and how many answers were asked for."""
     found: list[tuple[str, str, QueryResult | None]] = []
     asked = 0
-    for answers in map(by_query, usable(run)):
+    for rep in usable(run):
+        answers = rep.answers
         asked += len(gold.queries)
         if _all_answered(gold, answers):
             continue
-        for q in gold.queries:
-            result = answers.get(q.id)
+        ids = list(gold.by_id)  # gold order
+        rows = answers.rows(ids)
+        bad = (rows < 0) | ~answers.ok[np.maximum(rows, 0)]  # only the errored are built
+        for i in np.flatnonzero(bad).tolist():
+            result = None if rows[i] < 0 else answers[int(rows[i])]
             kind = "missing" if result is None else result.error and result.error.value
             if kind:
-                found.append((q.id, kind, result))
+                found.append((ids[i], kind, result))
     return found, asked
 
 
@@ -219,25 +227,24 @@ def id_space_problems(
     """The ids `run` returned, held against the ids of the gold set and the corpus, as
     (invalid, warnings): a run that returned nothing at all, or no id the gold set or corpus
     knows, is invalid (ids from the wrong field score 0 on both sides, never "no change");
-    with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`."""
-    known = {doc for q in gold.queries for doc in q.relevant}
-    known |= {doc for q in gold.queries for pair in q.outranks for doc in pair}
-    sample: tuple[str, tuple[str, ...]] | None = None
-    answered = False
-    oks = [[r for r in a.values() if r.error is None] for a in map(by_query, usable(run))]
-    for ok in oks:
-        answered = answered or bool(ok)
-        if sample is None:
-            first = next((result for result in ok if result.ids), None)
-            sample = None if first is None else (first.query_id, first.ids)
-    if not answered:  # nothing answered at all: the failures and errored answers say why
+    with a corpus, returned ids absent from it are counted, invalid beyond `max_unknown`.
+    Each distinct id is looked up once (`_returned`), not each returned one."""
+    repeats = [rep.answers for rep in usable(run)]
+    oks = [a.ok for a in repeats]
+    if not any(ok.any() for ok in oks):  # nothing answered at all: the failures say why
         return [], []
+    sample = next(
+        (s for a, ok in zip(repeats, oks, strict=True) if (s := _sample(a, ok)) is not None), None
+    )
     if sample is None:
         return [f"{label}: returned no result for any query; check query.ids and the service"], []
-    space = known | (corpus_ids or frozenset())
-    if corpus_ids is None and any(map(space.__contains__, _returned(oks))):
-        return [], []  # the common case: stops at the first known id
-    returned = dict.fromkeys(_returned(oks))
+    if corpus_ids is None and _judged_early(gold, repeats[0], oks[0]):
+        return [], []  # the common case: some of the first answers return a judged document
+    known = gold_ids(gold)
+    space = known | corpus_ids if corpus_ids else known
+    if corpus_ids is None and any(any(map(space.__contains__, c)) for c in _returned(repeats, oks)):
+        return [], []  # the common case: stops in the first few answers
+    returned = list(dict.fromkeys(chain.from_iterable(_returned(repeats, oks))))
     if not space.intersection(returned):
         where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
         shown = ", ".join(json.dumps(i) for i in sample[1][:5])
@@ -258,8 +265,53 @@ def id_space_problems(
     return [], [f"{what}, within compare.max_unknown_ids"]
 
 
-def _returned(oks: Sequence[Sequence[QueryResult]]) -> Iterator[str]:
-    return chain.from_iterable(result.ids for ok in oks for result in ok)
+def gold_ids(gold: GoldSet) -> set[str]:
+    """Every document id the gold set names: judged, or in an outranks pair."""
+    known = {doc for q in gold.queries for doc in q.relevant}
+    return known | {doc for q in gold.queries for pair in q.outranks for doc in pair}
+
+
+def _judged_early(gold: GoldSet, answers: Answers, ok: npt.NDArray[np.bool_]) -> bool:
+    """Whether one of the first answers that did not error returned a document its own query
+    judged (or names in an outranks pair): enough to know the ids are from the gold set's id
+    space, without gathering every id the gold set names."""
+    for row in np.flatnonzero(ok)[:_EARLY].tolist():
+        result = answers[row]
+        query = gold.by_id.get(result.query_id)
+        if query is not None and any(
+            d in query.relevant or any(d in pair for pair in query.outranks) for d in result.ids
+        ):
+            return True
+    return False
+
+
+_EARLY = 256  # answers looked at by _judged_early
+
+
+def _sample(answers: Answers, ok: npt.NDArray[np.bool_]) -> tuple[str, tuple[str, ...]] | None:
+    """The first answer of `answers` that did not error and returned ids: (query id, ids)."""
+    c = answers.columns
+    found = np.flatnonzero(ok & (c.ids_at[1:] > c.ids_at[:-1]))
+    if not len(found):
+        return None
+    first = answers[int(found[0])]
+    return first.query_id, first.ids
+
+
+def _returned(
+    repeats: Sequence[Answers], oks: Sequence[npt.NDArray[np.bool_]], chunk: int = 1024
+) -> Iterator[list[str]]:
+    """The ids returned by the answers that did not error, in the order first returned (repeat
+    by repeat, answer by answer), `chunk` at a time; each distinct id once within a repeat,
+    looked up once (a repeat's ids are codes into its table of distinct ids)."""
+    for answers, ok in zip(repeats, oks, strict=True):
+        c = answers.columns
+        codes = c.ids[np.repeat(ok, np.diff(c.ids_at))]
+        distinct, first = np.unique(codes, return_index=True)
+        ordered = distinct[np.argsort(first, kind="stable")]
+        for start in range(0, len(ordered), chunk):
+            yield c.docs.take(ordered[start : start + chunk])
+            chunk = min(chunk * 4, 1 << 20)
 
 
 def check(

@@ -1,0 +1,91 @@
+"""Where a command's report goes: stdout, or a file it never overwrites unless told, and the
+notes on stderr that say where it went.
+
+    emit(args, text)                        # --output FILE (refused if it exists, unless --force)
+    write_output(path, data, force=False)   # whole or not at all
+    require_html(fmt); page_to_terminal(fmt); html_notes(withheld, page)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def emit(args: argparse.Namespace, text: str) -> None:
+    """The report to --output (refused if it exists, unless --force), else to stdout."""
+    if args.output is None:
+        print(text, end="")
+        return
+    write_output(args.output, text.encode("utf-8"), force=args.force)
+    print(f"harness: wrote {args.output}", file=sys.stderr)
+
+
+def write_pages(out: Path, pages: Mapping[str, str], *, force: bool) -> None:
+    """Pages (file name -> HTML) in the directory `out`, made if need be."""
+    from harness.errors import HarnessError
+
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--output {out}: not a directory; give a new directory for the pages")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, page in pages.items():
+        write_output(out / name, page.encode("utf-8"), force=force)
+    index = out / "index.html"
+    print(f"harness: wrote {len(pages)} pages in {out} (open {index})", file=sys.stderr)
+
+
+def write_output(path: Path, data: bytes, *, force: bool) -> None:
+    import os
+    import secrets
+
+    from harness.errors import HarnessError
+    from harness.results.files import write_bytes_new
+
+    if path.exists() and not force:
+        raise HarnessError(f"{path}: already exists", ["pass --force to overwrite it"])
+    # Whole or not at all: written beside it, then renamed over it.
+    tmp = write_bytes_new(path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), data)
+    os.replace(tmp, path)
+
+
+def page_to_terminal(fmt: str) -> bool:
+    """An HTML page (megabytes of it) is not written to a terminal: only redirected."""
+    return fmt == "html" and sys.stdout.isatty()
+
+
+def require_html(fmt: str) -> None:
+    """--format html without plotly: the error before anything is measured."""
+    from harness.errors import HarnessError
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if fmt == "html" and not html_available():
+        raise HarnessError(*PLOTLY_MISSING)
+
+
+def html_notes(withheld: bool, page: Path) -> None:
+    """After a compare: no report.html (plotly missing), or where the withheld page is."""
+    from harness.report.page import PLOTLY_MISSING, html_available
+
+    if not html_available():
+        print(
+            f"harness: note: no report.html: {PLOTLY_MISSING[0]}; {PLOTLY_MISSING[1][0]}",
+            file=sys.stderr,
+        )
+    elif withheld:
+        print(
+            f"harness: the HTML page is not written to a terminal; open {page} "
+            "(or redirect: > page.html)",
+            file=sys.stderr,
+        )
+
+
+def say_read_back(cached: bool) -> None:
+    """The note of a comparison read back from the cache (`harness.results.cache`)."""
+    if cached:
+        print(
+            "harness: both runs and every setting as before: the comparison is read back "
+            "from the cache",
+            file=sys.stderr,
+        )

@@ -1,0 +1,92 @@
+"""Both sides of a compare measured together, the way the run allows: block by block in a
+seeded order (compare.sequential), two running deployments by URL, or two refs checked out,
+built and booted.
+
+    order, why_not = sequential_order(plan, settings, reuse=False)   # None: the whole gold set
+    baseline, candidate = measure(plan, settings, "main", "feat/x", repeats=3, order=order)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from harness.types import RefRun
+from harness.verdict.comparison import CompareSettings
+from harness.verdict.latency_rule import LatencyBudget, parse_budget
+
+if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
+    from harness.replay.runner import RunPlan
+
+
+def _latency_budget(plan: RunPlan) -> LatencyBudget:
+    """compare.latency_budget (--latency-budget overrides it in the config)."""
+    return parse_budget(plan.config.compare.latency_budget)
+
+
+def sequential_order(
+    plan: RunPlan, settings: CompareSettings, *, reuse: bool
+) -> tuple[tuple[str, ...] | None, str | None]:
+    """(the order the queries are asked in under compare.sequential (the default), or None for
+    the fixed design; why this run cannot be sequential when it was asked for, or None: when
+    sequential is only the default, a run that cannot be is the fixed design, quietly)."""
+    asked_for = plan.config.compare.sequential
+    if asked_for is False:
+        return None, None
+    why = (
+        "--concurrency N > 1 sends the queries as a burst"
+        if plan.concurrency > 1
+        else "--ray runs each round on a worker"
+        if plan.ray is not None
+        else "--reuse-runs reuses a stored run of the whole gold set"
+        if reuse
+        else None
+    )
+    if why is not None:
+        return None, (why if asked_for else None)
+    from harness.verdict.quality_sequential import query_order
+
+    return query_order([q.id for q in plan.gold.queries], settings.seed), None
+
+
+def measure(
+    plan: RunPlan,
+    settings: CompareSettings,
+    baseline: str,
+    candidate: str,
+    *,
+    repeats: int,
+    urls: bool = False,
+    reuse: bool = False,
+    order: Sequence[str] | None = None,
+) -> tuple[RefRun, RefRun]:
+    """Both sides, measured together: `baseline` and `candidate` are refs, or with `urls` the
+    base URLs of two deployments; with `order` (`sequential_order`), block by block until the
+    sequential rule decides; with `reuse`, stored runs that match are reused (quality only)."""
+    from harness.replay.runner import run_deployed, run_pair
+
+    budget = _latency_budget(plan)
+    if order is not None:
+        from harness.replay.blocks import run_sequential_pair
+        from harness.verdict.asked import sequential_design
+
+        block, look = sequential_design(plan.gold, settings, order)
+        first, second, _ = run_sequential_pair(
+            plan,
+            baseline,
+            candidate,
+            repeats=repeats,
+            order=order,
+            block=block,
+            look=look,
+            latency_budget=budget,
+            urls=urls,
+        )
+        return first, second
+    if urls:
+        return run_deployed(plan, baseline, candidate, repeats=repeats, latency_budget=budget)
+    # Both sides measured together unless `reuse`: latency is what a re-compare is most often
+    # for, and a stored run cannot be paired with a new one.
+    return run_pair(
+        plan, baseline, candidate, repeats=repeats, reuse=reuse, latency_budget=budget
+    )

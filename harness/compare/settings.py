@@ -1,0 +1,74 @@
+"""The settings of a comparison as a config, the command line and the two refs make them, and
+the checks on them before anything is built.
+
+    check_cutoffs(config, gate_on, from_cli=False)     # ConfigError: a cutoff above query.limit
+    context = context_metrics(config, gold, sides, gate_on)  # are the context metrics measured
+    settings = ref_differences(config, settings, "main", "feat/x")  # [ref."PATTERN"] as run
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from harness.config import HarnessConfig, effective_side
+from harness.errors import ConfigError
+from harness.score.metrics import parse_metric
+from harness.types import GoldSet
+from harness.verdict.comparison import CompareSettings
+
+
+def check_cutoffs(config: HarnessConfig, gate_on: Sequence[str], *, from_cli: bool) -> None:
+    """A cutoff above what a side asks for (query.limit) would score a shorter list as if it
+    were whole: a configuration error, before anything starts."""
+    cutoffs = [*config.compare.k]
+    for name in gate_on:
+        try:
+            k = parse_metric(name).k
+        except ValueError:
+            continue  # CompareSettings reports unknown names
+        if k is not None:  # an uncut metric reads whatever was returned
+            cutoffs.append(k)
+    where = "--k" if from_cli else f"{config.path}: compare.k"
+    for side in ("baseline", "candidate"):
+        limit = config.side(side).query.limit
+        too_deep = sorted({k for k in cutoffs if k > limit})
+        if too_deep:
+            raise ConfigError(
+                f"{where}: cutoff {too_deep[-1]} is above query.limit = {limit} of the {side}: "
+                f"its hit@{too_deep[-1]} would be computed from {limit} results",
+                hint=f"raise query.limit to {too_deep[-1]} or more, or lower the cutoff",
+            )
+
+
+def context_metrics(
+    config: HarnessConfig, gold: GoldSet, sides: Sequence[str], gate_on: Sequence[str]
+) -> bool:
+    """Whether the context metrics are measured: the gold set has answer spans and every side
+    measured sets query.texts.  Gating on one without query.texts is a configuration error."""
+    without = [s for s in sides if config.side(s).query.texts is None]
+    for name in gate_on:
+        try:
+            needs = parse_metric(name).needs_texts
+        except ValueError:
+            continue  # CompareSettings reports unknown names
+        if needs and without:
+            raise ConfigError(
+                f"{name} reads the returned context text, but the {without[0]} sets no query.texts",
+                hint="set query.texts to the JMESPath of each result's text, e.g. "
+                'texts = "results[].text"',
+            )
+    return not without and any(q.spans for q in gold.queries)
+
+
+def ref_differences(
+    config: HarnessConfig, settings: CompareSettings, baseline: str, candidate: str
+) -> CompareSettings:
+    """`settings` naming the keys that differ between the sides as they run these two refs."""
+    from harness.checkout.worktree import resolve_ref
+
+    sides = [
+        effective_side(config, name, ref, resolve_ref(config.repo, ref).sha)
+        for name, ref in (("baseline", baseline), ("candidate", candidate))
+    ]
+    return replace(settings, query_differences=tuple(config.differences(*sides)))

@@ -1,0 +1,474 @@
+"""A ref's session: checked out and built once, its service booted once per repeat.
+
+    with RefSession(plan, "candidate", "feat/x") as session:   # resolve, worktree, build once
+        for i in range(repeats):
+            session.run_repeat(i)                               # boot, replay, tear down
+        run = session.finish()                                  # a RefRun, saved under results/
+
+`RunPlan` is what the runs of one invocation share; `harness.replay.runner` runs sessions
+(`run_ref`, `run_pair`, `run_interleaved`) and `harness.replay.pairs` plays their time-paired
+rounds.  Each repeat records what the machine was doing (`types.Machine`: load average, CPU
+count, the client's CPU per query).
+Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
+and the run is invalid.  So is a round stopped because one side failed
+`query.max_consecutive_failures` queries in a row (timeouts, connection failures: a stalled
+service): the round ends there, every side's repeat of it fails (stage "replay"), an Observer
+`note` says so at once, and no later round runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from harness import __version__
+from harness.boot.deployed import DeployedContext, deployed
+from harness.boot.isolation import data_source
+from harness.boot.service import ServiceContext, running_service
+from harness.checkout.build import build, with_venv
+from harness.checkout.editable import editable_paths
+from harness.checkout.interpreter import interpreter
+from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
+from harness.config import HarnessConfig, SideConfig, effective_side, side_hash
+from harness.config.inputs import build_inputs, inputs_hash
+from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
+from harness.replay.adapter_check import AdapterCheck, id_adapter
+from harness.replay.client import (
+    AnswerCache,
+    Stopped,
+    replay,
+)
+from harness.replay.hook import rewritten_items
+from harness.replay.request import Requests
+from harness.results.files import utc_stamp
+from harness.results.records import host_fingerprint, save_run
+from harness.score.definition import Definition, definition
+from harness.scrub import register_headers, safe_url
+from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
+
+STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
+Progress = Callable[[str, int, int, int, QueryResult | None], None]
+"""progress(label, done, total, errors, last_result) — called as queries complete."""
+
+
+class Observer(Protocol):
+    """Told what the runner is doing between queries: `planned(boots)` once per run of
+    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build"),
+    `note(message)` when a round is stopped (`query.max_consecutive_failures`)."""
+
+    def planned(self, boots: int) -> None: ...
+
+    def phase(self, name: str, detail: str) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+RemoteRounds = Callable[[Sequence["RefSession"], int], None]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything shared by the runs of one invocation."""
+
+    config: HarnessConfig
+    gold: GoldSet
+    corpus_hash: str | None
+    results_dir: Path
+    concurrency: int = 1
+    keep: bool = False
+    redact: bool = False  # records under results/runs/ keep no error details (--redact)
+    progress: Progress | None = field(default=None, compare=False)
+    observer: Observer | None = field(default=None, compare=False)
+    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
+    ray: str | None = None
+    # What plays the rounds there: harness.replay.remote.run_rounds, handed down by the caller
+    # (remote imports this module, so this one never imports it).
+    remote_rounds: RemoteRounds | None = field(default=None, compare=False)
+    # The seed of the order within each pair (harness.replay.order): --seed, else None and a
+    # fresh one is drawn per run of sessions, then recorded in each RefRun as order_seed.
+    order_seed: int | None = None
+
+
+class RefSession:
+    """One ref checked out and built; boots its service once per repeat."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        side: str,
+        ref: str,
+        *,
+        label: str | None = None,
+        pins: Mapping[str, str] | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.plan = plan
+        self.side_name = side
+        # The name in progress lines and in the record (a sweep says "main [RRF_K=60]").
+        self.ref = label or ref
+        self.requested_ref, self.pins = ref, dict(pins or {})  # what a Ray worker opens again
+        self.host: dict[str, str] | None = None  # where its rounds ran, when not here (Ray)
+        # A running deployment (compare --baseline-url): no ref, checkout, build or boot.
+        self.url = url
+        self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
+        # commit sha, or <sha>+dirty.<hash12> for WORKTREE, or "deployed-<hash12>" of the URL
+        self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
+        # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins
+        commit = None if self.resolved is None else self.resolved.sha
+        chosen = effective_side(plan.config, side, None if url is not None else ref, commit)
+        if pins:
+            chosen = replace(
+                chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
+            )
+        self.side: SideConfig = chosen
+        # Its credentials (query.headers' Authorization, Cookie) never come back in any output.
+        register_headers(chosen.query.headers)
+        _check_limit(plan.config, side, ref, chosen)
+        if url is None:  # a missing service.python: a config error before any checkout
+            interpreter(self.side.service.python, plan.config.config_dir)
+        self.config_hash = side_hash(self.side)
+        self.inputs_hash = inputs_hash(self.side, plan.config)
+        self.pair_id: str | None = None
+        self.order_seed: int | None = plan.order_seed
+        # Rounds from this index on are latency-only (harness.replay.latency_rounds); the plan
+        # of rounds the latency rule was made for, when it ran sequentially.
+        self.quality_rounds: int | None = None
+        self.latency_budget: int | None = None
+        self.repeats: list[Repeat] = []
+        self.build_failure: RunFailure | None = None
+        self.worktree: Path | None = None
+        self.extra_env: dict[str, str] = {}
+        self._stack = contextlib.ExitStack()
+        self.timings: dict[str, float] = {}
+        self.build_cached: bool | None = None
+        self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
+        self.ids = id_adapter(self.side.query, plan.config, side)
+        # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
+        self.adapter_check = AdapterCheck(
+            plan.config, side, self.side.query, self.ids, plan.gold, redact=plan.redact
+        )
+        # Rewritten once, before anything is built: a hook that fails on a query stops here.
+        self._items = rewritten_items(
+            ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
+        )
+        # Encoded once for every boot of this ref (each boot changes only the Host's port).
+        self.requests = Requests(self.side.query, self._items)
+        self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
+        # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
+        self.stopped = False
+
+    @property
+    def log_dir(self) -> Path:
+        return self.plan.results_dir / "logs"
+
+    def __enter__(self) -> RefSession:
+        if self.resolved is None:
+            return self  # a deployment: nothing to check out or build
+        observer = self.plan.observer
+        what = f"{self.side_name} {self.ref} ({self.sha[:8]})"
+        try:
+            if observer is not None:
+                observer.phase("checkout", what)
+            self.worktree = self._stack.enter_context(
+                checkout(self.plan.config.repo, self.resolved, keep=self.plan.keep)
+            )
+            # A data path or committed symlink leading out of the tree: refused before any boot.
+            data_source(self.side.service, self.worktree, self.plan.config.config_dir)
+            if self.plan.keep:
+                print(
+                    f"harness: keeping the worktree of {self.ref} at {self.worktree}",
+                    file=sys.stderr,
+                )
+            if observer is not None:
+                observer.phase("build", what)
+            service, sha_key = build_inputs(self.side.service, self.sha, self.plan.config)
+            result = build(
+                self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
+            )
+            self.timings["build"] = result.seconds
+            if result.note:
+                print(f"harness: warning: {self.ref}: {result.note}", file=sys.stderr)
+            self.build_cached = result.cached if self.side.service.build else None
+            if result.venv is not None:
+                # The venv's bin goes first on the caller's PATH, never instead of it.
+                caller_path = {"PATH": os.environ.get("PATH", os.defpath)}
+                self.extra_env = with_venv(caller_path, result.venv)
+                # An editable install in the (cached) venv: imported from this checkout.
+                editable = editable_paths(result.venv, self.worktree)
+                if editable:
+                    self.extra_env["PYTHONPATH"] = os.pathsep.join(map(str, editable))
+            self.tree = tree_fingerprint(self.worktree)
+        except BuildError as exc:
+            self.build_failure = RunFailure("build", exc.message, exc.details)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def boot(self, log_path: Path) -> ServiceContext | DeployedContext:
+        """The context that boots this session's service (or checks a deployment's readiness)."""
+        if self.url is not None:
+            return deployed(self.url, self.side.service, log_path=log_path)
+        assert self.worktree is not None
+        return running_service(
+            self.side.service,
+            self.worktree,
+            log_path=log_path,
+            extra_env=self.extra_env,
+            corpus=self.plan.config.corpus,
+            config_dir=self.plan.config.config_dir,
+        )
+
+    @property
+    def bootable(self) -> bool:
+        return self.url is not None or (self.build_failure is None and self.worktree is not None)
+
+    def run_repeat(self, index: int) -> Repeat:
+        """Boot on a fresh data copy, replay every gold query once, tear down confirmed dead."""
+        if not self.bootable:
+            rep = Repeat(index=index, results=(), failure=self.build_failure)
+            self.repeats.append(rep)
+            return rep
+        label = f"{self.side_name} {self.ref} ({self.sha[:8]}) repeat {index + 1}"
+        log_path = self._log_path(index)
+        items = self.items()
+        timings: dict[str, float] = {}
+        results: tuple[QueryResult, ...] = ()
+        failure: RunFailure | None = None
+        machine: Machine | None = None
+        errors = 0
+
+        def on_result(done: int, total: int, result: QueryResult) -> None:
+            nonlocal errors
+            errors += 0 if result.ok else 1
+            if self.plan.progress is not None:
+                self.plan.progress(label, done, total, errors, result)
+
+        if self.plan.progress is not None:
+            self.plan.progress(label, 0, len(items), 0, None)  # booting
+        svc_cm = self.boot(log_path)
+        try:
+            with svc_cm as svc:
+                timings["boot"] = svc.boot_seconds
+                timings.update(_prepare_steps(svc))
+                load_before, cpu0, started = _load(), time.thread_time_ns(), [time.perf_counter()]
+                try:
+                    results = replay(
+                        svc.url,
+                        self.side.query,
+                        items,
+                        concurrency=self.plan.concurrency,
+                        on_result=on_result,
+                        open_socket=svc.open_socket,
+                        requests=self.requests,
+                        answers=self.answers,
+                        on_start=lambda: started.append(time.perf_counter()),
+                    )
+                except Stopped as stop:  # the service is torn down as after any replay
+                    results, failure = stop.results, self.stop(f"{label}:", stop.message)
+                timings["queries"] = time.perf_counter() - started[-1]
+                machine = _machine(load_before, cpu0, len(results))
+        except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
+            failure = failure or RunFailure(exc.stage, exc.message, exc.details)
+        if failure is None:  # torn down already: the first boot's answers, before the next boot
+            self.adapter_check(results, f"{self.side_name} {self.ref} ({self.sha[:8]})")
+        return self._record(index, results, timings, svc_cm, log_path, failure, machine)
+
+    def stop(self, who: str, message: str) -> RunFailure:
+        """This session's round stopped (`Stopped`): said at once (`who` names the round and
+        the side), and the repeat's failure."""
+        self.stopped = True
+        observer = self.plan.observer
+        if observer is not None:
+            observer.note(f"{who} stopped, the run is invalid: {message}")
+        return RunFailure(STOPPED, message)
+
+    def _record(
+        self,
+        index: int,
+        results: tuple[QueryResult, ...],
+        timings: dict[str, float],
+        svc_cm: ServiceContext | DeployedContext | None,
+        log_path: Path,
+        failure: RunFailure | None,
+        machine: Machine | None,
+        positions: tuple[int, ...] = (),
+    ) -> Repeat:
+        if self.ids:  # after the clock: adapting ids is not the service's latency
+            results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
+        teardown = None if svc_cm is None else svc_cm.teardown
+        confirmed = teardown is not None and teardown.confirmed
+        if teardown is not None:
+            timings["teardown"] = teardown.seconds
+            if teardown.died_before_teardown and (failure is None or failure.stage == STOPPED):
+                # It answered some queries, then died: every later answer is suspect. (A round
+                # stopped for the connection failures that followed says why second.)
+                said = "the service exited while being queried"
+                if failure is not None:
+                    said += f"; {failure.message}"
+                failure = RunFailure("crashed", said)
+        changed = (
+            []
+            if self.worktree is None
+            else tree_changes(self.tree, tree_fingerprint(self.worktree))
+        )
+        if changed and failure is None:
+            shown = "; ".join(changed[:5]) + (
+                f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
+            )
+            failure = RunFailure(
+                "checkout",
+                f"the service changed its own checkout during the boot ({shown}); the next "
+                "boot would run a different service: write state under {home} or {data}",
+            )
+        rep = Repeat(
+            index=index,
+            results=results,
+            timings_s=timings,
+            teardown_confirmed=confirmed,
+            log_path=str(log_path),
+            failure=failure,
+            sandbox=None if svc_cm is None else svc_cm.sandbox,
+            machine=machine,
+            positions=positions if len(positions) == len(results) else (),
+            latency_only=self.quality_rounds is not None and index >= self.quality_rounds,
+        )
+        self.repeats.append(rep)
+        return rep
+
+    def items(self) -> list[tuple[str, str]]:
+        """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
+        return list(self._items)
+
+    def _log_path(self, index: int) -> Path:
+        path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def finish(self) -> RefRun:
+        """The RefRun of every repeat so far, written as a new record under results/runs/."""
+        run = RefRun(
+            ref=self.ref,
+            sha=self.sha,
+            config_hash=self.config_hash,
+            gold_hash=self.plan.gold.hash,
+            corpus_hash=self.plan.corpus_hash,
+            tool_version=__version__,
+            host=self.host or host_fingerprint(),
+            repeats=tuple(self.repeats),
+            query_config=_query_config_dict(self.side),
+            build_failure=self.build_failure,
+            timings_s=dict(self.timings),
+            build_cached=self.build_cached,
+            pair_id=self.pair_id,
+            # Only when queries were sent in pairs (not alone, nor under --concurrency N > 1).
+            order_seed=self.order_seed if any(rep.positions for rep in self.repeats) else None,
+            concurrency=self.plan.concurrency,
+            inputs_hash=self.inputs_hash,
+            definition=run_definition(
+                self.plan.gold.hash,
+                self.plan.corpus_hash,
+                _query_config_dict(self.side),
+                self.config_hash,
+                self.plan.config.compare.k,
+            ),
+            latency_budget=self.latency_budget,
+        )
+        try:
+            path = save_run(self.plan.results_dir, run, redact=self.plan.redact)
+        except ResultsError as exc:
+            # What was measured still reaches the report; only its record is missing.
+            print(f"harness: warning: run record not saved: {exc.message}", file=sys.stderr)
+            return run
+        return replace(run, record_path=str(path))
+
+
+def _check_limit(config: HarnessConfig, side: str, ref: str, chosen: SideConfig) -> None:
+    """A ref table that lowers query.limit below a cutoff: the CLI checked only the sides."""
+    limit, deepest = chosen.query.limit, max(config.compare.k, default=0)
+    if limit < deepest and limit != config.side(side).query.limit:
+        raise ConfigError(
+            f"{config.path}: query.limit = {limit} for {ref} on the {side} side (from a "
+            f'[ref."PATTERN"] table) is below the cutoff {deepest}: its hit@{deepest} would be '
+            f"computed from {limit} results",
+            hint=f"raise query.limit to {deepest} or more in that table, or lower compare.k",
+        )
+
+
+def run_definition(
+    gold: str, corpus: str | None, query: Mapping[str, object], config_hash: str, k: Sequence[int]
+) -> Definition:
+    """What a run record measured: its gold set, corpus, query settings, cutoffs, the metric
+    version and its side's configuration (the metric names are decided when it is scored)."""
+    return definition(
+        gold=gold, corpus=corpus, query={"run": query}, k=k, config={"side": config_hash}
+    )
+
+
+def _query_config_dict(side: SideConfig) -> dict[str, object]:
+    q = side.query
+    return {
+        "method": q.method,
+        "path": q.path,
+        "params": dict(q.params),
+        "json": None if q.json is None else dict(q.json),
+        **({} if q.form is None else {"form": dict(q.form)}),
+        "ids": q.ids,
+        "scores": q.scores,
+        "texts": q.texts,
+        "rewrite": q.rewrite,
+        "select": q.select,
+        "id_pattern": q.id_pattern,
+        "id_field": q.id_field,
+        "limit": q.limit,
+        "timeout": q.timeout,
+        "max_bytes": q.max_bytes,
+    }
+
+
+def _url_key(url: str) -> str:
+    """The stand-in for a commit sha of a deployment: stable per URL, never a real sha.  Of the
+    URL without its userinfo: the same deployment reached with a new password is the same
+    deployment, and no hash of a password (guessable offline when it is weak) is stored."""
+    import hashlib
+
+    return "url-" + hashlib.sha256(safe_url(url).encode()).hexdigest()[:12]
+
+
+def _prepare_steps(svc: object) -> dict[str, float]:
+    """Each prepare command's and loader phase's seconds, keyed "prepare:<step>" in a Repeat's
+    timings_s ("prepare:prepare[0]", "prepare:load", "prepare:index"): apart from the queries."""
+    steps: dict[str, float] = dict(getattr(svc, "prepare_steps", {}))
+    return {f"{PREPARE_STEP}{name}": seconds for name, seconds in steps.items()}
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not every platform has one
+        return -1.0
+
+
+def _machine(load_before: float, cpu0: int, queries: int) -> Machine:
+    """What the machine was doing during a repeat's queries, measured now that they are done."""
+    spent = time.thread_time_ns() - cpu0
+    return Machine(
+        load_before=load_before,
+        load_after=_load(),
+        cpu_count=os.cpu_count() or 0,
+        client_cpu_ns=spent // max(queries, 1),
+    )
