@@ -37,8 +37,14 @@ def rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def test_one_row_per_commit_in_git_order(data: Measured) -> None:
-    status, out, err = history(data, "--format", "csv")
+@pytest.fixture(scope="module")
+def as_csv(data: Measured) -> tuple[int, str, str]:
+    """`harness history --format csv` on the three commits, run once for the tests that read it."""
+    return history(data, "--format", "csv")
+
+
+def test_one_row_per_commit_in_git_order(data: Measured, as_csv: tuple[int, str, str]) -> None:
+    status, out, err = as_csv
     assert status == 0, err
     table = rows(out)
     # Saved newest commit first: the order is git's, not the records'.
@@ -64,9 +70,9 @@ def test_a_metric_interval_is_the_t_interval_over_queries(data: Measured) -> Non
 
 
 def test_latency_is_the_mean_of_each_boots_p50_with_the_interval_over_boots(
-    data: Measured,
+    as_csv: tuple[int, str, str],
 ) -> None:
-    _, out, _ = history(data, "--format", "csv")
+    _, out, _ = as_csv
     c0 = rows(out)[0]
     # base_ms runs 2..8 ms over the queries (p50 5.0), plus rep / 10 ms in boot rep.
     p50s = [5.0, 5.1, 5.2]
