@@ -47,7 +47,11 @@ def test_an_aa_goes_on_past_repeats_up_to_the_budget(sandbox: Sandbox, tmp_path:
     # (tests/test_latency_rule.py, scripts/latency_calibration.py): a machine's load can make one
     # call here, so this test checks the rounds, not the verdict.
     assert test["budget"] == 4
-    assert 3 <= len(test["rounds"]) <= 4  # at 2 rounds t(1) cannot settle an A/A
+    # Its first look is at the 2 quality rounds: two nearly equal round ratios can settle an A/A
+    # there (seen on a quiet machine: 0.9996 and 1.0011); otherwise it goes on, to the budget.
+    assert 2 <= len(test["rounds"]) <= 4
+    if len(test["rounds"]) == 2:
+        assert test["stop"].startswith("decided after")
     assert test["stop"].startswith(("decided after", "the budget of 4 rounds is spent"))
     assert doc["header"]["baseline"]["usable_repeats"] == 2  # quality: the 2 quality rounds
 
