@@ -36,7 +36,7 @@ from harness.replay.order import pair_orders
 from harness.types import GoldQuery
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
-from harness.verdict.latency_rule import TRIM
+from harness.verdict.latency_rule import TRIM, round_estimate
 
 # --------------------------------------------------------------------------- send order
 
@@ -253,3 +253,16 @@ def test_a_rounds_latency_ratio_is_the_trimmed_mean_of_paired_log_ratios() -> No
     assert test.rounds == pytest.approx(expected, rel=1e-9)
     # Over rounds: the mean of the rounds' log ratios (their geometric mean).
     assert test.ratio == pytest.approx(math.exp(np.mean(np.log(expected))), rel=1e-9)
+
+
+def test_a_rounds_estimate_by_hand() -> None:
+    # Five queries, trim 0.2 drops one from each end. The ratios c/b are 1, 4, 1, 2, 1: the
+    # logs sorted 0, 0, 0, ln 2, ln 4, kept 0, 0, ln 2, mean ln(2) / 3, ratio 2 ** (1/3) = 1.26.
+    # Not median(c) / median(b) = 8 / 4 = 2, not the untrimmed 2 ** 0.6 = 1.52, not the
+    # median ratio 1. Winsorized to 0, 0, 0, ln 2, ln 2: sample variance 0.3 (ln 2)^2, over
+    # (1 - 2/5)^2 * 5 = 1.8, gives (ln 2)^2 / 6.
+    base, cand = [1.0, 2.0, 4.0, 8.0, 16.0], [1.0, 8.0, 4.0, 16.0, 16.0]
+    got = round_estimate(base, cand)
+    assert got.queries == 5
+    assert math.exp(got.log_ratio) == pytest.approx(2 ** (1 / 3), rel=1e-12)
+    assert got.within_var == pytest.approx(math.log(2) ** 2 / 6, rel=1e-12)
