@@ -2,17 +2,19 @@
 against something the code under test does not compute:
 
 - the per-query send order of a paired round is the seeded random draw, as the services
-  themselves saw their requests arrive (not "baseline first, always");
+  themselves saw their requests arrive (not "baseline first, always"), in the fixed design
+  (harness.replay.pairs) and in `--sequential`'s quality rounds (harness.replay.blocks);
 - `compare.max_unknown_ids`, from the config file to the verdict: that many unknown ids are a
   warning, one more makes the comparison invalid;
 - an unkillable survivor (a process frozen by the cgroup freezer, where SIGKILL waits) makes
   teardown "not confirmed" and names its pid;
 - a round's latency ratio is paired: the trimmed mean of per-query log(c_i / b_i), computed here
-  with scipy.stats.trim_mean, never a ratio of two sides' summaries.
+  with scipy.stats.trim_mean and once by hand, never a ratio of two sides' summaries.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import textwrap
@@ -36,7 +38,7 @@ from harness.replay.order import pair_orders
 from harness.types import GoldQuery
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
-from harness.verdict.latency_rule import TRIM
+from harness.verdict.latency_rule import TRIM, round_estimate
 
 # --------------------------------------------------------------------------- send order
 
@@ -79,6 +81,43 @@ def test_each_pair_is_sent_in_the_drawn_order_as_the_services_saw_it(tmp_path: P
         assert Counter(firsts) == {"base": 40, "cand": 40}
         rounds[pair] = timed
     assert len(rounds) == 2
+
+
+@pytest.mark.slow
+def test_sequential_rounds_send_each_pair_in_the_drawn_order_too(tmp_path: Path) -> None:
+    # `compare --sequential` asks block by block (harness.replay.blocks), a second place that
+    # sends pairs: its quality rounds follow the same draw, by the query's place in the gold set.
+    arrivals = tmp_path / "arrivals.log"
+    sandbox = build_sandbox(
+        tmp_path / "x",
+        {side: {"query_log": str(arrivals), "log_as": side} for side in ("base", "cand")},
+    )
+    done = sandbox.harness(
+        "compare", "--baseline", "base", "--candidate", "cand", "--seed", "1234",
+        "--repeats", "2", "--latency-budget", "2", "--sequential", "--format", "json",
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    asked = json.loads(done.stdout)["sequential"]["asked"]
+    assert asked >= 20
+    lines = [line.split(" ", 2) for line in arrivals.read_text().splitlines()]
+    pids: dict[str, list[str]] = {"base": [], "cand": []}
+    for side, pid, _ in lines:
+        if pid not in pids[side]:
+            pids[side].append(pid)
+    # The gold set is q01..q80 in order ("tell me about topic qNN"): query NN is place NN - 1.
+    place = {f"tell me about topic q{n:02d}": n - 1 for n in range(1, 81)}
+    for index in range(2):  # the quality rounds (the latency-only rounds after: pairs.py's)
+        pair = (pids["base"][index], pids["cand"][index])
+        timed = [(side, text) for side, pid, text in lines if pid in pair][-2 * asked :]
+        drawn = pair_orders(80, 2, 1234, index)
+        firsts, expected = [], []
+        for j in range(asked):
+            (a, text_a), (b, text_b) = timed[2 * j], timed[2 * j + 1]
+            assert text_a == text_b and {a, b} == {"base", "cand"}  # a pair, back to back
+            firsts.append(a)
+            expected.append("base" if drawn[place[text_a]] == 0 else "cand")
+        assert firsts == expected, f"round {index}: the sides were not asked in the drawn order"
+        assert set(firsts) == {"base", "cand"}
 
 
 # --------------------------------------------------------------------------- max_unknown_ids
@@ -253,3 +292,16 @@ def test_a_rounds_latency_ratio_is_the_trimmed_mean_of_paired_log_ratios() -> No
     assert test.rounds == pytest.approx(expected, rel=1e-9)
     # Over rounds: the mean of the rounds' log ratios (their geometric mean).
     assert test.ratio == pytest.approx(math.exp(np.mean(np.log(expected))), rel=1e-9)
+
+
+def test_a_rounds_estimate_by_hand() -> None:
+    # Five queries, trim 0.2 drops one from each end. The ratios c/b are 1, 4, 1, 2, 1: the
+    # logs sorted 0, 0, 0, ln 2, ln 4, kept 0, 0, ln 2, mean ln(2) / 3, ratio 2 ** (1/3) = 1.26.
+    # Not median(c) / median(b) = 8 / 4 = 2, not the untrimmed 2 ** 0.6 = 1.52, not the
+    # median ratio 1. Winsorized to 0, 0, 0, ln 2, ln 2: sample variance 0.3 (ln 2)^2, over
+    # (1 - 2/5)^2 * 5 = 1.8, gives (ln 2)^2 / 6.
+    base, cand = [1.0, 2.0, 4.0, 8.0, 16.0], [1.0, 8.0, 4.0, 16.0, 16.0]
+    got = round_estimate(base, cand)
+    assert got.queries == 5
+    assert math.exp(got.log_ratio) == pytest.approx(2 ** (1 / 3), rel=1e-12)
+    assert got.within_var == pytest.approx(math.log(2) ** 2 / 6, rel=1e-12)

@@ -3,8 +3,10 @@ adjusted p, the latency ratio of each round and over rounds). `HARNESS_REGEN=1` 
 files from the code under test, so here the numbers in the files are held against references
 that are not that code: pytrec_eval for the hit rates, scipy's exact binomial test for
 McNemar's p, statsmodels' Holm for the adjusted p, scipy's trimmed mean of per-query log
-ratios for each round's latency ratio. The inputs are the synthetic runs test_report.py builds
-(rebuilt here from compare_support, the same spec), never its outputs.
+ratios for each round's latency ratio. The JSON file's numbers are checked in full; the text and
+Markdown files', as a reviewer reads them (headline hit lines, Holm's line, the latency ratio),
+rounded as the report rounds. The inputs are the synthetic runs test_report.py builds (rebuilt
+here from compare_support, the same spec), never its outputs.
 """
 
 from __future__ import annotations
@@ -58,28 +60,66 @@ def _row(document: dict[str, Any], metric: str) -> dict[str, Any]:
     return row
 
 
-def test_the_regressed_files_hit_rows_match_pytrec_eval_scipy_and_statsmodels() -> None:
+def _hit_oracle() -> dict[int, dict[str, Any]]:
+    """Per k, the hit row computed without the code under test: the rates by pytrec_eval, the
+    discordant counts from them, McNemar's p by scipy, Holm's adjusted p by statsmodels."""
     gold, base, cand, left_out = regressed_inputs()
-    document = json.loads((EXPECTED / "regressed.json").read_text(encoding="utf-8"))
     ids = [q.id for q in gold.queries if q.answerable and q.id not in left_out]
-    ps = []
+    rows: dict[int, dict[str, Any]] = {}
     for k in (5, 10):
-        row = _row(document, f"hit@{k}")
         b_hits, c_hits = _success(gold, base, k, ids), _success(gold, cand, k, ids)
-        assert row["n"] == len(ids)
-        assert row["baseline"] == pytest.approx(np.mean([b_hits[q] for q in ids]), abs=1e-12)
-        assert row["candidate"] == pytest.approx(np.mean([c_hits[q] for q in ids]), abs=1e-12)
         lost = sum(1 for q in ids if b_hits[q] and not c_hits[q])
         won = sum(1 for q in ids if c_hits[q] and not b_hits[q])
-        test = row["hit"]["test"]
-        assert (test["b"], test["c"]) == (lost, won)
-        # McNemar's exact test: the discordant pairs, binomial(b + c, 1/2), two-sided.
-        p = stats.binomtest(won, lost + won, 0.5).pvalue
-        assert test["p"] == pytest.approx(p, rel=1e-9) and row["p"] == test["p"]
-        ps.append(p)
-    holm = multipletests(ps, method="holm")[1]
+        rows[k] = {
+            "n": len(ids),
+            "baseline": float(np.mean([b_hits[q] for q in ids])),
+            "candidate": float(np.mean([c_hits[q] for q in ids])),
+            "b": lost,
+            "c": won,
+            # McNemar's exact test: the discordant pairs, binomial(b + c, 1/2), two-sided.
+            "p": stats.binomtest(won, lost + won, 0.5).pvalue,
+        }
+    holm = multipletests([rows[5]["p"], rows[10]["p"]], method="holm")[1]
     for k, adjusted in zip((5, 10), holm, strict=True):
-        assert _row(document, f"hit@{k}")["p_adjusted"] == pytest.approx(adjusted, rel=1e-9)
+        rows[k]["p_adjusted"] = float(adjusted)
+    return rows
+
+
+def test_the_regressed_files_hit_rows_match_pytrec_eval_scipy_and_statsmodels() -> None:
+    document = json.loads((EXPECTED / "regressed.json").read_text(encoding="utf-8"))
+    for k, want in _hit_oracle().items():
+        row = _row(document, f"hit@{k}")
+        assert row["n"] == want["n"]
+        assert row["baseline"] == pytest.approx(want["baseline"], abs=1e-12)
+        assert row["candidate"] == pytest.approx(want["candidate"], abs=1e-12)
+        test = row["hit"]["test"]
+        assert (test["b"], test["c"]) == (want["b"], want["c"])
+        assert test["p"] == pytest.approx(want["p"], rel=1e-9) and row["p"] == test["p"]
+        assert row["p_adjusted"] == pytest.approx(want["p_adjusted"], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["regressed.txt", "regressed.md", "regressed-redacted.md"])
+def test_the_regressed_text_files_print_the_reference_numbers(name: str) -> None:
+    # The files a reviewer reads: each headline line as the references give it, rounded as the
+    # report rounds (3 places for a rate, 2 significant digits for a p, 2 places for a ratio).
+    text = (EXPECTED / name).read_text(encoding="utf-8")
+    rows = _hit_oracle()
+    for k, want in rows.items():
+        line = (
+            f"hit@{k}: {want['baseline']:.3f} -> {want['candidate']:.3f} "
+            f"({want['c'] - want['b']:+d} queries, b={want['b']} c={want['c']}, "
+            f"McNemar exact p={want['p']:.2g}): regressed"
+        )
+        assert line in text, f"{name}: no line {line!r}"
+    holm = (
+        f"Holm across the 2 headline tests: hit@5 p={rows[5]['p_adjusted']:.2g}, "
+        f"hit@10 p={rows[10]['p_adjusted']:.2g}"
+    )
+    assert holm in text, f"{name}: no line {holm!r}"
+    _, base, cand, left_out = regressed_inputs()
+    rounds = _paired_rounds(base, cand, left_out)
+    ratio = math.exp(np.mean(np.log(rounds)))
+    assert f"{ratio:.2f}x slower (95% CI" in text, f"{name}: not {ratio:.2f}x slower"
 
 
 def _paired_rounds(base: RefRun, cand: RefRun, left_out: set[str]) -> list[float]:
