@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,13 @@ from hypothesis import settings
 settings.register_profile("default", deadline=None)
 settings.register_profile("mutate", deadline=None, max_examples=25)
 settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "default"))
+
+# A test run started in the background by a shell without job control (`pytest &`, `nohup ... &`,
+# some CI runners) inherits SIGINT ignored, and every process it starts would too: the Ctrl-C
+# tests would then see a harness that cannot be interrupted. Ctrl-C is what they test, so the
+# run puts it back (the processes it starts get the default disposition).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
