@@ -14,7 +14,8 @@ round to the decision code exactly as `harness compare` does (`latency_rule.roun
 - per request log-normal noise (`within`) and GC-pause-like spikes (`spike_rate` of requests
   are 2-5x slower), and machine-load bursts that slow both sides of the pairs they hit (a burst
   covers `burst_share` of a round's queries, x1.5-3, plus extra noise on each side);
-- the order effect: the second request of a pair `order_cost` slower, the order drawn per query;
+- the order effect: the second request of a pair `order_cost` slower (x(1 + order_cost)), half
+  of a round's queries baseline-first, drawn afresh each round;
 - the candidate's effect: x(1 + effect) on its latency, or + `add_ms` milliseconds;
 - a persistent side bias (`side_bias`, log scale): the candidate's side measured that much slower
   in every round of an A/A, as the runner's warm-up order once did (baseline's warm-up, then the
@@ -80,7 +81,19 @@ SIDE_BIAS = Noise(
     side_bias=math.log(1.055),
     targets="none",
 )
-NOISES = {n.name: n for n in (QUIET, LOADED, HEAVY, HEAVY_TAILS, SIDE_BIAS)}
+# Bursty CPU hogs (scripts/latency_calibration.py's bursty cell: 4 hogs on 2 CPUs): the first
+# request of a pair about 5x slower than the second, each order's own spread moderate, 40
+# queries, rounds that agree closely (a spread of about 0.045 between round estimates, live).
+BURSTY = Noise(
+    "bursty hogs, order 5x",
+    boot=0.04,
+    within=0.3,
+    spike_rate=0.06,
+    burst_share=0.3,
+    order_cost=4.5,
+    queries=40,
+)
+NOISES = {n.name: n for n in (QUIET, LOADED, HEAVY, BURSTY, HEAVY_TAILS, SIDE_BIAS)}
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,7 @@ class Outcome:
 
 def _round(
     noise: Noise, rng: np.random.Generator, base: np.ndarray, effect: float, add_ms: float
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = noise.queries
     df = noise.boot_df
     boots = noise.boot * rng.standard_t(df, size=2) / math.sqrt(df / (df - 2))
@@ -108,12 +121,15 @@ def _round(
     for s in range(2):
         extra = np.exp(0.3 * rng.standard_normal(n))
         sides[s] = np.where(burst, sides[s] * factor * extra, sides[s])
-    second = rng.random(n) < 0.5  # the candidate went second on these queries
+    # The candidate went second on these queries: exactly half of them (rounded down), a fresh
+    # random half each round, as `harness.replay.order` balances a round.
+    second = np.zeros(n, dtype=bool)
+    second[rng.permutation(n)[: n // 2]] = True
     b, c = sides
     c = c * (1 + effect) * math.exp(noise.side_bias) + add_ms
     c = np.where(second, c * (1 + noise.order_cost), c)
     b = np.where(second, b, b * (1 + noise.order_cost))
-    return b, c
+    return b, c, second
 
 
 def simulate(
@@ -139,9 +155,9 @@ def simulate(
     ratios: list[float] = []
     last = first if rule == "fixed" else budget
     for k in range(1, last + 1):
-        b, c = _round(noise, rng, base, effect, add_ms)
+        b, c, base_first = _round(noise, rng, base, effect, add_ms)
         if design is not None:
-            estimates.append(latency_rule.round_estimate(b, c))
+            estimates.append(latency_rule.round_estimate(b, c, base_first=base_first))
             if k < design.looks[0]:
                 continue
             if rule == "satterthwaite":

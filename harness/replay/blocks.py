@@ -31,7 +31,7 @@ from harness.errors import ServiceError
 from harness.replay import latency_rounds
 from harness.replay.client import READ_BATCH, Channel, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.pairs import _cut_short, _quiet_exit, _read, _Side, warm_pairs
+from harness.replay.pairs import _cut_short, _quiet_exit, _read, _Side, collector_off, warm_pairs
 from harness.replay.runner import play_round
 from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
 from harness.scrub import safe_url
@@ -152,6 +152,8 @@ def _quality_rounds(
             chunk = order[start : start + block]
             if not live:
                 break
+            gc_back_on = collector_off()  # as in a round of the fixed design (pairs.py)
+            stack.callback(gc_back_on)  # on any way out of the asking
             for index, asking in enumerate(live):
                 if not asking:
                     continue
@@ -189,6 +191,7 @@ def _quality_rounds(
                 if stopped:
                     _cut_short([s for r in live for s in r], stopped)
                     break
+            gc_back_on()  # the look below allocates: collected as usual
             asked = min(start + block, len(order))
             if plan.progress is not None and asked < len(order):
                 plan.progress(label, asked, len(order), sum(errors), None)

@@ -175,11 +175,11 @@ def latency(
     if why is None and all(repeats):
         timed = _both_timed(ids, repeats[0], repeats[1])
         rounds = _latencies(timed)
-        for b_ns, c_ns in rounds:
+        for b_ns, c_ns, _ in rounds:
             paired = max(paired, len(b_ns))
             per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
         if rounds:
-            estimates = [round_estimate(b_ns, c_ns) for b_ns, c_ns in rounds]
+            estimates = [round_estimate(b, c, base_first=first) for b, c, first in rounds]
             first = sum(1 for rep in repeats[0] if not rep.latency_only) or len(rounds)
             budget = max(base_run.latency_budget or len(rounds), len(rounds), MIN_LOOK)
             test = decide(
@@ -249,17 +249,27 @@ def _orders(timed: _Timed) -> list[tuple[list[float], list[bool]]]:
     return orders
 
 
+_Paired = list[tuple[list[int], list[int], list[bool] | None]]
+
+
 def paired_rounds(
     ids: Sequence[str], baseline: Sequence[Repeat], candidate: Sequence[Repeat]
-) -> list[tuple[list[int], list[int]]]:
+) -> _Paired:
     """Per round (by repeat index, in order) the latencies (ns) of the queries of `ids` answered
-    with a latency on both sides in that round, baseline's and candidate's, aligned."""
+    with a latency on both sides in that round, baseline's and candidate's, aligned, and whether
+    the baseline went first for each (None for a record without the order)."""
     return _latencies(_both_timed(ids, baseline, candidate))
 
 
-def _latencies(timed: _Timed) -> list[tuple[list[int], list[int]]]:
+def _latencies(timed: _Timed) -> _Paired:
     return [
-        (b.answers.columns.latency_ns[rb].tolist(), c.answers.columns.latency_ns[rc].tolist())
+        (
+            b.answers.columns.latency_ns[rb].tolist(),
+            c.answers.columns.latency_ns[rc].tolist(),
+            (np.asarray(b.positions)[rb] == 0).tolist()
+            if len(b.positions) == len(b.results)
+            else None,
+        )
         for b, c, rb, rc in timed
     ]
 

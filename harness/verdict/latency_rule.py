@@ -1,6 +1,7 @@
 """Latency rounds until the answer is clear: a group-sequential rule over rounds of boot pairs.
 
-    round_estimate(base_ms, cand_ms) -> RoundEstimate   one round: trimmed mean of log(c/b)
+    round_estimate(base_ms, cand_ms, base_first=) -> RoundEstimate   one round: trimmed mean
+                                                         of log(c/b), by order
     plan(first, budget, alpha=) -> Plan                  the boundaries of every look, cached
     decide(rounds, plan, tolerance=) -> LatencyTest      the verdict after the last round given
     budget_for(...) -> int | None                         rounds a fresh compare would likely need
@@ -33,7 +34,9 @@ every decision read from it holds under stopping at any look:
 The two levels (rounds as blocks, queries within them): a round's estimate is the 20%-trimmed mean
 of its per-query log ratios (queries time-paired back to back; the trim takes the GC pauses and
 load spikes one side of a pair caught, which a plain mean does not survive, at 94% of the mean's
-efficiency on normal noise where the median is at 64%).  Its within-round variance (Tukey and
+efficiency on normal noise where the median is at 64%), taken per order (baseline first or
+second, balanced in every round) and averaged, so an order effect is in neither the estimate nor
+its variance.  Its within-round variance (Tukey and
 McLaughlin's winsorized variance over hundreds of queries) is known well; the variance between
 rounds (boot to boot, the machine's load) is not, and stays in the interval: the variance of a
 round's estimate is estimated as max(s^2, mean within-round variance), the rounds' own spread
@@ -74,6 +77,7 @@ EQUIVALENCE = 0.05  # each one-sided test of "inside the band" (TOST's usual lev
 GAMMA = -4.0  # Hwang-Shih-DeCani spending shape (scripts/latency_calibration.py --simulate)
 TRIM = 0.2  # share trimmed off each end of a round's per-query log ratios
 MIN_LOOK = 2  # one round shows nothing of the spread between boots
+MIN_STRATUM = 5  # queries of each order for a round's estimate by order (round_estimate)
 MOST_ROUNDS = 100  # beyond this "more rounds" is not advice
 _GRID = 401  # points of the running-sum grid per look: boundaries to about 1e-4 in z
 _NORMAL = NormalDist()
@@ -90,13 +94,41 @@ class RoundEstimate:
 
 
 def round_estimate(
-    baseline_ms: npt.ArrayLike, candidate_ms: npt.ArrayLike, *, trim: float = TRIM
+    baseline_ms: npt.ArrayLike,
+    candidate_ms: npt.ArrayLike,
+    *,
+    base_first: npt.ArrayLike | None = None,
+    trim: float = TRIM,
 ) -> RoundEstimate:
-    """The trimmed mean of log(c_i / b_i) over one round's aligned, time-paired queries (> 0)."""
+    """The trimmed mean of log(c_i / b_i) over one round's aligned, time-paired queries (> 0).
+
+    With `base_first` (per query, whether the baseline was asked first in its pair) the two
+    orders are strata: the estimate is the mean of the two orders' trimmed means, its variance a
+    quarter of the sum of theirs.  The runner balances the orders in every round
+    (`harness.replay.order`), so an order effect (the first or the second request of a pair
+    slower) cancels from the estimate either way; stratified it leaves the variance too, where
+    it is no noise of the estimate.  Under bursty CPU load the first request of a pair was about
+    5x slower than the second (log ratios of -1.7 and +1.7 by order, an sd of 1.75 within a
+    round where each order's own was 0.25-0.6): unstratified, that variance, the floor of the
+    rounds' spread in `look`, made every A/A inconclusive.  A round with fewer than MIN_STRATUM
+    queries in an order is estimated whole."""
     base, cand = aligned(baseline_ms, candidate_ms)
     if (base <= 0).any() or (cand <= 0).any():
         raise ValueError("latencies must be > 0 ms")
-    return trimmed(np.log(cand / base), trim)
+    logs = np.log(cand / base)
+    if base_first is not None:
+        first = np.asarray(base_first, dtype=bool).ravel()
+        if first.shape != logs.shape:
+            raise ValueError(f"base_first has {first.size} values for {logs.size} pairs")
+        count = int(first.sum())
+        if min(count, logs.size - count) >= MIN_STRATUM:
+            one, two = trimmed(logs[first], trim), trimmed(logs[~first], trim)
+            return RoundEstimate(
+                (one.log_ratio + two.log_ratio) / 2,
+                (one.within_var + two.within_var) / 4,
+                int(logs.size),
+            )
+    return trimmed(logs, trim)
 
 
 def trimmed(values: npt.ArrayLike, trim: float = TRIM) -> RoundEstimate:
