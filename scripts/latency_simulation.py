@@ -27,7 +27,9 @@ fixed-size t test recomputed after every round: not valid), "fixed" (that test a
 rounds only), "satterthwaite" (the sequential design with a random-effects variance, the
 between-round part max(0, s^2 - mean within) plus the within part, carried to Student's t at
 Satterthwaite's degrees of freedom: the two-level model that lets fewer rounds decide, shown
-for contrast because it is not valid at these round counts).
+for contrast because it is not valid at these round counts), "whole" (the sequential design with
+each round one trimmed mean of all its pairs, not one per order: the order effect then counts in
+the round's variance; shown for contrast).
 
 Seeded: the same arguments give the same outcome.
 """
@@ -149,7 +151,7 @@ def simulate(
     stopped at the first call: not valid), or "fixed" (today's rule at `first` rounds only)."""
     rng = np.random.default_rng(seed)
     base = noise.base_ms * np.exp(0.8 * rng.standard_normal(noise.queries))
-    sequential = rule in ("sequential", "satterthwaite")
+    sequential = rule in ("sequential", "satterthwaite", "whole")
     design = latency_rule.plan(first, budget, gamma=gamma) if sequential else None
     estimates: list[latency_rule.RoundEstimate] = []
     ratios: list[float] = []
@@ -157,7 +159,8 @@ def simulate(
     for k in range(1, last + 1):
         b, c, base_first = _round(noise, rng, base, effect, add_ms)
         if design is not None:
-            estimates.append(latency_rule.round_estimate(b, c, base_first=base_first))
+            by_order = None if rule == "whole" else base_first
+            estimates.append(latency_rule.round_estimate(b, c, base_first=by_order))
             if k < design.looks[0]:
                 continue
             if rule == "satterthwaite":
@@ -250,6 +253,9 @@ class Rates:
     strict_satterthwaite: tuple[int, int] = (0, 0)
     mean_rounds: float = 0.0
     mean_rounds_satterthwaite: float = 0.0
+    # The A/A "no measurable difference" rows with each round one trimmed mean of all its pairs
+    # (rule "whole": the order effect in the round's variance), for contrast.
+    aa_same_whole: tuple[int, int] = (0, 0)
 
 
 EFFECTS = {"+10%": (0.10, 0.0), "+25%": (0.25, 0.0), "+30 ms": (0.0, 30.0)}
@@ -317,6 +323,11 @@ def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0
         for i in range(sims)
     ]
 
+    whole = [
+        simulate(noise, rule="whole", first=first, budget=budget, seed=seed + i)
+        for i in range(sims)
+    ]
+
     def called(outcomes: list[Outcome]) -> tuple[int, int]:
         return sum(o.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for o in outcomes), sims
 
@@ -332,4 +343,5 @@ def calibrate(noise: Noise, sims: int, *, first: int, budget: int, seed: int = 0
         called(satt),
         float(np.mean([o.rounds for o in aa])),
         float(np.mean([o.rounds for o in satt_aa])),
+        (sum(o.verdict is Verdict.NO_DIFFERENCE for o in whole), sims),
     )
