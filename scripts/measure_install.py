@@ -107,6 +107,9 @@ def time_tests(python: str, slowest: int, work: Path, which: str = "both") -> bo
             f"{label}: {seconds:.0f} s, exit {status} (load {before} -> {load()}; "
             f"target <= {limit:.0f} s at light load): {tail[0]}"
         )
+        for line in output.splitlines():  # -ra: one line per failed or erroring test
+            if line.startswith(("FAILED ", "ERROR ")):
+                print(f"  {line}")
         if slowest and junit.is_file():
             for name, spent in file_seconds(junit).most_common(slowest):
                 print(f"  {spent:7.1f} s  {name}")
