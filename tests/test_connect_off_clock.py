@@ -9,6 +9,7 @@ assertion on the service itself."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -61,9 +62,10 @@ class _KeepAliveButClose(_Closing):
         super().end_headers()
 
 
-@pytest.fixture(params=[_Closing, _KeepAliveButClose], ids=["http1.0", "connection-close"])
-def closing(request: pytest.FixtureRequest) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), request.param)
+@contextlib.contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """An in-process server of `handler` on 127.0.0.1 (its port held open), its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -73,6 +75,12 @@ def closing(request: pytest.FixtureRequest) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+@pytest.fixture(params=[_Closing, _KeepAliveButClose], ids=["http1.0", "connection-close"])
+def closing(request: pytest.FixtureRequest) -> Iterator[str]:
+    with _serving(request.param) as url:
+        yield url
 
 
 ITEMS = [(f"id{i}", f"q{i}") for i in range(8)]
@@ -137,19 +145,8 @@ class _TwoWrites(_Closing):
 
 @pytest.fixture
 def two_services() -> Iterator[list[str]]:
-    servers = [ThreadingHTTPServer(("127.0.0.1", 0), _TwoWrites) for _ in range(2)]
-    threads = []
-    for httpd in servers:
-        httpd.daemon_threads = True
-        threads.append(threading.Thread(target=httpd.serve_forever, daemon=True))
-        threads[-1].start()
-    try:
-        yield [f"http://127.0.0.1:{httpd.server_address[1]}" for httpd in servers]
-    finally:
-        for httpd, thread in zip(servers, threads, strict=True):
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join()
+    with _serving(_TwoWrites) as one, _serving(_TwoWrites) as two:
+        yield [one, two]
 
 
 def test_no_answer_waits_for_the_clients_delayed_ack(two_services: list[str]) -> None:

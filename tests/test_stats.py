@@ -12,7 +12,7 @@ from unittest import mock
 import numpy as np
 import pytest
 import scipy.stats
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from purity import impurities
 from statsmodels.stats.contingency_tables import mcnemar
@@ -341,6 +341,9 @@ def test_repeat_noise_is_what_more_repeats_remove() -> None:
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=50), st.floats(0.01, 1))
 def test_power_is_monotone_in_the_spread(deltas: list[float], effect: float) -> None:
     d = np.array(deltas) * 0.9  # fractional differences: the normal approximation's rule
+    # Halving a denormal (5e-324) gives 0: all-whole differences, McNemar's exact rule, which
+    # needs a query or so more than the normal one at a vanishing spread. Compare within a rule.
+    assume(not np.isin(d * 0.5, (-1.0, 0.0, 1.0)).all())
     low = power("m", d * 0.5, alpha=0.05, effect=effect)
     high = power("m", d, alpha=0.05, effect=effect)
     assert low.mde <= high.mde + 1e-12

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.cli.options import FORMAT, add_run_options, add_seed, latency_budget
+from harness.cli.options import add_format, add_run_options, add_seed, latency_budget
 
 EXAMPLES = {
     "bisect": "harness bisect --good v1.2 --bad main --metric hit@5"
@@ -34,12 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N|TIME",
         help="each step's most latency rounds or their time (default compare.latency_budget)",
     )
-    p.add_argument(
-        "--format",
-        choices=("text", "markdown", "json"),
-        default="text",
-        help=f"{FORMAT}; markdown; json (report.md, .json, .html are saved)",
-    )
+    add_format(p, " (report.md, .json, .html are saved)")
     p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument(

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli.options import FORMAT, add_run_options, add_side
+from harness.cli.options import add_format, add_run_options, add_side
 
 EXAMPLES = {
     "gate": "harness gate --ref main --baseline-file ci/baseline.json --update-baseline"
@@ -40,12 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_side(p)
     add_run_options(p)
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    p.add_argument(
-        "--format",
-        choices=("text", "markdown", "json"),
-        default="text",
-        help=f"{FORMAT}; markdown; json",
-    )
+    add_format(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -100,6 +100,16 @@ def add_seed(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_format(p: argparse.ArgumentParser, saved: str = "") -> None:
+    """--format text|markdown|json (`saved`: what the help adds, e.g. the files written)."""
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help=f"{FORMAT}; markdown; json{saved}",
+    )
+
+
 def add_runs_against_a_reference(p: argparse.ArgumentParser, formats: str) -> None:
     """What sweep and matrix share: one ref measured in several settings, each against one
     (`formats`: --format's help)."""

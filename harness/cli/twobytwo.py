@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.options import FORMAT, add_gold_source, add_record_side
+from harness.cli.options import add_format, add_gold_source, add_record_side
 
 EXAMPLES = {
     "twobytwo": "harness twobytwo --run results/runs/RECORD.json --answers answers.tsv --k 5",
@@ -28,12 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_record_side(p)
     add_gold_source(p)
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
-    p.add_argument(
-        "--format",
-        choices=("text", "markdown", "json"),
-        default="text",
-        help=f"{FORMAT}; markdown; json",
-    )
+    add_format(p)
 
 
 def run(args: argparse.Namespace) -> int:

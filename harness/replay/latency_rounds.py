@@ -59,5 +59,5 @@ def settled(
     rounds = paired_rounds(ids, base.repeats, cand.repeats)
     if len(rounds) < played:
         return True
-    estimates = [round_estimate(b, c, base_first=first) for b, c, first in rounds]
+    estimates = [round_estimate(b, c, base_first=o) for b, c, o in rounds]
     return look(estimates, plan(repeats, total), tolerance=tolerance).verdict is not None

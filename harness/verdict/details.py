@@ -179,13 +179,13 @@ def latency(
             paired = max(paired, len(b_ns))
             per_query += [y / x for x, y in zip(b_ns, c_ns, strict=True)]
         if rounds:
-            estimates = [round_estimate(b, c, base_first=first) for b, c, first in rounds]
+            estimates = [round_estimate(b, c, base_first=o) for b, c, o in rounds]
             first = sum(1 for rep in repeats[0] if not rep.latency_only) or len(rounds)
             budget = max(base_run.latency_budget or len(rounds), len(rounds), MIN_LOOK)
             test = decide(
                 estimates, plan(first, budget), tolerance=settings.latency_tolerance
             )
-            effect = order_effect(_orders(timed))
+            effect = order_effect(_orders(rounds))
     if why is not None:
         words = why
     elif test is None:
@@ -234,22 +234,17 @@ def _both_timed(
     return out
 
 
-def _orders(timed: _Timed) -> list[tuple[list[float], list[bool]]]:
-    """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
-    the queries timed on both sides (`_both_timed`), and whether the baseline went first for
-    each."""
-    orders = []
-    for b, c, rb, rc in timed:
-        if len(b.positions) != len(b.results):  # a record without positions
-            continue
-        lb = b.answers.columns.latency_ns[rb].tolist()
-        lc = c.answers.columns.latency_ns[rc].tolist()
-        logs = [math.log(y / x) for x, y in zip(lb, lc, strict=True)]
-        orders.append((logs, (np.asarray(b.positions)[rb] == 0).tolist()))
-    return orders
-
-
 _Paired = list[tuple[list[int], list[int], list[bool] | None]]
+
+
+def _orders(rounds: _Paired) -> list[tuple[list[float], list[bool]]]:
+    """Per round whose order was recorded (runs since 0.2), the paired log ratios log(c/b) of
+    the queries timed on both sides, and whether the baseline went first for each."""
+    return [
+        ([math.log(y / x) for x, y in zip(b_ns, c_ns, strict=True)], first)
+        for b_ns, c_ns, first in rounds
+        if first is not None
+    ]
 
 
 def paired_rounds(
