@@ -92,6 +92,7 @@ def test_a_run_of_one_ref_stops_after_its_first_boot(sandbox: Sandbox, tmp_path:
     assert "read no ids" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_right_adapter_runs_to_the_end(sandbox: Sandbox, tmp_path: Path) -> None:
     config = sandbox.write_config("right.toml")
     before = sandbox.boots()

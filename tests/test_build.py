@@ -211,6 +211,7 @@ def test_venv_env() -> None:
 # --------------------------------------------------------------------------- the two venvs
 
 
+@pytest.mark.slow
 def test_venv_build_runs_in_its_own_venv_and_is_cached(
     worktree: Path, tmp_path: Path, cache: Path
 ) -> None:
@@ -233,6 +234,7 @@ def test_venv_build_runs_in_its_own_venv_and_is_cached(
     assert out.read_text() == f"{venv}|{venv}\n"  # not run again
 
 
+@pytest.mark.slow
 def test_failed_venv_build_removes_the_half_made_venv(
     worktree: Path, tmp_path: Path, cache: Path
 ) -> None:

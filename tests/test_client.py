@@ -362,6 +362,11 @@ class _Search(BaseHTTPRequestHandler):
         q = parse_qs(urlsplit(self.path).query)["q"][0]
         if q == "q0":
             self.q3_served.wait(timeout=10)  # a safeguard only; the test asserts the order
+        # Recorded before the answer is written: once it is, the client may return and the test
+        # read `served` before this thread gets the CPU again (under load it did).
+        self.served.append(q)
+        if q == "q3":
+            self.q3_served.set()
         body = json.dumps({"results": [{"id": q}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -369,9 +374,6 @@ class _Search(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.wfile.flush()
-        self.served.append(q)
-        if q == "q3":
-            self.q3_served.set()
 
     def log_message(self, format: str, *args: object) -> None:
         pass

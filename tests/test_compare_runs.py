@@ -191,6 +191,14 @@ def test_one_run_is_a_usage_error(tmp_path: Path) -> None:
     assert "needs a baseline and at least one candidate" in err
 
 
+def test_a_missing_gold_file_names_it_and_exits_2(tmp_path: Path) -> None:
+    base = _trec(tmp_path / "base.run", {})
+    missing = tmp_path / "nope.jsonl"
+    status, out, err = _compare_runs(tmp_path, base, base, "--gold", missing)
+    assert (status, out) == (2, "")  # was a FileNotFoundError traceback
+    assert err == f"harness: error: {missing}: gold set not found; check the path (--gold)\n"
+
+
 def test_a_native_run_with_an_unknown_query_names_its_line(tmp_path: Path) -> None:
     gold = _gold(tmp_path)
     base = _trec(tmp_path / "base.run", {})

@@ -90,10 +90,12 @@ def _check(results: tuple[QueryResult, ...] | list[QueryResult]) -> None:
     assert [(r.query_id, r.ids, r.error) for r in results] == [
         (qid, (text,), None) for qid, text in ITEMS
     ]
-    # Every connect took 50 ms or more; a local answer takes well under a millisecond: none of
-    # those 50 ms may be inside a measured latency.
-    slowest = max(r.latency_ns for r in results) / 1e9
-    assert 0 < slowest < SLOW_CONNECT_S / 2, slowest
+    # Every connect took 50 ms or more (a sleep: at least that, whatever the load), so with the
+    # connect on the clock every latency would be 50 ms or more. A local answer takes well under
+    # a millisecond; a loaded machine may stall one or two of them, never most.
+    latencies = sorted(r.latency_ns / 1e9 for r in results)
+    assert latencies[0] > 0
+    assert latencies[len(latencies) // 2] < SLOW_CONNECT_S / 2, latencies
 
 
 def test_a_sandbox_socket_fetch_is_off_the_clock(closing: str) -> None:

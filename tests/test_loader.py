@@ -245,6 +245,7 @@ def test_a_refused_batch_fails_the_boot_with_the_batch_and_status(tmp_path: Path
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
 
 
+@pytest.mark.slow
 def test_compare_reports_the_loading_apart_from_latency(tmp_path: Path) -> None:
     sandbox, config = loaded_sandbox(tmp_path, batch=25)
     done = sandbox.harness(

@@ -139,6 +139,7 @@ def _recorded(run: RefRun) -> list[list[bool]]:
     return [[p == 0 for p in rep.positions] for rep in run.repeats]
 
 
+@pytest.mark.slow
 def test_the_order_sent_is_balanced_recorded_and_fresh_per_compare(
     isolated: Sandbox, tmp_path: Path, journal: Sent
 ) -> None:
@@ -163,6 +164,7 @@ def test_the_order_sent_is_balanced_recorded_and_fresh_per_compare(
     assert seeds[0] != seeds[1] and orders[0] != orders[1]
 
 
+@pytest.mark.slow
 def test_a_given_seed_sends_the_same_order_again(
     isolated: Sandbox, tmp_path: Path, journal: Sent
 ) -> None:
@@ -177,6 +179,7 @@ def test_a_given_seed_sends_the_same_order_again(
     assert orders[0][0] != orders[0][1]  # still a fresh shuffle per round
 
 
+@pytest.mark.slow
 def test_the_warm_up_goes_in_pairs_the_first_side_alternating(
     isolated: Sandbox, tmp_path: Path, journal: Sent
 ) -> None:

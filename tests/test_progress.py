@@ -163,6 +163,7 @@ def test_the_live_line_keeps_elapsed_and_time_left_whole(tmp_path: Path, columns
     assert last.endswith("\u2026"), last  # the detail was cut, not the times
 
 
+@pytest.mark.slow
 def test_quiet_prints_no_progress(tmp_path: Path) -> None:
     # A run that fails fast (no such ref) still goes through the same set-up; --quiet must be
     # accepted by every running command and leave stderr to the error alone.

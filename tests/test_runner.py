@@ -74,6 +74,7 @@ def sha(sandbox: Sandbox, ref: str) -> str:
     return git(sandbox.repo, "rev-parse", ref, home=sandbox.home).strip()
 
 
+@pytest.mark.slow
 def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_path: Path) -> None:
     calls: list[Call] = []
     p = plan(isolated, tmp_path / "results", calls)
@@ -174,6 +175,7 @@ def test_a_session_removes_its_worktree_unless_kept(isolated: Sandbox, tmp_path:
     git(isolated.repo, "worktree", "prune", home=isolated.home)
 
 
+@pytest.mark.slow
 def test_run_ref_always_measures_and_run_pair_reuses_only_when_asked(
     isolated: Sandbox, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ sandboxed run passes only because the config folder is bound read-only into the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -23,13 +24,16 @@ import pytest
 from doc_pages import marked
 from e2e_support import Sandbox, git, record_document, record_paths
 
-pytest.importorskip("fastapi", reason="the service is a FastAPI app (test extra)")
-pytest.importorskip("uvicorn", reason="the service runs under uvicorn (test extra)")
-pytest.importorskip("multipart", reason="FastAPI Form() needs python-multipart (test extra)")
-
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "moving_api"
 TOPICS = 30
-pytestmark = pytest.mark.slow
+# Looked up, not imported (an import would load FastAPI into every worker's collection).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(m) for m in ("fastapi", "uvicorn", "multipart")),
+        reason="the service is a FastAPI app under uvicorn, with python-multipart (test extra)",
+    ),
+]
 
 
 class Box(Sandbox):

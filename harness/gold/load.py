@@ -39,7 +39,13 @@ def detect_format(path: Path | str) -> str:
     path = Path(path)
     if path.is_dir():
         return "beir"
-    with open(path, "rb") as handle:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+    except FileNotFoundError:
+        raise GoldError(f"{path}: gold set not found; check the path (--gold)") from None
+    except OSError as exc:
+        raise GoldError(f"{path}: cannot read: {exc.strerror}") from exc
+    with handle:
         wide = encoding_problem(handle.read(SAMPLE), path)
         if wide is not None:  # told before the format: read as UTF-8 it looks like TREC qrels
             raise GoldError(f"{path}:1: {wide}")
