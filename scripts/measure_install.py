@@ -110,6 +110,9 @@ def time_tests(python: str, slowest: int, work: Path, which: str = "both") -> bo
         for line in output.splitlines():  # -ra: one line per failed or erroring test
             if line.startswith(("FAILED ", "ERROR ")):
                 print(f"  {line}")
+        said = [line for line in output.splitlines() if line.startswith("E ")]
+        for line in said[:12]:  # what failed, from the tracebacks: a failure seen once is kept
+            print(f"    {line}")
         if slowest and junit.is_file():
             for name, spent in file_seconds(junit).most_common(slowest):
                 print(f"  {spent:7.1f} s  {name}")

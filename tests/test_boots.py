@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from compare_support import FAST, candidate, make_gold, make_run
-from scipy import stats as scipy_stats
+from oracles import scipy_stats
 
 from harness.types import GoldQuery, Verdict
 from harness.verdict.boots import (

@@ -29,9 +29,8 @@ from compare_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import mcnemar, multipletests
 from purity import PURE_LIBRARIES, imported_modules
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig

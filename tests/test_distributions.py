@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import bdtr, betaincinv, gammaln, stdtrit
+from oracles import bdtr, betaincinv, gammaln, stdtrit
 
 from harness.verdict import distributions as dist
 from harness.verdict.sequential import ERROR, _beyond

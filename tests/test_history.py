@@ -12,8 +12,8 @@ import pytest
 from cli_support import run_cli
 from compare_support import make_gold, make_run, ranks
 from history_support import Measured, buried_of, measured
+from oracles import scipy_stats as stats
 from purity import impurities
-from scipy import stats
 
 from harness.history.graph import measured_graph
 from harness.report.plotting import plotly_file, plotly_js

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from compare_support import make_gold, make_run, ranks
 from e2e_support import build_sandbox, load_json, record_paths
-from scipy import stats
+from oracles import scipy_stats as stats
 
 from harness import leftovers
 from harness.boot import processes, service

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import pytrec_eval
 from compare_support import buried, candidate, make_gold, make_run, ranks
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
+from oracles import multipletests
+from oracles import scipy_stats as stats
 from test_report import slow
 
 from harness.types import ErrorKind, GoldSet, RefRun

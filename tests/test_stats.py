@@ -11,12 +11,10 @@ from unittest import mock
 
 import numpy as np
 import pytest
-import scipy.stats
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracles import mcnemar, multipletests, scipy_stats
 from purity import impurities
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from harness.types import Verdict
 from harness.verdict import resample
@@ -321,7 +319,7 @@ def test_boots_add_their_variance_to_the_mde() -> None:
     variance = float((d * d).sum()) + 0.0006 * 300**2
     # The two-level test's bar is Student's t at the boots' 4 degrees of freedom: the alpha
     # whose normal quantile is that t.
-    bar = 2 * (1 - NormalDist().cdf(float(scipy.stats.t.ppf(1 - 0.025 / 2, 4))))
+    bar = 2 * (1 - NormalDist().cdf(float(scipy_stats.t.ppf(1 - 0.025 / 2, 4))))
     assert withboots.mde == pytest.approx(detectable_queries(variance, bar, n=300) / 300)
     assert withboots.mde > detectable_queries(variance, 0.025, n=300) / 300
     assert withboots.mde > without.mde
