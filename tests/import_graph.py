@@ -18,6 +18,7 @@ importing itself), each as one concrete closed path through it to print.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +106,13 @@ def _with_faces(target: str, importer: str, known: dict[str, Path]) -> list[str]
 
 
 def edges(root: Path = ROOT, package: str = PACKAGE) -> list[Edge]:
-    """Every import between the package's modules, in file and line order."""
+    """Every import between the package's modules, in file and line order (parsed once per
+    process and tree: the sources do not change during a test run)."""
+    return list(_edges(root, package))
+
+
+@functools.cache
+def _edges(root: Path, package: str) -> tuple[Edge, ...]:
     known = modules(root, package)
     found: set[Edge] = set()
     for name, path in known.items():
@@ -120,7 +127,7 @@ def edges(root: Path = ROOT, package: str = PACKAGE) -> list[Edge]:
                 for each in _with_faces(target, name, known):
                     if each != package and each != name:
                         found.add(Edge(name, each, kind, statement.lineno, where))
-    return sorted(found, key=lambda e: (e.source, e.line, e.target, e.kind))
+    return tuple(sorted(found, key=lambda e: (e.source, e.line, e.target, e.kind)))
 
 
 def graph(all_edges: Iterable[Edge]) -> dict[str, dict[str, Edge]]:
