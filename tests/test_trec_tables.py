@@ -409,3 +409,23 @@ def _exact_cli(qrels: Path, run: Path) -> tuple[int, str, str]:
     found = evaluate(gold, read.rankings, specs, scores=read.scores, judged_as_zero=True)
     out = render_evaluation(found, "json", gold=gold)
     return 0, out.replace(str(qrels), "qrels.txt"), ""
+
+
+def test_the_arrow_reader_starts_no_thread_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow's CPU pool, once started, may still be tearing down at interpreter exit, and the
+    process then aborts after printing its output (exit -6, "terminate called without an
+    active exception": apache/arrow#34314; 2 of 240 `harness metrics` runs, six at a time).
+    The run reader parses on the calling thread."""
+    pcsv = pytest.importorskip("pyarrow.csv", reason="the arrow extra is not installed")
+    from harness.score.arrowrun import read_trec_arrow
+
+    seen: list[bool] = []
+    real = pcsv.read_csv
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["read_options"].use_threads)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pcsv, "read_csv", spy)
+    assert read_trec_arrow(b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n") is not None
+    assert seen == [False]

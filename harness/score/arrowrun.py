@@ -90,7 +90,11 @@ def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=_NAMES),
+            # One thread: Arrow's CPU pool, once started, may still be tearing down when the
+            # interpreter exits, and then the process aborts after its output ("terminate
+            # called without an active exception", exit -6: apache/arrow#34314). 2 of 240
+            # loaded `harness metrics` runs did; the parse is no slower on one thread here.
+            read_options=pcsv.ReadOptions(column_names=_NAMES, use_threads=False),
             parse_options=pcsv.ParseOptions(
                 delimiter=" ",
                 quote_char=False,
