@@ -151,7 +151,9 @@ def oracle_asked(row: Row, sims: int, seed: int) -> float:
     with the probability the simulation gives it (known here, unknown to the rule), stopping at
     the rule's looks at the rule's threshold (Holm over the m headline metrics at alpha_s:
     a likelihood ratio of m / alpha_s). What the rule pays for not knowing the effect is the
-    gap between this and its own median."""
+    gap between this and its own median. A redrawn row: each query's p uniform in [0.2, 0.8]."""
+    if row.mode != "redrawn" or row.repeats != 1:
+        raise ValueError("the oracle is worked out for redrawn rows at R = 1")
     rng = np.random.default_rng(seed)
     plan = plan_for(gold_set(row.queries), BINARY, first=LATENCY_QUERIES)
     threshold = np.log(len(plan.metrics) / plan.alpha_looks)

@@ -25,10 +25,10 @@ settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "default"))
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# A machine may tell Python not to write bytecode (PYTHONDONTWRITEBYTECODE=1, as CI images often
-# do). Then every xdist worker rewrites the asserts of every test module again, and every
-# `harness`, service and build process a test starts compiles its modules from source: about a
-# fifth of the suite's CPU. The tests' own processes may cache (the cache is in .gitignore).
+# A machine may tell Python not to write bytecode (PYTHONDONTWRITEBYTECODE=1, as this one and
+# CI images often do). Then every xdist worker rewrites the asserts of every test module again
+# (collection 9.0 s a worker, 4.7 s with the cache), and every `harness` process a test starts
+# compiles the editable install from source. The tests' processes may cache (in .gitignore).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 

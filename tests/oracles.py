@@ -6,6 +6,7 @@ Imported at the top of a test module they were loaded by every xdist worker's co
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 
@@ -21,33 +22,20 @@ class _Lazy:
         return getattr(importlib.import_module(self._name), attr)
 
 
+def _function(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, the module imported at the first call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
 scipy_stats: Any = _Lazy("scipy.stats")
-scipy_special: Any = _Lazy("scipy.special")
-_tables: Any = _Lazy("statsmodels.stats.contingency_tables")
-_multitest: Any = _Lazy("statsmodels.stats.multitest")
-
-
-def mcnemar(*args: Any, **kwargs: Any) -> Any:
-    """statsmodels.stats.contingency_tables.mcnemar."""
-    return _tables.mcnemar(*args, **kwargs)
-
-
-def multipletests(*args: Any, **kwargs: Any) -> Any:
-    """statsmodels.stats.multitest.multipletests."""
-    return _multitest.multipletests(*args, **kwargs)
-
-
-def bdtr(*args: Any) -> Any:
-    return scipy_special.bdtr(*args)
-
-
-def betaincinv(*args: Any) -> Any:
-    return scipy_special.betaincinv(*args)
-
-
-def gammaln(*args: Any) -> Any:
-    return scipy_special.gammaln(*args)
-
-
-def stdtrit(*args: Any) -> Any:
-    return scipy_special.stdtrit(*args)
+mcnemar = _function("statsmodels.stats.contingency_tables", "mcnemar")
+multipletests = _function("statsmodels.stats.multitest", "multipletests")
+bdtr = _function("scipy.special", "bdtr")
+betaincinv = _function("scipy.special", "betaincinv")
+gammaln = _function("scipy.special", "gammaln")
+stdtrit = _function("scipy.special", "stdtrit")

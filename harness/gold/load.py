@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
@@ -40,23 +40,27 @@ def detect_format(path: Path | str) -> str:
     if path.is_dir():
         return "beir"
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+        with open(path, "rb") as handle:
+            return _sniff(handle, path)
     except FileNotFoundError:
         raise GoldError(f"{path}: gold set not found; check the path (--gold)") from None
     except OSError as exc:
         raise GoldError(f"{path}: cannot read: {exc.strerror}") from exc
-    with handle:
-        wide = encoding_problem(handle.read(SAMPLE), path)
-        if wide is not None:  # told before the format: read as UTF-8 it looks like TREC qrels
-            raise GoldError(f"{path}:1: {wide}")
-        handle.seek(0)
-        for raw in handle:
-            if raw.strip():
-                try:
-                    first = loads(raw.decode("utf-8-sig", errors="replace"))
-                except ValueError as exc:  # JSON too deep or with a lone surrogate: native's
-                    return "native" if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE) else "trec"
-                return "native" if isinstance(first, JsonObject) else "trec"
+
+
+def _sniff(handle: BinaryIO, path: Path) -> str:
+    """`detect_format` on the open file."""
+    wide = encoding_problem(handle.read(SAMPLE), path)
+    if wide is not None:  # told before the format: read as UTF-8 it looks like TREC qrels
+        raise GoldError(f"{path}:1: {wide}")
+    handle.seek(0)
+    for raw in handle:
+        if raw.strip():
+            try:
+                first = loads(raw.decode("utf-8-sig", errors="replace"))
+            except ValueError as exc:  # JSON too deep or with a lone surrogate: native's
+                return "native" if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE) else "trec"
+            return "native" if isinstance(first, JsonObject) else "trec"
     return "native"  # an empty file: let the native reader say it has no queries
 
 
