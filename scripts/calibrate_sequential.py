@@ -145,13 +145,15 @@ ROWS = (
 )
 
 
-def oracle_asked(row: Row, sims: int, seed: int) -> float:
+def oracle_asked(row: Row, sims: int, seed: int, *, two_sided: bool = False) -> float:
     """The median share of the gold set a test told the effect in advance would ask: Wald's
     sequential probability ratio test on hit@10's discordant pairs, the candidate winning each
     with the probability the simulation gives it (known here, unknown to the rule), stopping at
     the rule's looks at the rule's threshold (Holm over the m headline metrics at alpha_s:
     a likelihood ratio of m / alpha_s). What the rule pays for not knowing the effect is the
-    gap between this and its own median. A redrawn row: each query's p uniform in [0.2, 0.8]."""
+    gap between this and its own median. A redrawn row: each query's p uniform in [0.2, 0.8].
+    `two_sided`: told the effect's size but not its direction, the test bets half its wealth on
+    each (the average of the two likelihood ratios), as any test of "no change" must."""
     if row.mode != "redrawn" or row.repeats != 1:
         raise ValueError("the oracle is worked out for redrawn rows at R = 1")
     rng = np.random.default_rng(seed)
@@ -166,10 +168,36 @@ def oracle_asked(row: Row, sims: int, seed: int) -> float:
     for _ in range(sims):
         p = hit_probabilities(row.mode, row.queries, rng)
         base, cand = (draw_hits(x, 1, rng)[0] for x in (p, changed(row.mode, p, row.effect, rng)))
-        step = np.select([cand > base, cand < base], [np.log(2 * q), np.log(2 * (1 - q))], 0.0)
-        crossed = np.cumsum(step)[looks - 1] >= threshold
+        wins, losses = (np.cumsum(x)[looks - 1] for x in (cand > base, cand < base))
+        log_lr = wins * np.log(2 * q) + losses * np.log(2 * (1 - q))
+        if two_sided:  # the mirror bet: the same ratio with wins and losses swapped
+            mirror = wins * np.log(2 * (1 - q)) + losses * np.log(2 * q)
+            log_lr = np.logaddexp(log_lr, mirror) - np.log(2)
+        crossed = log_lr >= threshold
         asked.append(looks[crossed.argmax()] if crossed.any() else row.queries)
     return float(np.median(asked)) / row.queries
+
+
+def best_fixed_power(row: Row, alpha: float = 0.05) -> float:
+    """The power of McNemar's exact two-sided test on hit@10 alone at `alpha` over the whole
+    gold set: no looks, no second metric, no alpha left for anything else; exact, summing over
+    the number of discordant pairs. A redrawn row at R = 1 (as `oracle_asked`)."""
+    from scipy.stats import binom
+
+    if row.mode != "redrawn" or row.repeats != 1:
+        raise ValueError("the bound is worked out for redrawn rows at R = 1")
+    grid = np.linspace(0.2, 0.8, 100_001)
+    up = changed(row.mode, grid, row.effect, np.random.default_rng(0))
+    win, lose = float(np.mean(up * (1 - grid))), float(np.mean(grid * (1 - up)))
+    power = 0.0
+    for d in range(1, row.queries + 1):
+        c = np.arange(d + 1)
+        p_two = np.minimum(1.0, 2 * np.minimum(binom.cdf(c, d, 0.5), binom.sf(c - 1, d, 0.5)))
+        reject = p_two <= alpha
+        power += binom.pmf(d, row.queries, win + lose) * float(
+            binom.pmf(c[reject], d, win / (win + lose)).sum()
+        )
+    return power
 
 
 def main(sims: int, seed: int, jobs: int) -> int:
@@ -213,6 +241,12 @@ def main(sims: int, seed: int, jobs: int) -> int:
     print(
         f"a test told the effect in advance (Wald's SPRT on hit@10's discordant pairs, the "
         f"rule's looks and threshold), +20 pp redrawn at R = 1: a median of "
-        f"{oracle_asked(oracle, sims, seed):.0%} of the gold set asked"
+        f"{oracle_asked(oracle, sims, seed):.0%} of the gold set asked; told its size but not "
+        f"its direction: {oracle_asked(oracle, sims, seed, two_sided=True):.0%}"
+    )
+    print(
+        f"McNemar's exact test on hit@10 alone, the whole gold set, alpha 0.05 (no looks, no "
+        f"second metric), +10 pp redrawn at R = 1: power "
+        f"{best_fixed_power(Row(0.10, 1, 'redrawn')):.1%}"
     )
     return 0

@@ -76,3 +76,19 @@ def test_the_fast_sequential_compare_is_compare_asked(row: calibrate_sequential.
         assert calibrate_sequential.simulate(row, seed) == calibrate_sequential.simulate(
             row, seed, fast=False
         ), seed
+
+
+def test_the_references_bound_the_rule_from_the_right_side() -> None:
+    """The references the sequential table ends with: McNemar's exact power is its size under
+    no change (at most alpha) and grows with the effect; a test told only the effect's size asks
+    more of the gold set than one told its direction too."""
+    row = calibrate_sequential.Row
+    size = calibrate_sequential.best_fixed_power(row(0.0, 1, "redrawn", queries=60))
+    assert 0.02 < size <= 0.05
+    small, large = (
+        calibrate_sequential.best_fixed_power(row(e, 1, "redrawn", queries=60)) for e in (0.1, 0.2)
+    )
+    assert size < small < large
+    told = calibrate_sequential.oracle_asked(row(0.2, 1, "redrawn"), 200, 0)
+    blind = calibrate_sequential.oracle_asked(row(0.2, 1, "redrawn"), 200, 0, two_sided=True)
+    assert told < blind < 1.0
