@@ -178,8 +178,10 @@ def make_dir(
     *,
     repo: Path | None = None,
     also: Iterable[tuple[str, str]] = (),
+    shared: bool = False,
 ) -> Path:
-    """A new directory `parent/<prefix><random>` (mode 0700, as mkdtemp makes), held as `kind`
+    """A new directory `parent/<prefix><random>` (mode 0700, as mkdtemp makes; `shared`: what
+    mkdir makes, 0777 less the umask, for what becomes an output others read), held as `kind`
     ("dir" or "worktree") from BEFORE it exists: the state file names it first, then it is made.
     `also` (kind, value) pairs are tracked in the same rewrite (a boot's run id with its root).
     Whatever interrupts the making (a Ctrl-C, an OSError) leaves neither the directory nor its
@@ -195,7 +197,7 @@ def make_dir(
             _write()
         made = False
         try:
-            os.mkdir(path, 0o700)
+            os.mkdir(path, 0o777 if shared else 0o700)
             made = True
             return path
         except FileExistsError:

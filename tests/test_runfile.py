@@ -136,7 +136,7 @@ def test_jsonl_problems_are_all_listed(tmp_path: Path) -> None:
     details = [d.replace(str(path), "RUN") for d in err.details]
     assert details == [
         "  RUN:2: id: query q1 already given on line 1",
-        "  RUN:3: json: not JSON (Expecting property name enclosed in double quotes at column 2)",
+        "  RUN:3: json: not JSON (Expecting property name enclosed in double quotes; column 2)",
         "  RUN:4: json: expected a JSON object, found list",
         "  RUN:5: id: missing, or not a non-empty string or integer",
         "  RUN:6: ranking: missing, or not a list of doc ids",

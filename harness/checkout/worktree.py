@@ -148,7 +148,10 @@ def _toplevel(repo: Path) -> Path:
     if "not a git repository" in stderr:
         raise RefError(
             f"{repo}: not a git repository",
-            ["point `repo` in harness.toml at a git checkout (`git -C <dir> status` to check)"],
+            [
+                "run harness inside a git checkout (its harness.toml's folder), or name one "
+                "with --repo DIR (`git -C DIR status` to check)"
+            ],
         )
     raise RefError(
         f"{repo}: git finds no working tree here (`git rev-parse --show-toplevel` exited with "

@@ -14,6 +14,7 @@ that `harness --help` loads none of them.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Callable, Sequence
 
@@ -70,6 +71,18 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
         for line in exc.details:
             print(line, file=sys.stderr)
         return exc.exit_status
+    except OSError as exc:
+        # A path the user gave that cannot be reached (a folder above it closed to this user,
+        # a read-only mount) where no reader turned it into a HarnessError: said, not a trace.
+        if exc.errno not in _PATH_ERRNOS or not exc.filename:
+            raise
+        print(f"harness: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        print(
+            "check the path, and that this user may read it (write it, for an output) and "
+            "enter every folder above it",
+            file=sys.stderr,
+        )
+        return 2
     except Terminated as exc:
         _say_torn_down("terminated", exiting=exiting)
         return signal_status(exc.signum)
@@ -78,6 +91,20 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
 
         _say_torn_down("interrupted", exiting=exiting)
         return signal_status(signal.SIGINT)
+
+
+_PATH_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.ENOENT,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+    }
+)
 
 
 def _say_torn_down(what: str, *, exiting: bool) -> None:

@@ -29,7 +29,13 @@ def write_pages(out: Path, pages: Mapping[str, str], *, force: bool) -> None:
 
     if out.exists() and not out.is_dir():
         raise HarnessError(f"--output {out}: not a directory; give a new directory for the pages")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HarnessError(
+            f"--output {out}: the folder cannot be made ({exc.strerror or exc})",
+            ["check the permissions of the folder above it, or name another (-o DIR)"],
+        ) from None
     for name, page in pages.items():
         write_output(out / name, page.encode("utf-8"), force=force)
     index = out / "index.html"
@@ -37,17 +43,37 @@ def write_pages(out: Path, pages: Mapping[str, str], *, force: bool) -> None:
 
 
 def write_output(path: Path, data: bytes, *, force: bool) -> None:
+    """`data` in the file `path` (--output), whole or not at all: written beside it, then
+    renamed over it; a folder is never replaced, and a failure leaves nothing behind."""
+    import contextlib
     import os
     import secrets
 
-    from harness.errors import HarnessError
+    from harness.errors import HarnessError, ResultsError
     from harness.results.files import write_bytes_new
 
+    if path.is_dir():
+        raise HarnessError(f"--output {path}: is a folder", ["name a file to write (-o FILE)"])
     if path.exists() and not force:
         raise HarnessError(f"{path}: already exists", ["pass --force to overwrite it"])
-    # Whole or not at all: written beside it, then renamed over it.
-    tmp = write_bytes_new(path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp"), data)
-    os.replace(tmp, path)
+    beside = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp = write_bytes_new(beside, data)
+    except ResultsError as exc:  # it names the temp file and compare's --results
+        why = exc.message.rpartition("(")[2].rstrip(")")
+        raise HarnessError(
+            f"--output {path}: cannot be written ({why})",
+            ["check the folder's permissions and free space, or name another file (-o FILE)"],
+        ) from None
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise HarnessError(
+            f"--output {path}: cannot be written ({exc.strerror or exc})",
+            ["name another file (-o FILE)"],
+        ) from None
 
 
 def page_to_terminal(fmt: str) -> bool:

@@ -205,7 +205,7 @@ def read_text(path: Path) -> str:
         wide = encoding_problem(data[:SAMPLE], path)
         if wide is not None:
             raise ConfigError(f"{path}:1: {wide}")
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not TOML
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file", hint="check the path") from None
     except OSError as error:

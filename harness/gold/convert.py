@@ -82,6 +82,12 @@ def written(gold: GoldSet, to: str) -> int:
 
 
 def _refuse_existing(out: Path, overwrite: bool, to: str) -> None:
+    if to == "native" and out.is_dir():
+        raise GoldError(f"--out {out}: is a folder, and a native gold set is one file; name a "
+                        "file (--out gold.jsonl)")
+    if to != "native" and out.exists() and not out.is_dir():
+        raise GoldError(f"--out {out}: is a file, and {to} is written as a folder; name a "
+                        "folder (--out DIR)")
     empty_folder = to != "native" and out.is_dir() and not any(out.iterdir())
     if overwrite or not out.exists() or empty_folder:
         return
@@ -188,10 +194,16 @@ def _read_back(folder: Path, to: str, split: str, topics: str,
 
 
 def _write_folder(out: Path, files: dict[str, str], verify: Callable[[Path], None]) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
     from harness import leftovers  # at call time: reading a gold set needs none of it
 
-    temp = leftovers.make_dir("dir", out.parent, f".{out.name}.tmp-")  # recorded, then made
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # Recorded, then made; 0777 less the umask, as mkdir makes: the output is to be shared.
+        temp = leftovers.make_dir("dir", out.parent, f".{out.name}.tmp-", shared=True)
+    except OSError as exc:
+        raise GoldError(f"--out {out}: cannot write the converted gold set: {exc.strerror}; "
+                        "check the permissions of the folder it goes in, or name another "
+                        "(--out DIR)") from None
     old: Path | None = None
     try:
         for name, text in files.items():
@@ -213,7 +225,8 @@ def _write_folder(out: Path, files: dict[str, str], verify: Callable[[Path], Non
         if old is not None and not out.exists():
             os.replace(old, out)  # put back what was there
         if isinstance(exc, OSError):
-            raise GoldError(f"{out}: cannot write the converted gold set: {exc.strerror}") from exc
+            raise GoldError(f"--out {out}: cannot write the converted gold set: "
+                            f"{exc.strerror}") from exc
         raise
     leftovers.untrack("dir", temp)  # it is `out` now
     if old is not None and old.is_dir():

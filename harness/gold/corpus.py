@@ -12,10 +12,12 @@ Integer ids are read as their decimal string, since services often return number
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
@@ -26,6 +28,7 @@ from harness.gold.reading import (
     DocRef,
     Problems,
     has_lone_surrogate,
+    json_error,
     json_type,
 )
 
@@ -35,10 +38,32 @@ _DECODE = json.JSONDecoder().decode  # what json.loads(str) calls
 
 def corpus_file(path: Path) -> Path:
     """The corpus file a path names: the path itself, or `corpus.jsonl` inside a folder."""
-    file = path / "corpus.jsonl" if path.is_dir() else path
-    if not file.is_file():
+    try:
+        file = path / "corpus.jsonl" if path.is_dir() else path
+        found = file.is_file()
+    except OSError as exc:  # a folder above it this user may not enter
+        raise _unreadable(path, exc) from None
+    if not found:
         raise GoldError(f"{file}: corpus not found; pass the corpus JSONL file or its BEIR folder")
     return file
+
+
+def _unreadable(file: Path, exc: OSError) -> GoldError:
+    return GoldError(
+        f"{file}: cannot read the corpus ({exc.strerror or exc}); check that this user may read "
+        "it and enter every folder above it"
+    )
+
+
+@contextlib.contextmanager
+def _opened(file: Path) -> Iterator[BinaryIO]:
+    """The corpus file open for reading; GoldError naming it when it cannot be read."""
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 (closed below, its errors told apart)
+    except OSError as exc:
+        raise _unreadable(file, exc) from None
+    with handle:
+        yield handle
 
 
 def file_sha256(path: Path | str) -> str:
@@ -79,7 +104,7 @@ def document_fields(
     problems = Problems()
     found: list[tuple[str, tuple[object, ...]]] = []
     keys: set[str] = set()
-    with open(file, "rb") as handle:
+    with _opened(file) as handle:
         wide = encoding_problem(handle.read(SAMPLE), file)
         if wide is not None:
             raise GoldError(f"{file}:1: {wide}")
@@ -105,7 +130,7 @@ def _scan(file: Path, *, documents: bool) -> tuple[frozenset[str], str, list[Doc
     digest = hashlib.sha256()
     first_line: dict[str, int] = {}
     found: list[Document] = []
-    with open(file, "rb") as handle:
+    with _opened(file) as handle:
         wide = encoding_problem(handle.read(SAMPLE), file)
         if wide is not None:
             raise GoldError(f"{file}:1: {wide}")
@@ -165,12 +190,17 @@ def _quick_id(row: dict[str, object]) -> str | None:
 
 def _row(raw: bytes, file: Path, number: int, problems: Problems) -> dict[str, object] | None:
     try:
-        row = json.loads(raw)
+        # Strict UTF-8 first: json.loads(bytes) would take a line starting \xff\xfe for UTF-16.
+        row = json.loads(raw.decode("utf-8-sig"))
     except RecursionError:
         problems.add(file, f"the line {NESTED_TOO_DEEPLY}", number)
         return None
-    except ValueError as exc:  # also UnicodeDecodeError
-        problems.add(file, f"malformed JSON: {exc}", number)
+    except UnicodeDecodeError as exc:
+        problems.add(file, f"not UTF-8 text (byte {exc.start} of the line); save the corpus as "
+                     "UTF-8", number)
+        return None
+    except ValueError as exc:
+        problems.add(file, json_error(exc), number)
         return None
     if has_lone_surrogate(row):
         problems.add(file, f"the line {LONE_SURROGATE}", number)

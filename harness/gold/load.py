@@ -37,9 +37,9 @@ def detect_format(path: Path | str) -> str:
     """"beir" for a folder; "native" for a file whose first non-blank line is a JSON object;
     otherwise "trec". A UTF-16 or UTF-32 file is a GoldError naming its encoding."""
     path = Path(path)
-    if path.is_dir():
-        return "beir"
     try:
+        if path.is_dir():
+            return "beir"
         with open(path, "rb") as handle:
             return _sniff(handle, path)
     except FileNotFoundError:
@@ -54,10 +54,16 @@ def _sniff(handle: BinaryIO, path: Path) -> str:
     if wide is not None:  # told before the format: read as UTF-8 it looks like TREC qrels
         raise GoldError(f"{path}:1: {wide}")
     handle.seek(0)
-    for raw in handle:
+    for number, raw in enumerate(handle, start=1):
         if raw.strip():
             try:
-                first = loads(raw.decode("utf-8-sig", errors="replace"))
+                raw.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:  # binary, or another encoding: not qrels either
+                raise GoldError(f"{path}:{number}: not UTF-8 text (byte {exc.start} of the line); "
+                                "save the file as UTF-8 (a gold set is JSON lines or TREC qrels)"
+                                ) from None
+            try:
+                first = loads(raw.decode("utf-8-sig"))
             except ValueError as exc:  # JSON too deep or with a lone surrogate: native's
                 return "native" if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE) else "trec"
             return "native" if isinstance(first, JsonObject) else "trec"
@@ -79,7 +85,12 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
     header-less gold set it is `corpus` itself (None without one). `hash` is `canonical_hash`.
     """
     path = Path(path)
-    if not path.exists():
+    try:
+        found = path.exists()
+    except OSError as exc:  # a folder above it this user may not enter
+        raise GoldError(f"{path}: cannot read: {exc.strerror}; check that this user may enter "
+                        "every folder above it") from None
+    if not found:
         raise GoldError(f"{path}: gold set not found; check the path (the `gold` setting)")
     problems = Problems()
     with _collector_paused():
@@ -141,8 +152,10 @@ def _check_corpus(parsed: Parsed, corpus: Path, problems: Problems) -> CorpusInf
         return parsed.corpus
     try:
         ids, sha256 = load_corpus_ids(file)
-    except GoldError as exc:  # the corpus's own problems join the gold set's
-        problems.found.extend(exc.problems)
+    except GoldError as exc:
+        if not problems:  # the gold set is sound: the error is the corpus's, and says so
+            raise
+        problems.found.extend(exc.problems)  # the corpus's own problems join the gold set's
         return parsed.corpus
     recorded = parsed.corpus
     if recorded is not None and recorded.sha256 is not None and recorded.sha256 != sha256:

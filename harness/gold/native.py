@@ -34,9 +34,11 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.errors import GoldError
+from harness.errors import GoldError, clip
 from harness.gold.reading import (
     GRADE_RULE,
+    LARGE_GRADE,
+    MAX_GRADE,
     NEGATIVE_GRADE,
     DocRef,
     JsonObject,
@@ -241,9 +243,11 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
             if not doc.strip():
                 problems.add(path, f"a document id has a non-blank character, got {doc!r}",
                              number, "relevant")
-            elif type(grade) is not int or grade < 0:
-                rule = GRADE_RULE + (NEGATIVE_GRADE if type(grade) is int else "")
-                problems.add(path, f"document {doc!r} has grade {json.dumps(grade)}; {rule}",
+            elif type(grade) is not int or not 0 <= grade <= MAX_GRADE:
+                rule = GRADE_RULE + ("" if type(grade) is not int else NEGATIVE_GRADE
+                                     if grade < 0 else LARGE_GRADE)
+                problems.add(path, f"document {doc!r} has grade {clip(json.dumps(grade), 40)}; "
+                             f"{rule}",
                              number, "relevant")
             else:
                 found[doc] = grade

@@ -20,6 +20,8 @@ from harness.types import CorpusInfo, GoldQuery
 CHECK_HINT = "fix each problem above (rules: gold/README.md), then run `harness gold check`"
 GRADE_RULE = "a grade is an integer >= 0 (0 = judged not relevant)"
 NEGATIVE_GRADE = "; map negative grades (TREC's -1, -2 for junk) to 0"
+MAX_GRADE = 2**31 - 1  # a C int, as trec_eval reads a grade: and finite as a float
+LARGE_GRADE = f", at most {MAX_GRADE} (a C int, as trec_eval reads it); use a smaller scale"
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
@@ -177,7 +179,7 @@ def loads(text: str) -> object:
 def json_error(exc: ValueError) -> str:
     """A one-line description of why a line is not JSON."""
     if isinstance(exc, json.JSONDecodeError):
-        return f"malformed JSON: {exc.msg} at column {exc.colno}"
+        return f"malformed JSON: {exc.msg} (column {exc.colno})"
     if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE):
         return f"the line {exc}"
     return f"malformed JSON: {exc}"

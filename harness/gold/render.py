@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from harness.errors import HarnessError
+from harness.errors import SHOWN_CHARS, HarnessError, clip
 from harness.gold.check import ALL, CheckReport, Finding, SlicePower
 from harness.gold.summary import GoldStats
 
@@ -48,7 +48,9 @@ def _where(report: CheckReport, finding: Finding) -> str:
 
 def _finding_line(report: CheckReport, finding: Finding) -> str:
     subject = f"query {finding.query_id!r}: " if finding.query_id is not None else ""
-    return f"  {_where(report, finding)}{finding.severity}: {subject}{finding.message}"
+    # A finding quotes the query's text: a 50 MB query is never echoed whole.
+    message = clip(finding.message, 2 * SHOWN_CHARS)
+    return f"  {_where(report, finding)}{finding.severity}: {clip(subject)}{message}"
 
 
 def _status(report: CheckReport, check: str, findings: tuple[Finding, ...]) -> str:

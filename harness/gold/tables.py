@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.errors import GoldError
+from harness.errors import GoldError, clip
 from harness.gold.native import RESERVED_SLICE, parse_outranks
 from harness.gold.reading import (
     GRADE_RULE,
+    LARGE_GRADE,
+    MAX_GRADE,
     NEGATIVE_GRADE,
     DocRef,
     JsonObject,
@@ -238,9 +240,11 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
             # parse_grade's rule, its common case (ASCII digits) without a regex
             grade = int(grade_text) if grade_text.isdigit() and grade_text.isascii() \
                 else parse_grade(grade_text)
-            if grade is None or grade < 0:
-                rule = GRADE_RULE + (NEGATIVE_GRADE if grade is not None else "")
-                problems.add(path, f"grade {grade_text!r}: {rule}", number, columns.grade)
+            if grade is None or not 0 <= grade <= MAX_GRADE:
+                rule = GRADE_RULE + ("" if grade is None else NEGATIVE_GRADE if grade < 0
+                                     else LARGE_GRADE)
+                problems.add(path, f"grade {clip(grade_text, 40)!r}: {rule}", number,
+                             columns.grade)
             elif not query_id.strip() or not doc_id.strip():
                 field = columns.query if not query_id.strip() else columns.doc
                 problems.add(path, "an id has a non-blank character", number, field)

@@ -265,7 +265,9 @@ class AtomicDirectory(contextlib.AbstractContextManager[Path]):
         try:
             self.parent.mkdir(parents=True, exist_ok=True)
             # In the leftovers state before it exists: a SIGKILL mid-save leaves it to recover().
-            self._tmp = leftovers.make_dir("dir", self.parent, _tmp_prefix(self.stem))
+            self._tmp = leftovers.make_dir(
+                "dir", self.parent, _tmp_prefix(self.stem), shared=True
+            )
         except OSError as exc:
             raise _write_error(self.parent / self.stem, exc) from None
         return self._tmp

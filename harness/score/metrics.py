@@ -135,9 +135,19 @@ def ndcg_burges(r: JudgedRanks, k: int) -> FloatArray:
     """ndcg@k with Burges et al.'s gain 2**grade - 1 (so grade 1 -> 1, 2 -> 3, 3 -> 7), ideal alike.
 
     Equals trec_eval's ndcg_cut on qrels whose grades are mapped to 2**grade - 1.  Duplicates,
-    empty rankings and rel_level as for ndcg.
+    empty rankings and rel_level as for ndcg.  A query whose top grade is above GAIN_SHIFT_FROM
+    has both its gains and its ideal ones scaled by 2**-shift (the ratio is the same), so a grade
+    of 2000 gives a number, not inf / inf; below it nothing changes.
     """
-    return _ratio(_dcg(np.exp2(r.gains) - 1.0, k), _dcg(np.exp2(r.ideal) - 1.0, k))
+    top = r.ideal[:, :1] if r.ideal.shape[1] else np.zeros((r.ideal.shape[0], 1))
+    shift = np.maximum(top - GAIN_SHIFT_FROM, 0.0)
+    gains = np.exp2(r.gains - shift) - np.exp2(-shift)
+    ideal = np.exp2(r.ideal - shift) - np.exp2(-shift)
+    return _ratio(_dcg(gains, k), _dcg(ideal, k))
+
+
+GAIN_SHIFT_FROM = 900.0
+"""ndcg_burges' largest unscaled grade: 2**900 times a few thousand ranks is still finite."""
 
 
 def average_precision(r: JudgedRanks, k: int) -> FloatArray:

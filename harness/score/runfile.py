@@ -332,7 +332,7 @@ def _parse_jsonl(text: str, source: str) -> Run:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            problem(f"not JSON ({exc.msg} at column {exc.colno})", "json")
+            problem(f"not JSON ({exc.msg}; column {exc.colno})", "json")
             continue
         if not isinstance(obj, dict):
             problem(f"expected a JSON object, found {type(obj).__name__}", "json")
