@@ -250,3 +250,31 @@ def test_ndcg_burges_is_finite_for_any_grade_and_unchanged_for_small_ones(top: i
     if top == 3:  # below the shift, exactly trec_eval's 2**g - 1
         plain = ((2.0**2 - 1) + (2.0**3 - 1) / 2) / ((2.0**3 - 1) + (2.0**2 - 1) / np.log2(3))
         assert value == plain
+
+
+def test_a_run_file_not_utf8_names_its_line(tmp_path: Path) -> None:
+    from harness.errors import ResultsError
+    from harness.score.runfile import load_run
+
+    run = tmp_path / "a.run"
+    run.write_bytes(b"q1 Q0 d1 1 2.0 sys\nq1 Q0 d\xff2 2 1.0 sys\n")
+    with pytest.raises(ResultsError) as caught:
+        load_run(run)
+    assert "line 2, byte 26: invalid start byte" in str(caught.value)
+
+
+def test_an_answers_file_not_utf8_names_its_line_and_the_fix(tmp_path: Path) -> None:
+    from harness.gold.grades import read_grades
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_bytes(b'{"query_id": "q1", "correct": true}\n\xff\n')
+    with pytest.raises(GoldError, match=r"answers.jsonl:2: not UTF-8 text \(byte 36\); save"):
+        read_grades(answers)
+
+
+def test_an_empty_gold_file_says_so_in_any_format(tmp_path: Path) -> None:
+    empty = tmp_path / "qrels.txt"
+    empty.write_text("")
+    with pytest.raises(GoldError) as caught:
+        load_gold(empty)
+    assert "the file is empty" in str(caught.value) and "after the header" not in str(caught.value)

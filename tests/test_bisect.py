@@ -165,6 +165,8 @@ def test_bad_input_is_exit_2_before_anything_boots(
     done = sandbox.harness("bisect", *argv, "-q")
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
+    if "nosuchref" in argv:
+        assert "harness: error: --good nosuchref: " in done.stderr  # the option that named it
     assert sandbox.boots() == 0
 
 

@@ -326,7 +326,7 @@ def test_inputs_that_cannot_be_read_name_the_path(tmp_path: Path) -> None:
         ({"path": gold, "queries": qrels}, "only read with TREC qrels"),
         ({"path": gold, "fmt": "beir"}, "a BEIR gold set is a folder"),
         ({"path": tmp_path, "fmt": "native"}, "is a file, not a folder"),
-        ({"path": tmp_path}, "queries.jsonl: not found"),
+        ({"path": tmp_path}, "a folder is read as a BEIR gold set, and it holds no queries.jsonl"),
     ]
     for kwargs, message in cases:
         path = kwargs.pop("path")

@@ -300,6 +300,7 @@ def test_compare_says_why_not_sequential_before_it_measures(tmp_path: Path) -> N
         "harness: warning: not sequential: --concurrency N > 1 sends the queries as a burst; "
         "the whole gold set is asked (--no-sequential says so quietly)"
     )
+    assert "harness: error: --baseline no-such-ref: " in done.stderr  # the option that named it
     assert "unknown ref 'no-such-ref'" in done.stderr
 
 

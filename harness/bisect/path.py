@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from harness.bisect.run import Commit
-from harness.checkout.worktree import WORKTREE, resolve_ref
+from harness.checkout.worktree import WORKTREE, resolve_option
 from harness.errors import RefError
 
 GIT_TIMEOUT_S = 60.0
@@ -28,7 +28,8 @@ def first_parent_path(repo: Path, good: str, bad: str) -> tuple[Commit, Commit, 
             raise RefError(
                 f"{option} {WORKTREE}: a bisection walks commits; commit the changes first"
             )
-    good_sha, bad_sha = resolve_ref(repo, good).sha, resolve_ref(repo, bad).sha
+    good_sha = resolve_option(repo, good, "--good").sha
+    bad_sha = resolve_option(repo, bad, "--bad").sha
     if good_sha == bad_sha:
         raise RefError(
             f"--good {good} and --bad {bad} are the same commit ({good_sha[:8]}): nothing lies "

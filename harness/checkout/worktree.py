@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import leftovers
-from harness.errors import RefError
+from harness.errors import RefError, clip
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,14 @@ class ResolvedRef:
 
 
 # --------------------------------------------------------------------------- resolving
+
+
+def resolve_option(repo: Path, ref: str, option: str) -> ResolvedRef:
+    """`resolve_ref`, its RefError naming the option the ref was given by (--candidate)."""
+    try:
+        return resolve_ref(repo, ref)
+    except RefError as exc:
+        raise RefError(f"{option} {clip(ref, 80)}: {exc.message}", exc.details) from None
 
 
 def resolve_ref(repo: Path, ref: str) -> ResolvedRef:

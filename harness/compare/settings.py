@@ -65,10 +65,10 @@ def ref_differences(
     config: HarnessConfig, settings: CompareSettings, baseline: str, candidate: str
 ) -> CompareSettings:
     """`settings` naming the keys that differ between the sides as they run these two refs."""
-    from harness.checkout.worktree import resolve_ref
+    from harness.checkout.worktree import resolve_option
 
     sides = [
-        effective_side(config, name, ref, resolve_ref(config.repo, ref).sha)
+        effective_side(config, name, ref, resolve_option(config.repo, ref, f"--{name}").sha)
         for name, ref in (("baseline", baseline), ("candidate", candidate))
     ]
     return replace(settings, query_differences=tuple(config.differences(*sides)))

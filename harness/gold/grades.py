@@ -44,8 +44,14 @@ def read_grades(path: Path, known: Collection[str] | None = None) -> Grades:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GoldError(f"{path}: answers file not found; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GoldError(f"{path}: cannot read the answers file ({exc})") from None
+    except UnicodeDecodeError as exc:
+        data = path.read_bytes()
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise GoldError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the answers file "
+                        "as UTF-8 (JSON lines or TSV, see `harness twobytwo`)") from None
+    except OSError as exc:
+        raise GoldError(f"{path}: cannot read the answers file ({exc.strerror or exc}); check the "
+                        "path and that this user may read it") from None
     problems = Problems()
     correct: dict[str, bool] = {}
     first_line: dict[str, int] = {}

@@ -110,7 +110,10 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
         query = _check_query(value, path, number, problems, refs)
         if query is not None and len(problems) == before:
             queries.append(query)
-    if query_lines == 0:
+    if query_lines == 0 and header_line is None:
+        problems.add(path, "no queries: the file is empty, and a gold set needs at least one "
+                     "(JSON lines, gold/README.md, or TREC qrels `qid 0 docid grade`)")
+    elif query_lines == 0:
         problems.add(path, "no queries: the file needs at least one query line after the header")
     return Parsed(tuple(queries), tuple(refs), path, "native", corpus, header_line)
 

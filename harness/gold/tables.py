@@ -95,8 +95,9 @@ def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
     """The judged queries of a BEIR folder (see the module docstring)."""
     queries = folder / "queries.jsonl"
     if not queries.is_file():
-        raise GoldError(f"{queries}: not found; a BEIR folder holds queries.jsonl and "
-                        "qrels/<split>.tsv")
+        raise GoldError(f"{folder}: a folder is read as a BEIR gold set, and it holds no "
+                        "queries.jsonl; name the gold file itself (gold/gold.jsonl), or a BEIR "
+                        "folder holding queries.jsonl and qrels/<split>.tsv")
     qrels = beir_qrels(folder, split)
     topics = read_topics(queries, problems)
     judgements = _table(qrels, _BEIR, problems)

@@ -244,8 +244,8 @@ def run_sequential_pair(
         ]
     else:
         sessions = [
-            RefSession(plan, "baseline", baseline),
-            RefSession(plan, "candidate", candidate),
+            RefSession(plan, "baseline", baseline, option="--baseline"),
+            RefSession(plan, "candidate", candidate, option="--candidate"),
         ]
     with contextlib.ExitStack() as stack:
         if plan.observer is not None:

@@ -187,8 +187,8 @@ def run_pair(
     measured, never one record twice.
     """
     sessions = [
-        RefSession(plan, "baseline", baseline_ref),
-        RefSession(plan, "candidate", candidate_ref),
+        RefSession(plan, "baseline", baseline_ref, option="--baseline"),
+        RefSession(plan, "candidate", candidate_ref, option="--candidate"),
     ]
     same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
     baseline, candidate = run_interleaved(

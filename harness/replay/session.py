@@ -34,7 +34,12 @@ from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.editable import editable_paths
 from harness.checkout.interpreter import interpreter
-from harness.checkout.worktree import checkout, resolve_ref, tree_changes, tree_fingerprint
+from harness.checkout.worktree import (
+    checkout,
+    resolve_option,
+    tree_changes,
+    tree_fingerprint,
+)
 from harness.config import HarnessConfig, SideConfig, effective_side, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
@@ -107,6 +112,7 @@ class RefSession:
         label: str | None = None,
         pins: Mapping[str, str] | None = None,
         url: str | None = None,
+        option: str = "--ref",
     ) -> None:
         self.plan = plan
         self.side_name = side
@@ -116,7 +122,9 @@ class RefSession:
         self.host: dict[str, str] | None = None  # where its rounds ran, when not here (Ray)
         # A running deployment (compare --baseline-url): no ref, checkout, build or boot.
         self.url = url
-        self.resolved = None if url is not None else resolve_ref(plan.config.repo, ref)
+        # An unknown ref names the option it came by (--ref, compare's --baseline, ...).
+        repo = plan.config.repo
+        self.resolved = None if url is not None else resolve_option(repo, ref, option)
         # commit sha, or <sha>+dirty.<hash12> for WORKTREE, or "deployed-<hash12>" of the URL
         self.sha = self.resolved.key if self.resolved is not None else _url_key(url or "")
         # base < [side.*] < every matching [ref."PATTERN"] < the sweep's pins

@@ -75,9 +75,10 @@ def load_run(path: str | Path) -> Run:
     except FileNotFoundError:
         raise ResultsError(f"run file {source} does not exist", ["check the --run path"]) from None
     except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise ResultsError(
             f"run file {source} is not UTF-8 text",
-            [f"  byte {exc.start}: {exc.reason}", "write the run file as UTF-8"],
+            [f"  line {line}, byte {exc.start}: {exc.reason}", "write the run file as UTF-8"],
         ) from None
     except OSError as exc:
         raise ResultsError(f"cannot read run file {source}: {exc.strerror}") from None
