@@ -218,3 +218,14 @@ def test_compare_reuses_a_record_until_the_corpus_changes(tmp_path: Path) -> Non
     assert compare() == 8  # a new corpus: both measured again
     assert compare() == 8
     assert sandbox.leftovers() == [] and sandbox.worktrees() == []
+
+
+def test_a_record_that_asked_part_of_the_gold_set_is_not_reused(tmp_path: Path) -> None:
+    # A sequential compare stops early and records only the queries it asked: reused by a
+    # compare of the whole gold set, the rest would read as errored answers (exit 3, "invalid").
+    save_run(tmp_path, clean_run())
+    assert lookup(tmp_path, queries=2) is not None  # every repeat answered both queries
+    assert lookup(tmp_path, queries=3) is None  # the gold set has a query none of them asked
+    partial = tuple(replace(rep, results=rep.results[:1]) for rep in clean_run().repeats)
+    save_run(tmp_path / "p", clean_run(repeats=partial))
+    assert lookup(tmp_path / "p", queries=2) is None

@@ -237,6 +237,7 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
             session.config_hash,
             plan.config.compare.k,
         ),
+        queries=len(plan.gold.queries),
     )
 
 

@@ -408,8 +408,13 @@ def find_reusable(
     concurrency: int = 1,
     texts: bool = False,
     definition: Definition | None = None,
+    queries: int | None = None,
 ) -> RefRun | None:
     """The newest complete, clean record measured on exactly these inputs with this tool version.
+
+    Complete: at least `repeats` quality repeats, each holding an answer to every one of the
+    gold set's `queries` (a compare that stopped early, as the sequential one does, records only
+    the queries it asked; such a record serves no other compare, which may need the rest).
 
     The key: the commit (sha, with the dirty hash of an uncommitted tree), the side's effective
     configuration (config_hash), the gold set and corpus hashes, the contents of every file the
@@ -434,6 +439,10 @@ def find_reusable(
             and run.inputs_hash == inputs_hash
             and run.concurrency == concurrency
             and sum(not rep.latency_only for rep in run.repeats) >= repeats
+            and (
+                queries is None
+                or all(len(rep.results) == queries for rep in run.repeats if not rep.latency_only)
+            )
             and not run.failures
             and all(rep.errors == 0 and rep.teardown_confirmed for rep in run.repeats)
             and not (texts and not all(rep.answers.all_texts for rep in run.repeats))
