@@ -81,6 +81,28 @@ def test_without_warm_up_the_first_recorded_answers_are_checked(
     assert "read no ids in any of the first" in done.stderr
 
 
+@pytest.mark.parametrize("warmup", [None, 0])
+def test_asked_block_by_block_a_wrong_adapter_stops_as_early(
+    sandbox: Sandbox, tmp_path: Path, warmup: int | None
+) -> None:
+    # --sequential (the default outside these tests) boots the R rounds' services before it
+    # asks: the probe follows each boot of round 1 all the same, and without warm-up the first
+    # answers are checked before the next block. Before, every block of every round was asked
+    # and the run ended invalid, or with the adapter's error after a latency round.
+    config = _config(sandbox, f"seq-{warmup}.toml", '"results[].id"', '"hits[].id"', warmup)
+    before = sandbox.boots()
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "bury3", "--sequential",
+        "--repeats", "3", results=tmp_path, config=config,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "read no ids in any of the first" in done.stderr and "Traceback" not in done.stderr
+    # With the probe: the baseline's first boot alone. Without: the rounds' six boots, then
+    # the first answers of the first block.
+    assert sandbox.boots() - before == (1 if warmup is None else 6)
+    assert done.stdout == ""  # no report of an invalid run that was never asked
+
+
 def test_a_run_of_one_ref_stops_after_its_first_boot(sandbox: Sandbox, tmp_path: Path) -> None:
     config = _config(sandbox, "run-no-match.toml", '"results[].id"', '"hits[].id"')
     before = sandbox.boots()

@@ -31,7 +31,15 @@ from harness.errors import ServiceError
 from harness.replay import latency_rounds
 from harness.replay.client import READ_BATCH, Channel, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.pairs import _cut_short, _quiet_exit, _read, _Side, collector_off, warm_pairs
+from harness.replay.pairs import (
+    _cut_short,
+    _probe,
+    _quiet_exit,
+    _read,
+    _Side,
+    collector_off,
+    warm_pairs,
+)
 from harness.replay.runner import play_round
 from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
 from harness.scrub import safe_url
@@ -133,7 +141,11 @@ def _quality_rounds(
             for session in boot_order:
                 if plan.progress is not None:
                     plan.progress(label, 0, len(order), 0, None)  # booting
-                _boot(sides[id(session)], stack)
+                side = sides[id(session)]
+                _boot(side, stack)
+                if index == 0 and side.channel is not None:
+                    # A wrong query.ids stops the run here, before the next service boots.
+                    side.probed = _probe(side, items)
             rounds.append([sides[id(s)] for s in sessions])
         live = [[side for side in r if side.channel is not None] for r in rounds]
         rotations = [
@@ -185,6 +197,10 @@ def _quality_rounds(
                             label,
                         )
                         sent.clear()
+                        for side in asking:  # query.warmup = 0: no probe; the first answers
+                            one = side.session
+                            who = f"{one.side_name} {one.ref} ({one.sha[:8]})"
+                            one.adapter_check(side.results, who)
                         t0 = time.perf_counter()
                     if stopped:
                         break
