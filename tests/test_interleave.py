@@ -32,6 +32,7 @@ from harness.types import RefRun, Repeat
 @dataclass(frozen=True)
 class FakeGold:
     hash: str
+    queries: tuple[str, ...] = ("q1", "q2")  # what test_reuse's records answer
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class RecordingSession:
     pair_id: str | None = None
     order_seed: int | None = None
     stopped: bool = False  # a round stopped for failures in a row (never, here)
+    failed: bool = False  # a repeat failed (never, here)
     url: str | None = None  # a RefSession of a running deployment has one
     side: SideConfig = FAKE_SIDE
 

@@ -223,6 +223,27 @@ def test_a_service_never_ready_fails_within_ready_timeout(sandbox: Sandbox, tmp_
     assert_nothing_left(sandbox, results)
 
 
+def test_a_ready_path_it_does_not_serve_says_so_and_boots_once(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    config = sandbox.write_config(f"ready404-{tmp_path.name}.toml", ready_timeout=3.0)
+    config.write_text(config.read_text().replace('ready = "/health"', 'ready = "/healthz"'))
+    before = sandbox.boots()
+    done = sandbox.harness(
+        "run", "--ref", "main", "--repeats", "3", results=results, config=config
+    )
+
+    assert done.returncode == 3, done.stderr
+    assert "gave HTTP 404 (service.ready is not a path it serves)" in done.stderr
+    assert "raise service.ready_timeout" not in done.stderr  # waiting longer changes nothing
+    assert '"/openapi.json"' in done.stderr  # what to try instead
+    # The next two boots would wait as long for the same 404: one boot, not three.
+    assert sandbox.boots() - before == 1
+    assert len(only_record(results)["repeats"]) == 1
+    assert_nothing_left(sandbox, results)
+
+
 def test_a_service_ignoring_sigterm_with_a_setsid_grandchild_is_killed(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -391,10 +391,16 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     f"{spec.probe_timeout:g} s; raise it if {spec.ready} is slow to answer"
                 )
                 advice = ready_advice(spec.ready, last)
+                # A 4xx is an answer: the path is wrong, and a longer wait would not change it.
+                why = (
+                    "service.ready is not a path it serves"
+                    if last.startswith("HTTP 4")
+                    else "raise service.ready_timeout if it is just slow"
+                )
                 raise self._failure(
                     "ready",
                     f"service not ready after {spec.ready_timeout:g} s: GET {ready_url}"
-                    f" gave {last} (raise service.ready_timeout if it is just slow)",
+                    f" gave {last} ({why})",
                     log_start,
                     *([hint] if slow else []),
                     *([advice] if advice else []),

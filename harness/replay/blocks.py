@@ -67,7 +67,7 @@ def run_blocks(
     keep = set(order[:asked])
     for session in sessions:  # the latency rounds replay the queries quality asked, no more
         session._items = [item for item in session._items if item[0] in keep]
-    if latency_budget is None or any(s.stopped for s in sessions):
+    if latency_budget is None or any(s.stopped or s.failed for s in sessions):
         return asked
     tolerance = sessions[0].plan.config.compare.latency_tolerance
     per_round = (time.monotonic() - started) / max(repeats, 1)
@@ -77,7 +77,7 @@ def run_blocks(
     index = repeats
     observer = sessions[0].plan.observer
     while not latency_rounds.settled(sessions, repeats, total, tolerance):
-        if any(session.stopped for session in sessions):
+        if any(session.stopped or session.failed for session in sessions):
             break
         if observer is not None:
             observer.planned(len(sessions))  # a latency-only round: two more boots
@@ -147,6 +147,8 @@ def _quality_rounds(
                     # A wrong query.ids stops the run here, before the next service boots.
                     side.probed = _probe(side, items)
             rounds.append([sides[id(s)] for s in sessions])
+            if any(side.failure is not None for side in rounds[-1]):
+                break  # the run is invalid: every later boot would fail the same way
         live = [[side for side in r if side.channel is not None] for r in rounds]
         rotations = [
             pair_orders(len(items), len(a), seed, i) if a else [] for i, a in enumerate(live)

@@ -107,8 +107,8 @@ def run_interleaved(
         else:
             for index in range(repeats):
                 play_round(together, index, repeats)
-                if any(session.stopped for session in together):
-                    break  # the run is invalid already: no more rounds of a stalled service
+                if any(session.stopped or session.failed for session in together):
+                    break  # the run is invalid already: no more rounds of a failing service
         runs.update({i: session.finish() for i, session in live.items()})
     return tuple(runs[i] for i in range(len(sessions)))
 
@@ -134,8 +134,8 @@ def _sequential_rounds(
     while not latency_rounds.settled(
         sessions, repeats, total, compare.latency_tolerance, compare.max_errors
     ):
-        if any(session.stopped for session in sessions):
-            break  # the run is invalid already: no more rounds of a stalled service
+        if any(session.stopped or session.failed for session in sessions):
+            break  # the run is invalid already: no more rounds of a failing service
         if index >= repeats and observer is not None:
             observer.planned(len(sessions))  # a latency-only round: two more boots
         play_round(sessions, index, total)

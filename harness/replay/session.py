@@ -170,6 +170,9 @@ class RefSession:
         self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
         # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
         self.stopped = False
+        # A repeat failed (a boot, a build, a crash): the run is invalid, and every later boot
+        # of this service would fail the same way: no more rounds are played.
+        self.failed = False
 
     @property
     def log_dir(self) -> Path:
@@ -343,6 +346,7 @@ class RefSession:
                 f"the service changed its own checkout during the boot ({shown}); the next "
                 "boot would run a different service: write state under {home} or {data}",
             )
+        self.failed = self.failed or failure is not None
         rep = Repeat(
             index=index,
             results=results,
