@@ -121,6 +121,15 @@ def test_a_run_that_returned_nothing_judged_is_invalid_exit_3_over_a_regression(
     assert status == 3  # invalid beats regressed, as in harness compare
     assert "INVALID" in out
     assert "worse.run: regressed" in out
+    # Said in the summary, where it is read first, and in a run file's terms: no query.ids to
+    # check, no boots to repeat; its headline rows are not tested, so never "regressed".
+    summary = out.partition("harness: ")[0]
+    assert "foreign.run: invalid: candidate " in summary
+    assert "see the reasons above" not in summary
+    assert "check the run file's docid column" in out and "query.ids" not in out
+    assert "--repeats" not in out and "variation between boots" not in out
+    foreign_rows = [line for line in summary.splitlines() if "foreign.run  hit@" in line]
+    assert len(foreign_rows) == 2 and all(r.endswith("invalid: not tested") for r in foreign_rows)
 
 
 def test_markdown_and_html_reports(tmp_path: Path) -> None:

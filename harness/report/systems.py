@@ -54,8 +54,13 @@ def _summary(systems: Systems) -> list[Block]:
         f"alpha {systems.settings.alpha:g}",
     )
     out = [Block("title", (title,)), Block("lines", lines)]
+    # An invalid comparison's reasons are in its own page, further down: the first said here.
     verdicts = tuple(
-        (f"{c.header.candidate.ref}: {c.verdict_quality.value}", c.quality_reason) for c in comps
+        (
+            f"{c.header.candidate.ref}: {c.verdict_quality.value}",
+            c.quality_reason if c.valid else f"{c.invalid_reasons[0]} (its page below says all)",
+        )
+        for c in comps
     )
     out.append(Block("verdicts", rows=verdicts))
     out.append(_means_table(comps))
@@ -101,9 +106,9 @@ def _tests_table(systems: Systems) -> Block:
                     metric,
                     signed(row.delta),
                     test,
-                    p_value(row.p),
-                    p_value(row.p_adjusted),
-                    row.verdict.value,
+                    p_value(row.p) if c.valid else "-",
+                    p_value(row.p_adjusted) if c.valid else "-",
+                    row.verdict.value if c.valid else "invalid: not tested",
                 )
             )
     return Block(

@@ -95,6 +95,13 @@ def _absent(system: SystemRun, gold: GoldSet, side: str) -> list[str]:
     ]
 
 
+_IDS_ADVICE = "check query.ids: it must pick the document id field of each result"
+_RUN_IDS = (
+    "check the run file's docid column: it must hold the corpus's document ids (the gold set's), "
+    "not row numbers or another collection's ids"
+)
+
+
 def _from_files(comparison: Comparison, absent: Sequence[str]) -> Comparison:
     """The comparison as run files allow: latency not compared because there is none to compare
     (said once, in plain words, instead of the advice for live runs), and absent queries named."""
@@ -102,6 +109,9 @@ def _from_files(comparison: Comparison, absent: Sequence[str]) -> Comparison:
     latency = replace(comparison.latency, words=NO_LATENCY, not_compared=NO_LATENCY)
     return replace(
         comparison,
+        # A run file has no query.ids to check, nor boots to repeat: said in its own terms.
+        invalid_reasons=tuple(r.replace(_IDS_ADVICE, _RUN_IDS) for r in comparison.invalid_reasons),
+        boots=None,
         warnings=(*absent, *kept),
         latency=latency,
         verdict_latency=Verdict.NOT_COMPARED
