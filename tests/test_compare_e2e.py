@@ -313,6 +313,9 @@ def test_asked_block_by_block_a_failed_boot_boots_no_later_round(
     assert done.returncode == 3, done.stderr
     assert "repeat 1 failed at boot" in done.stdout and "repeat 2 failed" not in done.stdout
     assert sandbox.boots() - before <= 2
+    # Not "asked all N queries: the rule did not decide": nothing was asked, nothing decided.
+    assert "sequential: the run is invalid after 0 of " in done.stdout
+    assert "asked all" not in done.stdout
     assert_nothing_left(sandbox, tmp_path)
 
 

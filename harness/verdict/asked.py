@@ -134,6 +134,11 @@ def asked_ids(order: Sequence[str], runs: Sequence[RefRun]) -> list[str]:
     return [qid for qid in order if seen is None or qid in seen]
 
 
+def _any_answers(runs: Sequence[RefRun]) -> bool:
+    """Whether any quality repeat of the runs got as far as asking (not failed at its boot)."""
+    return any(rep.results for run in runs for rep in run.repeats if not rep.latency_only)
+
+
 def compare_asked(
     gold: GoldSet,
     baseline: RefRun,
@@ -157,7 +162,10 @@ def compare_asked(
     n_gold = len(gold)
     share = 1 - len(asked) / n_gold if n_gold else 0.0
     said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
-    if result.verdict is None:
+    if not fixed.valid:  # neither rule gave a verdict: say how far the asking got, no more
+        answered = len(asked) if _any_answers((baseline, candidate)) else 0
+        said = f"the run is invalid after {answered} of {n_gold} queries asked: no verdict"
+    elif result.verdict is None:
         said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
     sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
     out = replace(fixed, sequential=sequential)
