@@ -369,6 +369,7 @@ class _Session:
     pair_id: str | None = None
     order_seed: int | None = None
     stopped: bool = False
+    failed: bool = False
     url: str = "http://127.0.0.1:1"  # a deployment: never looked up for reuse
 
     def items(self) -> list[tuple[str, str]]:

@@ -572,3 +572,13 @@ def test_one_slice_holding_every_query_is_not_printed_twice(
     text = render(comparisons["too_small"], "text")
     assert "Slice news" not in text and "every query is in slice news" in text
     assert text.count("ndcg@10 ") == 1
+
+
+def test_the_order_seed_says_whether_it_was_given_or_drawn(
+    comparisons: dict[str, Comparison],
+) -> None:
+    c = comparisons["ordered"]  # order seed 1234, the compare's seed 0: drawn for this compare
+    assert "order seed 1234, drawn for this compare (--seed N fixes it" in render(c, "text")
+    given = replace(c, settings=replace(c.settings, seed=1234))
+    text = render(given, "text")
+    assert "order seed 1234 (--seed)" in text and "drawn for this compare" not in text

@@ -285,7 +285,14 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
             lines.append(f"per-round ratios: {', '.join(f'{r:.2f}' for r in lat.test.rounds)}")
         if lat.order_effect is not None:
             n = lat.order_seed
-            seed = "" if n is None else f"; order seed {n} (--seed {n} draws it again)"
+            seed = (
+                ""
+                if n is None
+                else f"; order seed {n} (--seed)"
+                if n == c.settings.seed
+                else f"; order seed {n}, drawn for this compare (--seed N fixes it, and with it "
+                "the query order and the resamples)"
+            )
             lines.append(f"order within pairs: {order_words(lat.order_effect)}{seed}")
     elif lat.not_compared is not None:
         lines.append(f"candidate/baseline: not compared: {lat.words}")
