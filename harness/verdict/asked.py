@@ -25,6 +25,7 @@ from harness.verdict import scopes, validity
 from harness.verdict.compare import compare, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
+from harness.verdict.stats import format_p
 
 LATENCY_QUERIES = 20
 """The fewest queries a latency round is estimated from.  The latency rounds past R replay the
@@ -174,5 +175,11 @@ def compare_asked(
     bounds = "; ".join(
         f"{m.metric} {m.delta:+.3f} in [{m.lower:+.3f}, {m.upper:+.3f}]" for m in result.metrics
     )
-    reason = f"{result.reason} (anytime-valid {result.level:.1%} confidence sequences: {bounds})"
+    # The call is the betting test's (its p below alpha_s); the sequences, at Bonferroni's level,
+    # give the size, and may reach 0 when the test has decided: both are shown, the p first.
+    tested = ", ".join(f"{m.metric} {format_p(m.p_adjusted)}" for m in result.metrics)
+    reason = (
+        f"{result.reason} (anytime-valid p, Holm: {tested}; {result.level:.1%} confidence "
+        f"sequences: {bounds})"
+    )
     return replace(out, verdict_quality=result.verdict, quality_reason=reason)
