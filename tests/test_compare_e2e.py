@@ -299,6 +299,8 @@ def test_a_candidate_exiting_at_boot_makes_it_invalid_and_leaves_nothing(
     # main side's boot of it the only other), not after every round's boot has failed too.
     assert "repeat 2 failed" not in done.stdout
     assert sandbox.boots() - before <= 2
+    # Why, from the service's own log, as `harness run` says it: not only a log path.
+    assert "| svc: told to exit at boot (behaviour.json: exit_at_boot)" in done.stderr
     assert saved(tmp_path)["verdict"] == {"quality": "invalid", "latency": "invalid"}
     assert_nothing_left(sandbox, tmp_path)
 

@@ -198,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
     if page is not None:
         print(page, end="", flush=True)
     saved = save_comparison(plan.results_dir, comparison, runs, redact=args.redact)
-    for side in runs:  # the report names a failed build; its log says why
-        if side.build_failure is not None:
+    for side in runs:  # the report names a failed build or boot; its log's last lines say why
+        if side.failures:
             print(render_failures(side), end="", file=sys.stderr)
     print(f"harness: results saved in {saved}", file=sys.stderr)
     html_notes(page is None, saved / "report.html")
