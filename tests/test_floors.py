@@ -248,6 +248,34 @@ def test_compare_fails_when_the_candidate_is_below_a_floor(sandbox: Sandbox) -> 
 
 
 @pytest.mark.slow
+def test_a_sequential_compare_measures_its_floors_over_the_queries_it_asked(
+    tmp_path: Path,
+) -> None:
+    # The default compare asks block by block and records only what it asked: when it stopped
+    # early (the demo's, after 180 of 210), its floors were each "not measured (n=0)", and so
+    # failed, whatever the service: every compare of a repository with a floor exited 1.
+    import sys
+
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    config = repo / "harness.toml"
+    config.write_text(config.read_text() + '\n[gate.floors]\n"mrr@10" = 0.01\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "compare", "--baseline", "main",
+         "--candidate", "feat/x", "--repeats", "2", "--latency-budget", "2", "-q",
+         "--format", "json", "--results", str(tmp_path / "results")],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )
+    document = json.loads(done.stdout)
+    asked, total = document["sequential"]["asked"], document["sequential"]["total"]
+    assert asked < total, (asked, total)  # it stopped early: the case that broke
+    (floor,) = document["floors"]
+    assert floor["passed"] and floor["value"] is not None, floor
+    assert 0 < floor["n"] <= asked
+
+
+@pytest.mark.slow
 def test_gate_fails_on_a_floor_even_when_no_row_dropped(sandbox: Sandbox) -> None:
     baseline = str(sandbox.root / "base.json")
     plain = _floored(sandbox, "plain.toml", "")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.gate.floors import Floor, check_floors
-from harness.types import RefRun
+from harness.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
@@ -58,19 +58,27 @@ def analyse(
             corpus_hash=plan.corpus_hash,
             use=not redact,
         )
-    return _with_floors(comparison, floors, plan, candidate), cached
+    floors_gold = plan.gold
+    if order is not None:  # a sequential compare: the floors too over the queries it asked
+        from harness.verdict.asked import asked_gold, asked_ids
+
+        floors_gold = asked_gold(plan.gold, asked_ids(list(order), runs))
+    return _with_floors(comparison, floors, plan, floors_gold, candidate), cached
 
 
 def _with_floors(
-    comparison: Comparison, floors: Sequence[Floor], plan: RunPlan, candidate: RefRun
+    comparison: Comparison,
+    floors: Sequence[Floor],
+    plan: RunPlan,
+    gold: GoldSet,
+    candidate: RefRun,
 ) -> Comparison:
-    """The comparison carrying [gate.floors] checked on the candidate, when any is set."""
+    """The comparison carrying [gate.floors] checked on the candidate over `gold` (the queries
+    the compare asked), when any is set."""
     if not floors:
         return comparison
     max_errors = plan.config.compare.max_errors
-    return replace(
-        comparison, floors=check_floors(floors, plan.gold, candidate, max_errors=max_errors)
-    )
+    return replace(comparison, floors=check_floors(floors, gold, candidate, max_errors=max_errors))
 
 
 def _in_repo(path: str, repo: Path) -> str:
