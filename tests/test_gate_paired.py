@@ -182,3 +182,38 @@ def test_max_drop_out_of_range_is_exit_2(tmp_path: Path) -> None:
     assert (
         done.returncode == 2 and "--max-drop 2.0: must be at least 0 and at most 1" in done.stderr
     )
+
+
+def test_a_regression_in_one_of_many_slices_fails_as_compare_calls_it() -> None:
+    # A continuous metric's p is resampled (not enumerated: 20 queries move), and Holm then
+    # multiplies it by the slices' count: resampled only until p < alpha (~0.004 at 10,000
+    # draws), 21 slices made it 0.08 and this regression passed the gate. Now resampled until it
+    # is settled against alpha / 21 too, as compare does.
+    queries = [
+        GoldQuery(f"e{i:02d}", f"e {i}", slice="entity", relevant={f"d{i:02d}": 1})
+        for i in range(20)
+    ] + [
+        GoldQuery(f"s{i:02d}", f"s {i}", slice=f"small{i // 2}", relevant={f"x{i:02d}": 1})
+        for i in range(40)
+    ]
+    gold = GoldSet(tuple(queries), "gold.jsonl", "native", "h" * 64)
+
+    def side(worse: bool) -> RefRun:
+        results = []
+        for q in gold.queries:
+            (doc,) = q.relevant
+            rank = 2 + int(q.id[1:]) % 3 if worse and q.slice == "entity" else 1
+            ids = (*["y1", "y2", "y3"][: rank - 1], doc, "z")
+            results.append(QueryResult(q.id, ids=ids, status=200, latency_ns=1000))
+        return RefRun("main", "c" * 40, "x", "h" * 64, None, "0", {}, (Repeat(0, tuple(results)),))
+
+    slices = {q.id: q.slice for q in gold.queries}
+    recorded = measure(gold, side(False), ["mrr@10"]).baseline
+    assert recorded is not None
+    result = check(
+        recorded, measure(gold, side(True), ["mrr@10"]), statistics=Statistics(slice_of=slices)
+    )
+    entity = next(r for r in result.rows if r.scope == "entity")
+    assert entity.status == "regressed", render_gate(result, "text")
+    assert result.outcome is Outcome.FAIL
+    assert entity.p is not None and entity.p < 0.05  # Holm-adjusted across the 21 slices
