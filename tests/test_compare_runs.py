@@ -320,3 +320,21 @@ def test_means_and_p_values_agree_with_ranx(tmp_path: Path) -> None:
         # Binomial error of a Monte Carlo p from at least 1,000 draws, 4 standard errors.
         err = 4 * (max(p_ranx, 1e-3) * (1 - min(p_ranx, 0.999)) / 1000) ** 0.5
         assert abs(p_ours - p_ranx) <= err + 2e-3, (run.name, p_ours, p_ranx)
+
+
+def test_a_resampled_regression_stays_called_across_many_candidates(tmp_path: Path) -> None:
+    # mrr@10 falls for 30 queries (their hit stays in the top 5): its p is resampled, and Holm
+    # across 20 candidates x 3 headline tests multiplies it by up to 60. Resampled only until
+    # settled against alpha / 3 (it stopped at p = 0.0010), every candidate's regression was
+    # "not significant after Holm" (0.060); now each p is settled against alpha / 60.
+    gold = _gold(tmp_path)
+    base = _trec(tmp_path / "base.run", {})
+    moved = {i: 2 for i in range(30)}
+    worse = [_trec(tmp_path / f"w{j}.run", moved, tag=f"w{j}") for j in range(20)]
+    status, out, err = _compare_runs(
+        tmp_path, base, *worse, "--gold", gold, "--gate-on", "mrr@10", "--format", "json"
+    )
+    assert status == 1, err
+    document = json.loads(out)
+    for comparison in document["comparisons"]:
+        assert comparison["verdict"]["quality"] == "regressed", comparison["quality_reason"]

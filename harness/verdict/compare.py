@@ -291,15 +291,20 @@ def compare(
     candidate: RefRun,
     settings: CompareSettings,
     corpus_ids: frozenset[str] | None = None,
+    *,
+    comparisons: int = 1,
 ) -> Comparison:
     """Compare two refs' runs over one gold set (see the module docstring for every rule);
-    `corpus_ids`, when the gold set names its corpus, are the ids a returned id must be one of."""
+    `corpus_ids`, when the gold set names its corpus, are the ids a returned id must be one of.
+    `comparisons`: how many comparisons' headline tests will be Holm-adjusted together
+    (compare-runs' candidates, `rejudge`), so that a resampled p is settled against alpha over
+    all of them, not only over this comparison's headline."""
     # The analysis makes many short-lived tuples and no reference cycle: the cyclic collector
     # would only walk the gold set and the runs again and again (a third of the time at 50k).
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _compare(gold, baseline, candidate, settings, corpus_ids)
+        return _compare(gold, baseline, candidate, settings, corpus_ids, comparisons)
     finally:
         if paused:
             gc.enable()
@@ -311,6 +316,7 @@ def _compare(
     candidate: RefRun,
     settings: CompareSettings,
     corpus_ids: frozenset[str] | None,
+    comparisons: int = 1,
 ) -> Comparison:
     runs = (baseline, candidate)
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
@@ -343,7 +349,7 @@ def _compare(
             for k in {s.depth for s in settings.specs if s.kind is Kind.BINARY}
         }
         everything = np.ones(len(ids), dtype=bool)
-        family = len(decisive_metrics(settings))
+        family = len(decisive_metrics(settings)) * max(comparisons, 1)
         overall = scopes.score_scope("overall", base, cand, everything, topk, settings, family)
         overall = _family(overall, settings)
         slice_of = np.array([gold.by_id[qid].slice for qid in ids])

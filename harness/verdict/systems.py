@@ -137,7 +137,14 @@ def compare_systems(
     base_absent = _absent(baseline, gold, "baseline")
     found = [
         _from_files(
-            compare(gold, base, as_ref_run(cand, gold), settings, corpus_ids),
+            compare(
+                gold,
+                base,
+                as_ref_run(cand, gold),
+                settings,
+                corpus_ids,
+                comparisons=len(candidates),
+            ),
             base_absent + _absent(cand, gold, "candidate"),
         )
         for cand in candidates
