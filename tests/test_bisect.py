@@ -153,7 +153,7 @@ def small_repo(tmp_path_factory: pytest.TempPathFactory) -> Any:
         (["--good", "main", "--bad", "main"], "are the same commit"),
         (["--good", "main", "--bad", "GOOD"], "is an ancestor of --good"),
         (["--good", "nosuchref", "--bad", "main"], "unknown ref 'nosuchref'"),
-        (["--good", "GOOD", "--bad", "main", "--metric", "hit@five"], "--metrics"),
+        (["--good", "GOOD", "--bad", "main", "--metric", "hit@five"], "--metric: "),
         (["--good", "GOOD", "--bad", "main", "--metric", "hit@5", "--latency"], "not allowed"),
     ],
 )

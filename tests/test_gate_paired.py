@@ -217,3 +217,21 @@ def test_a_regression_in_one_of_many_slices_fails_as_compare_calls_it() -> None:
     assert entity.status == "regressed", render_gate(result, "text")
     assert result.outcome is Outcome.FAIL
     assert entity.p is not None and entity.p < 0.05  # Holm-adjusted across the 21 slices
+
+
+def test_no_rule_is_named_where_none_decided() -> None:
+    # --update-baseline and "not comparable" apply no rule: they named the old noise rule.
+    from harness.gate.rule import update
+
+    now = measure(GOLD, run(), METRICS)
+    assert "rule:" not in render_gate(update(None, now), "text")
+    from dataclasses import replace
+
+    recorded = now.baseline
+    assert recorded is not None
+    other = replace(recorded, gold_hash="z" * 64)  # recorded on another gold set
+    refused = check(other, now, statistics=Statistics(slice_of=SLICES))
+    assert refused.outcome is Outcome.NOT_COMPARABLE
+    assert "rule:" not in render_gate(refused, "text")
+    decided = gate(run(), run())
+    assert "rule: a row fails when compare's paired test" in render_gate(decided, "text")

@@ -114,7 +114,8 @@ def test_html_goes_to_a_new_file(data: Measured, tmp_path: Path) -> None:
     assert f'src="{plotly_file()}"' in html and bundle.read_bytes() == plotly_js().encode()
     assert len(html.encode()) < 1024 * 1024
     status, _, err = history(data, "--format", "html", "--output", str(page))
-    assert status == 2 and "never overwritten" in err
+    assert status == 2 and f"--output {page}: already exists" in err
+    assert "results director" not in err
 
 
 def test_without_a_gold_set_the_saved_comparisons_are_used(tmp_path: Path) -> None:

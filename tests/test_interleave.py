@@ -69,6 +69,10 @@ class RecordingSession:
     order_seed: int | None = None
     stopped: bool = False  # a round stopped for failures in a row (never, here)
     failed: bool = False  # a repeat failed (never, here)
+
+    @property
+    def ref(self) -> str:  # the ref as asked for (a reused record is named by it)
+        return self.name
     url: str | None = None  # a RefSession of a running deployment has one
     side: SideConfig = FAKE_SIDE
 
@@ -145,6 +149,8 @@ def test_a_reusable_record_is_reused_and_its_ref_boots_nothing(tmp_path: Path) -
     baseline, candidate = run_interleaved(refs, repeats=2)
     assert baseline.reused and not candidate.reused
     assert len(baseline.repeats) == 2  # cut to what was asked
+    # Named by the ref asked for now, not the record's ("main" there; bisect names it by sha).
+    assert three.ref == "main" and baseline.ref == "baseline"
     assert journal == [
         "enter candidate",
         "candidate r1",

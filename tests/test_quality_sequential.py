@@ -318,3 +318,15 @@ def test_sequential_is_the_default_and_quiet_where_it_cannot_be() -> None:
     for plan in (_plan(None, concurrency=4), _plan(None, ray="auto")):
         assert sequential_order(plan, settings, reuse=False) == (None, None)  # type: ignore[arg-type]
     assert sequential_order(_plan(None), settings, reuse=True) == (None, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("min_effect", [0.05, 0.03])
+def test_a_sequence_ending_on_the_bands_edge_is_inside_it(min_effect: float) -> None:
+    # The sequence is the open interval between its first rejected grid points: ends of exactly
+    # +/- min_effect are inside the band. Compared strictly, they were not (for 0.05 and 0.03 the
+    # grid arithmetic gives the edge exactly), so an A/A asked on for another block or more.
+    plan = SequentialPlan(metrics=("hit@5",), total=2000, min_effect=min_effect)
+    result = decide({"hit@5": np.zeros(2000)}, plan)
+    assert result.verdict is Verdict.NO_DIFFERENCE
+    (look,) = result.metrics
+    assert look.lower == pytest.approx(-min_effect) and look.upper == pytest.approx(min_effect)

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.results.comparisons import save_comparison
     from harness.signals import signals_unwind
 
-    metric = str(metric_specs(args.metric)[0]) if args.metric else None
+    metric = str(metric_specs(args.metric, "--metric")[0]) if args.metric else None
     args.gate_on = [metric] if metric else None  # a row of every step's comparison
     criterion = Criterion(metric=metric, latency=args.latency)
     plan, settings = load_plan(args)

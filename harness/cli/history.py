@@ -102,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         src = plotly_beside(args.output.parent)
     text = render_history(history, args.format, plotly_src=src)
     if args.output is not None:
+        if args.output.exists():  # never overwritten: said of the option, not of results
+            raise HarnessError(
+                f"--output {args.output}: already exists", ["remove it, or name another file"]
+            )
         write_text_new(args.output, text)
         print(f"harness: wrote {args.output}", file=sys.stderr)
     else:

@@ -130,11 +130,12 @@ def close(plan: RunPlan) -> None:
         end()
 
 
-def metric_specs(text: str) -> tuple[MetricSpec, ...]:
+def metric_specs(text: str, option: str = "--metrics") -> tuple[MetricSpec, ...]:
+    """The metrics `text` names; a HarnessError naming `option` (the one it came by)."""
     from harness.errors import HarnessError
     from harness.score.metrics import parse_metrics
 
     try:
         return parse_metrics(text)
     except ValueError as exc:
-        raise HarnessError(f"--metrics: {exc}") from None
+        raise HarnessError(f"{option}: {exc}") from None

@@ -48,7 +48,7 @@ def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
     now = f"{result.ref} ({result.sha[:8]})" if result.sha else result.ref
     about = (
         f"baseline: {baseline_file or 'the baseline file'} ({then}); now: {now}",
-        result.rule,
+        *((result.rule,) if result.rule else ()),
         *result.details,
         *((f"evaluation definition: sha256 {result.definition}",) if result.definition else ()),
     )

@@ -43,7 +43,9 @@ class GateResult:
     sha: str | None = None
     floors: tuple[FloorRow, ...] = ()  # [gate.floors], checked on the run (harness.gate.floors)
     definition: str | None = None  # the evaluation-definition sha256 of the run gated
-    rule: str = NOISE_RULE_TEXT  # the rule that decided, in words (render shows it)
+    # The rule that decided, in words (render shows it); "" when none did (not comparable,
+    # invalid, --update-baseline): no rule is named that was not applied.
+    rule: str = ""
 
     @property
     def failing(self) -> tuple[GateRow, ...]:

@@ -80,8 +80,13 @@ def run_interleaved(
             # A deployment is never reused: what answers at a URL changes without a commit.
             found = None if fresh or session.url is not None else _reusable(session, repeats)
             if found is not None:
+                # Named by the ref asked for now (a record bisect made is named by its sha).
                 runs[i] = replace(
-                    found, repeats=found.repeats[:repeats], reused=True, latency_budget=None
+                    found,
+                    ref=session.ref,
+                    repeats=found.repeats[:repeats],
+                    reused=True,
+                    latency_budget=None,
                 )
         observer = sessions[0].plan.observer if sessions else None
         if observer is not None and len(runs) < len(sessions):

@@ -205,6 +205,11 @@ def _quality(c: Comparison, mark: str) -> list[Block]:
             f"Holm across the {len(family)} headline tests: "
             + ", ".join(f"{r.metric} p={p_value(r.p_adjusted)}" for r in family)
         )
+    if _rule_decided(c):
+        lines.append(
+            "(the fixed-sample tests of the queries asked, at the alpha the looks left: the "
+            "sequential rule's own tests decided the quality verdict above)"
+        )
     out = [
         Block("heading", (f"hit@k over {queries(c.overall.n)}{mark}",)),
         Block("lines", tuple(lines)),
@@ -327,6 +332,12 @@ def _mde(p: Power | None) -> str:
     return "-" if p is None else f"{p.mde:.3f}"
 
 
+def _rule_decided(c: Comparison) -> bool:
+    """Whether the sequential rule gave the quality verdict (the tables are then the
+    fixed-sample tests of the queries asked, which did not decide it)."""
+    return c.valid and c.sequential is not None and c.sequential.result.verdict is not None
+
+
 def _noise(c: Comparison, mark: str) -> list[Block]:
     lines = [
         f"{r.metric}: drift baseline {r.hit.drift_baseline}, candidate {r.hit.drift_candidate} "
@@ -342,9 +353,15 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
     p = c.power
     if p is not None:
         state = "enough" if p.enough else "not enough"
+        decided = (
+            "; the fixed-sample test's: the sequential rule decided, its confidence sequences "
+            "above say what it excludes"
+            if _rule_decided(c)
+            else ""
+        )
         lines.append(
             f"minimum detectable effect of the headline: {p.mde:.3f} in {p.metric} over "
-            f"{queries(p.n)} (80% power; wanted {p.effect:g}: {state})"
+            f"{queries(p.n)} (80% power; wanted {p.effect:g}: {state}{decided})"
         )
     for scope in c.slices:
         row = scope.row(f"hit@{c.settings.k[0]}")

@@ -89,6 +89,7 @@ TRUNCATION = 0.5  # c: the largest share of the wealth bet on one query
 FIRST_LOOK = 20  # no stop before this many queries (a latency round needs queries too)
 MIN_BLOCK = 10
 MIXTURE = 1000  # points of the bets' mixture
+EDGE = 1e-9  # a bound this close to +/- min_effect is on it (grid arithmetic's rounding)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -283,7 +284,15 @@ def _at(
         boots_agree = p_boot is None or boots_adjusted[metric] < plan.alpha_looks
         if adj < plan.alpha_looks and boots_agree:
             verdict = Verdict.IMPROVED if path.delta[j] > 0 else Verdict.REGRESSED
-        elif path.inside[j] and -plan.min_effect < lower and upper < plan.min_effect:
+        # The sequence is the open interval (lower, upper), its ends rejected: inside the band
+        # when they are at most +/- min_effect. Compared with a rounding allowance: the ends are
+        # grid points less a step, which for min effects 0.05 or 0.2 come out exactly equal to
+        # the band's edges (a strict test there never said "no measurable difference").
+        elif (
+            path.inside[j]
+            and -plan.min_effect - EDGE <= lower
+            and upper <= plan.min_effect + EDGE
+        ):
             verdict = Verdict.NO_DIFFERENCE
         else:
             verdict = Verdict.INCONCLUSIVE
