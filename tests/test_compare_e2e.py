@@ -247,6 +247,8 @@ def test_a_service_writing_into_its_checkout_makes_the_run_invalid(
 
     assert done.returncode == 3, done.stderr
     assert "the service changed its own checkout during the boot (added state.txt)" in done.stdout
+    assert "failed at checkout" not in done.stdout  # the checkout did not fail: the service wrote
+    assert "write state under its HOME or its data copy" in done.stdout
 
 
 # --------------------------------------------------------------------------- latency

@@ -342,9 +342,10 @@ class RefSession:
                 f"; and {len(changed) - 5} more" if len(changed) > 5 else ""
             )
             failure = RunFailure(
-                "checkout",
+                "run",  # "failed at run": it ran; what it did is the message
                 f"the service changed its own checkout during the boot ({shown}); the next "
-                "boot would run a different service: write state under {home} or {data}",
+                "boot would run a different service: write state under its HOME or its data "
+                "copy (harness.toml's {home} and {data} placeholders)",
             )
         self.failed = self.failed or failure is not None
         rep = Repeat(
