@@ -330,3 +330,19 @@ def test_a_sequence_ending_on_the_bands_edge_is_inside_it(min_effect: float) -> 
     assert result.verdict is Verdict.NO_DIFFERENCE
     (look,) = result.metrics
     assert look.lower == pytest.approx(-min_effect) and look.upper == pytest.approx(min_effect)
+
+
+def test_a_sequential_compare_has_the_definition_of_a_whole_gold_set_compare() -> None:
+    # The same gold set, runs and settings: one asked block by block (its last test at the
+    # alpha the looks left), one of every query. `report --against` refused to diff them, "the
+    # configuration differs": the definition carried the last test's alpha, 0.025, not 0.05.
+    from harness.verdict.comparable import same_definition
+    from harness.verdict.compare import compare
+
+    gold, _, comparison = _asked_compare(lost_every=4)
+    order = [q.id for q in gold.queries]
+    whole = compare(
+        gold, _run(gold, order, set(), "a"), _run(gold, order, set(), "b"),
+        CompareSettings(resamples=200),
+    )
+    assert "the same evaluation definition" in same_definition(comparison, "a", whole, "b")

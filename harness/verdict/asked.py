@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.types import GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict import scopes, validity
-from harness.verdict.compare import compare, decisive_metrics
+from harness.verdict.compare import compare, comparison_definition, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
 from harness.verdict.stats import format_p
@@ -156,6 +156,12 @@ def compare_asked(
     asked = asked_ids(order, (baseline, candidate))
     cut = asked_gold(gold, asked)
     fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
+    # Defined by the compare's settings (its alpha, not the share left to the last test): the
+    # same measurement as a compare of the whole gold set, which `report --against` may diff.
+    header = replace(
+        fixed.header, definition=comparison_definition(gold, baseline, candidate, settings)
+    )
+    fixed = replace(fixed, header=header)
     usable = [validity.usable(run) for run in (baseline, candidate)]
     values = headline_values(cut, usable, asked, settings)
     deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
