@@ -193,3 +193,13 @@ def test_every_running_command_takes_quiet(command: str) -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     options = {o for a in sub.choices[command]._actions for o in a.option_strings}  # type: ignore[attr-defined]
     assert {"-q", "--quiet"} <= options
+
+
+def test_asked_block_by_block_the_queries_are_an_upper_bound() -> None:
+    # The sequential compare may stop before the gold set is used up: it says "up to".
+    stream = io.StringIO()
+    progress = Progress(stream, live=False)
+    progress.planned(4)
+    feed(progress, "rounds 1-2, asked block by block: main + feat/x", 5, set(), boots=2)
+    first = stream.getvalue().splitlines()[0]
+    assert first.endswith(": booting, then up to 5 queries"), first

@@ -121,7 +121,9 @@ class Progress:
                 self._draw(phase=self._boot, detail=label)
             elif first:
                 then = "" if self._boot == "ready" else "booting, then "
-                print(f"harness: {label}: {then}{total} queries", file=self.stream)
+                # Asked block by block (harness.replay.blocks' label), it may stop before all.
+                most = "up to " if "block by block" in label else ""
+                print(f"harness: {label}: {then}{most}{total} queries", file=self.stream)
             if total:
                 return
         # Drawn at most 10 times a second: this runs between timed queries.
