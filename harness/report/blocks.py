@@ -147,8 +147,14 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         f"gold set: {_shown_path(h.gold.source, local)} (sha256 {h.gold.hash[:12]}), "
         f"{queries(h.gold.n)}: {h.gold.n_answerable} answerable, "
         f"{h.gold.n_unanswerable} unanswerable",
-        f"repeats: baseline {h.baseline.usable_repeats} of {h.baseline.repeats}, candidate "
-        f"{h.candidate.usable_repeats} of {h.candidate.repeats}"
+        f"repeats used for quality: baseline {h.baseline.usable_repeats} of "
+        f"{h.baseline.repeats}, candidate {h.candidate.usable_repeats} of {h.candidate.repeats}"
+        + (
+            " (the rest: latency-only rounds, or failed)"
+            if (h.baseline.usable_repeats, h.candidate.usable_repeats)
+            != (h.baseline.repeats, h.candidate.repeats)
+            else ""
+        )
         + (f" ({'; '.join(reused)})" if reused else ""),
         f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; minimum effect "
         f"{s.min_effect:g}; latency tolerance "
