@@ -44,7 +44,13 @@ def test_a_planted_regression_among_16_is_found_and_the_broken_build_skipped(
         if step["mark"] != "skip":
             assert step["mark"] == ("bad" if bad else "good"), step
     assert (saved / "report.md").read_text().startswith("# harness bisect")
-    assert 'data-plot="path"' in (saved / "report.html").read_text()
+    page = (saved / "report.html").read_text()
+    assert 'data-plot="path"' in page
+    # plotly.js from the results directory, as compare's saved pages load it: not 4.8 MB inlined
+    # into every bisection.
+    assert len(page) < 1_000_000 and 'src="../plotly-' in page
+    bundle = page.split('src="../', 1)[1].split('"', 1)[0]
+    assert (saved.parent / bundle).is_file()
     # Each step is an ordinary saved comparison (harness report DIR reads it back).
     for step in steps:
         assert (Path(step["saved"]) / "comparison.json").is_file()

@@ -176,9 +176,12 @@ def figure(b: Bisection) -> Any:
     return fig
 
 
-def _html(b: Bisection) -> str:
+def _html(b: Bisection, plotly_src: str | None = None) -> str:
+    """The page; `plotly_src`: plotly.js loaded from there (the results directory's bundle, as
+    compare's saved pages load it), else inlined (a page that needs nothing beside it)."""
     import plotly.io as pio
-    from plotly.offline import get_plotlyjs
+
+    from harness.report.plotting import plotly_script
 
     e = html.escape
     div = pio.to_html(
@@ -200,7 +203,7 @@ def _html(b: Bisection) -> str:
         "padding: 1.5em; color: #212121; } table { border-collapse: collapse; font-size: 0.9em; }"
         " th, td { border-bottom: 1px solid #e0e0e0; padding: 0.25em 0.6em; text-align: left; }"
         " tr.bad td { color: #a00; } tr.skip td { color: #777; } pre { white-space: pre-wrap; }"
-        f'</style><script type="text/javascript">{get_plotlyjs()}</script></head><body>\n'
+        f"</style>{plotly_script(plotly_src)}</head><body>\n"
         f"<h1>harness bisect: {e(str(b.outcome))}</h1>\n"
         f"<p>{e(_summary_line(b))}</p>\n<pre>{e(_headline(b))}</pre>\n"
         f'<div class="plot" data-plot="path">{div}</div>\n'
@@ -217,7 +220,10 @@ RENDERERS: Mapping[str, Callable[[Bisection], str]] = {
 }
 
 
-def render_bisection(bisection: Bisection, fmt: str) -> str:
+def render_bisection(bisection: Bisection, fmt: str, *, plotly_src: str | None = None) -> str:
+    """The bisection in `fmt`; an HTML page loads plotly.js from `plotly_src` when given."""
+    if fmt == "html":
+        return _html(bisection, plotly_src)
     try:
         return RENDERERS[fmt](bisection)
     except KeyError:

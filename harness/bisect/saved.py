@@ -21,7 +21,13 @@ def save_bisection(results_dir: Path, bisection: Bisection) -> Path:
         for fmt, name in (("markdown", "report.md"), ("json", "report.json")):
             write_text_new(tmp / name, render_bisection(bisection, fmt))
         if html_available():
-            write_text_new(tmp / "report.html", render_bisection(bisection, "html"))
+            from harness.results.bundle import plotly_beside
+
+            # plotly.js once in the results directory, as compare's pages load it (4.8 MB each
+            # inlined); `harness report`-style self-contained pages come from render_bisection.
+            src = "../" + plotly_beside(results_dir)
+            page = render_bisection(bisection, "html", plotly_src=src)
+            write_text_new(tmp / "report.html", page)
     assert saving.path is not None
     return saving.path
 
