@@ -12,6 +12,7 @@ from harness.types import OVERALL, GoldSet, RefRun, Verdict
 from harness.verdict import stats
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
+from harness.verdict.systems import judged_together
 
 _DIGITS = 6
 
@@ -160,11 +161,14 @@ def summarise(
     names = [e.name for e in matrix.entries]
     ref_index = names.index(matrix.reference)
     ref_run = runs[ref_index]
-    comparisons = {
-        name: compare(gold, ref_run, runs[i], settings)
-        for i, name in enumerate(names)
-        if i != ref_index
-    }
+    others = [i for i in range(len(names)) if i != ref_index]
+    # Holm across the configurations decides each one's verdict too (judged_together), as it
+    # does the table of paired tests: the verdicts table called 13 of 39 equal ones regressed.
+    judged, _ = judged_together(
+        [compare(gold, ref_run, runs[i], settings, comparisons=len(others)) for i in others],
+        "configurations",
+    )
+    comparisons = {names[i]: c for i, c in zip(others, judged, strict=True)}
     answerable = {q.slice for q in gold.queries if q.answerable}
     scopes = (OVERALL, *(s for s in gold.slices if s in answerable))
     first_valid = next((c for c in comparisons.values() if c.valid), None)

@@ -26,8 +26,8 @@ SCHEMA_VERSION = 1
 _MARKS = {Verdict.IMPROVED: " +", Verdict.REGRESSED: " -"}
 LEGEND = (
     "* best in its column; + / - improved / regressed against the reference (the paired tests "
-    "of compare, Holm-corrected across slices); ! slice collapse (fell to zero, or regressed "
-    "while the overall row did not)"
+    "of compare, Holm-corrected across every value's headline tests overall, across slices "
+    "in a slice); ! slice collapse (fell to zero, or regressed while the overall row did not)"
 )
 
 

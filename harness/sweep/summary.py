@@ -11,6 +11,7 @@ from harness.sweep.params import Param, Point, label, params_of
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
+from harness.verdict.systems import judged_together
 
 _BEST_DIGITS = 6
 
@@ -99,11 +100,14 @@ def summarise(
     """
     settings = replace(settings, gate_on=tuple(dict.fromkeys([*settings.gate_on, *metrics])))
     ref_run = runs[reference]
-    comparisons = {
-        label(points[i]): compare(gold, ref_run, run, settings)
-        for i, run in enumerate(runs)
-        if i != reference
-    }
+    others = [i for i in range(len(runs)) if i != reference]
+    # Every value against the reference, Holm across all of them (judged_together): a value
+    # is called only when its test holds across the sweep, not by the luck of one draw.
+    judged, _ = judged_together(
+        [compare(gold, ref_run, runs[i], settings, comparisons=len(others)) for i in others],
+        "values",
+    )
+    comparisons = {label(points[i]): c for i, c in zip(others, judged, strict=True)}
     answerable = {q.slice for q in gold.queries if q.answerable}
     scopes = ("overall", *(name for name in gold.slices if name in answerable))
     first_valid = next((c for c in comparisons.values() if c.valid), None)

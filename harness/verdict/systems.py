@@ -149,18 +149,29 @@ def compare_systems(
         )
         for cand in candidates
     ]
+    found, family = judged_together(found, "systems")
+    return Systems(
+        baseline=baseline.name,
+        comparisons=tuple(found),
+        family=family,
+        settings=settings,
+    )
+
+
+def judged_together(comparisons: Sequence[Comparison], what: str) -> tuple[list[Comparison], int]:
+    """Several comparisons against one reference (systems, a sweep's values, a matrix's
+    configurations; each made with `compare(..., comparisons=len(...))`), their headline tests
+    Holm-adjusted as one family, so that a call holds across all of them (`compare.rejudge`):
+    with 39 equally good values, some are "regressed" by chance at alpha each. The comparisons
+    rejudged (an invalid one makes no call and is not in the family) and the family's size."""
+    found = list(comparisons)
     tests = [(i, row) for i, c in enumerate(found) if c.valid for row in headline_rows(c)]
     adjusted = stats.holm([row.p for _, row in tests])
     per_comparison: list[dict[str, float]] = [{} for _ in found]
     for (i, row), adj in zip(tests, adjusted, strict=True):
         per_comparison[i][row.metric] = adj
     judged = sum(1 for c in found if c.valid)
-    family = f"the {len(tests)} headline tests of {judged} systems"
+    family = f"the {len(tests)} headline tests of {judged} {what}"
     if judged > 1:
         found = [rejudge(c, adj, family) for c, adj in zip(found, per_comparison, strict=True)]
-    return Systems(
-        baseline=baseline.name,
-        comparisons=tuple(found),
-        family=len(tests),
-        settings=settings,
-    )
+    return found, len(tests)
