@@ -278,3 +278,16 @@ def test_an_empty_gold_file_says_so_in_any_format(tmp_path: Path) -> None:
     with pytest.raises(GoldError) as caught:
         load_gold(empty)
     assert "the file is empty" in str(caught.value) and "after the header" not in str(caught.value)
+
+
+@pytest.mark.parametrize("command", ["metrics", "compare-runs"])
+def test_rel_level_0_is_refused_as_an_option_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # trec_eval's -l0 counts grade 0 as relevant; here grade 0 is judged not relevant, and 0
+    # passed the option check to fail deep in scoring (a ValueError, exit 1: "regressed" to CI).
+    gold, run = _gold(tmp_path), _run(tmp_path / "a.run")
+    runs = ["--run", run] if command == "metrics" else [run, run]
+    status, err = _harness(capsys, command, *runs, "--gold", gold, "--rel-level", "0")
+    assert status == 2
+    assert "--rel-level 0: must be 1 or more" in err and "grade 0 is always judged" in err

@@ -58,7 +58,13 @@ _RANGES: dict[str, _Range] = {
     ),
     "seed": _Range(*_count(0, MAX_SEED), "--seed 0"),
     "bins": _Range(*_count(1, 1000), "--bins 10"),
-    "rel_level": _Range(*_count(0, 1_000_000), "--rel-level 1"),
+    # trec_eval takes -l0 (every judged document relevant, grade 0 too); here grade 0 is always
+    # judged not relevant (gold/README.md), so 0 was a ValueError traceback deep in scoring.
+    "rel_level": _Range(
+        "1 or more and at most 1,000,000 (grade 0 is always judged not relevant)",
+        lambda v: 1 <= v <= 1_000_000,
+        "--rel-level 1",
+    ),
     "exact_rare": _Range(*_count(0, 1_000_000), "--exact-rare 20"),
     "phrase": _Range(*_count(0, 1_000_000), "--phrase 20"),
     "nonsense": _Range(*_count(0, 1_000_000), "--nonsense 5"),
