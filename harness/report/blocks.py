@@ -159,7 +159,7 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
         f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; minimum effect "
         f"{s.min_effect:g}; latency tolerance "
         f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
-        f"{s.resamples} resamples{gates}",
+        f"up to {s.resamples} resamples (fewer once a test is settled){gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
     ]
     if h.definition is not None:
