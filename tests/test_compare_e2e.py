@@ -284,6 +284,21 @@ def test_an_erroring_candidate_makes_the_comparison_invalid(
     assert_nothing_left(sandbox, tmp_path)
 
 
+def test_asked_block_by_block_errored_answers_end_the_run_before_latency_rounds(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # Errored answers past max_errors made the run invalid: the sequential design went on
+    # with latency-only rounds all the same (a service timing out waited out five more).
+    before = sandbox.boots()
+    done = compare(
+        sandbox, "main", "errors", tmp_path, "--sequential", "--latency-budget", "8",
+        "--seed", "3",
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "quality: invalid" in done.stdout
+    assert sandbox.boots() - before == 4  # the 2 quality rounds' boots; no latency round
+
+
 def test_a_candidate_exiting_at_boot_makes_it_invalid_and_leaves_nothing(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -69,14 +69,17 @@ def run_blocks(
         session._items = [item for item in session._items if item[0] in keep]
     if latency_budget is None or any(s.stopped or s.failed for s in sessions):
         return asked
-    tolerance = sessions[0].plan.config.compare.latency_tolerance
+    compare = sessions[0].plan.config.compare
+    tolerance, max_errors = compare.latency_tolerance, compare.max_errors
     per_round = (time.monotonic() - started) / max(repeats, 1)
     total = latency_rounds.planned_rounds(latency_budget, repeats, per_round)
     for session in sessions:
         session.latency_budget = total
     index = repeats
     observer = sessions[0].plan.observer
-    while not latency_rounds.settled(sessions, repeats, total, tolerance):
+    # Errored answers past max_errors made the run invalid: no latency round follows (as in
+    # the fixed design's rounds); a service timing out on a query waited it out 5 more rounds.
+    while not latency_rounds.settled(sessions, repeats, total, tolerance, max_errors):
         if any(session.stopped or session.failed for session in sessions):
             break
         if observer is not None:
