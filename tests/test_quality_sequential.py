@@ -346,3 +346,24 @@ def test_a_sequential_compare_has_the_definition_of_a_whole_gold_set_compare() -
         CompareSettings(resamples=200),
     )
     assert "the same evaluation definition" in same_definition(comparison, "a", whole, "b")
+
+
+def test_an_invalid_run_says_how_far_its_asking_got() -> None:
+    # A candidate that crashed after 35 answers: not "asked all 200" (its failed repeat counted
+    # for nothing), but how far the furthest repeat got.
+    from dataclasses import replace as changed
+
+    from harness.types import RunFailure
+
+    gold = _gold(200)
+    settings = CompareSettings(resamples=200)
+    order = list(query_order([q.id for q in gold.queries], settings.seed))
+    baseline = _run(gold, order[:40], set(), "a")
+    crashed = _run(gold, order[:35], set(), "b")
+    repeat = changed(crashed.repeats[0], failure=RunFailure("crashed", "the service exited"))
+    crashed = changed(crashed, repeats=(repeat,))
+    comparison = compare_asked(gold, baseline, crashed, settings, order)
+    assert not comparison.valid
+    assert comparison.sequential.said == (
+        "the run is invalid after 40 of 200 queries asked: no verdict"
+    )

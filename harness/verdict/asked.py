@@ -135,9 +135,13 @@ def asked_ids(order: Sequence[str], runs: Sequence[RefRun]) -> list[str]:
     return [qid for qid in order if seen is None or qid in seen]
 
 
-def _any_answers(runs: Sequence[RefRun]) -> bool:
-    """Whether any quality repeat of the runs got as far as asking (not failed at its boot)."""
-    return any(rep.results for run in runs for rep in run.repeats if not rep.latency_only)
+def _furthest(runs: Sequence[RefRun]) -> int:
+    """How many queries the furthest quality repeat of the runs got to (0: none was asked;
+    a repeat that crashed holds the answers before it did)."""
+    return max(
+        (len(rep.results) for run in runs for rep in run.repeats if not rep.latency_only),
+        default=0,
+    )
 
 
 def compare_asked(
@@ -170,8 +174,10 @@ def compare_asked(
     share = 1 - len(asked) / n_gold if n_gold else 0.0
     said = f"stopped after {len(asked)} of {n_gold} queries ({share:.0%} of the queries not asked)"
     if not fixed.valid:  # neither rule gave a verdict: say how far the asking got, no more
-        answered = len(asked) if _any_answers((baseline, candidate)) else 0
-        said = f"the run is invalid after {answered} of {n_gold} queries asked: no verdict"
+        said = (
+            f"the run is invalid after {_furthest((baseline, candidate))} of {n_gold} queries "
+            "asked: no verdict"
+        )
     elif result.verdict is None:
         said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
     sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
