@@ -142,6 +142,13 @@ def test_a_save_killed_midway_leaves_a_temp_dir_the_next_invocation_removes(
     pid, temp = kill_inside_the_save(sandbox, tmp_path / "results")
     assert temp.is_dir() and str(temp) in held_values(sandbox.cache)  # recorded before made
 
+    # A dry run says what it would clean up after the dead run, and removes nothing (it ran
+    # the recovery like any command, and deleted while it printed "would remove 0 entries").
+    dry = run_cli(sandbox, "clean", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"would clean up after an earlier run (pid {pid})" in dry.stdout
+    assert "cleaned up" not in dry.stderr and temp.is_dir()
+
     if next_command == "clean":
         done = run_cli(sandbox, "clean")
     else:  # any run: here one that reads the gold set and writes nowhere near the results

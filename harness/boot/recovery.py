@@ -95,6 +95,40 @@ def recover(*, quiet: bool = False) -> list[str]:
     return said
 
 
+def left_by_dead_runs() -> list[str]:
+    """What `recover` would clean up, one line per dead run, touching nothing (`harness clean
+    --dry-run`): its worktrees and temp dirs still there and its processes still running."""
+    said = []
+    try:
+        files = sorted(leftovers.live_dir().glob("*.json"))
+    except OSError:
+        return []
+    for path in files:
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(document, dict) or not leftovers.dead(document):
+            continue
+        held = document.get("held", {})
+        counts = (
+            (sum(Path(i["value"]).exists() for i in held.get("worktree", [])), "worktree"),
+            (sum(Path(i["value"]).exists() for i in held.get("dir", [])), "temp dir"),
+            (sum(len(find_marked(str(i["value"]))) for i in held.get("run_id", [])), "process"),
+        )
+        parts = [
+            f"{n} {w}{'es' if w == 'process' and n != 1 else 's' * (n != 1)}"
+            for n, w in counts
+            if n
+        ]
+        if parts:
+            said.append(
+                f"would clean up after an earlier run (pid {document.get('pid')}) that was "
+                f"killed before it could: {', '.join(parts)}"
+            )
+    return said
+
+
 def _clean(document: dict[str, Any]) -> str:
     held = document.get("held", {})
     killed = 0

@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
     from harness.cli.exits import EXIT_OK
-    from harness.leftovers import cache_dir
+    from harness.leftovers import anything_left, cache_dir
 
     cache = cache_dir()
     if args.dry_run:
@@ -35,6 +35,11 @@ def run(args: argparse.Namespace) -> int:
         kept = [e for e in entries if e.why_kept is not None]
         text = render_clean(cache, removable, kept).replace("  removed ", "  would remove ")
         print(text.replace("\nremoved ", "\nwould remove "), end="")
+        if anything_left():  # recovery is skipped under --dry-run: said instead
+            from harness.boot.recovery import left_by_dead_runs
+
+            for line in left_by_dead_runs():
+                print(line)
         return EXIT_OK
     removed, kept = clean(cache, builds=args.builds, older_than_days=args.older_than)
     print(render_clean(cache, removed, kept), end="")

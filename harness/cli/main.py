@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     run = command(name)
     try:
         check_args(args)
-        if anything_left():
+        dry_run = name == "clean" and getattr(args, "dry_run", False)  # it says, removes nothing
+        if anything_left() and not dry_run:
             from harness.boot.recovery import recover
 
             recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
