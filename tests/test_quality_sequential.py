@@ -367,3 +367,13 @@ def test_an_invalid_run_says_how_far_its_asking_got() -> None:
     assert comparison.sequential.said == (
         "the run is invalid after 40 of 200 queries asked: no verdict"
     )
+
+
+def test_a_compare_that_stopped_early_warns_that_the_rest_went_unchecked() -> None:
+    # A service that hangs on a query the rule never asked is not seen: said, not hidden.
+    gold, asked, comparison = _asked_compare(lost_every=4)
+    unasked = len(gold) - len(asked)
+    assert unasked > 0
+    warning = f"{unasked} queries were not asked (the rule decided first): an error or a hang"
+    assert any(w.startswith(warning) for w in comparison.warnings)  # type: ignore[attr-defined]
+    assert warning in render(comparison, "text")  # type: ignore[arg-type]

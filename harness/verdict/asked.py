@@ -194,4 +194,12 @@ def compare_asked(
         f"{result.reason} (anytime-valid p, Holm: {tested}; {result.level:.1%} confidence "
         f"sequences: {bounds})"
     )
-    return replace(out, verdict_quality=result.verdict, quality_reason=reason)
+    unasked = n_gold - len(asked)
+    warnings = out.warnings
+    if unasked > 0:  # stopped early: what was never asked was never checked either
+        warnings = (
+            *warnings,
+            f"{unasked} queries were not asked (the rule decided first): an error or a hang "
+            "of the service on one of them is not seen; --no-sequential asks every query",
+        )
+    return replace(out, verdict_quality=result.verdict, quality_reason=reason, warnings=warnings)
