@@ -732,3 +732,20 @@ def test_errored_answers_name_their_http_statuses_and_fit_the_advice() -> None:
         assert "HTTP 500: " in reason and advice in reason, reason
         assert 'query.rewrite = "fts5_or"' in reason  # a 500 points at the query text
         assert ("raise compare.max_errors" in reason) == (errors is some)
+
+
+def test_a_slower_tail_is_said_beside_a_verdict_that_does_not_call_it() -> None:
+    # One query in ten answers 200 ms slower: the trimmed mean leaves those out and says "no
+    # measurable difference", as designed; the report now also says the tail got slower.
+    from compare_support import base_ms, candidate, make_gold, make_run, ranks
+
+    def tail(rep: int, q: GoldQuery) -> float:
+        return base_ms(rep, q) + (200.0 if int(q.id[1:]) % 10 == 0 else 0.0)
+
+    gold = make_gold()
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks(), ms=tail), FAST)
+    assert c.verdict_latency is not Verdict.REGRESSED
+    (warning,) = [w for w in c.warnings if w.startswith("the slowest answers got slower")]
+    assert "while the latency verdict is" in warning and "trimmed mean" in warning
+    same = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
+    assert not any(w.startswith("the slowest answers") for w in same.warnings)

@@ -86,6 +86,7 @@ from harness.verdict.comparison import (
     Flips,
     GoldInfo,
     Header,
+    Latency,
     MetricRow,
     QueryDeltas,
     RefInfo,
@@ -393,6 +394,9 @@ def _compare(
     busy = details.machine_warning(latency.machine)
     if busy is not None:
         warnings.append(busy)
+    tail = _tail_warning(latency)
+    if tail is not None:
+        warnings.append(tail)
     quality, quality_reason, power = _headline(overall, settings, collapses)
     if latency.not_compared is not None:
         speed = Verdict.NOT_COMPARED
@@ -464,6 +468,27 @@ def _compare(
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
         query_deltas=deltas,
+    )
+
+
+TAIL_RATIO = 2.0  # the candidate's p95 this many times the baseline's ...
+TAIL_MS = 1.0  # ... and this much slower: said beside a verdict that is not "slower"
+
+
+def _tail_warning(latency: Latency) -> str | None:
+    """A warning when the slowest answers got much slower while the latency verdict (a
+    trimmed mean of per-query ratios, `harness.verdict.latency_rule`) did not call it: the
+    trim leaves out each round's slowest fifth, so a change in the tail alone is not in it."""
+    base, cand, test = latency.baseline, latency.candidate, latency.test
+    if base is None or cand is None or test is None or test.verdict is Verdict.REGRESSED:
+        return None
+    if cand.p95 < TAIL_RATIO * base.p95 or cand.p95 - base.p95 < TAIL_MS:
+        return None
+    return (
+        f"the slowest answers got slower: p95 {base.p95:.1f} -> {cand.p95:.1f} ms "
+        f"({cand.p95 / base.p95:.1f}x), p99 {base.p99:.1f} -> {cand.p99:.1f} ms, while the "
+        f"latency verdict is {test.verdict.value}: it is a trimmed mean of the per-query "
+        "ratios (each round's slowest fifth left out), typical latency, not the tail"
     )
 
 
