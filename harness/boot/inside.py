@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 MAX_SOCKETS = 64  # sockets in one answer (SCM_RIGHTS carries at most 253 fds)
 
@@ -73,14 +74,52 @@ def _serve(link: socket.socket, env_cwd: tuple[dict[str, str], str]) -> None:
             link.send(b"P" + json.dumps({"status": status}).encode())
 
 
+DRAIN_S = 60.0  # the longest a SIGTERM waits here for the service to finish (the harness
+# SIGKILLs what outlives its own stop_timeout well before)
+
+
+def _others() -> list[int]:
+    """The processes of this PID namespace other than its init (bwrap, pid 1) and this one
+    that are not zombies: what is still running of the service."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, os.getpid()):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                state = handle.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != b"Z":
+            found.append(int(name))
+    return found
+
+
+def _drain(deadline: float) -> None:
+    """After a SIGTERM: wait until every process of the service has exited (or `deadline`).
+    This process ending ends bwrap, and with it the namespace, whose every process the kernel
+    then SIGKILLs: a service still in its SIGTERM handler (the `/bin/sh -c` around it gone at
+    once) would never finish it."""
+    while _others() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def main(argv: list[str]) -> int:
     link = socket.socket(fileno=int(argv[1]))
     child = subprocess.Popen(argv[2:], stdin=subprocess.DEVNULL)
-    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    terminated = threading.Event()
+
+    def forward(signum: int, frame: object) -> None:
+        terminated.set()
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
     server = threading.Thread(target=_serve, args=(link, (dict(os.environ), os.getcwd())))
     server.daemon = True
     server.start()
     status = child.wait()
+    if terminated.is_set():  # a teardown: the service's processes finish first
+        _drain(time.monotonic() + DRAIN_S)
     return status if status >= 0 else 128 - status
 
 

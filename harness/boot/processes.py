@@ -212,6 +212,14 @@ class _Handle:
             self.fd = None
 
 
+def _name(pid: int) -> str:
+    """The process's name ("" once it is gone)."""
+    try:
+        return str(psutil.Process(pid).name())
+    except psutil.Error:
+        return ""
+
+
 def _live(handles: Iterable[_Handle]) -> list[_Handle]:
     """Those of `handles` still running: one poll() for every pidfd, however many."""
     handles = list(handles)
@@ -329,8 +337,19 @@ class ProcessTree:
         early = None if self.leader is None else exit_status(self.leader.pid)
         live = self.collect()
         ended = {p.pid for p in live}
-        self._signal_all(live, signal.SIGTERM)
-        self._signal_all(live, signal.SIGCONT)  # a stopped process acts on SIGTERM once resumed
+        # In a bubblewrap PID namespace, SIGTERM goes to the processes inside it, not to bwrap:
+        # bwrap ending first ends the namespace, whose every process the kernel then SIGKILLs
+        # before any SIGTERM handler has run (a service never saw its SIGTERM). The sandbox
+        # helper waits for the service's processes to finish (`inside._drain`), then exits, and
+        # bwrap with it; what outlives the grace gets SIGKILL.
+        inside = [p for p in live if _name(p.pid) != "bwrap"] if self.contained else []
+        if inside:
+            for sig in (signal.SIGTERM, signal.SIGCONT):
+                for proc in inside:
+                    proc.signal(sig)
+        else:
+            self._signal_all(live, signal.SIGTERM)
+            self._signal_all(live, signal.SIGCONT)  # a stopped process acts on SIGTERM, resumed
         self._wait_gone(stop_timeout)
         used_sigkill = False
         survivors = self.collect()
