@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,22 +66,26 @@ def remaining() -> list[str]:
     return left
 
 
-def recover(*, quiet: bool = False) -> list[str]:
-    """Clean up after every earlier run that died holding something; one line per run said on
-    stderr (unless `quiet`), and returned."""
-    directory = leftovers.live_dir()
+def _dead_runs() -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every state file of a run that died, with its document (unreadable ones skipped)."""
     try:
-        files = sorted(directory.glob("*.json"))
+        files = sorted(leftovers.live_dir().glob("*.json"))
     except OSError:
-        return []
-    said = []
+        return
     for path in files:
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(document, dict) or not leftovers.dead(document):
-            continue
+        if isinstance(document, dict) and leftovers.dead(document):
+            yield path, document
+
+
+def recover(*, quiet: bool = False) -> list[str]:
+    """Clean up after every earlier run that died holding something; one line per run said on
+    stderr (unless `quiet`), and returned."""
+    said = []
+    for path, document in _dead_runs():
         claimed = path.with_name(f"{path.stem}.claimed-{os.getpid()}")
         try:
             os.rename(path, claimed)  # the one invocation that wins cleans it
@@ -99,17 +104,7 @@ def left_by_dead_runs() -> list[str]:
     """What `recover` would clean up, one line per dead run, touching nothing (`harness clean
     --dry-run`): its worktrees and temp dirs still there and its processes still running."""
     said = []
-    try:
-        files = sorted(leftovers.live_dir().glob("*.json"))
-    except OSError:
-        return []
-    for path in files:
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(document, dict) or not leftovers.dead(document):
-            continue
+    for _, document in _dead_runs():
         held = document.get("held", {})
         counts = (
             (sum(Path(i["value"]).exists() for i in held.get("worktree", [])), "worktree"),
