@@ -291,3 +291,25 @@ def test_rel_level_0_is_refused_as_an_option_not_a_traceback(
     status, err = _harness(capsys, command, *runs, "--gold", gold, "--rel-level", "0")
     assert status == 2
     assert "--rel-level 0: must be 1 or more" in err and "grade 0 is always judged" in err
+
+
+def test_an_answers_file_error_gives_the_answers_files_advice(tmp_path: Path) -> None:
+    from harness.gold.grades import read_grades
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"query_id": "q1", "correct": "yes"}\n')
+    with pytest.raises(GoldError) as caught:
+        read_grades(answers)
+    said = str(caught.value)
+    assert "docs/reports.md" in said and "gold check" not in said  # check reads no answers
+
+
+def test_answers_k_without_answer_files_is_a_usage_error(tmp_path: Path) -> None:
+    # It was accepted and ignored: a user who set it expected a 2x2.
+    from harness.compare.answers import answer_grades
+    from harness.errors import HarnessError
+
+    gold = load_gold(_gold(tmp_path))
+    with pytest.raises(HarnessError, match="--answers-k sets the 2x2's cutoff"):
+        answer_grades(None, None, 2, gold)
+    assert answer_grades(None, None, None, gold) is None

@@ -23,6 +23,11 @@ def answer_grades(
     """Both sides' answer grades, read before anything is built (None: neither file given);
     one alone is a usage error: there is nothing to move between."""
     if baseline is None and candidate is None:
+        if k is not None:  # the 2x2's cutoff, with no 2x2 to make: said, not ignored
+            raise HarnessError(
+                "--answers-k sets the 2x2's cutoff, which needs --baseline-answers and "
+                "--candidate-answers: give both files, or drop --answers-k"
+            )
         return None
     if baseline is None or candidate is None:
         raise HarnessError(

@@ -76,7 +76,11 @@ def read_grades(path: Path, known: Collection[str] | None = None) -> Grades:
             correct[qid] = value
     if not lines:
         problems.add(path, f"no grades: the file is empty; {_HINT}")
-    problems.raise_if_any(f"{path}: the answers file is invalid")
+    # Not the gold set's advice (`gold check` reads no answers file): the format's own.
+    problems.raise_if_any(
+        f"{path}: the answers file is invalid",
+        hint="fix each problem above (the format: docs/reports.md, the 2x2), then run again",
+    )
     return Grades(str(path), correct)
 
 

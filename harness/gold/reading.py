@@ -38,14 +38,16 @@ class Problems:
     def __len__(self) -> int:
         return len(self.found)
 
-    def raise_if_any(self, what: str) -> None:
+    def raise_if_any(self, what: str, hint: str = CHECK_HINT) -> None:
+        """GoldError listing every problem (by file, then line), `hint` after them (the gold
+        set's own: fix them and run `harness gold check`)."""
         if not self.found:
             return
         count = len(self.found)
         noun = "problem" if count == 1 else "problems"
         files = {p.path: i for i, p in reversed(list(enumerate(self.found)))}
         ordered = sorted(self.found, key=lambda p: (files[p.path], p.line or 0))  # stable
-        raise GoldError(f"{what}: {count} {noun}", ordered, hint=CHECK_HINT)
+        raise GoldError(f"{what}: {count} {noun}", ordered, hint=hint)
 
 
 class DocRef(NamedTuple):
