@@ -749,3 +749,13 @@ def test_a_slower_tail_is_said_beside_a_verdict_that_does_not_call_it() -> None:
     assert "while the latency verdict is" in warning and "trimmed mean" in warning
     same = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
     assert not any(w.startswith("the slowest answers") for w in same.warnings)
+
+
+def test_an_mde_past_the_metrics_range_says_no_change_could_be_seen() -> None:
+    # Six queries: 80% power for hit@5 needs a change larger than 1, which no hit rate makes.
+    from compare_support import candidate, make_gold, make_run, ranks
+
+    gold = make_gold(n=6, unanswerable=0)
+    c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
+    assert c.verdict_quality is Verdict.INCONCLUSIVE
+    assert "could see no change at all" in c.quality_reason, c.quality_reason

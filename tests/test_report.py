@@ -308,11 +308,13 @@ def test_a_slice_collapse_is_reported(comparisons: dict[str, Comparison]) -> Non
 def test_a_gold_set_too_small_is_said_in_words(comparisons: dict[str, Comparison]) -> None:
     text = render(comparisons["too_small"], "text")
     verdict = text.splitlines()[2]
-    assert verdict.startswith("quality: inconclusive: with 5 queries, hit@5 could only have seen")
+    # 1.686 is past any hit rate's range: said as no change at all, with the figure kept.
+    assert verdict.startswith("quality: inconclusive: with 5 queries, hit@5 could see no change")
     # 2 of 5 queries lost: McNemar at alpha / 2 can never call 5 queries (7 needed), so the mde
     # is the normal bound's: x past n moves every query, x - z_a sqrt(V + x) = z_b sqrt(V),
     # V = 2; and 490 queries churning as these (40%) see 0.1 at 80% (exact power; 489 do not).
-    assert verdict.endswith("(80% power), not 0.1; about 485 more queries would")
+    assert verdict.endswith("whole range), not 0.1; about 485 more queries would")
+    assert "would need a change of 1.686" in verdict
     assert "minimum detectable effect of the headline: 1.686 in hit@5 over 5 queries" in text
     z_a, z_b = NormalDist().inv_cdf(1 - 0.025 / 2), NormalDist().inv_cdf(0.8)
     power = comparisons["too_small"].power

@@ -168,13 +168,20 @@ def _headline(
         fix = f"about {weakest.queries_needed - weakest.n} more queries"
         if weakest.repeats_needed is not None:
             fix += f" or {weakest.repeats_needed} repeats per side"
+        # Every metric here lies in [0, 1]: an mde past 1 is no change the gold set could see.
+        seen = (
+            f"could see no change at all (80% power would need a change of {weakest.mde:.3f}, "
+            "more than the metric's whole range)"
+            if weakest.mde > 1
+            else f"could only have seen a change of {weakest.mde:.3f} or more (80% power)"
+        )
         reason = (
-            f"with {weakest.n} queries, {weakest.metric} could only have seen a "
-            f"change of {weakest.mde:.3f} or more (80% power), not {weakest.effect:g}; "
+            f"with {weakest.n} queries, {weakest.metric} {seen}, not {weakest.effect:g}; "
             f"{fix} would"
         )
-    if collapses:
-        reason += f"; but slice collapse: {', '.join(collapses)}"
+    if collapses:  # "but" against a call that did not see it, "and" beside a regression
+        joined = "and" if verdict is Verdict.REGRESSED else "but"
+        reason += f"; {joined} slice collapse: {', '.join(collapses)}"
     return verdict, reason, weakest
 
 
