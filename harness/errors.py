@@ -135,6 +135,8 @@ class AdapterError(HarnessError):
 class ResultsError(HarnessError):
     """A run record or a saved comparison cannot be read or written."""
 
+    reason: str = ""  # the system's words, when a failed write caused it ("Permission denied")
+
 
 def require_schema(
     document: Mapping[str, Any],

@@ -322,8 +322,9 @@ class ProcessTree:
             _wait_exit(live, left, self.poll_interval)
         return live
 
-    def _signal_all(self, live: list[_Handle], sig: signal.Signals) -> None:
-        if self.leader is not None:  # the group: also reaches members we have not seen
+    def _signal_all(self, live: list[_Handle], sig: signal.Signals, *, group: bool = True) -> None:
+        """`sig` to each of `live`, and (`group`) to the leader's process group."""
+        if group and self.leader is not None:  # the group: also reaches members not yet seen
             with contextlib.suppress(OSError):
                 os.killpg(self.leader.pid, sig)
         for proc in live:
@@ -343,13 +344,9 @@ class ProcessTree:
         # helper waits for the service's processes to finish (`inside._drain`), then exits, and
         # bwrap with it; what outlives the grace gets SIGKILL.
         inside = [p for p in live if _name(p.pid) != "bwrap"] if self.contained else []
-        if inside:
-            for sig in (signal.SIGTERM, signal.SIGCONT):
-                for proc in inside:
-                    proc.signal(sig)
-        else:
-            self._signal_all(live, signal.SIGTERM)
-            self._signal_all(live, signal.SIGCONT)  # a stopped process acts on SIGTERM, resumed
+        targets = inside or live
+        self._signal_all(targets, signal.SIGTERM, group=not inside)
+        self._signal_all(targets, signal.SIGCONT, group=not inside)  # resumed, acts on SIGTERM
         self._wait_gone(stop_timeout)
         used_sigkill = False
         survivors = self.collect()

@@ -60,9 +60,8 @@ def write_output(path: Path, data: bytes, *, force: bool) -> None:
     try:
         tmp = write_bytes_new(beside, data)
     except ResultsError as exc:  # it names the temp file and compare's --results
-        why = exc.message.rpartition("(")[2].rstrip(")")
         raise HarnessError(
-            f"--output {path}: cannot be written ({why})",
+            f"--output {path}: cannot be written ({exc.reason or exc.message})",
             ["check the folder's permissions and free space, or name another file (-o FILE)"],
         ) from None
     try:

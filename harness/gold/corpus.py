@@ -30,6 +30,7 @@ from harness.gold.reading import (
     has_lone_surrogate,
     json_error,
     json_type,
+    not_utf8,
 )
 
 _CHUNK = 1 << 20
@@ -196,8 +197,7 @@ def _row(raw: bytes, file: Path, number: int, problems: Problems) -> dict[str, o
         problems.add(file, f"the line {NESTED_TOO_DEEPLY}", number)
         return None
     except UnicodeDecodeError as exc:
-        problems.add(file, f"not UTF-8 text (byte {exc.start} of the line); save the corpus as "
-                     "UTF-8", number)
+        problems.add(file, not_utf8(exc, "the corpus", in_line=True), number)
         return None
     except ValueError as exc:
         problems.add(file, json_error(exc), number)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import GoldError
-from harness.gold.reading import Problems
+from harness.gold.reading import Problems, not_utf8
 
 JSONL_LINE = '{"query_id": "q17", "correct": true}'
 TSV_LINE = "q17<TAB>1"
@@ -47,8 +47,9 @@ def read_grades(path: Path, known: Collection[str] | None = None) -> Grades:
     except UnicodeDecodeError as exc:
         data = path.read_bytes()
         line = data.count(b"\n", 0, exc.start) + 1
-        raise GoldError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the answers file "
-                        "as UTF-8 (JSON lines or TSV, see `harness twobytwo`)") from None
+        said = not_utf8(exc, "the answers file")
+        raise GoldError(f"{path}:{line}: {said} (JSON lines or TSV, see `harness twobytwo`)"
+                        ) from None
     except OSError as exc:
         raise GoldError(f"{path}: cannot read the answers file ({exc.strerror or exc}); check the "
                         "path and that this user may read it") from None

@@ -23,6 +23,7 @@ from harness.gold.reading import (
     Parsed,
     Problems,
     loads,
+    not_utf8,
 )
 from harness.gold.tables import read_beir, read_qrels, read_trec
 from harness.types import CorpusInfo, GoldSet
@@ -57,13 +58,13 @@ def _sniff(handle: BinaryIO, path: Path) -> str:
     for number, raw in enumerate(handle, start=1):
         if raw.strip():
             try:
-                raw.decode("utf-8-sig")
+                text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as exc:  # binary, or another encoding: not qrels either
-                raise GoldError(f"{path}:{number}: not UTF-8 text (byte {exc.start} of the line); "
-                                "save the file as UTF-8 (a gold set is JSON lines or TREC qrels)"
-                                ) from None
+                said = not_utf8(exc, "the file", in_line=True)
+                raise GoldError(f"{path}:{number}: {said} (a gold set is JSON lines or TREC "
+                                "qrels)") from None
             try:
-                first = loads(raw.decode("utf-8-sig"))
+                first = loads(text)
             except ValueError as exc:  # JSON too deep or with a lone surrogate: native's
                 return "native" if str(exc) in (NESTED_TOO_DEEPLY, LONE_SURROGATE) else "trec"
             return "native" if isinstance(first, JsonObject) else "trec"

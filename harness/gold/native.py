@@ -36,14 +36,11 @@ from pathlib import Path
 
 from harness.errors import GoldError, clip
 from harness.gold.reading import (
-    GRADE_RULE,
-    LARGE_GRADE,
-    MAX_GRADE,
-    NEGATIVE_GRADE,
     DocRef,
     JsonObject,
     Parsed,
     Problems,
+    bad_grade,
     json_error,
     json_type,
     loads,
@@ -246,9 +243,7 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
             if not doc.strip():
                 problems.add(path, f"a document id has a non-blank character, got {doc!r}",
                              number, "relevant")
-            elif type(grade) is not int or not 0 <= grade <= MAX_GRADE:
-                rule = GRADE_RULE + ("" if type(grade) is not int else NEGATIVE_GRADE
-                                     if grade < 0 else LARGE_GRADE)
+            elif (rule := bad_grade(grade)) is not None:
                 problems.add(path, f"document {doc!r} has grade {clip(json.dumps(grade), 40)}; "
                              f"{rule}",
                              number, "relevant")

@@ -25,6 +25,23 @@ LARGE_GRADE = f", at most {MAX_GRADE} (a C int, as trec_eval reads it); use a sm
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
+def bad_grade(grade: object) -> str | None:
+    """Why `grade` (as read: an int, or None when the text was no integer) is not a grade,
+    or None when it is one: an integer from 0 to MAX_GRADE."""
+    if type(grade) is not int:
+        return GRADE_RULE
+    if grade < 0:
+        return GRADE_RULE + NEGATIVE_GRADE
+    return GRADE_RULE + LARGE_GRADE if grade > MAX_GRADE else None
+
+
+def not_utf8(exc: UnicodeDecodeError, what: str, *, in_line: bool = False) -> str:
+    """The problem of text that does not decode as UTF-8: the byte, and to save `what` as
+    UTF-8 (`in_line`: the byte is counted from the start of the line, not of the file)."""
+    where = " of the line" if in_line else ""
+    return f"not UTF-8 text (byte {exc.start}{where}); save {what} as UTF-8"
+
+
 class Problems:
     """Problems found so far, in the order found; `raise_if_any` turns them into one GoldError."""
 
@@ -92,7 +109,7 @@ def numbered_lines(path: Path, problems: Problems) -> list[tuple[int, str]] | No
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        problems.add(path, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8", line)
+        problems.add(path, not_utf8(exc, "the file"), line)
         return None
     found = []
     for number, raw in enumerate(text.split("\n"), start=1):

@@ -28,14 +28,11 @@ from typing import NamedTuple
 from harness.errors import GoldError, clip
 from harness.gold.native import RESERVED_SLICE, parse_outranks
 from harness.gold.reading import (
-    GRADE_RULE,
-    LARGE_GRADE,
-    MAX_GRADE,
-    NEGATIVE_GRADE,
     DocRef,
     JsonObject,
     Parsed,
     Problems,
+    bad_grade,
     json_error,
     json_type,
     loads,
@@ -241,9 +238,7 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
             # parse_grade's rule, its common case (ASCII digits) without a regex
             grade = int(grade_text) if grade_text.isdigit() and grade_text.isascii() \
                 else parse_grade(grade_text)
-            if grade is None or not 0 <= grade <= MAX_GRADE:
-                rule = GRADE_RULE + ("" if grade is None else NEGATIVE_GRADE if grade < 0
-                                     else LARGE_GRADE)
+            if (rule := bad_grade(grade)) is not None:
                 problems.add(path, f"grade {clip(grade_text, 40)!r}: {rule}", number,
                              columns.grade)
             elif not query_id.strip() or not doc_id.strip():

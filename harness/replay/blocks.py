@@ -133,7 +133,7 @@ def _quality_rounds(
     rounds: list[list[_Side]] = []  # per round, the sides in the sessions' order
     asked = 0
     machines: list[Machine | None] = [None] * repeats
-    names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
+    names = " + ".join(s.described for s in sessions)
     # One label for the R rounds' 2R boots and the queries asked of them (harness.cli.progress
     # counts the boots of a label done when its queries are).
     label = f"rounds 1-{repeats}, asked block by block: {names}"
@@ -203,9 +203,7 @@ def _quality_rounds(
                         )
                         sent.clear()
                         for side in asking:  # query.warmup = 0: no probe; the first answers
-                            one = side.session
-                            who = f"{one.side_name} {one.ref} ({one.sha[:8]})"
-                            one.adapter_check(side.results, who)
+                            side.session.check_adapter(side.results)
                         t0 = time.perf_counter()
                     if stopped:
                         break

@@ -63,7 +63,7 @@ def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
     if count == 0 or session.adapter_check.done:
         return 0
     answers = [channel.read(channel.send(*items[i % len(items)])) for i in range(count)]
-    session.adapter_check(answers, f"{session.side_name} {session.ref} ({session.sha[:8]})")
+    session.check_adapter(answers)
     return count
 
 
@@ -143,7 +143,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
     seed = sessions[0].order_seed
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
     sides = [_Side(s, s._log_path(index)) for s in order]
-    names = " + ".join(f"{s.side_name} {s.ref} ({s.sha[:8]})" for s in sessions)
+    names = " + ".join(s.described for s in sessions)
     label = f"{round_words(sessions[0], index, repeats)}: {names}"
     machine: Machine | None = None
     with contextlib.ExitStack() as stack:
@@ -212,8 +212,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
                 for side in asking:  # query.warmup = 0: no probe; the first answers instead
-                    who = f"{side.session.side_name} {side.session.ref} ({side.session.sha[:8]})"
-                    side.session.adapter_check(side.results, who)
+                    side.session.check_adapter(side.results)
             if stopped:
                 _cut_short(asking, stopped)
                 break

@@ -178,11 +178,21 @@ class RefSession:
     def log_dir(self) -> Path:
         return self.plan.results_dir / "logs"
 
+    @property
+    def described(self) -> str:
+        """How progress and errors name it: "baseline main (abc12345)"."""
+        return f"{self.side_name} {self.ref} ({self.sha[:8]})"
+
+    def check_adapter(self, answers: Sequence[QueryResult]) -> None:
+        """Its first answers held against the adapter (`harness.replay.adapter_check`): a
+        wrong query.ids stops the run here, before the next service boots."""
+        self.adapter_check(answers, self.described)
+
     def __enter__(self) -> RefSession:
         if self.resolved is None:
             return self  # a deployment: nothing to check out or build
         observer = self.plan.observer
-        what = f"{self.side_name} {self.ref} ({self.sha[:8]})"
+        what = self.described
         try:
             if observer is not None:
                 observer.phase("checkout", what)
@@ -254,7 +264,7 @@ class RefSession:
             rep = Repeat(index=index, results=(), failure=self.build_failure)
             self.repeats.append(rep)
             return rep
-        label = f"{self.side_name} {self.ref} ({self.sha[:8]}) repeat {index + 1}"
+        label = f"{self.described} repeat {index + 1}"
         log_path = self._log_path(index)
         items = self.items()
         timings: dict[str, float] = {}
@@ -296,7 +306,7 @@ class RefSession:
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         if failure is None:  # torn down already: the first boot's answers, before the next boot
-            self.adapter_check(results, f"{self.side_name} {self.ref} ({self.sha[:8]})")
+            self.check_adapter(results)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
 
     def stop(self, who: str, message: str) -> RunFailure:

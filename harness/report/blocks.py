@@ -341,7 +341,7 @@ def _mde(p: Power | None) -> str:
 def _rule_decided(c: Comparison) -> bool:
     """Whether the sequential rule gave the quality verdict (the tables are then the
     fixed-sample tests of the queries asked, which did not decide it)."""
-    return c.valid and c.sequential is not None and c.sequential.result.verdict is not None
+    return c.valid and c.sequential is not None and c.sequential.decided
 
 
 def _noise(c: Comparison, mark: str) -> list[Block]:

@@ -138,7 +138,9 @@ def remove_dead_temps(results: Path) -> list[Path]:
 def _write_error(path: Path, exc: OSError) -> ResultsError:
     why = exc.strerror or str(exc)
     hint = "free some space" if exc.errno == errno.ENOSPC else "check its permissions and mount"
-    return ResultsError(f"{path}: cannot be written ({why})", [f"{hint}, or pass --results DIR"])
+    error = ResultsError(f"{path}: cannot be written ({why})", [f"{hint}, or pass --results DIR"])
+    error.reason = why
+    return error
 
 
 def check_writable(results: Path) -> Path:

@@ -190,6 +190,11 @@ class Sequential:
     # at the rest, which is the Comparison's settings.alpha); 0 in comparisons saved before.
     alpha: float = 0.0
 
+    @property
+    def decided(self) -> bool:
+        """Whether the rule gave the verdict (else the fixed-sample test did, at the end)."""
+        return self.result.verdict is not None
+
 
 @dataclass(frozen=True)
 class _Path:
