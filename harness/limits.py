@@ -16,3 +16,5 @@ MAX_BATCH = 100_000  # service.load.batch: documents per request
 MAX_SEED = (1 << 63) - 1  # a 64-bit seed, what numpy and every log show whole
 MAX_CONCURRENCY = 1024  # --concurrency: queries in flight
 MAX_LOG_BYTES = 1 << 40  # service.max_log_bytes: the log tail kept per boot or build (1 TiB)
+MAX_PROCESSES = 4_194_304  # service.max_processes: the kernel's own pid_max ceiling
+MAX_FOLDER_BYTES = 1 << 40  # service.max_folder_bytes: each writable folder of a boot (1 TiB)

@@ -78,8 +78,68 @@ ESCAPE_PY = textwrap.dedent(
         fd = os.open("/dev/null", os.O_RDONLY)
         return outcome(libc.syscall(number, fd, b"", 0))
 
+    def open_for_writing(path):
+        os.close(os.open(path, os.O_WRONLY))  # opened, nothing written
+        return "ok (opened for writing)"
+
+    def rewrite_sysctl(path):
+        with open(path) as f:
+            same = f.read()
+        with open(path, "w") as f:  # the value it has: a broken sandbox changes nothing
+            f.write(same)
+        return "ok (written)"
+
+    def fill(folder, megabytes):
+        path = os.path.join(folder, "filler")
+        written = 0
+        try:
+            with open(path, "wb") as f:
+                for _ in range(megabytes):
+                    f.write(b"x" * (1 << 20))
+                    f.flush()
+                    written += 1
+            return "ok (%d MiB written)" % written
+        except OSError as exc:
+            return "denied: %s after %d MiB" % (errno.errorcode.get(exc.errno, "?"), written)
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+
+    def fork_until_refused(most):
+        pids = []
+        try:
+            for _ in range(most):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        os.read(stop_r, 1)  # until the parent closes its end, or a kill
+                    finally:
+                        os._exit(0)
+                pids.append(pid)
+            return "ok (%d processes)" % len(pids)
+        except OSError as exc:
+            return "denied: %s after %d" % (errno.errorcode.get(exc.errno, "?"), len(pids))
+        finally:
+            for pid in pids:
+                os.kill(pid, 9)
+            for pid in pids:
+                os.waitpid(pid, 0)
+
     report["CapEff"] = status("CapEff")
     report["CapBnd"] = status("CapBnd")
+    report["uid"] = os.getuid()
+    report["euid"] = os.geteuid()
+    for name, path in sorted(plan["sysctls"].items()):
+        attempt("sysctl_open_" + name, lambda: open_for_writing(path))
+    attempt("sysctl_write_printk", lambda: rewrite_sysctl(plan["sysctls"]["printk"]))
+    for name, path in sorted(plan["root_only"].items()):
+        attempt("read_" + name, lambda: (open(path, "rb").read(1), "ok (read)")[1])
+    for name in ("HOME", "TMPDIR"):
+        attempt("fill_" + name, lambda: fill(os.environ[name], plan["fill_mib"]))
+    attempt("fill_shm", lambda: fill("/dev/shm", plan["fill_mib"]))
+    stop_r, stop_w = os.pipe()
+    attempt("fork_bomb", lambda: fork_until_refused(plan["fork_most"]))
+    os.close(stop_w)
     home = plan["home"].encode()
     attempt("remount_rw", lambda: outcome(libc.mount(b"none", b"/", None, 32 | 4096, None)))
     attempt("mount_command", mount_command)
@@ -150,10 +210,45 @@ def make_data(folder: Path) -> dict[str, Any]:
     return {"data": str(folder), "data_inode": (folder / "index.bin").stat().st_ino}
 
 
+SYSCTLS = {
+    "printk": "/proc/sys/kernel/printk_ratelimit",
+    "core_pattern": "/proc/sys/kernel/core_pattern",
+    "drop_caches": "/proc/sys/vm/drop_caches",
+}
+LIMITS = {"max_processes": 256, "max_folder_bytes": 8 << 20, "fill_mib": 16, "fork_most": 1024}
+
+
+def make_venv(folder: Path, python: str = sys.executable) -> dict[str, Any]:
+    """A venv-like folder mounted back into the sandbox, holding a 0600 file of the invoker's
+    (root's, in CI: what a service that is not root must not read), and the plan's entries for
+    the host's root-only files and kernel settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bin").mkdir(exist_ok=True)
+    (folder / "bin" / "python").symlink_to(python)  # {python}: the Python running harness
+    secret = folder / "private.key"
+    secret.write_text("a root-only secret\n")
+    secret.chmod(0o600)
+    root_only = {"shadow": "/etc/shadow", "gshadow": "/etc/gshadow", "venv_0600": str(secret)}
+    root_only = {k: v for k, v in root_only.items() if os.path.exists(v)}
+    return {"venv": str(folder), "root_only": root_only, "sysctls": dict(SYSCTLS), **LIMITS}
+
+
 def controls(plan: dict[str, Any]) -> dict[str, str]:
     """The same connections, reads and writes from outside the sandbox: they must work, so that
     each denial inside is the sandbox's doing."""
     seen = {}
+    for name, path in plan["sysctls"].items():
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+            seen["sysctl_open_" + name] = "ok"
+        except OSError as exc:
+            seen["sysctl_open_" + name] = f"denied: {exc}"
+    for name, path in plan["root_only"].items():
+        try:
+            Path(path).read_bytes()
+            seen["read_" + name] = "ok"
+        except OSError as exc:
+            seen["read_" + name] = f"denied: {exc}"
     probe = Path(plan["data"]) / "control-probe"
     try:
         probe.write_text("the service's user may write here")
@@ -197,6 +292,8 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
         ready="/health",
         ready_timeout=30.0,
         data=plan["data"],  # outside the repository: used in place, bound read-only
+        max_processes=plan["max_processes"],
+        max_folder_bytes=plan["max_folder_bytes"],
     )
     ctx = service.running_service(
         spec,
@@ -204,6 +301,7 @@ def boot_and_report(work: Path, plan: dict[str, Any]) -> dict[str, Any]:
         log_path=work / "escape.log",
         temp_parent=work / "roots",
         sandbox="bubblewrap",
+        extra_env={"VIRTUAL_ENV": plan["venv"]},  # mounted back read-only, as a build's venv
     )
     with ctx as svc:
         with svc.connect(timeout=10.0) as conn:

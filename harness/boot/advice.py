@@ -67,3 +67,37 @@ def import_hints(
         f"the service could not import {module!r} from the venv {venv}: install it in "
         "service.build (e.g. python -m pip install -e .), and start it with {python}"
     ]
+
+
+_FORK_FAILED = re.compile(
+    r"cannot fork|can't fork|fork: retry|resource temporarily unavailable|"
+    r"can't start new thread|eagain|blockingioerror",
+    re.IGNORECASE,
+)
+_DENIED = re.compile(r"permission denied|eacces", re.IGNORECASE)
+_NO_SPACE = re.compile(r"no space left on device|enospc", re.IGNORECASE)
+
+
+def limit_hints(log: str, spec: ServiceConfig, ids: tuple[int, int] | None) -> list[str]:
+    """For a sandboxed service that failed: the sandbox's limit its log suggests it met (its
+    processes, its writable folders) and, when it runs as a uid of its own (`ids`: the harness
+    is root), that a file it could not open must be readable by others."""
+    hints = []
+    if _FORK_FAILED.search(log):
+        hints.append(
+            f"maybe: it met service.max_processes = {spec.max_processes} (processes and "
+            "threads, counted together); raise it if the service needs more"
+        )
+    if _NO_SPACE.search(log):
+        hints.append(
+            f"maybe: HOME, TMPDIR, an XDG_* folder or /dev/shm is full: each holds at most "
+            f"service.max_folder_bytes = {spec.max_folder_bytes} bytes, in memory; raise it, or "
+            "write large files into the data copy ({data})"
+        )
+    if ids is not None and _DENIED.search(log):
+        hints.append(
+            f"maybe: harness runs as root, and the service as uid {ids[0]}, never root: what it "
+            "reads (your files, the interpreter, the data) must be readable by others "
+            "(chmod -R o+rX, or a umask of 022 when they are made)"
+        )
+    return hints

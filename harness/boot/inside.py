@@ -1,7 +1,7 @@
 """The one harness process inside a boot's sandbox: it starts the service and hands the harness
 sockets made in the sandbox's network namespace.
 
-    python -I inside.py FD /bin/sh -c START      # argv as bubblewrap runs it
+    python -I inside.py FD SETTINGS /bin/sh -c START      # argv as bubblewrap runs it
 
 Standard library only, and run by path with `-I`: inside the sandbox the harness's own packages
 (or the user's site-packages) may be hidden with the real home.
@@ -16,6 +16,17 @@ FD is this end of a SOCK_SEQPACKET socketpair whose other end the harness holds
     b"P" + JSON {cmd, timeout} -> b"P" + JSON {status}: `/bin/sh -c cmd` run to completion (its
                                   process group SIGKILLed after `timeout` s, status null); the
                                   service's environment, cwd and log
+
+SETTINGS (JSON, `confinement_settings`) is what this process does before anything else, while it
+still may: make each of `dirs` (HOME, TMPDIR, the XDG_* folders: fresh tmpfs the sandbox mounted)
+with mode 0700; set RLIMIT_NPROC to `nproc` (the service's processes and threads, counted in its
+user namespace, or for its own uid); and, with `uid` set (the harness runs as root, and bwrap
+handed this process CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_SETPCAP only), give `dirs` to that
+uid, empty the capability bounding and ambient sets, and become that uid and gid with no
+supplementary group and no capability left. So the service, and the prepare commands run from
+here, are never uid 0 of the host: the kernel's settings under /proc/sys check that uid alone,
+and root-only files (/etc/shadow, a 0600 file of root's) check it first. A step that fails ends
+this process before the service starts (status 125 and a line in the log).
 
 A socket belongs to the namespace it was created in, whichever process or thread later uses it,
 so nothing relays the timed requests: the harness's connections are direct loopback TCP. The
@@ -32,8 +43,59 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 MAX_SOCKETS = 64  # sockets in one answer (SCM_RIGHTS carries at most 253 fds)
+CONFINE_FAILED = 125  # this process's status when it could not confine the service
+
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
+
+
+def _become(uid: int, gid: int) -> None:
+    """Empty the bounding set while CAP_SETPCAP is held, take the ids (the kernel clears the
+    permitted and effective sets once every uid leaves 0), then clear what is left (ambient,
+    inheritable): nothing this process or what it starts holds or can regain."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for cap in range(last + 1):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {cap})")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+    class Data(ctypes.Structure):
+        _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32))  # fmt: skip
+
+    if libc.capset(ctypes.byref(Header(_CAP_VERSION_3, 0)), (Data * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def confine(settings: dict[str, Any]) -> None:
+    """Apply SETTINGS (the module docstring); raise OSError when a step fails."""
+    import resource
+
+    uid, gid = settings.get("uid"), settings.get("gid")
+    ids = (int(uid), int(gid)) if uid is not None and gid is not None else None
+    for folder in settings.get("dirs", ()):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if ids is not None:
+            os.chown(folder, *ids)
+    if settings.get("nproc") is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (settings["nproc"], settings["nproc"]))
+    if ids is not None:
+        _become(*ids)
 
 
 def _serve(link: socket.socket, env_cwd: tuple[dict[str, str], str]) -> None:
@@ -106,7 +168,12 @@ def _drain(deadline: float) -> None:
 
 def main(argv: list[str]) -> int:
     link = socket.socket(fileno=int(argv[1]))
-    child = subprocess.Popen(argv[2:], stdin=subprocess.DEVNULL)
+    try:
+        confine(json.loads(argv[2]))
+    except (OSError, ValueError) as exc:
+        print(f"harness: the sandbox could not confine the service: {exc}", file=sys.stderr)
+        return CONFINE_FAILED
+    child = subprocess.Popen(argv[3:], stdin=subprocess.DEVNULL)
     terminated = threading.Event()
 
     def forward(signum: int, frame: object) -> None:

@@ -343,21 +343,27 @@ def new_root(parent: Path | None, run_id: str) -> Path:
     return leftovers.make_dir("dir", parent, "harness-svc-", also=[("run_id", run_id)])
 
 
+ROOT_DIRS = {
+    "HOME": "home",
+    "TMPDIR": "tmp",
+    "XDG_CONFIG_HOME": "xdg/config",
+    "XDG_CACHE_HOME": "xdg/cache",
+    "XDG_DATA_HOME": "xdg/data",
+    "XDG_STATE_HOME": "xdg/state",
+    "XDG_RUNTIME_DIR": "xdg/runtime",
+}
+"""The folders of a boot's root a service writes, by the variable that names each."""
+SCRATCH = ("home", "tmp", "xdg")
+"""The root's folders (all of `ROOT_DIRS`, not the data copy) the sandbox makes a bounded tmpfs."""
+
+
 def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path | None]:
     """Home, tmp, xdg/* and the data copy made in `root`; its isolation env; the copy's path.
     On failure what was made stays for the caller's `leftovers.remove_tree(root)`.
 
     A data directory is copied to root/data, a data file to root/data/<its name>.
     """
-    dirs = {
-        "HOME": root / "home",
-        "TMPDIR": root / "tmp",
-        "XDG_CONFIG_HOME": root / "xdg" / "config",
-        "XDG_CACHE_HOME": root / "xdg" / "cache",
-        "XDG_DATA_HOME": root / "xdg" / "data",
-        "XDG_STATE_HOME": root / "xdg" / "state",
-        "XDG_RUNTIME_DIR": root / "xdg" / "runtime",
-    }
+    dirs = {name: root / relative for name, relative in ROOT_DIRS.items()}
     for path in dirs.values():
         path.mkdir(parents=True, mode=0o700)
     data = None
@@ -372,3 +378,37 @@ def fill_root(root: Path, data_src: Path | None) -> tuple[dict[str, str], Path |
     # block-buffered stdout, so the log tail of a crash holds its last words.
     env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
     return env, data
+
+
+def give_root(root: Path, ids: tuple[int, int]) -> None:
+    """Make `root` and all in it (the data copy) belong to the service's own uid and gid, so a
+    service that is not the harness's user may write there; links are not followed."""
+    uid, gid = ids
+    os.chown(root, uid, gid)
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def account_files(root: Path, ids: tuple[int, int], home: str) -> list[tuple[Path, Path]]:
+    """The host's /etc/passwd and /etc/group with an account for the service's own uid and gid
+    added (a program that looks its user up, `whoami`, `getpass.getuser()`, initdb, finds one),
+    written into `root` (owned by the harness: the service cannot change them) and paired with
+    where the sandbox binds them."""
+    uid, gid = ids
+    made = []
+    for name, line in (
+        ("passwd", f"harness:x:{uid}:{gid}:harness service:{home}:/bin/sh\n"),
+        ("group", f"harness:x:{gid}:\n"),
+    ):
+        try:
+            host = Path("/etc", name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            host = ""
+        if host and not host.endswith("\n"):
+            host += "\n"
+        path = root / f".{name}"
+        path.write_text(host + line, encoding="utf-8")
+        path.chmod(0o644)
+        made.append((path, Path("/etc", name)))
+    return made

@@ -22,6 +22,7 @@ or in /opt cannot be reached either.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -86,21 +87,52 @@ class Mounts:
     writable: Path  # the boot's root
     sockets: tuple[Path, ...]  # listening host sockets left visible: /dev/null over each
     bound: tuple[Path, ...] = ()  # bound read-only where they lie, hidden folder or not
+    # Inside the boot's root, fresh tmpfs of at most `scratch_bytes` each (HOME, TMPDIR, XDG_*),
+    # and so is /dev/shm; None: no tmpfs (the root's folders on disk, /dev/shm unbounded).
+    scratch: tuple[Path, ...] = ()
+    scratch_bytes: int | None = None
+    files: tuple[tuple[Path, Path], ...] = ()  # (source, where): files bound read-only over
 
     def argv(self) -> list[str]:
         argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        # The kernel's settings read-only, whatever uid the service has (a uid 0 that could
+        # not be left behind writes them: their check is the uid alone).
+        argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
+        argv += ["--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+        if self.scratch_bytes is not None:
+            argv += ["--size", str(self.scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm"]
         for path in self.hidden:
             argv += ["--tmpfs", str(path)]
         for target, link in self.links:
             argv += ["--symlink", target, str(link)]
+        # The folders leading to what is mounted back into a hidden one are made here, open to
+        # all (bwrap would make them 0700, its own: a service that is not uid 0 could not pass).
+        for folder in self._leading():
+            argv += ["--perms", "0755", "--dir", str(folder)]
         for path in (*self.back, *self.bound):
             argv += ["--ro-bind", str(path), str(path)]
         argv += ["--bind", str(self.writable), str(self.writable)]
+        for path in self.scratch if self.scratch_bytes is not None else ():
+            argv += ["--size", str(self.scratch_bytes), "--perms", "0700", "--tmpfs", str(path)]
+        for source, where in self.files:
+            argv += ["--ro-bind", str(source), str(where)]
         for sock in self.sockets:
             argv += ["--ro-bind", "/dev/null", str(sock)]
         for path in self.hidden:  # read-only once what lies in it is mounted (not recursive)
             argv += ["--remount-ro", str(path)]
         return argv
+
+    def _leading(self) -> list[Path]:
+        """The folders between a hidden folder and each path mounted into it, parents first."""
+        found: dict[Path, None] = {}
+        for path in (*self.back, *self.bound, self.writable):
+            hidden = next((h for h in self.hidden if path.is_relative_to(h) and path != h), None)
+            if hidden is None:
+                continue
+            for parent in reversed(path.parents):
+                if parent.is_relative_to(hidden) and parent != hidden:
+                    found[parent] = None
+        return list(found)
 
     def hiding(self, path: Path) -> Path | None:
         """The hidden folder that makes `path` (absolute, its folder resolved) absent inside."""
@@ -117,11 +149,15 @@ def plan(
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
     bound: Iterable[Path] = (),
+    scratch: Iterable[Path] = (),
+    scratch_bytes: int | None = None,
+    files: Iterable[tuple[Path, Path]] = (),
 ) -> Mounts:
     """The mounts of one boot: `HOST_HIDDEN`, $XDG_RUNTIME_DIR and `hide` (default `homes()`)
     hidden; the worktree and `readable` mounted back where they lie in a hidden folder;
     `bound` (resolved, existing; never a hidden folder or one holding one: `hidden_within`)
-    bound read-only where it lies."""
+    bound read-only where it lies; each of `scratch` (folders of `root`) and /dev/shm a tmpfs
+    of `scratch_bytes`, when given; `files`, (source, where) pairs, bound read-only."""
     asked = _hidden_asked(hide)
     hidden = _outermost(asked)
     links = []
@@ -143,7 +179,13 @@ def plan(
     binds = tuple(dict.fromkeys(Path(p).resolve() for p in bound))
     mounts = Mounts(hidden, tuple(links), _outermost(wanted), Path(root).resolve(), (), binds)
     sockets = [s for s in _host_sockets() if _visible(s, mounts)]
-    return Mounts(hidden, tuple(links), mounts.back, mounts.writable, tuple(sockets), binds)
+    return dataclasses.replace(
+        mounts,
+        sockets=tuple(sockets),
+        scratch=tuple(mounts.writable / Path(p).name for p in scratch),
+        scratch_bytes=scratch_bytes,
+        files=tuple(files),
+    )
 
 
 def _hidden_asked(hide: Iterable[Path] | None) -> list[Path]:

@@ -43,6 +43,19 @@ import psutil
 
 from harness.boot.isolation import MARKER_ENV
 
+MAX_PIDFDS = 256
+"""Pidfds one teardown holds at most, and never more than a quarter of the harness's soft
+file-descriptor limit (`_pidfd_budget`); past it, a process is held by psutil (its start time
+checked). A service may start thousands of processes: one descriptor each would exhaust the
+harness's own (a soft limit of 1,024 is common) in the middle of a teardown."""
+
+
+def _pidfd_budget() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return MAX_PIDFDS if soft == resource.RLIM_INFINITY else min(MAX_PIDFDS, soft // 4)
+
 
 @dataclass(frozen=True)
 class TeardownReport:
@@ -55,6 +68,7 @@ class TeardownReport:
     survivors: tuple[int, ...] = ()  # still running after every kill round
     exit_status: int | None = None  # of the leader: negative = killed by that signal
     died_before_teardown: bool = False  # the leader had already exited when teardown began
+    tasks: int = 0  # processes and threads of the service running when teardown began
 
 
 def exit_status(pid: int) -> int | None:
@@ -182,15 +196,17 @@ class _Handle:
 
     __slots__ = ("_proc", "fd", "pid")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, *, pidfd: bool = True) -> None:
         self.pid = pid
         self.fd: int | None = None
         self._proc: psutil.Process | None = None
         try:
+            if not pidfd:
+                raise OSError("past MAX_PIDFDS")
             self.fd = os.pidfd_open(pid)
         except ProcessLookupError:
             raise psutil.NoSuchProcess(pid) from None
-        except (AttributeError, OSError):  # no pidfd here: psutil's create-time check
+        except (AttributeError, OSError):  # no pidfd here (or too many): psutil's check
             self._proc = psutil.Process(pid)
 
     def alive(self) -> bool:
@@ -218,6 +234,14 @@ def _name(pid: int) -> str:
         return str(psutil.Process(pid).name())
     except psutil.Error:
         return ""
+
+
+def _threads(pid: int) -> int:
+    """How many threads `pid` runs (0 once it is gone): what RLIMIT_NPROC counts."""
+    try:
+        return int(psutil.Process(pid).num_threads())
+    except psutil.Error:
+        return 0
 
 
 def _live(handles: Iterable[_Handle]) -> list[_Handle]:
@@ -277,11 +301,14 @@ class ProcessTree:
         self._scoped = contained or become_subreaper()
         self.leader: subprocess.Popen[bytes] | None = None
         self.tracked: dict[int, _Handle] = {}
+        self._pidfds = 0  # of `tracked`'s handles, those holding a pidfd (`MAX_PIDFDS`)
+        self._budget = _pidfd_budget()
 
     def _track(self, pid: int, found: dict[int, _Handle]) -> None:
         if pid not in found and pid not in self.tracked:
             with contextlib.suppress(psutil.Error):
-                found[pid] = _Handle(pid)
+                found[pid] = handle = _Handle(pid, pidfd=self._pidfds < self._budget)
+                self._pidfds += handle.fd is not None
 
     def collect(self) -> list[_Handle]:
         """Track every process found now; return the live ones."""
@@ -294,7 +321,9 @@ class ProcessTree:
                 self._track(marked.pid, found)
                 # The marker was read before the pidfd was opened: still the same process?
                 if marked.pid in found and not marked.is_running():
-                    found.pop(marked.pid).close()
+                    stale = found.pop(marked.pid)
+                    self._pidfds -= stale.fd is not None
+                    stale.close()
         roots += found.values()
         # One walk of the union of the roots' trees: each process's children read once, however
         # many of its ancestors are roots too.
@@ -338,6 +367,7 @@ class ProcessTree:
         early = None if self.leader is None else exit_status(self.leader.pid)
         live = self.collect()
         ended = {p.pid for p in live}
+        tasks = sum(_threads(p.pid) for p in live)
         # In a bubblewrap PID namespace, SIGTERM goes to the processes inside it, not to bwrap:
         # bwrap ending first ends the namespace, whose every process the kernel then SIGKILLs
         # before any SIGTERM handler has run (a service never saw its SIGTERM). The sandbox
@@ -373,6 +403,7 @@ class ProcessTree:
             survivors=tuple(sorted(p.pid for p in survivors)),
             exit_status=status,
             died_before_teardown=early is not None,
+            tasks=tasks,
         )
 
 

@@ -38,6 +38,7 @@ not contain.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -46,10 +47,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.boot import inside
+from harness.boot import inside, seccomp
 from harness.boot.mounts import Mounts, own_paths, plan
 from harness.boot.probe import OpenSocket
 
@@ -61,20 +63,52 @@ PLAIN = "plain"
 SANDBOX_ENV = "HARNESS_SANDBOX"
 """`off` forces plain isolation; anything else (or unset) uses bubblewrap when it works."""
 
+DEFAULT_MAX_PROCESSES = 4096  # service.max_processes's default
 PROBE_TIMEOUT_S = 10.0  # one `bwrap ... true`, once per harness process
 LINK_TIMEOUT_S = 10.0  # the sandbox's helper answering one socket request
 
 
-# How a sandbox is confined, strongest first; the first that runs here is used. A user
-# namespace (the service keeps its uid, with no capability and an empty bounding set) and no
-# further user namespace inside it; then, for an older bwrap without --disable-userns or a root
-# whose user namespaces are disabled, the capabilities dropped alone. Root without them would
-# keep nearly every capability inside (CAP_SYS_ADMIN: `mount -o remount,rw /`, `umount $HOME`).
+_NAMESPACES = (
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+)
+
+
+# How a sandbox is confined, strongest first; the first that runs here is used.
+#
+# Run as root, bwrap maps the service's uid 0 through to the host's (a user namespace owned by
+# root is no barrier), and the kernel lets uid 0 write its settings under /proc/sys and read
+# root-only files whatever the capabilities. So as root the sandbox is made without a user
+# namespace, its first process keeps only what it needs to leave uid 0 (`_AS_ROOT`: the ids,
+# chown and bounding set, and to reach the folders it makes), and
+# `harness.boot.inside.confine` makes it a uid of its own (`service_ids`) before the service
+# starts: no capability, no bounding set, no uid 0. Where that cannot run (no CAP_SYS_ADMIN in a
+# container), the user-namespace tiers follow: the service is then uid 0 without capabilities,
+# /proc/sys read-only, and the report says so (`runs_as_root`).
+#
+# Not root: a user namespace (the service keeps the invoker's uid, with no capability and an
+# empty bounding set) and no further user namespace inside it; then, for an older bwrap without
+# --disable-userns or a root whose user namespaces are disabled, the capabilities dropped alone.
+_AS_ROOT = (
+    "--cap-drop", "ALL",
+    "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+    "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_SETPCAP",
+    "--cap-add", "CAP_DAC_OVERRIDE",  # to make its folders in a root that is the service's
+)  # fmt: skip
 _CONFINEMENTS = (
     ("--unshare-user", "--disable-userns", "--cap-drop", "ALL"),
     ("--unshare-user", "--cap-drop", "ALL"),
     ("--cap-drop", "ALL"),
 )
+
+
+def _tiers() -> tuple[tuple[str, ...], ...]:
+    return (_AS_ROOT, *_CONFINEMENTS) if os.geteuid() == 0 else _CONFINEMENTS
 
 
 @functools.cache
@@ -84,8 +118,9 @@ def _probe(bwrap: str | None) -> tuple[str | None, tuple[str, ...]]:
     if bwrap is None:
         return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)", ()
     last = ""
-    for confinement in _CONFINEMENTS:
+    for confinement in _tiers():
         argv = [bwrap, *_NAMESPACES, *confinement, "--ro-bind", "/", "/", "--proc", "/proc"]
+        argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
         try:
             done = subprocess.run(
                 [*argv, "--dev", "/dev", "true"],
@@ -100,6 +135,66 @@ def _probe(bwrap: str | None) -> tuple[str | None, tuple[str, ...]]:
             return None, confinement
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
     return f"bwrap cannot create namespaces here ({last}; are user namespaces disabled?)", ()
+
+
+def _userns_disabled() -> bool:
+    """Whether bwrap itself forbids a further user namespace here (else `seccomp` does)."""
+    return "--disable-userns" in _probe(shutil.which("bwrap"))[1]
+
+
+def runs_as_root() -> bool:
+    """Whether a sandboxed service is uid 0 of the host here: the harness is root and the
+    sandbox could not be made so that its service leaves uid 0 (see `_AS_ROOT`)."""
+    return os.geteuid() == 0 and _probe(shutil.which("bwrap"))[1] != _AS_ROOT
+
+
+# A boot's own uid and gid (the harness run as root): one per boot, so that no two boots, and
+# no process of the host, share its process count (RLIMIT_NPROC counts by uid) or its files.
+_IDS_FROM = 0x3F000000  # far above any account's; below 2**31, which some tools read as signed
+_IDS_SPAN = 0x00FFFFFF
+
+
+def _mapped(path: str, wanted: int) -> bool:
+    """Whether id `wanted` is mapped in this process's user namespace (a container's root
+    may map only a few): /proc/self/uid_map or gid_map; True when the file cannot be read."""
+    try:
+        with open(path) as table:
+            rows = [line.split() for line in table]
+    except OSError:
+        return True
+    return any(int(first) <= wanted < int(first) + int(count) for first, _, count in rows)
+
+
+def service_ids(run_id: str) -> tuple[int, int] | None:
+    """(uid, gid) a sandboxed service of the boot `run_id` runs as when the harness is root;
+    None when it keeps the invoker's (not root, or the sandbox cannot make it leave uid 0).
+    Drawn from `run_id`; no account's, and mapped in this user namespace (else `nobody`'s)."""
+    import grp
+    import pwd
+
+    if os.geteuid() != 0 or runs_as_root():
+        return None
+    offset = int(hashlib.sha256(run_id.encode()).hexdigest()[:12], 16)
+    for step in range(64):
+        uid = _IDS_FROM + (offset + step) % _IDS_SPAN
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            pass
+        if _mapped("/proc/self/uid_map", uid) and _mapped("/proc/self/gid_map", uid):
+            return uid, uid
+        break
+    try:
+        nobody = pwd.getpwnam("nobody")
+        return nobody.pw_uid, nobody.pw_gid
+    except KeyError:
+        return 65534, 65534
 
 
 @functools.cache
@@ -130,15 +225,21 @@ def _harness_paths() -> tuple[Path, ...]:
     return own_paths(Path(inside.__file__).resolve())
 
 
-_NAMESPACES = (
-    "--unshare-net",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--die-with-parent",
-    "--new-session",
-)
+@dataclass(frozen=True)
+class Confine:
+    """What the sandbox's first process does before the service starts
+    (`harness.boot.inside.confine`): make `dirs` (its fresh tmpfs folders), limit the processes
+    and threads to `max_processes`, and, with `ids`, become that uid and gid."""
+
+    max_processes: int
+    dirs: tuple[str, ...] = ()
+    ids: tuple[int, int] | None = None
+
+    def argument(self) -> str:
+        uid, gid = self.ids if self.ids is not None else (None, None)
+        return json.dumps(
+            {"uid": uid, "gid": gid, "nproc": self.max_processes, "dirs": list(self.dirs)}
+        )
 
 
 def bwrap_prefix(
@@ -149,17 +250,25 @@ def bwrap_prefix(
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
     mounts: Mounts | None = None,
+    confine: Confine | None = None,
+    filter_fd: int | None = None,
 ) -> list[str]:
     """The argv before `/bin/sh -c START`: bwrap, its namespaces, confinement and mounts, then
-    the helper. The mounts are `mounts`, else `harness.boot.mounts.plan` of the other arguments
-    (the host's socket folders and each home in `hide`, default `homes()`, hidden; the worktree,
-    `readable` and the Python running the harness mounted back; `root` writable)."""
+    the helper and its `confine` settings. The mounts are `mounts`, else
+    `harness.boot.mounts.plan` of the other arguments (the host's socket folders and each home
+    in `hide`, default `homes()`, hidden; the worktree, `readable` and the Python running the
+    harness mounted back; `root` writable). `filter_fd`: a seccomp program for bwrap
+    (`harness.boot.seccomp`)."""
     if mounts is None:
         mounts = plan_mounts(root=root, worktree=worktree, readable=readable, hide=hide)
+    confine = confine or Confine(max_processes=DEFAULT_MAX_PROCESSES)
     bwrap = shutil.which("bwrap")
     argv = [bwrap or "bwrap", *_NAMESPACES, *_probe(bwrap)[1], *mounts.argv()]
+    if filter_fd is not None:
+        argv += ["--seccomp", str(filter_fd)]
     argv += ["--chdir", str(worktree), "--"]
-    return [*argv, sys.executable, "-I", str(Path(inside.__file__).resolve()), str(child_fd)]
+    helper = str(Path(inside.__file__).resolve())
+    return [*argv, sys.executable, "-I", helper, str(child_fd), confine.argument()]
 
 
 def plan_mounts(
@@ -169,11 +278,24 @@ def plan_mounts(
     readable: Iterable[Path] = (),
     hide: Iterable[Path] | None = None,
     bound: Iterable[Path] = (),
+    scratch: Iterable[Path] = (),
+    scratch_bytes: int | None = None,
+    files: Iterable[tuple[Path, Path]] = (),
 ) -> Mounts:
     """`harness.boot.mounts.plan` with the Python running the harness and the helper added;
-    `bound`: service.data used in place, bound read-only where it lies."""
+    `bound`: service.data used in place, bound read-only where it lies; `scratch`: the root's
+    folders made tmpfs of `scratch_bytes` (and /dev/shm); `files` bound read-only over."""
     both = [*readable, *_harness_paths()]
-    return plan(root=root, worktree=worktree, readable=both, hide=hide, bound=bound)
+    return plan(
+        root=root,
+        worktree=worktree,
+        readable=both,
+        hide=hide,
+        bound=bound,
+        scratch=scratch,
+        scratch_bytes=scratch_bytes,
+        files=files,
+    )
 
 
 class SandboxLink:
@@ -185,12 +307,22 @@ class SandboxLink:
         self._theirs: socket.socket | None = theirs
         self.child_fd = theirs.fileno()
         self._lock = threading.Lock()
+        # The seccomp filter bwrap reads, where --disable-userns is not in the confinement.
+        self.filter_fd = None if _userns_disabled() else seccomp.no_user_namespaces()
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """What bwrap must inherit: the link's end and the filter."""
+        return (self.child_fd,) if self.filter_fd is None else (self.child_fd, self.filter_fd)
 
     def started(self) -> None:
         """Close the sandbox's end here once the sandbox has it (so its exit reads as EOF)."""
         if self._theirs is not None:
             self._theirs.close()
             self._theirs = None
+        if self.filter_fd is not None:
+            os.close(self.filter_fd)
+            self.filter_fd = None
 
     def _ask(self, message: bytes, timeout: float, fds: int = 1) -> tuple[bytes, list[int]]:
         with self._lock:

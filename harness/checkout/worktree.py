@@ -287,8 +287,10 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
     parent.mkdir(parents=True, exist_ok=True)
     held = "dir" if resolved.dirty else "worktree"
     # Recorded before it exists (and so before git knows of it): a signal or a SIGKILL at any
-    # point leaves it for `recover()`.
-    path = leftovers.make_dir(held, parent, f"{resolved.short}-", repo=root)
+    # point leaves it for `recover()`. Run as root, the harness boots a sandboxed service as a
+    # uid of its own (harness.boot.sandbox.service_ids), which must be able to enter it.
+    shared = os.geteuid() == 0
+    path = leftovers.make_dir(held, parent, f"{resolved.short}-", repo=root, shared=shared)
     entered = False
     try:
         if resolved.dirty:

@@ -99,6 +99,11 @@ class ServiceConfig:
     build_outputs: tuple[str, ...] | None = None
     load: LoadConfig | None = None  # [service.load]: the corpus posted over HTTP after ready
     max_log_bytes: int = 16 << 20  # a boot's or build's log is cut to its tail past this
+    # In the sandbox: the most processes and threads the service may run at once (its fork
+    # fails past it), and the most each of its writable folders (HOME, TMPDIR, the XDG_*
+    # folders, /dev/shm: memory-backed) may hold. Past what any real service needs.
+    max_processes: int = 4096
+    max_folder_bytes: int = 4 << 30
 
 
 def outside_data(data: str) -> bool:
@@ -275,6 +280,8 @@ _NOT_HASHED = frozenset(
         "probe_timeout",
         "kill_wait",
         "max_log_bytes",  # how much of a log is kept, not what is measured
+        "max_processes",  # a ceiling no real service meets, not what is measured
+        "max_folder_bytes",
         "max_consecutive_failures",  # when to give up on a round, not what is measured
     }
 )
