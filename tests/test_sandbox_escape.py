@@ -335,3 +335,39 @@ def test_the_service_cannot_start_more_than_its_processes(escape: Any) -> None:
     assert said.startswith("denied: EAGAIN after "), said
     started = int(said.split()[3])
     assert started < escape["plan"]["max_processes"] < escape["plan"]["fork_most"]
+
+
+def test_where_root_cannot_leave_uid_0_the_kernel_settings_stay_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As root in a container without CAP_SYS_ADMIN, only the user-namespace tiers run: the
+    # service is uid 0 of the host, and /proc/sys, bound read-only, is what stops it.
+    if os.geteuid() != 0:
+        pytest.skip("the fallback of a root harness")
+    from harness.boot import service
+    from harness.config import ServiceConfig
+
+    monkeypatch.setattr(sandbox, "_tiers", lambda: sandbox._CONFINEMENTS)
+    sandbox._probe.cache_clear()
+    sandbox._warn_root_once.cache_clear()
+    try:
+        assert sandbox.runs_as_root() and sandbox.service_ids("0" * 32) is None
+        assert sandbox.sandbox_mode({}) == sandbox.BUBBLEWRAP
+        assert "runs as uid 0 with no capability" in capsys.readouterr().err
+        setting = "/proc/sys/kernel/printk_ratelimit"
+        start = (
+            f"(cat {setting} > {setting} && echo WRITTEN || echo REFUSED; id -u) 2>&1; "
+            "exec {python} -m http.server {port} --bind 127.0.0.1"
+        )
+        log = tmp_path / "svc.log"
+        (tmp_path / "roots").mkdir()
+        with service.running_service(
+            ServiceConfig(start, "/", ready_timeout=30.0), tmp_path, log_path=log,
+            temp_parent=tmp_path / "roots", sandbox="bubblewrap",
+        ):  # fmt: skip
+            pass
+        said = log.read_text().splitlines()  # the first line is the command itself
+        assert "REFUSED" in said and "WRITTEN" not in said and "0" in said  # uid 0, refused
+        assert any("Read-only file system" in line for line in said)
+    finally:
+        sandbox._probe.cache_clear()

@@ -206,6 +206,16 @@ def _warn_once(reason: str) -> None:
     )
 
 
+@functools.cache
+def _warn_root_once() -> None:
+    print(
+        "harness: warning: run as root, and bwrap cannot make a sandbox here without a user "
+        "namespace (no CAP_SYS_ADMIN?): the service runs as uid 0 with no capability and a "
+        "read-only /proc/sys, but may read root-only files; run harness as another user",
+        file=sys.stderr,
+    )
+
+
 def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
     """BUBBLEWRAP when it can sandbox a boot here, else PLAIN (with a one-line warning to
     stderr, once per process, unless HARNESS_SANDBOX=off asked for it)."""
@@ -214,6 +224,8 @@ def sandbox_mode(environ: Mapping[str, str] | None = None) -> str:
         return PLAIN
     reason, _ = _probe(shutil.which("bwrap"))
     if reason is None:
+        if runs_as_root():
+            _warn_root_once()
         return BUBBLEWRAP
     _warn_once(reason)
     return PLAIN

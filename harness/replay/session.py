@@ -358,6 +358,9 @@ class RefSession:
                 "copy (harness.toml's {home} and {data} placeholders)",
             )
         self.failed = self.failed or failure is not None
+        limit = svc_cm.limit_reached() if isinstance(svc_cm, ServiceContext) else None
+        if limit is not None and failure is None:  # some of its forks failed: not the service
+            failure = RunFailure("run", limit)
         rep = Repeat(
             index=index,
             results=results,
