@@ -2,13 +2,16 @@
 
     safe_url("http://alice:pw@host:8080")  -> "http://[scrubbed]@host:8080"   for names and labels
     register_url(url); register_headers(query.headers)                 what this process must hide
+    register_fields(query.params); scrubbed_fields(query.params)   credential-named fields
     scrub_text(text) -> str                       every registered secret replaced (a no-op if none)
     Scrubber({b"token": b"[TOKEN scrubbed]"}).stream(src, dst)      bytes, chunk by chunk
     scrub_log(path, scrubber, limit=..., key=...)      a log rewritten scrubbed, its tail kept
 
 What is a secret: the user name and password of a URL's userinfo (as typed, percent-decoded,
 and as the Basic token a request carries), the values of the Authorization, Cookie and
-Proxy-Authorization headers of `query.headers` (and the token after "Basic "/"Bearer "), and,
+Proxy-Authorization headers of `query.headers` (and the token after "Basic "/"Bearer "), the
+values of the fields of `query.params`, `query.form` and `query.json` named like a credential
+(`secret_field`: api_key, access_token, X-Amz-Signature), and,
 for the logs and log excerpts of a boot, every value of harness's environment that the allowlist
 kept from the service (`harness.boot.isolation.scrubber`, which says `[NAME scrubbed]`).
 
@@ -44,6 +47,19 @@ SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 CHUNK = 1 << 20  # bytes of a log read at a time
 _SECRET_PARAM = re.compile(r"token|key|secret|pass|auth|sig|session|cred", re.IGNORECASE)
 """A query parameter with such a name holds a credential."""
+_SECRET_WORDS = frozenset(
+    {"token", "key", "apikey", "secret", "pass", "passwd", "password", "passphrase", "passkey",
+     "pwd", "auth", "authorization", "sig", "signature", "session", "sessionid", "sid", "cred",
+     "creds", "credential", "credentials", "jwt", "cookie"}
+)
+"""A field of a request template holding one of these words (or a word ending in token,
+secret or password: accesstoken) holds a credential.  Whole words, not _SECRET_PARAM's
+substrings: a configured `author`, `passage` or `keyword` is no secret, and its value, scrubbed
+from every output, would blank text that is not one."""
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z0-9]+(?![a-z])")
+FIELD_MIN_CHARS = 8
+"""A credential field's value shorter than this is scrubbed from the record of the field only,
+not wherever it occurs: "true" or "1" hunted through every results file would break them."""
 _SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|COOKIE|CREDENTIAL|(^|_)(PASS|KEY|APIKEY)($|_)")
 """An environment variable with such a name holds one: narrower than _SECRET_PARAM, since
 SSH_AUTH_SOCK, XAUTHORITY and XDG_SESSION_DESKTOP ("ubuntu", in every path of that user) do not;
@@ -93,6 +109,53 @@ def url_secrets(url: str) -> list[str]:
     return found
 
 
+def secret_field(name: str) -> bool:
+    """Whether a field of a request template (a query parameter, a form field, a JSON key) is
+    named like a credential: api_key, apiKey, access_token, X-Amz-Signature, sessionid."""
+    words = [w.lower() for w in _WORD.findall(name)]
+    return any(
+        w in _SECRET_WORDS or w.endswith(("token", "secret", "password")) for w in words
+    ) or name.lower().replace("-", "").replace("_", "") in _SECRET_WORDS
+
+
+def _fields(template: object) -> Iterator[tuple[str, str]]:
+    """(name, value) of every string field of a request template, JSON nested or not."""
+    if isinstance(template, Mapping):
+        for name, value in template.items():
+            if isinstance(value, str):
+                yield str(name), value
+            else:
+                yield from _fields(value)
+    elif isinstance(template, list | tuple):
+        for item in template:
+            yield from _fields(item)
+
+
+def field_secrets(template: object) -> list[str]:
+    """The values of `template`'s credential-named fields, FIELD_MIN_CHARS or longer and with no
+    placeholder ({query} is the gold query, no secret)."""
+    return [
+        value
+        for name, value in _fields(template)
+        if secret_field(name) and len(value) >= FIELD_MIN_CHARS and "{" not in value
+    ]
+
+
+def scrubbed_fields(template: object) -> Any:
+    """`template` (a table or a JSON body) with the value of each credential-named field
+    replaced by [scrubbed]: what a run record keeps of the request it sent."""
+    if isinstance(template, Mapping):
+        return {
+            name: SCRUBBED
+            if isinstance(value, str) and secret_field(str(name)) and "{" not in value
+            else scrubbed_fields(value)
+            for name, value in template.items()
+        }
+    if isinstance(template, list | tuple):
+        return [scrubbed_fields(item) for item in template]
+    return template
+
+
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The values of `headers` that are credentials, and the token after a scheme word."""
     found = []
@@ -129,6 +192,12 @@ def register_url(url: str) -> None:
 
 def register_headers(headers: Mapping[str, str]) -> None:
     register(header_secrets(headers))
+
+
+def register_fields(template: object) -> None:
+    """Scrub the values of `template`'s credential-named fields (`field_secrets`) from all
+    output: a service that logs its request line, or quotes it in an error, shows them."""
+    register(field_secrets(template))
 
 
 def register_environment(environ: Mapping[str, str]) -> None:

@@ -18,6 +18,7 @@ from functools import cached_property
 from harness.answers import Answers as Answers
 from harness.answers import ErrorKind as ErrorKind
 from harness.answers import QueryResult as QueryResult
+from harness.control_chars import shown
 
 # --------------------------------------------------------------------------- definition
 
@@ -121,6 +122,12 @@ class RunFailure:
     # | "replay" (a round stopped: query.max_consecutive_failures)
     message: str
     log_tail: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # The message and the log's last lines quote the service (its log, its answers): held
+        # escaped (harness.control_chars), so no record, old or new, and no format shows an ESC.
+        object.__setattr__(self, "message", shown(self.message, lines=True))
+        object.__setattr__(self, "log_tail", tuple(map(shown, self.log_tail)))
 
 
 @dataclass(frozen=True)

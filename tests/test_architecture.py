@@ -29,6 +29,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "limits",
         "encodings",
         "scrub",
+        "control_chars",
         "signals",
         "leftovers",
         "extras",

@@ -726,6 +726,7 @@ def test_the_readme_build_and_stats_examples_are_real_output(tmp_path: Path,
 PURE = ["text", "documents", "check", "build", "summary", "render"]
 PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "functools",
                 "json", "random", "re", "statistics", "typing", "unicodedata", "harness.errors",
+                "harness.control_chars",
                 "harness.verdict.stats", "harness.types", *(f"harness.gold.{m}" for m in PURE)}
 
 

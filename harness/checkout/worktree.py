@@ -148,6 +148,14 @@ def _toplevel(repo: Path) -> Path:
         raise RefError(f"{repo}: no such directory", ["check `repo` in harness.toml"])
     proc = _git(Path(repo), "rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
     said = proc.stdout.decode(errors="replace").splitlines()
+    if "\n" in str(Path(repo).resolve()) or (proc.returncode == 0 and len(said) > 2):
+        # git's answers (this one, `worktree list`) are one path a line: a newline in the
+        # path would split it, and the worktree harness made could not be found again.
+        raise RefError(
+            f"{str(repo)!r}: the repository's path holds a newline, which harness cannot "
+            "hand to git and read back one path a line",
+            ["move or rename the folder (or a folder above it) to a name without a newline"],
+        )
     if proc.returncode == 0 and len(said) == 2:
         return Path(said[1]).resolve()
     if said[:1] == ["true"]:

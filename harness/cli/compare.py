@@ -147,13 +147,14 @@ def check_sides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
 def run(args: argparse.Namespace) -> int:
     if args.demo:
         return _demo(args)
-    from harness.cli.exits import exit_status
+    from harness.cli.exits import exit_status, not_saved_status, unsaved_status
     from harness.cli.output import html_notes, page_to_terminal, require_html, say_read_back
     from harness.cli.plan import close, load_plan, repeats
     from harness.compare.analysis import analyse
     from harness.compare.answers import answer_grades, with_twobytwo
     from harness.compare.measure import measure, sequential_order
     from harness.compare.settings import ref_differences
+    from harness.errors import ResultsError
     from harness.gate.floors import config_floors
     from harness.report.page import render
     from harness.report.runs import render_failures
@@ -197,15 +198,28 @@ def run(args: argparse.Namespace) -> int:
     )
     if page is not None:
         print(page, end="", flush=True)
-    saved = save_comparison(plan.results_dir, comparison, runs, redact=args.redact)
+    saved, unsaved = None, None
+    try:
+        saved = save_comparison(plan.results_dir, comparison, runs, redact=args.redact)
+    except ResultsError as exc:  # a full disk: the verdict above stands, unsaved
+        unsaved = exc
     for side in runs:  # the report names a failed build or boot; its log's last lines say why
         if side.failures:
             print(render_failures(side), end="", file=sys.stderr)
-    print(f"harness: results saved in {saved}", file=sys.stderr)
-    html_notes(page is None, saved / "report.html")
-    return exit_status(
+    status = exit_status(
         comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
     )
+    if saved is None:
+        assert unsaved is not None  # the one way not to have saved
+        print(f"harness: error: {unsaved.message}", file=sys.stderr)
+        print(
+            f"the comparison above was NOT saved: {not_saved_status(status)}",
+            file=sys.stderr,
+        )
+        return unsaved_status(status)
+    print(f"harness: results saved in {saved}", file=sys.stderr)
+    html_notes(page is None, saved / "report.html")
+    return status
 
 
 def _demo(args: argparse.Namespace) -> int:

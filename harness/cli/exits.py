@@ -13,6 +13,9 @@
                         a gate that is not comparable, never a pass
     4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the
                         minimum effect (too few queries, too unstable); 0 without --strict
+    compare, results not saved (a full disk): the verdict's status when it is 1, 3 or 4 (a
+                        regression is never hidden by the failed write), else 2: never 0, since
+                        nothing of the run is on disk (`unsaved_status`)
     harness bisect      0 found, 1 not found or ambiguous, 3 invalid (2 bad input as always)
     128 + N             terminated by signal N (130: interrupted with Ctrl-C)
 
@@ -56,6 +59,24 @@ def exit_status(
     if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
+
+
+def unsaved_status(status: int) -> int:
+    """The exit status of a compare whose verdict has `status` but whose results could not be
+    saved: a regression (1), an invalid run (3) or an inconclusive one under --strict (4)
+    keeps its status, so a CI step fails for what was measured; a pass becomes EXIT_USAGE,
+    since a run that left nothing on disk is no success."""
+    return status if status != EXIT_OK else EXIT_USAGE
+
+
+def not_saved_status(status: int) -> str:
+    """The words for stderr beside `unsaved_status`: what the exit status then says."""
+    if status == EXIT_OK:
+        return f"exit status {EXIT_USAGE}, not {EXIT_OK}: free space and run it again"
+    return (
+        f"exit status {status} is the verdict's (the write failed too): free space and run it "
+        "again to keep the results"
+    )
 
 
 # harness bisect, by harness.bisect.run.Outcome (a str enum).

@@ -68,9 +68,13 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
             if live is not None:
                 live.close_all()
     except HarnessError as exc:
-        print(f"harness: error: {exc.message}", file=sys.stderr)
+        from harness.control_chars import shown
+
+        # An error may quote a service (its log's last lines, its answer) or an input file: no
+        # control character of theirs reaches the terminal raw.
+        print(f"harness: error: {shown(exc.message, lines=True)}", file=sys.stderr)
         for line in exc.details:
-            print(line, file=sys.stderr)
+            print(shown(line, lines=True), file=sys.stderr)
         return exc.exit_status
     except OSError as exc:
         # A path the user gave that cannot be reached (a folder above it closed to this user,

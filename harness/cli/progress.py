@@ -154,6 +154,9 @@ class Progress:
             self._label, self._in_label = "", 0
 
     def note(self, message: str) -> None:
+        from harness.control_chars import shown
+
+        message = shown(message, lines=True)  # a stopped round's note quotes the service
         if self._bar is not None:
             self._bar.console.print(f"harness: {message}", markup=False, highlight=False)
         else:

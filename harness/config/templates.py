@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.config.values import COMMAND_PLACEHOLDERS, PLACEHOLDER, REQUEST_PLACEHOLDERS
+from harness.control_chars import header_problem
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 START_EXAMPLE = 'start = "python3 svc.py --port {port}"'
@@ -67,6 +68,17 @@ def request_problems(value: object) -> list[tuple[str, str]]:
         for name in dict.fromkeys(PLACEHOLDER.findall(text))
         if name not in REQUEST_PLACEHOLDERS
     ]
+
+
+def header_problems(value: Mapping[str, str]) -> list[tuple[str, str]]:
+    """`request_problems`, and each header that cannot be sent as written: a name that is no
+    RFC 7230 token, a value with CR, LF or another control character (a header injected)."""
+    found = request_problems(value)
+    for name, text in value.items():
+        why = header_problem(name, text)
+        if why:
+            found.append((f".{name}", why))
+    return found
 
 
 def strings(value: object, suffix: str) -> Iterator[tuple[str, str]]:

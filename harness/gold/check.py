@@ -25,6 +25,10 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
     labelled relevant.
 - leak (corpus): in PARAPHRASE_SLICES, no content word of the query is a word of the title or
   text of a document labelled relevant.
+- characters: a query whose text (or id) holds a control character (C0 but tab, DEL, C1: what
+  `harness.control_chars` escapes) is a warning naming it: sent in a JSON body or a URL
+  parameter it is escaped and harmless, but a `query.headers` value cannot carry it (compare
+  and run refuse such a query before anything boots), and wherever it is shown it shows escaped.
 - controls: a NONSENSE_SLICES query is unanswerable and (with a corpus) none of its content words
   is in any document; each slice named in `slices` has a query; a warning when no query at all
   is unanswerable.
@@ -42,6 +46,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.control_chars import control_chars
 from harness.errors import GoldError, Problem
 from harness.gold.documents import Corpus
 from harness.gold.text import content_words, phrase_of, terms, tokens
@@ -49,7 +54,7 @@ from harness.types import CorpusInfo, GoldQuery, GoldSet
 from harness.verdict.stats import detectable_swing, min_detectable_swing
 
 Severity = Literal["error", "warning", "info"]
-CHECKS = ("integrity", "staleness", "winnability", "leak", "controls", "power")
+CHECKS = ("integrity", "staleness", "winnability", "leak", "characters", "controls", "power")
 EXACT_SLICES = frozenset({"exact_token", "exact_rare"})
 PHRASE_SLICES = frozenset({"phrase"})
 PARAPHRASE_SLICES = frozenset({"semantic", "paraphrase"})
@@ -159,6 +164,7 @@ def check_gold(gold: GoldSet, corpus: Corpus | None = None, *, alpha: float = 0.
         found += _staleness(gold, corpus, len(labelled), present)
     for query in gold.queries:
         found += check_query(query, corpus) if corpus is not None else _nonsense(query, None)
+    found += _characters(gold)
     found += _controls(gold, slices)
     power, overall = _power(gold, alpha)
     found += _power_findings(power, overall, alpha)
@@ -368,6 +374,23 @@ def _leak(query: GoldQuery, corpus: Corpus) -> list[Finding]:
                                 f"{doc!r}: a {query.slice} query must not be answerable by "
                                 "matching words; reword it, or move it to a lexical slice",
                                 "query"))
+    return found
+
+
+# --------------------------------------------------------------------------- characters
+
+
+def _characters(gold: GoldSet) -> list[Finding]:
+    found = []
+    for query in gold.queries:
+        for field, text in (("query", query.text), ("id", query.id)):
+            chars = control_chars(text.replace("\t", ""))
+            if chars:
+                found.append(Finding("warning", "characters", query.id, query.line,
+                                     f"its {'text' if field == 'query' else 'id'} holds {chars}: "
+                                     "a header cannot carry it (compare refuses the query where "
+                                     "query.headers takes {query}) and reports show it escaped; "
+                                     "remove it", field))
     return found
 
 

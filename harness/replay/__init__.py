@@ -4,10 +4,12 @@
                (never a score); the timed path (Channel) connects before the clock (one
                keep-alive socket per service, or a new one per query for a service that
                closes it) with every request encoded beforehand
-    request.py the request built from the config, and its bytes, encoded once per ref
+    request.py the request built from the config, and its bytes, encoded once per ref; a
+               query that would break a header refused by id before anything boots
     wire.py    one keep-alive HTTP/1.1 connection and the exchange timed over it
     session.py RefSession (one ref: worktree, build, a boot per round) into a RefRun record
                flushed under results/
+    ended.py   how a service that stopped answering ended: its exit status, in words
     pairs.py   one time-paired round: every ref booted, the warm-up in pairs, then each query
                to all of them back to back (the clock on the exchanges only)
     runner.py  run_pair / run_interleaved: rounds of sessions measured together, latency-only

@@ -9,6 +9,8 @@ the service, when:
 
 - every answer checked is NO_MATCH or BAD_SHAPE: the ids path matches nothing (or not a list of
   ids) in what the service sends: the error quotes the answer (truncated) and the config line;
+  when every one read its ids but not its scores (a NaN, one score too few) or its texts, the
+  error names query.scores or query.texts instead;
 - the answers hold ids, but none of them is a document id the gold set judges or the corpus
   holds (with `gold.corpus`; without one, the gold set's judged ids): ids from another field,
   which would score 0 on both sides and read as "no change".
@@ -36,6 +38,21 @@ PROBE_ANSWERS = 3
 """Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""
 
 _SHAPE = (ErrorKind.NO_MATCH, ErrorKind.BAD_SHAPE)
+_FIX = {
+    "ids": "the JMESPath of each result's document id in that answer",
+    "scores": "the JMESPath of each result's score: one finite number per id; remove it if "
+    "the service sends none",
+    "texts": "the JMESPath of each result's text: one string (or null) per id",
+}
+
+
+def _blamed(results: Sequence[QueryResult]) -> str:
+    """The key whose path read these answers wrong: query.scores or query.texts when every
+    detail names it ("query.scores: scores[0] is a number (nan)", `harness.replay.client`: the
+    ids were read), else query.ids."""
+    keys = {(r.detail or "").partition(":")[0] for r in results}
+    key = keys.pop() if len(keys) == 1 else ""
+    return key.removeprefix("query.") if key in ("query.scores", "query.texts") else "ids"
 
 
 def id_adapter(query: QueryConfig, config: HarnessConfig, side: str) -> IdAdapter:
@@ -72,13 +89,18 @@ class AdapterCheck:
         self.done = True
         if all(r.error in _SHAPE for r in results):
             first = results[0]
+            key = _blamed(results)
+            said = f"query.{key} = {json.dumps(getattr(self.query, key))} read no " + (
+                "ids" if key == "ids" else f"usable {key}"
+            )
+            said += f" in any of the first {len(results)} answers" + (
+                "" if key == "ids" else " (their ids were read)"
+            )
             raise AdapterError(
-                f"{where}: query.ids = {json.dumps(self.query.ids)} read no ids in any of the "
-                f"first {len(results)} answers: stopped after the first boot, before the rest of "
-                "the run",
+                f"{where}: {said}: stopped after the first boot, before the rest of the run",
                 [
                     f"  {first.query_id}: {self._sample(first.detail or '')}",
-                    self._fix("ids", "the JMESPath of each result's document id in that answer"),
+                    self._fix(key, _FIX[key]),
                 ],
             )
         answered = [r for r in results if r.error is None and r.ids]

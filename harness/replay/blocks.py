@@ -188,7 +188,7 @@ def _quality_rounds(
                         if stop is not None:
                             who = f"round {index + 1}/{repeats}: {side.session.side_name}"
                             who += f" {side.session.ref}"
-                            side.failure = side.session.stop(who, stop)
+                            side.failure = side.session.stop(who, stop, side.svc_cm)
                             stopped.append(side)
                     sent.append(exchanges)
                     if len(sent) == READ_BATCH or offset == len(chunk) - 1 or stopped:

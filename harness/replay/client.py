@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from harness.boot.probe import OpenSocket
 from harness.config import QueryConfig
+from harness.control_chars import one_line
 from harness.replay.answers import html_document
 from harness.replay.paths import compile_path
 from harness.replay.request import Requests, encode_request, make_request
@@ -122,6 +123,9 @@ def ask(
 def _failed(
     query_id: str, kind: ErrorKind, detail: str, latency_ns: int, status: int | None = None
 ) -> QueryResult:
+    # A detail quotes the service (its body, its content type): made safe to show once, here,
+    # for the record, the report and the terminal (harness.control_chars).
+    detail = one_line(detail)
     return QueryResult(query_id, status=status, error=kind, detail=detail, latency_ns=latency_ns)
 
 
@@ -150,14 +154,14 @@ def _interpret(answer: Answer, query: QueryConfig, query_id: str, latency_ns: in
     if query.scores is not None:
         found_scores = compile_path(query.scores).search(decoded)
         scores, problem = _scores(found_scores, query.scores, len(ids))
-        if problem:
-            return failed(ErrorKind.BAD_SHAPE, problem)
+        if problem:  # named: the ids were read, the scores are what is wrong
+            return failed(ErrorKind.BAD_SHAPE, f"query.scores: {problem}")
     texts = None
     if query.texts is not None:
         found_texts = compile_path(query.texts).search(decoded)
         texts, problem = _texts(found_texts, query.texts, len(ids))
         if problem:
-            return failed(ErrorKind.BAD_SHAPE, problem)
+            return failed(ErrorKind.BAD_SHAPE, f"query.texts: {problem}")
     return QueryResult(
         query_id, ids=ids, scores=scores, status=status, latency_ns=latency_ns, texts=texts
     )
@@ -206,6 +210,13 @@ class Sent:
 
 
 _ON_THE_WIRE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECTION})
+STOP_HINTS = {
+    ErrorKind.TIMEOUT: ": is the service stalled? raise query.max_consecutive_failures "
+    "(0: never stop) if it is right",
+    ErrorKind.CONNECTION: ": nothing takes its connections: see its log",
+}
+"""How a stopped round's message ends, by the kind of its failures; the session drops it for a
+service that exited (`RefSession.stop`), whose exit status is the reason."""
 
 
 class Stopped(Exception):
@@ -246,8 +257,7 @@ class Streak:
             return None
         return (
             f"{self.count} queries in a row failed ({kind.value}; the last: {detail}); "
-            f"stopped at query.max_consecutive_failures = {self.limit}: is the service "
-            "stalled? raise query.max_consecutive_failures (0: never stop) if it is right"
+            f"stopped at query.max_consecutive_failures = {self.limit}{STOP_HINTS[kind]}"
         )
 
 

@@ -205,7 +205,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 stop = streaks[id(side)].stops(one)
                 if stop is not None:  # this side stalls: the round ends with this query
                     who = f"{label}: {side.session.side_name} {side.session.ref}"
-                    side.failure = side.session.stop(who, stop)
+                    side.failure = side.session.stop(who, stop, side.svc_cm)
                     stopped.append(side)
             sent.append(exchanges)
             if len(sent) == READ_BATCH or done == len(items) or stopped:

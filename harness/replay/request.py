@@ -3,6 +3,8 @@ bytes of one HTTP/1.1 request (`encode_request`), encoded once per ref and joine
 boot's Host header (`Requests`). Pure: nothing here opens a socket.
 
     make_request(query, text) -> RequestSpec      {query} and {limit} filled, literally
+    header_injections(query, items) -> [(id, name, chars)]  queries a header could not carry
+    refuse_injections(gold, side, query, items)   GoldError naming each of them, by id and line
     encode_request(base_url, spec) -> bytes       the request line, headers and body
     Requests(query, items).for_url(base_url)      {text: bytes}, what `Channel` sends
 """
@@ -15,8 +17,11 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
 from harness.config import QueryConfig, substitute
+from harness.control_chars import control_chars, header_problem
+from harness.errors import GoldError, Problem
 from harness.extras import require
 from harness.scrub import basic_token
+from harness.types import GoldSet
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,17 @@ def make_request(query: QueryConfig, text: str) -> RequestSpec:
     becomes the integer limit and one that is exactly "{query}" the text; any other string has
     its placeholders replaced inside it. `form` values are filled like `params`. `path` is sent
     as written.
+
+    A header that the filled text would break (CR LF: a header of the text's choosing) is a
+    GoldError, never sent: the session refuses such queries by id before anything boots
+    (`header_injections`), so this is the last guard, for every other caller.
     """
     values = {"query": text, "limit": str(query.limit)}
+    headers = {name: substitute(value, values) for name, value in query.headers.items()}
+    for name, value in headers.items():
+        why = header_problem(name, value)
+        if why:
+            raise GoldError(f"query.headers.{name}: not sent: {why}")
     return RequestSpec(
         method=query.method,
         path=query.path,
@@ -49,7 +63,50 @@ def make_request(query: QueryConfig, text: str) -> RequestSpec:
         form=None
         if query.form is None
         else {name: substitute(value, values) for name, value in query.form.items()},
-        headers={name: substitute(value, values) for name, value in query.headers.items()},
+        headers=headers,
+    )
+
+
+def header_injections(
+    query: QueryConfig, items: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, str]]:
+    """(query id, header name, its control characters) for each query whose text, filled into a
+    `query.headers` value, would make a header that cannot be sent (CR LF starts a header of the
+    text's choosing).  The text goes elsewhere (params, form: percent-encoded; json:
+    escaped) harmlessly; `harness gold check` warns of it wherever it is."""
+    found = []
+    templated = {n: v for n, v in query.headers.items() if "{query}" in v}
+    for query_id, text in items if templated else ():
+        for name, value in templated.items():
+            if header_problem(name, substitute(value, {"query": text, "limit": "1"})):
+                found.append((query_id, name, control_chars(text.replace("\t", ""))))
+    return found
+
+
+def refuse_injections(
+    gold: GoldSet, side: str, query: QueryConfig, items: Sequence[tuple[str, str]]
+) -> None:
+    """A GoldError naming every query whose text (as sent, after query.rewrite) would break a
+    header it is filled into: refused before anything is built or booted, not sent."""
+    found = header_injections(query, items)
+    if not found:
+        return
+    where = f"{gold.source}/queries.jsonl" if gold.format == "beir" else gold.source
+    problems = [
+        Problem(
+            where,
+            f"query {query_id!r}: its text holds {chars}, which query.headers.{name} "
+            f"would send in a header ({side} side): a header cannot carry it",
+            getattr(gold.by_id.get(query_id), "line", None),
+        )
+        for query_id, name, chars in found
+    ]
+    raise GoldError(
+        f"{gold.source}: {len(found)} quer{'y' if len(found) == 1 else 'ies'} cannot be sent "
+        "in a header: a control character there would end it and start another",
+        problems,
+        hint="remove the control characters from those queries (`harness gold check` lists "
+        "them), or send the text in query.params or query.json instead of a header",
     )
 
 

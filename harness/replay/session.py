@@ -45,17 +45,28 @@ from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.replay.adapter_check import AdapterCheck, id_adapter
 from harness.replay.client import (
+    STOP_HINTS,
     AnswerCache,
     Stopped,
     replay,
 )
+from harness.replay.ended import ended, exit_first, exited, unhinted
 from harness.replay.hook import rewritten_items
-from harness.replay.request import Requests
+from harness.replay.request import Requests, refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
 from harness.score.definition import Definition, definition
-from harness.scrub import register_headers, safe_url
-from harness.types import PREPARE_STEP, GoldSet, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.scrub import register_fields, register_headers, safe_url, scrubbed_fields
+from harness.types import (
+    PREPARE_STEP,
+    ErrorKind,
+    GoldSet,
+    Machine,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+)
 
 STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
 Progress = Callable[[str, int, int, int, QueryResult | None], None]
@@ -135,8 +146,11 @@ class RefSession:
                 chosen, service=replace(chosen.service, env={**chosen.service.env, **pins})
             )
         self.side: SideConfig = chosen
-        # Its credentials (query.headers' Authorization, Cookie) never come back in any output.
+        # Its credentials (query.headers' Authorization, Cookie; an api_key in query.params)
+        # never come back in any output.
         register_headers(chosen.query.headers)
+        for template in (chosen.query.params, chosen.query.form, chosen.query.json):
+            register_fields(template)
         _check_limit(plan.config, side, ref, chosen)
         if url is None:  # a missing service.python: a config error before any checkout
             interpreter(self.side.service.python, plan.config.config_dir)
@@ -165,6 +179,7 @@ class RefSession:
         self._items = rewritten_items(
             ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
         )
+        refuse_injections(plan.gold, side, self.side.query, self._items)
         # Encoded once for every boot of this ref (each boot changes only the Host's port).
         self.requests = Requests(self.side.query, self._items)
         self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
@@ -300,7 +315,8 @@ class RefSession:
                         on_start=lambda: started.append(time.perf_counter()),
                     )
                 except Stopped as stop:  # the service is torn down as after any replay
-                    results, failure = stop.results, self.stop(f"{label}:", stop.message)
+                    results = stop.results
+                    failure = self.stop(f"{label}:", stop.message, svc_cm)
                 timings["queries"] = time.perf_counter() - started[-1]
                 machine = _machine(load_before, cpu0, len(results))
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
@@ -309,10 +325,19 @@ class RefSession:
             self.check_adapter(results)
         return self._record(index, results, timings, svc_cm, log_path, failure, machine)
 
-    def stop(self, who: str, message: str) -> RunFailure:
+    def stop(
+        self, who: str, message: str, svc_cm: ServiceContext | DeployedContext | None = None
+    ) -> RunFailure:
         """This session's round stopped (`Stopped`): said at once (`who` names the round and
-        the side), and the repeat's failure."""
+        the side), and the repeat's failure.  When its service (booted by `svc_cm`) has
+        exited, that is the reason, with its status, not a stall."""
         self.stopped = True
+        # Refused connections most often mean it died: its exit is awaited (up to
+        # service.kill_wait, as for a killed one), not raced, so the note says so at once.
+        refused = message.endswith(STOP_HINTS[ErrorKind.CONNECTION])
+        status = exited(svc_cm, wait=refused)
+        if status is not None:
+            message = f"the service {ended(status)} while being queried; {unhinted(message)}"
         observer = self.plan.observer
         if observer is not None:
             observer.note(f"{who} stopped, the run is invalid: {message}")
@@ -338,9 +363,9 @@ class RefSession:
             if teardown.died_before_teardown and (failure is None or failure.stage == STOPPED):
                 # It answered some queries, then died: every later answer is suspect. (A round
                 # stopped for the connection failures that followed says why second.)
-                said = "the service exited while being queried"
-                if failure is not None:
-                    said += f"; {failure.message}"
+                said = f"the service {ended(teardown.exit_status)} while being queried"
+                if failure is not None:  # `stop` said so when it saw the exit in time
+                    said = exit_first(said, unhinted(failure.message))
                 failure = RunFailure("crashed", said)
         changed = (
             []
@@ -446,13 +471,16 @@ def run_definition(
 
 
 def _query_config_dict(side: SideConfig) -> dict[str, object]:
+    """The query settings a record keeps: a credential-named field's value as [scrubbed]
+    (`harness.scrub.scrubbed_fields`), in memory as on disk, so that a record read back defines
+    the same measurement as the run that wrote it."""
     q = side.query
     return {
         "method": q.method,
         "path": q.path,
-        "params": dict(q.params),
-        "json": None if q.json is None else dict(q.json),
-        **({} if q.form is None else {"form": dict(q.form)}),
+        "params": scrubbed_fields(q.params),
+        "json": None if q.json is None else scrubbed_fields(q.json),
+        **({} if q.form is None else {"form": scrubbed_fields(q.form)}),
         "ids": q.ids,
         "scores": q.scores,
         "texts": q.texts,

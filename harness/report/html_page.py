@@ -25,7 +25,6 @@ by its file name only.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -33,7 +32,7 @@ from harness.report import figures, layout, plotting
 from harness.report.blocks import page_blocks
 from harness.report.document import redacted
 from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
-from harness.report.layout import Block
+from harness.report.layout import Block, escape_html
 from harness.report.numbers import queries, rank
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flips
@@ -103,14 +102,14 @@ def _verdict_card(label: str, verdict: Verdict, reason: str) -> str:
     colour = figures.VERDICT_COLOURS[verdict]
     return (
         f'<div class="verdict" style="border-left-color: {colour}">'
-        f'<div class="label">{html.escape(label)}</div>'
-        f'<div class="value" style="color: {colour}">{html.escape(verdict.value)}</div>'
-        f"<div>{html.escape(reason)}</div></div>"
+        f'<div class="label">{escape_html(label)}</div>'
+        f'<div class="value" style="color: {colour}">{escape_html(verdict.value)}</div>'
+        f"<div>{escape_html(reason)}</div></div>"
     )
 
 
 def _flip_table(flips: Flips, redact: bool) -> str:
-    e = html.escape
+    e = escape_html
     heads = ["query", "slice", "rank before", "rank after", "change", "impact"]
     heads += [] if redact else ["query text"]
     rows = []
@@ -162,7 +161,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         f"harness: {h.baseline.ref} ({h.baseline.short_sha}) -> "
         f"{h.candidate.ref} ({h.candidate.short_sha})"
     )
-    body = [f"<h1>{html.escape(title)}</h1>"]
+    body = [f"<h1>{escape_html(title)}</h1>"]
     body += [layout.html([b]) for b in blocks if b.kind == "alert"]
     body.append(
         '<div class="verdicts">'
@@ -171,11 +170,11 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         + "</div>"
     )
     if c.sequential is not None:
-        body.append(f'<p class="note">sequential: {html.escape(c.sequential.said)}</p>')
+        body.append(f'<p class="note">sequential: {escape_html(c.sequential.said)}</p>')
     if c.findings:
         body.append(
             '<ul class="findings">'
-            + "".join(f"<li>finding: {html.escape(f)}</li>" for f in c.findings)
+            + "".join(f"<li>finding: {escape_html(f)}</li>" for f in c.findings)
             + "</ul>"
         )
     if not c.valid:
@@ -193,7 +192,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         body.append(f'<div class="plot" data-plot="{name}">{div}</div>')
         if name == "scores":
             body += [
-                f'<p class="note">{html.escape(t.side)}: {html.escape(t.words)}</p>'
+                f'<p class="note">{escape_html(t.side)}: {escape_html(t.words)}</p>'
                 for t in c.top_scores
             ]
     if not drawn:
@@ -209,7 +208,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title>"
+        f"<title>{escape_html(title)}</title>"
         f"<style>{STYLE}</style>"
         + plotting.plotly_script(plotly_src)
         + "</head><body>\n"

@@ -22,7 +22,6 @@ Pure: strings in, strings out; every string escaped.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 from harness.report import layout
@@ -38,7 +37,8 @@ NUMBERS_SHOWN_APART = (
     "Before the queries",
 )
 
-_e = html.escape
+
+_e = layout.escape_html  # control characters escaped visibly, then the markup
 
 
 def _table(kind: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

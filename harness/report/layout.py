@@ -26,6 +26,9 @@ lines a ul, table a table, folded under <details> with its title; a fold ... end
 Every piece of Markdown text is backslash-escaped (`escape_markdown`), so that what a user
 named (query text, refs, slice names, paths) renders literally, in tables too; table headers
 are ours and are not.  Blocks are separated by a blank line; the page ends with a newline.
+In every format each string has its control characters escaped first (`harness.control_chars`):
+a sample of what a service said, or a line of its log, never moves the cursor, retitles or
+clears a terminal, or hides a line of the page.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tabulate import tabulate
+
+from harness.control_chars import shown
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,26 @@ _MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<|"})
 
 
 def escape_markdown(text: str) -> str:
-    """`text` with every Markdown-active character (\\ ` * _ [ ] < |) backslash-escaped."""
-    return text.translate(_MARKDOWN_ESCAPES)
+    """`text` with every Markdown-active character (\\ ` * _ [ ] < |) backslash-escaped, and
+    every control character escaped (`shown`)."""
+    return shown(text, lines=True).translate(_MARKDOWN_ESCAPES)
+
+
+def escape_html(text: str) -> str:
+    """`text` for HTML: its control characters escaped visibly (`shown`), then its markup."""
+    return _html.escape(shown(text, lines=True))
+
+
+def _safe(block: Block) -> Block:
+    """`block` with the control characters of every string it holds escaped (`shown`)."""
+    return Block(
+        block.kind,
+        tuple(shown(x, lines=True) for x in block.lines),
+        tuple(map(shown, block.headers)),
+        tuple(tuple(map(shown, row)) for row in block.rows),
+        block.align,
+        None if block.fold is None else shown(block.fold),
+    )
 
 
 def underlined(title: str) -> str:
@@ -72,7 +95,7 @@ def underlined(title: str) -> str:
 def text(blocks: Iterable[Block], *, underline_title: bool = False) -> str:
     """The page for a terminal."""
     parts = []
-    for b in blocks:
+    for b in map(_safe, blocks):
         if b.kind in ("fold", "end"):
             continue
         if b.kind == "table":
@@ -126,7 +149,7 @@ def markdown(blocks: Iterable[Block]) -> str:
 
 def html(blocks: Iterable[Block]) -> str:
     """The blocks as HTML elements (a fragment, for a page's body)."""
-    e = _html.escape
+    e = escape_html
     parts = []
     for b in blocks:
         if b.kind == "title":

@@ -17,6 +17,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
+from harness.control_chars import shown as visible
 from harness.errors import clip
 from harness.types import Answers, GoldSet, QueryResult, RefRun
 from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
@@ -39,7 +40,7 @@ def run_failures(label: str, run: RefRun) -> list[str]:
     and every repeat that failed at any stage but teardown (with its log, when there is one)."""
     reasons = []
     if run.build_failure is not None:
-        reasons.append(f"{label}: {_build_failed(run.build_failure.message)}")
+        reasons.append(f"{label}: {_build_failed(visible(run.build_failure.message))}")
     elif not run.repeats:
         reasons.append(f"{label}: no repeats were run; run it with --repeats 1 or more")
     for rep in run.repeats:
@@ -47,7 +48,7 @@ def run_failures(label: str, run: RefRun) -> list[str]:
             log = f"; see {rep.log_path}" if rep.log_path else ""
             reasons.append(
                 f"{label}: repeat {rep.index + 1} failed at {rep.failure.stage}: "
-                f"{rep.failure.message}{log}"
+                f"{visible(rep.failure.message)}{log}"  # may quote the service: escaped
             )
     return reasons
 
@@ -101,10 +102,13 @@ def errored_problems(
     kinds: Counter[str] = Counter()
     statuses: Counter[int] = Counter()
     ids: dict[str, None] = {}
+    details: dict[str, str] = {}  # the first detail of each kind: what its advice is about
     found, asked = _errored(gold, run)
     for query_id, kind, result in found:
         kinds[kind] += 1
         ids[query_id] = None
+        if result is not None and result.detail:
+            details.setdefault(kind, result.detail)
         if result is not None and result.status is not None and result.status >= 300:
             statuses[result.status] += 1
     errored = sum(kinds.values())
@@ -129,7 +133,8 @@ def errored_problems(
             hint = "see the service log, or raise compare.max_errors"
         by_status = tuple(sorted(statuses.items()))
         specific = [
-            advice(kind, by_status if kind == "http_status" else ()) for kind in sorted(kinds)
+            advice(kind, by_status if kind == "http_status" else (), details.get(kind, ""))
+            for kind in sorted(kinds)
         ]
         extra = "".join(f"; {a}" for a in dict.fromkeys(specific) if a)
         return [f"{what} exceed max_errors = {max_errors}; {hint}{extra}"], []
@@ -155,21 +160,28 @@ _SPECIFIC = {
     "not_json": "not_json: the answer is not JSON: check query.path, or set query.select for "
     "an HTML page",
     "no_match": "no_match: query.ids found nothing in the answer: hold it against the sample",
-    "bad_shape": "bad_shape: query.ids (or scores) picked something that is not a list of ids",
+    "bad_shape": "bad_shape: query.ids picked something that is not a list of ids",
+    "bad_shape:query.scores": "bad_shape: query.scores read something that is not one finite "
+    "number per id: hold it against the sample (remove it if the service sends no scores)",
+    "bad_shape:query.texts": "bad_shape: query.texts read something that is not one string (or "
+    "null) per id: hold it against the sample",
     "too_large": "too_large: raise query.max_bytes if the service is right to send that much",
     "missing": "missing: the repeat ended before every query was asked: see the failures",
 }
 
 
-def advice(kind: str, statuses: Sequence[tuple[int, int]] = ()) -> str:
+def advice(kind: str, statuses: Sequence[tuple[int, int]] = (), detail: str = "") -> str:
     """What an errored answer of `kind` (with these HTTP statuses, most frequent first counts)
-    most likely means and what to change; "" when there is nothing better than the log."""
+    most likely means and what to change; "" when there is nothing better than the log.  A
+    `detail` that names the key it is about ("query.scores: ...", harness.replay.client) is
+    advised on that key: a NaN score is not a wrong query.ids."""
     for status, _ in sorted(statuses, key=lambda s: -s[1]):
         if status in _BY_STATUS:
             return _BY_STATUS[status]
         if status >= 500:
             return f"HTTP {status}: the service failed: see the service log"
-    return _SPECIFIC.get(kind, "")
+    key = detail.partition(":")[0] if detail.startswith("query.") else ""
+    return _SPECIFIC.get(f"{kind}:{key}", _SPECIFIC.get(kind, ""))
 
 
 def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary, ...]:
@@ -196,9 +208,10 @@ def error_kinds(gold: GoldSet, run: RefRun, side: str) -> tuple[ErrorKindSummary
                 count=n,
                 asked=asked,
                 statuses=by_status,
-                sample=None if detail is None else clip(detail, _SAMPLE_CHARS),
+                # The service's words: escaped for every format the summary is shown in.
+                sample=None if detail is None else clip(visible(detail), _SAMPLE_CHARS),
                 sample_query=query_id or None,
-                advice=advice(kind, by_status),
+                advice=advice(kind, by_status, detail or ""),
             )
         )
     return tuple(found)
@@ -258,7 +271,9 @@ def id_space_problems(
     unknown = [i for i in returned if i not in corpus_ids]
     if not unknown:
         return [], []
-    shown = ", ".join(unknown[:_SHOWN_IDS]) + (", ..." if len(unknown) > _SHOWN_IDS else "")
+    shown = ", ".join(map(visible, unknown[:_SHOWN_IDS])) + (
+        ", ..." if len(unknown) > _SHOWN_IDS else ""
+    )
     what = f"{label}: {len(unknown)} returned ids are not in the corpus ({shown})"
     if len(unknown) > max_unknown:
         return [f"{what}, more than compare.max_unknown_ids = {max_unknown}"], []
