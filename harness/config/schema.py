@@ -37,11 +37,11 @@ from harness.limits import (
     MAX_BATCH,
     MAX_BYTES,
     MAX_COUNT,
-    MAX_LIMIT,
     MAX_FOLDER_BYTES,
+    MAX_LIMIT,
     MAX_LOG_BYTES,
-    MAX_REPEATS,
     MAX_PROCESSES,
+    MAX_REPEATS,
     MAX_SECONDS,
     MAX_SEED,
     MAX_WARMUP,
@@ -324,9 +324,9 @@ _SERVICE: dict[str, Key] = {
     "build_outputs": Key("strs", _outputs),
     "load": Key("load"),
     "max_log_bytes": Key("int", _at_least(4096, MAX_LOG_BYTES)),
-}
     "max_processes": Key("int", _at_least(16, MAX_PROCESSES)),
     "max_folder_bytes": Key("int", _at_least(1 << 20, MAX_FOLDER_BYTES)),
+}
 _QUERY: dict[str, Key] = {
     "path": Key("str", _query_path),
     "ids": Key("str", _jmespath),
