@@ -6,7 +6,10 @@
                   hidden) or plain; SandboxLink: sockets made inside, httpx transport over them
     mounts.py     what a sandbox shows of the host's files: the hidden folders, what is mounted
                   back (the service's interpreter, asked of it), why a named path is not there
-    inside.py     the sandbox's first process: starts the service, hands out its sockets
+    enclosure.py  one boot's sandbox assembled: its own uid (root's), tmpfs folders, limits, argv
+    seccomp.py    the filter refusing a new user namespace where bwrap cannot
+    inside.py     the sandbox's first process: confines, then starts the service, hands out
+                  its sockets
     ports.py      a port leased for a boot's life: locked against other boots, held in the kernel
     spawn.py      `/bin/sh -c` in a new session, log offsets and tails
     service.py    `with running_service(spec, worktree) as svc`: boot, ready, prepare, teardown

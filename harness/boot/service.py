@@ -72,18 +72,15 @@ from typing import TYPE_CHECKING
 
 from harness import leftovers
 from harness.boot.advice import import_hints, limit_hints, unconfirmed
+from harness.boot.enclosure import enclose
 from harness.boot.isolation import (
     NO_ENV,
-    ROOT_DIRS,
-    SCRATCH,
-    account_files,
     allowlisted_env,
     check_placeholders,
     command_values,
     data_source,
     expand_placeholders,
     fill_root,
-    give_root,
     new_root,
     scrub_file,
     scrubber,
@@ -95,11 +92,8 @@ from harness.boot.probe import OpenSocket, ProbeError, get_status, ready_advice
 from harness.boot.processes import ProcessTree, TeardownReport, exit_status
 from harness.boot.sandbox import (
     BUBBLEWRAP,
-    Confine,
     SandboxLink,
     SocketPool,
-    bwrap_prefix,
-    plan_mounts,
     sandbox_mode,
     service_ids,
     transport_for,
@@ -295,38 +289,14 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     readable.append(self.config_dir)  # scripts and files of the user's tree
                 readable += python_paths(raw["python"])  # a base under HOME: pyenv, uv, conda
                 bound = [data] if in_place and data is not None else []
-                ids = service_ids(self.run_id)  # the harness is root: the service is not
-                files = []
-                if ids is not None:
-                    give_root(self._root, ids)
-                    files = account_files(self._root, ids, isolation["HOME"])
-                mounts = plan_mounts(
-                    root=self._root,
-                    worktree=self.worktree,
-                    readable=readable,
-                    bound=bound,
-                    scratch=[self._root / name for name in SCRATCH],
-                    scratch_bytes=spec.max_folder_bytes,
-                    files=files,
-                )
+                mounts, prefix = enclose(
+                    self._link, spec, run_id=self.run_id, root=self._root,
+                    worktree=self.worktree, readable=readable, bound=bound, isolation=isolation,
+                )  # fmt: skip
                 self._where = (self.worktree, env.get("PATH", os.defpath), mounts)
-                confine = Confine(
-                    max_processes=spec.max_processes,
-                    dirs=tuple(isolation[name] for name in ROOT_DIRS),
-                    ids=ids,
-                )
-                prefix = bwrap_prefix(
-                    self._link.child_fd,
-                    root=self._root,
-                    worktree=self.worktree,
-                    mounts=mounts,
-                    confine=confine,
-                    filter_fd=self._link.filter_fd,
-                )
             t0 = time.monotonic()
-            header = f"boot attempt {attempt} of {limits.port_attempts} on {url}"
-            if self.sandbox == BUBBLEWRAP:
-                header += " (bubblewrap sandbox)"
+            boxed = " (bubblewrap sandbox)" if self.sandbox == BUBBLEWRAP else ""
+            header = f"boot attempt {attempt} of {limits.port_attempts} on {url}{boxed}"
             leader, log_start = spawn(
                 command,
                 cwd=self.worktree,
@@ -514,23 +484,23 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
 
     def _failure(self, stage: str, message: str, log_start: int, *hints: str) -> ServiceError:
         tail = [self._scrub(line) for line in log_tail(self.log_path, log_start)]
-        if self.sandbox == BUBBLEWRAP:
-            text = log_text(self.log_path, log_start)
-            hints = (*limit_hints(text, self.spec, service_ids(self.run_id)), *hints)
+        if self.sandbox == BUBBLEWRAP:  # a limit of the sandbox, met?
+            ids = service_ids(self.run_id)
+            hints = (*limit_hints(log_text(self.log_path, log_start), self.spec, ids), *hints)
         details = [f"last lines of {self.log_path}:", *tail, *hints]
         return ServiceError(message, details, stage=stage)
 
     def limit_reached(self) -> str | None:
-        """What the last teardown found of a sandboxed service at its `service.max_processes`
-        (then its forks and new threads were failing), or None."""
+        """Said when the last teardown found a sandboxed service at `service.max_processes`
+        (its forks and new threads were failing); else None."""
         report, most = self.teardown, self.spec.max_processes
-        if self.sandbox != BUBBLEWRAP or report is None or report.tasks < most:
-            return None
-        return (
-            f"the service started more than service.max_processes = {most} processes and "
-            f"threads ({report.tasks} were running at teardown), so some of its forks or "
-            "threads failed; raise service.max_processes if it needs them"
-        )
+        if self.sandbox == BUBBLEWRAP and report is not None and report.tasks >= most:
+            return (
+                f"the service started more than service.max_processes = {most} processes and "
+                f"threads ({report.tasks} ran at teardown): some of its forks or threads "
+                "failed; raise service.max_processes if it needs them"
+            )
+        return None
 
     def _new_tree(self) -> ProcessTree:
         limits = self.limits
