@@ -4,15 +4,18 @@
     python scripts/fuzz_inputs.py [--seconds 60] [--seed N]
 
 Each case overwrites one or more of a throwaway repository's input files (harness.toml, the gold
-set, the corpus, qrels, topics, a run file, a run record, a gate baseline, a matrix file) with
-random bytes, random TOML or mutated JSON lines, and runs one command on them in this process
-through the real entry point, `harness.cli.main.main` (the strategies are tests/fuzz_support.py's,
-the same tests/test_fuzz_inputs.py runs a fixed number of). A case fails when an exception
-escapes, "Traceback" is on stderr, or the exit status is not one of 0-4. Nothing is booted:
-compare, run, gate and matrix name a ref that does not exist.
+set, the corpus, qrels, topics, a run file, a run record, a gate baseline, a matrix file, an
+answers file) with random bytes, random TOML or mutated JSON lines, or puts a special file in
+the place of one (a FIFO, /dev/zero, /dev/null, a folder, a sparse file past its size cap), or
+gives compare a deployment URL, and runs one command on it under a time limit (the strategies are
+tests/fuzz_support.py's, the same tests/test_fuzz_inputs.py runs a fixed number of): in this
+process through the real entry point, `harness.cli.main.main`, or, for a special file, the
+console script in a subprocess. A case fails when an exception escapes, "Traceback" is on
+stderr, the exit status is not one of 0-4, or it is still running after the limit (a hang).
+Nothing is booted: compare, run, gate and matrix name a ref that does not exist.
 
-Printed: the number of cases and of failures, the statuses seen, and the first failing input with
-its traceback; the exit status is 1 when any case failed, else 0.
+Printed: the number of cases, of tracebacks and of hangs, the statuses seen, and the first
+failing input with its traceback; the exit status is 1 when any case failed, else 0.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def main() -> int:
         statuses: collections.Counter[object] = collections.Counter()
         failures: list[tuple[fuzz_support.Case, fuzz_support.Outcome]] = []
         deadline = time.monotonic() + args.seconds
+        specials = urls = 0
 
         class TimeUp(Exception):
             """Raised by the first case past the deadline: how a @given loop is stopped."""
@@ -57,18 +61,24 @@ def main() -> int:
                   suppress_health_check=list(HealthCheck))
         @given(fuzz_support.case_strategy(workspace))
         def one(case: fuzz_support.Case) -> None:
+            nonlocal specials, urls
             if time.monotonic() > deadline:
                 raise TimeUp
             outcome = fuzz_support.run_case(case, workspace)
             statuses[outcome.status] += 1
+            specials += bool(case.special)
+            urls += any(arg.endswith("-url") for arg in case.argv)
             if outcome.bad:
                 failures.append((case, outcome))
 
         with contextlib.suppress(TimeUp):
             one()
     cases = sum(statuses.values())
-    print(f"fuzz_inputs: seed {seed}, {args.seconds:.0f} s: {cases} cases, "
-          f"{len(failures)} with a traceback or an unexpected status")
+    tracebacks = sum(1 for _, o in failures if o.traceback or "Traceback" in o.stderr)
+    hangs = sum(1 for _, o in failures if o.hung)
+    print(f"fuzz_inputs: seed {seed}, {args.seconds:.0f} s: {cases} cases "
+          f"({specials} special files, {urls} URLs): {tracebacks} tracebacks, {hangs} hangs, "
+          f"{len(failures) - tracebacks - hangs} other failures (an unexpected status)")
     print("exit statuses: " + ", ".join(f"{k}: {v}" for k, v in sorted(
         statuses.items(), key=lambda kv: str(kv[0]))))
     kinds = collections.Counter(

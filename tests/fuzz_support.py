@@ -3,9 +3,18 @@
     Workspace(root)                       a git repository with a valid config, gold set, corpus,
                                           qrels, topics, run file and run record to start from
     case_strategy(workspace)              a Hypothesis strategy of Case: the files to overwrite
-                                          (random bytes, random TOML, mutated JSON lines) and argv
-    run_case(case, workspace) -> Outcome  harness.cli.main.main(argv) in-process: exit status,
-                                          stderr, and the traceback when anything escaped
+                                          (random bytes, random TOML, mutated JSON lines), or
+                                          one to replace by a special file (a FIFO, /dev/zero,
+                                          /dev/null, a folder, a sparse file past its cap, a
+                                          corpus line past its cap), or a deployment URL; argv
+    run_case(case, workspace) -> Outcome  the CLI on it under a time limit (CASE_SECONDS): exit
+                                          status, stderr, the traceback when anything escaped,
+                                          and whether it hung
+
+A case of random content runs `harness.cli.main.main(argv)` in this process, stopped by SIGALRM
+past the limit; a case of a special file runs the console script in a subprocess, killed past
+the limit and with its address space capped (MEMORY_CAP), since a FIFO can block in a thread no
+signal reaches and /dev/zero can fill the machine's memory before any limit is noticed.
 
 No case ever boots a service: compare, run, sweep, gate and matrix are given a ref that does not
 exist, so a config or gold set that passes validation ends as an unknown ref (exit 2) at the
@@ -21,8 +30,11 @@ import io
 import json
 import math
 import os
+import resource
 import shutil
+import signal
 import subprocess
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +44,8 @@ from hypothesis import strategies as st
 
 ALLOWED = frozenset({0, 1, 2, 3, 4})
 NO_REF = "no-such-ref-fuzz"
+CASE_SECONDS = 30.0  # past this a case hung: the slowest honest case takes ~2 s on a busy box
+MEMORY_CAP = 4 << 30  # a special-file case's address space: harness needs ~1.5 GiB of it
 
 CORPUS = [
     {"id": "d1", "title": "Rolling back", "text": "shipit rollback redeploys the previous image"},
@@ -50,6 +64,7 @@ CONFIG: dict[str, dict[str, Any]] = {
     "gold": {"path": "gold.jsonl", "corpus": "corpus.jsonl"},
 }
 RUN_RECORD = {"schema": "harness-run", "schema_version": 1, "rounds": []}
+ANSWERS = "q1\t1\nq2\t0\n"
 QRELS = "q1 0 d1 1\nq2 0 d2 2\n"
 TOPICS = "q1\troll back a deploy\nq2\trestore the database\n"
 TREC_RUN = "q1 Q0 d1 1 1.0 fuzz\nq2 Q0 d2 1 1.0 fuzz\n"
@@ -201,14 +216,22 @@ def contents(draw: st.DrawFn, good: str, mutated: st.SearchStrategy[str]) -> byt
 
 # --------------------------------------------------------------------------- workspace and cases
 
+SPECIALS = ("fifo", "/dev/zero", "/dev/null", "folder", "oversized", "long line")
+"""What a special case puts where a file is expected: a named pipe nobody writes to, a symlink
+to a device, a folder, a sparse file one byte past its kind's cap (`harness.inputs`), a sparse
+file of zeros with no newline, past a streamed line's cap."""
+
+
 @dataclass(frozen=True)
 class Case:
     files: tuple[tuple[str, bytes], ...]  # (name in the workspace, content)
     argv: tuple[str, ...]  # with {ws} for the workspace
+    special: tuple[tuple[str, str], ...] = ()  # (name in the workspace, one of SPECIALS)
 
     def describe(self) -> str:
         shown = [f"  {name}: {content[:300]!r}{'...' if len(content) > 300 else ''}"
                  for name, content in self.files]
+        shown += [f"  {name}: {what}" for name, what in self.special]
         return "harness " + " ".join(self.argv) + "\n" + "\n".join(shown)
 
 
@@ -219,11 +242,23 @@ class Outcome:
     traceback: str | None = None
 
     left_results: bool = False  # a refused run (exit 2) made its results directory
+    hung: bool = False  # still running after CASE_SECONDS
 
     @property
     def bad(self) -> bool:
-        return (self.traceback is not None or self.status not in ALLOWED
+        return (self.hung or self.traceback is not None or self.status not in ALLOWED
                 or "Traceback" in self.stderr or self.left_results)
+
+
+def _cap(name: str) -> int:
+    """The size cap (bytes) of the kind of input `name` is (`harness.inputs`)."""
+    from harness import inputs
+
+    kinds = {"harness.toml": inputs.CONFIG, "matrix.toml": inputs.MATRIX,
+             "gold.jsonl": inputs.GOLD, "qrels.txt": inputs.GOLD, "topics.tsv": inputs.QUERIES,
+             "corpus.jsonl": inputs.CORPUS, "run.trec": inputs.RUN, "record.json": inputs.RESULTS,
+             "baseline.json": inputs.BASELINE, "answers.tsv": inputs.ANSWERS}
+    return kinds[name].cap
 
 
 @dataclass
@@ -245,6 +280,7 @@ class Workspace:
             "record.json": json.dumps(RUN_RECORD),
             "baseline.json": json.dumps({"schema": "harness-gate-baseline"}),
             "matrix.toml": '[config.a]\nenv = { A = "1" }\n',
+            "answers.tsv": ANSWERS,
         }
         for name, text in files.items():
             self.originals[name] = text.encode()
@@ -258,9 +294,33 @@ class Workspace:
 
     def reset(self) -> None:
         for name, data in self.originals.items():
-            (self.root / name).write_bytes(data)
+            path = self.root / name
+            # Never written through: a FIFO there would block the write, a link reach /dev.
+            if path.is_symlink() or not path.is_file():
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+            path.write_bytes(data)
         for extra in ("out", "results"):
             shutil.rmtree(self.root / extra, ignore_errors=True)
+
+    def make_special(self, name: str, what: str) -> None:
+        """Put `what` (one of SPECIALS) at `name` in place of the file."""
+        path = self.root / name
+        path.unlink()
+        if what == "fifo":
+            os.mkfifo(path)
+        elif what in ("/dev/zero", "/dev/null"):
+            path.symlink_to(what)
+        elif what == "folder":
+            path.mkdir()
+            (path / "inside.txt").write_text("a folder where a file was expected\n")
+        else:
+            path.touch()
+            # Sparse: no disk used. A "long line" is zeros with no newline, under the file cap
+            # of a streamed kind but past its line cap (a corpus); else one byte past the cap.
+            os.truncate(path, 300 << 20 if what == "long line" else _cap(name) + 1)
 
 
 def _commands() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -282,11 +342,17 @@ def _commands() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
           "native", "--out", f"{ws}/out/gold.jsonl", "--force")),
         (("gold.jsonl", "run.trec"), ("metrics", "--gold", f"{ws}/gold.jsonl", "--run",
                                       f"{ws}/run.trec")),
+        (("qrels.txt", "run.trec"), ("metrics", "--gold", f"{ws}/qrels.txt", "--run",
+                                     f"{ws}/run.trec")),
         (("record.json",), ("report", f"{ws}/record.json")),
         (("record.json",), ("export", f"{ws}/record.json")),
         (("record.json",), ("export", f"{ws}/record.json", "--format", "trec")),
         (("harness.toml", "gold.jsonl", "corpus.jsonl"),
          ("compare", "--baseline", NO_REF, "--candidate", "main", *run_opts)),
+        (("harness.toml", "gold.jsonl", "answers.tsv"),
+         ("compare", "--baseline", NO_REF, "--candidate", "main", *run_opts,
+          "--baseline-answers", f"{ws}/answers.tsv", "--candidate-answers",
+          f"{ws}/answers.tsv")),
         (("harness.toml", "gold.jsonl"), ("run", "--ref", NO_REF, *run_opts)),
         (("harness.toml", "matrix.toml"),
          ("matrix", "--ref", NO_REF, "--matrix", f"{ws}/matrix.toml", *run_opts)),
@@ -309,11 +375,50 @@ def _mutation(name: str) -> st.SearchStrategy[str]:
         return json_lines(CORPUS)
     if name.endswith(".json"):
         return json_lines([RUN_RECORD]).map(str.strip)
-    return st.text(max_size=80)  # qrels, topics, run file: random text
+    return st.text(max_size=80)  # qrels, topics, run file, answers: random text
+
+
+SPECIAL_URLS = [
+    "http://127.0.0.1:notaport", "http://[::1", "http://127.0.0.1:99999", "http://127.0.0.1:0",
+    "http://127.0.0.1:-1", "http://127.0.0.1:", "http://[zz]:80", "http://::1:80", "http://",
+    "http://:80", "ftp://127.0.0.1", "127.0.0.1:8080", "", "http://h\x00x", "http://h x",
+    "http://u:p@[::1", "http://a..b:80", "http://h:८०८०", "http://h:1e3", "https://[::1]:65536",
+    "http://[::1]x", "http://h/?q#f", "http://\ud800", "http://%zz", "http://h@",
+]
+
+
+@st.composite
+def url_case(draw: st.DrawFn) -> Case:
+    """compare against deployments at a malformed (or valid) URL, with a config that does not
+    exist: a URL that passes stops there (exit 2), none waits for a service to get ready."""
+    pieces = st.sampled_from(["http", "https", "ftp", "", "HTTP"]), st.sampled_from(
+        ["127.0.0.1", "[::1]", "[::1", "::1", "", "localhost", "h_x", "a b", "\u00e9.com"]), \
+        st.sampled_from(["", ":", ":80", ":99999", ":0", ":x", ":8080:9"]) | st.integers(
+            -5, 70_000).map(lambda p: f":{p}"), st.sampled_from(["", "/", "/api", "?x", "#y"])
+    built = st.tuples(*pieces).map(lambda p: f"{p[0]}://{p[1]}{p[2]}{p[3]}")
+    url = draw(st.one_of(st.sampled_from(SPECIAL_URLS), built, st.text(max_size=40)))
+    side = draw(st.sampled_from(["--baseline-url", "--candidate-url"]))
+    other = "--candidate-url" if side == "--baseline-url" else "--baseline-url"
+    return Case((), ("compare", side, url, other, "http://127.0.0.1:9", "--config",
+                     "{ws}/no-such-config.toml", "--results", "{ws}/results", "-q"))
+
+
+@st.composite
+def special_case(draw: st.DrawFn) -> Case:
+    """One file a command reads replaced by a special file (SPECIALS)."""
+    readable, argv = draw(st.sampled_from(_commands()))
+    name = draw(st.sampled_from(readable))
+    kinds = [k for k in SPECIALS if k != "long line" or name == "corpus.jsonl"]
+    return Case((), argv, ((name, draw(st.sampled_from(kinds))),))
 
 
 @st.composite
 def case_strategy(draw: st.DrawFn, workspace: Workspace) -> Case:
+    which = draw(st.integers(0, 9))
+    if which == 0:
+        return draw(special_case())
+    if which == 1:
+        return draw(url_case())
     readable, argv = draw(st.sampled_from(_commands()))
     broken = draw(st.lists(st.sampled_from(readable), min_size=1, max_size=len(readable),
                            unique=True))
@@ -324,29 +429,73 @@ def case_strategy(draw: st.DrawFn, workspace: Workspace) -> Case:
     return Case(files, argv)
 
 
-def run_case(case: Case, workspace: Workspace) -> Outcome:
-    """The case through `harness.cli.main.main`, in this process, in the workspace."""
-    from harness.cli.main import main
+class _TimeUp(BaseException):
+    """Raised by SIGALRM in a case past CASE_SECONDS (a BaseException: no `except Exception`
+    in the harness turns it into an answer)."""
 
+
+def run_case(case: Case, workspace: Workspace, seconds: float = CASE_SECONDS) -> Outcome:
+    """The case through the CLI, in the workspace, under a time limit (module docstring)."""
     workspace.reset()
     for name, data in case.files:
         (workspace.root / name).write_bytes(data)
+    for name, what in case.special:
+        workspace.make_special(name, what)
     argv = [arg.replace("{ws}", str(workspace.root)) for arg in case.argv]
+    try:
+        outcome = (_in_subprocess(argv, workspace, seconds) if case.special
+                   else _in_process(argv, workspace, seconds))
+    finally:
+        workspace.reset()
+    return outcome
+
+
+def _in_subprocess(argv: list[str], workspace: Workspace, seconds: float) -> Outcome:
+    def limited() -> None:  # in the child, before exec
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    script = Path(sys.executable).parent / "harness"
+    try:
+        done = subprocess.run([str(script), *argv], cwd=workspace.root, capture_output=True,
+                              text=True, timeout=seconds, preexec_fn=limited, check=False)
+    except subprocess.TimeoutExpired as expired:
+        err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) \
+            else (expired.stderr or "")
+        return Outcome(None, err + f"\nstill running after {seconds:g} s: killed", hung=True)
+    left = done.returncode == 2 and (workspace.root / "results").exists()
+    caught = done.stderr if "Traceback" in done.stderr else None
+    return Outcome(done.returncode, done.stderr + ("\nresults/ made by a refused run" if left
+                                                   else ""), caught, left)
+
+
+def _in_process(argv: list[str], workspace: Workspace, seconds: float) -> Outcome:
+    from harness.cli.main import main
+
+    def time_up(signum: int, frame: object) -> None:
+        raise _TimeUp
+
     out, err = io.StringIO(), io.StringIO()
     status: int | None
-    caught = None
+    caught, hung = None, False
     cwd = Path.cwd()
+    previous = signal.signal(signal.SIGALRM, time_up)
     try:
         os.chdir(workspace.root)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = main(argv)
     except SystemExit as exit_:  # argparse's usage errors, --help
         code = exit_.code
         status = code if isinstance(code, int) else (0 if code is None else 2)
+    except _TimeUp:
+        status, hung = None, True
     except Exception:  # a traceback is what this looks for
         status, caught = None, traceback.format_exc()
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
         os.chdir(cwd)
     left = status == 2 and (workspace.root / "results").exists()
-    return Outcome(status, err.getvalue() + ("\nresults/ made by a refused run" if left else ""),
-                   caught, left)
+    said = err.getvalue() + ("\nresults/ made by a refused run" if left else "")
+    return Outcome(status, said + (f"\nstill running after {seconds:g} s" if hung else ""),
+                   caught, left, hung)

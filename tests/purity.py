@@ -60,6 +60,7 @@ IO_STAGES = (
     "harness.demo",
     "harness.gate.baseline_file",
     "harness.gold",
+    "harness.inputs",
     "harness.replay",
     "harness.results",
     "harness.score.runfile",

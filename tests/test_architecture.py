@@ -28,6 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "errors",
         "limits",
         "encodings",
+        "inputs",
         "scrub",
         "control_chars",
         "signals",

@@ -61,10 +61,10 @@ def test_an_unreadable_corpus_is_named_with_the_fix(
 ) -> None:
     gold, corpus = _gold(tmp_path), _corpus(tmp_path)
 
-    def refused(file: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+    def refused(file: object, *args: object, **kwargs: object) -> object:
         raise PermissionError(errno.EACCES, DENIED, str(file))
 
-    monkeypatch.setattr(harness.gold.corpus, "open", refused, raising=False)
+    monkeypatch.setattr(harness.gold.corpus, "open_input", refused)  # root reads any file
     status, err = _harness(capsys, "gold", "check", gold, "--corpus", corpus)
     assert status == 2
     assert f"{corpus}: cannot read the corpus ({DENIED})" in err

@@ -1,5 +1,6 @@
-"""Every input a user can give is an answer, never a traceback: random files to every command
-(Hypothesis, in-process through `harness.cli.main.main`), and each input that once raised one
+"""Every input a user can give is an answer, never a traceback nor a hang: random files, special
+files (a FIFO, a device, a folder, a sparse file past its cap) and deployment URLs to every
+command (Hypothesis, each case under a time limit), and each input that once raised one
 (issue 23) as a regression: exit 2, the message naming file:line, field or option and the fix,
 and nothing created on disk (no results directory, no checkout) before validation passes.
 
@@ -13,7 +14,18 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
-from fuzz_support import CONFIG, CORPUS, GOLD, NO_REF, Case, Workspace, case_strategy, run_case
+from fuzz_support import (
+    CONFIG,
+    CORPUS,
+    GOLD,
+    NO_REF,
+    SPECIAL_URLS,
+    SPECIALS,
+    Case,
+    Workspace,
+    case_strategy,
+    run_case,
+)
 from fuzz_support import toml_text as _toml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -69,6 +81,61 @@ def test_random_bytes_through_the_installed_script_give_no_traceback(
         assert "Traceback" not in done.stderr
         assert not (workspace.root / "results").exists()
     workspace.reset()
+
+
+def _readers() -> dict[str, tuple[str, ...]]:
+    """Each input file of the workspace, with one command that reads it."""
+    from fuzz_support import _commands
+
+    found: dict[str, tuple[str, ...]] = {}
+    for readable, argv in _commands():
+        for name in readable:
+            found.setdefault(name, argv)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_readers()))
+def test_each_special_file_in_place_of_each_input_is_refused_in_time(
+        workspace: Workspace, name: str) -> None:
+    argv = _readers()[name]
+    for what in SPECIALS:
+        if what == "long line" and name != "corpus.jsonl":
+            continue
+        outcome = run_case(Case((), argv, ((name, what),)), workspace)
+        assert not outcome.bad, f"{name} as {what}: {outcome.stderr}"
+        assert outcome.status in (0, 2), f"{name} as {what}: {outcome.stderr}"
+
+
+def test_each_special_url_is_refused_in_time(workspace: Workspace) -> None:
+    for url in SPECIAL_URLS:
+        argv = ("compare", "--baseline-url", url, "--candidate-url", "http://127.0.0.1:9",
+                "--config", "{ws}/no-such-config.toml", "-q")
+        outcome = run_case(Case((), argv), workspace, seconds=30)
+        assert not outcome.bad, f"{url!r}: {outcome.stderr}"
+        assert outcome.status == 2, f"{url!r}: {outcome.stderr}"
+
+
+def test_a_case_that_blocks_counts_as_a_hang(
+        workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fuzzer's own promise: with the regular-file check gone, a FIFO given as the gold set
+    # blocks open(2) forever; the case is stopped at its limit and reported as hung.
+    import os
+
+    from harness import inputs
+
+    monkeypatch.setattr(inputs, "_refuse", lambda *args: None)
+    monkeypatch.setattr(inputs.os, "O_NONBLOCK", 0)
+    workspace.reset()
+    (workspace.root / "gold.jsonl").unlink()
+    os.mkfifo(workspace.root / "gold.jsonl")
+    from fuzz_support import _in_process
+
+    try:
+        outcome = _in_process(["gold", "check", str(workspace.root / "gold.jsonl")], workspace,
+                              seconds=1)
+    finally:
+        workspace.reset()
+    assert outcome.hung and outcome.bad, outcome
 
 
 # --------------------------------------------------------------------------- each case of issue 23

@@ -504,8 +504,8 @@ def test_read_json_says_what_is_wrong_with_the_file(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text('{"é": 1}', encoding="utf-8")
     assert read_json(good) == {"é": 1}
-    with pytest.raises(ResultsError, match="cannot be read"):
-        read_json(tmp_path)  # a directory: an OSError, said as such
+    with pytest.raises(ResultsError, match="the results file is a folder, not a file"):
+        read_json(tmp_path)  # a directory: refused before it is opened (harness.inputs)
 
 
 # --------------------------------------------------------------------------- comparisons

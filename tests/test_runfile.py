@@ -182,8 +182,8 @@ def test_missing_and_undecodable_files(tmp_path: Path) -> None:
     path.write_bytes("q Q0 caf\xe9 1 1 t\n".encode("latin-1"))
     with pytest.raises(ResultsError, match="is not UTF-8 text"):
         load_run(path)
-    with pytest.raises(ResultsError, match="cannot read run file"):
-        load_run(tmp_path)  # a directory
+    with pytest.raises(ResultsError, match="the run file is a folder, not a file"):
+        load_run(tmp_path)  # a directory: refused before it is opened (harness.inputs)
 
 
 def test_run_is_frozen() -> None:

@@ -34,6 +34,9 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
     from harness.scrub import guard_output, register_environment, register_url, release_output
 
     register_environment(os.environ)  # API_TOKEN and the like: never printed or written
+    refused = _check_urls(args)  # before register_url, whose urlsplit raises on `http://[::1`
+    if refused is not None:
+        return refused
     for url in (getattr(args, "baseline_url", None), getattr(args, "candidate_url", None)):
         if url:
             register_url(url)  # before anything can quote it, a usage error included
@@ -42,6 +45,26 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
         return _run(args, exiting=exiting)
     finally:
         release_output()
+
+
+def _check_urls(args: argparse.Namespace) -> int | None:
+    """Exit status 2, said, when --baseline-url or --candidate-url is no base URL (a bad port,
+    an unclosed IPv6 bracket: `harness.cli.urls`); None when both are fine or not given."""
+    given = [(option, getattr(args, option[2:].replace("-", "_"), None))
+             for option in ("--baseline-url", "--candidate-url")]
+    if not any(url for _, url in given):
+        return None  # every command but compare against deployments: nothing more imported
+    from harness.cli.urls import check_url
+    from harness.errors import HarnessError
+
+    try:
+        for option, url in given:
+            if url:
+                check_url(url, option)
+    except HarnessError as exc:  # its message shows no userinfo: nothing to scrub yet
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    return None
 
 
 def _run(args: argparse.Namespace, *, exiting: bool) -> int:

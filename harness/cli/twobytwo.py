@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             f"given ({gold.hash[:12]})",
             ["pass the gold set the run was measured with (--gold)"],
         )
-    grades = read_grades(args.answers, known=gold.by_id.keys())
+    grades = read_grades(args.answers, known=gold.by_id.keys(), named="--answers")
     table = two_by_two(
         gold, run, grades.correct, k, rel_level=args.rel_level, answers=str(args.answers)
     )

@@ -37,7 +37,8 @@ def answer_grades(
     if k is not None and k < 1:
         raise HarnessError(f"--answers-k must be 1 or more, not {k}")
     known = gold.by_id.keys()
-    return read_grades(baseline, known=known), read_grades(candidate, known=known)
+    return (read_grades(baseline, known=known, named="--baseline-answers"),
+            read_grades(candidate, known=known, named="--candidate-answers"))
 
 
 def with_twobytwo(

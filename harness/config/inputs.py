@@ -40,7 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.config.loader import expand_user
-from harness.config.manifest import manifest
+from harness.config.manifest import manifest, system_folder
 from harness.config.values import (
     CONFIG_DIR,
     HarnessConfig,
@@ -49,6 +49,7 @@ from harness.config.values import (
     SideConfig,
     outside_data,
 )
+from harness.inputs import not_regular, pseudo_filesystem
 
 _BIG = 64 * 1024 * 1024  # bytes: larger files are keyed by size and mtime, not read
 _MAX_FILES = 10_000  # files hashed under one named folder
@@ -100,8 +101,8 @@ def referenced_paths(
         if not (word.startswith(("/", "~", ".")) or os.sep in word):
             continue  # a bare name: a program on PATH or an argument, not a path
         path = (root / expand_user(word)).resolve()
-        if path.exists() and not path.is_relative_to(root):
-            found.add(path)
+        if path.exists() and not path.is_relative_to(root) and not system_folder(path):
+            found.add(path)  # `cd / && ...` names no input: the disk is not hashed
     # What lies inside service.data is keyed by the data's manifest (or data_version).
     return tuple(sorted(p for p in found if data is None or not p.is_relative_to(data)))
 
@@ -123,6 +124,9 @@ def data_path(side: SideConfig, repo: Path, config_dir: Path | None) -> Path | N
 
 def _file_digest(path: Path) -> str:
     stat = path.stat()
+    kind = not_regular(stat.st_mode) or pseudo_filesystem(stat.st_dev)
+    if kind:  # a FIFO would block the read, /dev/zero or a /proc file never end it
+        return f"{kind} mtime_ns={stat.st_mtime_ns}"
     if stat.st_size > _BIG:
         return f"size={stat.st_size} mtime_ns={stat.st_mtime_ns}"
     digest = hashlib.sha256()
@@ -138,7 +142,7 @@ def _entries(path: Path) -> Iterator[tuple[str, str]]:
         return
     count = 0
     for folder, dirs, files in os.walk(path):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not _kernel_folder(Path(folder) / d))
         for name in sorted(files):
             file = Path(folder) / name
             if count >= _MAX_FILES:
@@ -149,6 +153,14 @@ def _entries(path: Path) -> Iterator[tuple[str, str]]:
                 yield str(file.relative_to(path.parent)), _file_digest(file)
             except OSError as error:  # unreadable: keyed by the error, so it is never a match
                 yield str(file), f"unreadable: {error.strerror}"
+
+
+def _kernel_folder(path: Path) -> bool:
+    """Whether `path` is a mount of a kernel filesystem (/proc, /sys), never walked."""
+    try:
+        return pseudo_filesystem(path.stat().st_dev) is not None
+    except OSError:
+        return False
 
 
 def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:

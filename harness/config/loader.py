@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.config.manifest import system_folder
 from harness.config.overrides import (
     BODY_NEEDS_POST,
     TWO_BODIES,
@@ -42,6 +43,7 @@ from harness.config.values import (
     outside_data,
 )
 from harness.errors import ConfigError
+from harness.inputs import not_regular
 
 # --------------------------------------------------------------------------- the loader
 
@@ -61,8 +63,9 @@ def load_config(
     --baseline-url): service.start is not needed (nor read), and no repository either.
     """
     cwd = (cwd or Path.cwd()).resolve()
+    named = "" if path is None else "--config"  # every caller passes the option's value
     path = _discover(cwd) if path is None else (cwd / path).resolve()
-    text = read_text(path)
+    text = read_text(path, named)
     in_pyproject = path.name == "pyproject.toml"
     doc: object = parse_toml(path, text)
     if in_pyproject:
@@ -178,6 +181,12 @@ def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]
             if all(whys):
                 hint = " (or give the corpus's absolute path)" if key == "corpus" else ""
                 reader.add(f"gold.{key}", f"{whys[0]}; keep the gold set in the repository{hint}")
+    for key in ("path", "corpus"):
+        value = gold.get(key) if isinstance(gold, dict) else None
+        if isinstance(value, str) and value and "\x00" not in value:
+            why = _not_a_file(_gold_path(base, value))
+            if why:
+                reader.add(f"gold.{key}", why)
     tables = [("service", doc.get("service"))]
     tables += [(f"{side}.service", _get(doc, side, "service")) for side in SIDES]
     refs: Mapping[str, Any] = doc["ref"] if isinstance(doc.get("ref"), dict) else {}
@@ -189,6 +198,21 @@ def _check_inside(reader: Reader, repo: Path, base: Path, doc: Mapping[str, Any]
         why = _data_problem(value, repo, base)
         if why:
             reader.add(f"{where}.data", why)
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why the gold file or corpus at `path` can never be read: a FIFO (reading it would wait
+    for a writer forever), a device (/dev/zero never ends), a socket; None for a regular file,
+    a folder (a BEIR gold set or corpus) or nothing (load_gold says it is missing)."""
+    try:
+        what = not_regular(path.stat().st_mode)
+    except (OSError, ValueError):
+        return None
+    if what is None or what == "a folder":
+        return None
+    return (f"{path} is {what}, not a regular file; save it to a file on disk and give that "
+            "path (harness reads only regular files: reading a pipe can wait forever, a device "
+            "never ends)")
 
 
 def _elsewhere(path: Path, roots: tuple[Path, ...]) -> bool:
@@ -218,6 +242,12 @@ def _data_problem(value: str, repo: Path, base: Path) -> str | None:
     path = expand_user(value)
     if not path.is_absolute():
         return f"{value} cannot be expanded (no home directory known); write the absolute path"
+    # A relative path or {config_dir}/... stays in its folder (above); an absolute one could
+    # name the whole disk, which the manifest would walk.
+    system = system_folder(path)
+    if system:
+        return (f"{system}: name the folder your service reads its data from (an index, a "
+                'model), e.g. data = "/mnt/index"')
     if not _elsewhere(path, (repo,)):
         return (
             f"{path} is inside the repository {repo.resolve()}: write it relative to the "

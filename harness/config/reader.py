@@ -23,6 +23,7 @@ from harness.config.schema import REQUIRED, Key, convert, describe
 from harness.config.values import Overlay
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ConfigError, Problem
+from harness.inputs import CONFIG, read_input
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
 _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_@\-.\"' ]+?)\s*=")  # @: "mrr@10" in [gate.floors]
@@ -55,8 +56,8 @@ def key_line(path: Path, keys: Sequence[str]) -> tuple[str, int] | None:
     """The first of `keys` (dotted, "baseline.query.ids") that the config file sets, and its
     line (best effort, as `_key_lines` reads it); None when none is set or the file is gone."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_input(path, CONFIG).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ConfigError):
         return None
     prefix = "tool.harness." if path.name == "pyproject.toml" else ""
     lines = _key_lines(text, prefix)
@@ -199,9 +200,12 @@ def inherits(values: Mapping[str, Any], name: str) -> bool:
     return isinstance(inner, Mapping) and entry in inner
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, named: str = "") -> str:
+    """The text of a config file (`named`: the option that gave it); ConfigError for anything
+    but a UTF-8 regular file of at most 4 MiB (`harness.inputs`: a FIFO would block, /dev/zero
+    never end)."""
     try:
-        data = path.read_bytes()
+        data = read_input(path, CONFIG, named)
         wide = encoding_problem(data[:SAMPLE], path)
         if wide is not None:
             raise ConfigError(f"{path}:1: {wide}")

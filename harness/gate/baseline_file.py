@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.errors import ResultsError, require_schema
 from harness.gate.measure import Baseline, ScopeValues, rounded
+from harness.inputs import BASELINE, read_input
 from harness.score.definition import definition_from_dict
 from harness.score.metrics import parse_metric
 from harness.types import OVERALL
@@ -193,7 +194,7 @@ def baseline_from_dict(doc: Mapping[str, Any], source: str) -> Baseline:
 
 def read_baseline(path: Path) -> Baseline:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path, BASELINE, "--baseline-file").decode("utf-8")
     except FileNotFoundError:
         raise ResultsError(
             f"{path}: no baseline file",
@@ -230,7 +231,7 @@ def write_baseline(path: Path, baseline: Baseline) -> bool:
     """
     data = baseline_to_text(baseline).encode("utf-8")
     try:
-        if path.read_bytes() == data:
+        if read_input(path, BASELINE, "--baseline-file") == data:
             return False
     except FileNotFoundError:
         pass

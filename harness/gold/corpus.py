@@ -32,6 +32,7 @@ from harness.gold.reading import (
     json_type,
     not_utf8,
 )
+from harness.inputs import CORPUS, is_input_file, open_input
 
 _CHUNK = 1 << 20
 _DECODE = json.JSONDecoder().decode  # what json.loads(str) calls
@@ -41,7 +42,7 @@ def corpus_file(path: Path) -> Path:
     """The corpus file a path names: the path itself, or `corpus.jsonl` inside a folder."""
     try:
         file = path / "corpus.jsonl" if path.is_dir() else path
-        found = file.is_file()
+        found = is_input_file(file, CORPUS)  # a FIFO or /dev/zero is said, not "not found"
     except OSError as exc:  # a folder above it this user may not enter
         raise _unreadable(path, exc) from None
     if not found:
@@ -60,7 +61,7 @@ def _unreadable(file: Path, exc: OSError) -> GoldError:
 def _opened(file: Path) -> Iterator[BinaryIO]:
     """The corpus file open for reading; GoldError naming it when it cannot be read."""
     try:
-        handle = open(file, "rb")  # noqa: SIM115 (closed below, its errors told apart)
+        handle = open_input(file, CORPUS)  # a regular file, streamed up to the corpus cap
     except OSError as exc:
         raise _unreadable(file, exc) from None
     with handle:
@@ -70,7 +71,7 @@ def _opened(file: Path) -> Iterator[BinaryIO]:
 def file_sha256(path: Path | str) -> str:
     """sha256 hex of a file's bytes, read in 1 MiB chunks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_input(path, CORPUS) as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness.errors import GoldError
 from harness.gold.reading import Problems, not_utf8
+from harness.inputs import ANSWERS, read_input
 
 JSONL_LINE = '{"query_id": "q17", "correct": true}'
 TSV_LINE = "q17<TAB>1"
@@ -38,17 +39,18 @@ class Grades:
     correct: Mapping[str, bool]
 
 
-def read_grades(path: Path, known: Collection[str] | None = None) -> Grades:
-    """Read an answer-grading file (module docstring); raise one GoldError with every problem."""
+def read_grades(path: Path, known: Collection[str] | None = None, named: str = "") -> Grades:
+    """Read an answer-grading file (module docstring); raise one GoldError with every problem.
+    `named`: the option that gave it (--baseline-answers), said when it is no regular file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_input(path, ANSWERS, named)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise GoldError(f"{path}: answers file not found; check the path") from None
     except UnicodeDecodeError as exc:
-        data = path.read_bytes()
-        line = data.count(b"\n", 0, exc.start) + 1
+        at = data.count(b"\n", 0, exc.start) + 1
         said = not_utf8(exc, "the answers file")
-        raise GoldError(f"{path}:{line}: {said} (JSON lines or TSV, see `harness twobytwo`)"
+        raise GoldError(f"{path}:{at}: {said} (JSON lines or TSV, see `harness twobytwo`)"
                         ) from None
     except OSError as exc:
         raise GoldError(f"{path}: cannot read the answers file ({exc.strerror or exc}); check the "

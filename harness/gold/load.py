@@ -26,6 +26,7 @@ from harness.gold.reading import (
     not_utf8,
 )
 from harness.gold.tables import read_beir, read_qrels, read_trec
+from harness.inputs import CORPUS, GOLD, is_input_file, open_input
 from harness.types import CorpusInfo, GoldSet
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def detect_format(path: Path | str) -> str:
     try:
         if path.is_dir():
             return "beir"
-        with open(path, "rb") as handle:
+        with open_input(path, GOLD) as handle:  # a FIFO or /dev/zero: GoldError, no wait
             return _sniff(handle, path)
     except FileNotFoundError:
         raise GoldError(f"{path}: gold set not found; check the path (--gold)") from None
@@ -148,7 +149,7 @@ def _read(path: Path, fmt: str, queries: Path | None, split: str,
 def _check_corpus(parsed: Parsed, corpus: Path, problems: Problems) -> CorpusInfo | None:
     """Check every referenced doc id and the header's sha256 against the corpus."""
     file = corpus / "corpus.jsonl" if corpus.is_dir() else corpus
-    if not file.is_file():
+    if not is_input_file(file, CORPUS):
         problems.add(file, "corpus not found; pass the corpus JSONL file or its BEIR folder")
         return parsed.corpus
     try:

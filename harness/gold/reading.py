@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError, Problem
+from harness.inputs import GOLD, Kind, read_input
 from harness.types import CorpusInfo, GoldQuery
 
 CHECK_HINT = "fix each problem above (rules: gold/README.md), then run `harness gold check`"
@@ -92,15 +93,18 @@ class Parsed:
     version: int = 1
 
 
-def numbered_lines(path: Path, problems: Problems) -> list[tuple[int, str]] | None:
+def numbered_lines(
+    path: Path, problems: Problems, kind: Kind = GOLD
+) -> list[tuple[int, str]] | None:
     """Every non-blank physical line of a UTF-8 file as (1-based number, text without its newline).
 
     Only "\\n" ends a line ("\\r\\n" too, its "\\r" is dropped); a JSON string may legally hold
     U+2028, which `str.splitlines` would wrongly split on. A leading BOM is ignored. A file that is
     not UTF-8 is one problem at the line of its first bad byte, and None; so is a UTF-16 or
-    UTF-32 file (at line 1, naming its encoding).
+    UTF-32 file (at line 1, naming its encoding). A FIFO, a device, a file past `kind`'s cap or
+    a Git LFS pointer is a GoldError at once (`harness.inputs`).
     """
-    data = path.read_bytes()
+    data = read_input(path, kind)
     wide = encoding_problem(data[:SAMPLE], path)
     if wide is not None:
         problems.add(path, wide, 1)

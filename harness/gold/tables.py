@@ -39,6 +39,7 @@ from harness.gold.reading import (
     numbered_lines,
     parse_grade,
 )
+from harness.inputs import GOLD, QUERIES, is_input_file
 from harness.types import OVERALL, GoldQuery
 
 BEIR_HEADER = "query-id\tcorpus-id\tscore"
@@ -91,7 +92,7 @@ def beir_qrels(folder: Path, split: str) -> Path:
 def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
     """The judged queries of a BEIR folder (see the module docstring)."""
     queries = folder / "queries.jsonl"
-    if not queries.is_file():
+    if not is_input_file(queries, QUERIES):
         raise GoldError(f"{folder}: a folder is read as a BEIR gold set, and it holds no "
                         "queries.jsonl; name the gold file itself (gold/gold.jsonl), or a BEIR "
                         "folder holding queries.jsonl and qrels/<split>.tsv")
@@ -103,7 +104,7 @@ def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
 
 def read_trec(qrels: Path, queries: Path, problems: Problems) -> Parsed:
     """The judged queries of a TREC qrels file and its topics file (see the module docstring)."""
-    if not queries.is_file():
+    if not is_input_file(queries, QUERIES):
         raise GoldError(f"{queries}: queries file not found; TREC qrels need the query texts "
                         "(JSONL or qid<TAB>text)")
     topics = read_topics(queries, problems)
@@ -128,7 +129,7 @@ def read_topics(path: Path, problems: Problems) -> dict[str, _Topic] | None:
     None when the file is unreadable as a whole (not UTF-8, SGML): then the judged queries are
     not each reported as lacking a text.
     """
-    lines = numbered_lines(path, problems)
+    lines = numbered_lines(path, problems, QUERIES)
     if lines is None:
         return None
     if lines and lines[0][1].lstrip().startswith("<"):
@@ -207,7 +208,7 @@ def _json_topic(text: str, path: Path, number: int, problems: Problems) -> _Topi
 
 def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement]:
     """Judgement rows of a BEIR (tab, with header) or TREC (whitespace, 4 columns) qrels file."""
-    if not path.is_file():
+    if not is_input_file(path, GOLD):
         raise GoldError(f"{path}: qrels file not found")
     lines = numbered_lines(path, problems) or []
     beir = columns is _BEIR

@@ -38,6 +38,7 @@ from harness.config.schema import SECTIONS, convert, describe
 from harness.config.templates import receives_port
 from harness.config.values import MERGED_TABLES
 from harness.errors import ConfigError, Problem
+from harness.inputs import MATRIX, read_input
 from harness.matrix.values import Constraint, Entry, Matrix
 from harness.score.metrics import parse_metric
 from harness.types import GoldSet
@@ -239,7 +240,7 @@ def _constraint(
 def read_matrix(path: Path) -> Matrix:
     """Read and check the matrix file; one ConfigError lists every problem, each located."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_input(path, MATRIX, "--matrix").decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such matrix file", hint="check --matrix") from None
     except (OSError, UnicodeDecodeError) as error:

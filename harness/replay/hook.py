@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.inputs import HOOK, read_input
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,11 @@ def load_hook(spec: str, folder: Path) -> Hook:
             f"{relative}/__init__.py beside the configuration file)",
             hint="put the hook's module beside harness.toml, or name one of the rewrites",
         )
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        source = read_input(path, HOOK, "query.rewrite")  # a FIFO named like a module: refused
+    except OSError as error:
+        raise ConfigError(f"{where}: cannot read {path}: {error.strerror}") from None
+    digest = hashlib.sha256(source).hexdigest()
     key = (path, attribute, digest)
     if key in _LOADED:
         return _LOADED[key]

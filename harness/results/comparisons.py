@@ -64,5 +64,7 @@ def save_comparison(
 
 def load_comparison(directory: Path) -> Comparison:
     """The comparison saved in `directory` (or a comparison.json given directly)."""
-    path = directory if directory.suffix == ".json" else directory / COMPARISON_FILE
+    # A path that is no folder is read as the file it is (a FIFO or a device is then said so).
+    given = directory.suffix == ".json" or (directory.exists() and not directory.is_dir())
+    path = directory if given else directory / COMPARISON_FILE
     return comparison_from_dict(read_json(path), str(path))

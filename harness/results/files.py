@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ResultsError
+from harness.inputs import RESULTS, read_input
 from harness.scrub import scrub_bytes, scrub_text
 
 
@@ -227,9 +228,10 @@ def _layered(value: Any, depth: int, levels: int, out: list[str]) -> None:
 
 def read_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`; ResultsError naming the file for anything else: missing,
-    unreadable, not UTF-8 (a run record is written as UTF-8), not JSON, nested too deeply."""
+    unreadable, not UTF-8 (a run record is written as UTF-8), not JSON, nested too deeply; a
+    FIFO, a device or a file past 32 GiB (`harness.inputs`)."""
     try:
-        data = path.read_bytes()
+        data = read_input(path, RESULTS)
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
     except OSError as exc:

@@ -36,6 +36,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import ResultsError, require_schema
+from harness.inputs import RESULTS, read_input
 from harness.report.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
 from harness.results.sidecar import Sidecar, encode, sidecar_of
@@ -212,8 +213,8 @@ def encode_run(run: RefRun, *, redact: bool = False) -> tuple[dict[str, Any], by
     data = b""
     if copied is not None:
         try:
-            data = copied[0].read_bytes()
-        except OSError:
+            data = read_input(copied[0], RESULTS)
+        except (OSError, ResultsError):  # gone or swapped since it was read: encoded again
             copied = None
         if hashlib.sha256(data).hexdigest() != (copied or ("", ""))[1]:
             copied = None

@@ -39,6 +39,7 @@ import numpy as np
 
 from harness.answers import ERROR_KINDS, NONE, Answers, Columns, Int32, Int64, Strings
 from harness.errors import ResultsError
+from harness.inputs import RESULTS, open_input
 from harness.scrub import registered, scrub_text
 
 FORMAT = 1
@@ -176,7 +177,7 @@ class Sidecar:
             return self._arrays
         self.check_present()
         try:  # hashed as it streams, then read array by array: never two copies in memory
-            with self.path.open("rb") as f:
+            with open_input(self.path, RESULTS) as f:  # a FIFO or a device: ResultsError
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
                 if digest != self.sha256:
                     raise ResultsError(

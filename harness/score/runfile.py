@@ -30,7 +30,8 @@ from types import MappingProxyType
 import numpy as np
 import numpy.typing as npt
 
-from harness.errors import Problem, ResultsError
+from harness.errors import HarnessError, Problem, ResultsError
+from harness.inputs import GOLD, RUN, Kind, open_input, read_input
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
 from harness.score.evaluation import Evaluation, evaluate_judged
@@ -69,7 +70,7 @@ def load_run(path: str | Path) -> Run:
     """Read a TREC or JSONL run file; raises ResultsError listing every malformed line."""
     source = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_input(path, RUN)  # a regular file of at most 32 GiB (harness.inputs)
         if not data.isascii():
             data.decode("utf-8")  # only to fail here, naming the byte, before any parsing
     except FileNotFoundError:
@@ -116,7 +117,7 @@ def load_trec_tables(
     """TREC qrels and a TREC run read and joined column-wise, or None when either needs its
     exact reader (`load_gold`, `load_run`): a malformed, irregular or unreadable file, which
     that reader then names line by line, or a run with none of the qrels' queries."""
-    gold_bytes, run_bytes = _padded(qrels), _padded(run)
+    gold_bytes, run_bytes = _padded(qrels, GOLD), _padded(run, RUN)
     if gold_bytes is None or run_bytes is None or b"{" in (_first(gold_bytes), _first(run_bytes)):
         return None  # a native gold set or a JSONL run (a line of either may split in 4 or 6)
     judgements = read_qrels(gold_bytes)
@@ -154,16 +155,16 @@ def _first(buffer: npt.NDArray[np.uint8]) -> bytes:
     return b"" if found is None else found.group()
 
 
-def _padded(path: str | Path) -> npt.NDArray[np.uint8] | None:
+def _padded(path: str | Path, kind: Kind) -> npt.NDArray[np.uint8] | None:
     """A file's bytes and 8 zero bytes after them, read into one array; None when it cannot
-    be read (the exact reader says why)."""
+    be read (the exact reader says why: a FIFO, /dev/zero, a file past `kind`'s cap too)."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path, kind) as handle:
             size = os.fstat(handle.fileno()).st_size
             buffer = np.zeros(size + 8, dtype=np.uint8)
             if handle.readinto(memoryview(buffer)[:size]) != size:  # type: ignore[arg-type]
                 return None
-    except OSError:
+    except (OSError, HarnessError):
         return None
     return buffer
 
@@ -212,7 +213,7 @@ def require_known_queries(run: Run, gold: GoldSet, gold_path: str | Path) -> Non
     if not unknown:
         return
     found: dict[str, int] = {}
-    text = Path(run.source).read_text(encoding="utf-8") if run.source != "<run>" else ""
+    text = read_input(run.source, RUN).decode("utf-8") if run.source != "<run>" else ""
     for number, line in enumerate(text.splitlines(), start=1):
         qid = _query_of(line, run.format)
         if qid in unknown and qid not in found:
