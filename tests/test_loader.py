@@ -263,3 +263,24 @@ def test_compare_reports_the_loading_apart_from_latency(tmp_path: Path) -> None:
     assert steps == {
         (side, step) for side in ("baseline", "candidate") for step in ("load", "index")
     }
+
+
+def test_a_fifo_as_the_corpus_to_post_is_refused_at_once(tmp_path: Path) -> None:
+    # A FIFO at load.corpus in the data copy would block the boot forever on open(2).
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "corpus.jsonl"
+    os.mkfifo(fifo)
+    code = (
+        "import sys; from pathlib import Path; from harness.boot import loader\n"
+        "from harness.errors import HarnessError\n"
+        "try:\n    next(loader._documents(Path(sys.argv[1]), None))\n"
+        "except HarnessError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert "named pipe" in done.stdout and "service.load.corpus" in done.stdout, done.stdout

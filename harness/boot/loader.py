@@ -31,6 +31,7 @@ are timed (`load`, `index`) and recorded apart from query latency.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from harness.config import LoadConfig
 from harness.config.values import PLACEHOLDER
 from harness.errors import ServiceError, clip
+from harness.inputs import CORPUS, open_input
 
 if TYPE_CHECKING:
     import httpx
@@ -70,8 +72,8 @@ def corpus_path(spec: LoadConfig, data: Path | None, gold_corpus: Path | None) -
 
 
 def _documents(path: Path, template: Mapping[str, object] | None) -> Iterator[tuple[int, object]]:
-    try:
-        handle = path.open(encoding="utf-8")
+    try:  # only a regular file, streamed under the corpus's cap (a FIFO there would hang)
+        handle = io.TextIOWrapper(open_input(path, CORPUS, "service.load.corpus"), "utf-8")
     except OSError as exc:
         raise _fail(f"cannot read the corpus {path}: {exc.strerror}") from None
     with handle:

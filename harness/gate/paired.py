@@ -100,8 +100,8 @@ def tested_rows(
     families = [[(OVERALL, m) for m in metrics]] + [
         [(s, m) for s in before.scopes if s != OVERALL] for m in metrics
     ]
-    for family in families:
-        present = [key for key in family if key in cells]
+    for members in families:
+        present = [key for key in members if key in cells]
         for key, p in zip(present, stats.holm([cells[k][0] for k in present]), strict=True):
             adjusted[key] = p
     out = []

@@ -33,6 +33,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from harness.errors import GoldError, clip
 from harness.gold.reading import (
@@ -248,7 +249,7 @@ def _relevant(value: object, path: str, number: int, problems: Problems) -> dict
                              f"{rule}",
                              number, "relevant")
             else:
-                found[doc] = grade
+                found[doc] = cast(int, grade)  # bad_grade passed it: a whole number
     elif isinstance(value, list):
         for doc in value:
             if not _non_blank(doc):

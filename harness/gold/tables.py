@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from harness.errors import GoldError, clip
 from harness.gold.native import RESERVED_SLICE, parse_outranks
@@ -246,7 +246,7 @@ def _table(path: Path, columns: _Columns, problems: Problems) -> list[_Judgement
                 field = columns.query if not query_id.strip() else columns.doc
                 problems.add(path, "an id has a non-blank character", number, field)
             else:
-                found.append(_Judgement(query_id, doc_id, grade, number))
+                found.append(_Judgement(query_id, doc_id, cast(int, grade), number))
     for width, numbers in widths.items():
         expected = ("3 tab-separated columns `query-id corpus-id score`" if beir
                     else "4 whitespace-separated columns `qid iteration docid relevance`")
