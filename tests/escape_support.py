@@ -236,40 +236,32 @@ def make_venv(folder: Path, python: str = sys.executable) -> dict[str, Any]:
 def controls(plan: dict[str, Any]) -> dict[str, str]:
     """The same connections, reads and writes from outside the sandbox: they must work, so that
     each denial inside is the sandbox's doing."""
-    seen = {}
-    for name, path in plan["sysctls"].items():
+    seen: dict[str, str] = {}
+
+    def attempt(key: str, action: Any) -> None:
         try:
-            os.close(os.open(path, os.O_WRONLY))
-            seen["sysctl_open_" + name] = "ok"
+            action()
+            seen[key] = "ok"
         except OSError as exc:
-            seen["sysctl_open_" + name] = f"denied: {exc}"
-    for name, path in plan["root_only"].items():
-        try:
-            Path(path).read_bytes()
-            seen["read_" + name] = "ok"
-        except OSError as exc:
-            seen["read_" + name] = f"denied: {exc}"
-    probe = Path(plan["data"]) / "control-probe"
-    try:
+            seen[key] = f"denied: {exc}"
+
+    def connect(address: str) -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(address)
+
+    def write_probe() -> None:
+        probe = Path(plan["data"]) / "control-probe"
         probe.write_text("the service's user may write here")
         probe.unlink()
-        seen["write_data"] = "ok"
-    except OSError as exc:
-        seen["write_data"] = f"denied: {exc}"
+
+    for name, path in plan["sysctls"].items():
+        attempt("sysctl_open_" + name, lambda path=path: os.close(os.open(path, os.O_WRONLY)))
+    for name, path in {**plan["root_only"], **plan["markers"]}.items():
+        attempt("read_" + name, lambda path=path: Path(path).read_bytes())
+    attempt("write_data", write_probe)
     for name, path in {**plan["sockets"], "abstract": "\0" + plan["abstract"]}.items():
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(2)
-                sock.connect(path)
-            seen["connect_" + name] = "ok"
-        except OSError as exc:
-            seen["connect_" + name] = f"denied: {exc}"
-    for name, path in plan["markers"].items():
-        try:
-            Path(path).read_text()
-            seen["read_" + name] = "ok"
-        except OSError as exc:
-            seen["read_" + name] = f"denied: {exc}"
+        attempt("connect_" + name, lambda path=path: connect(path))
     try:
         raw = Path(f"/proc/{plan['harness_pid']}/environ").read_bytes()
         seen["read_environ"] = "ok (secret read)" if plan["secret"].encode() in raw else "ok"

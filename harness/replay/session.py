@@ -367,6 +367,9 @@ class RefSession:
                 if failure is not None:  # `stop` said so when it saw the exit in time
                     said = exit_first(said, unhinted(failure.message))
                 failure = RunFailure("crashed", said)
+        limit = svc_cm.limit_reached() if isinstance(svc_cm, ServiceContext) else None
+        if limit is not None and failure is None:  # some of its forks failed: not the service
+            failure = RunFailure("run", limit)
         changed = (
             []
             if self.worktree is None
@@ -383,9 +386,6 @@ class RefSession:
                 "copy (harness.toml's {home} and {data} placeholders)",
             )
         self.failed = self.failed or failure is not None
-        limit = svc_cm.limit_reached() if isinstance(svc_cm, ServiceContext) else None
-        if limit is not None and failure is None:  # some of its forks failed: not the service
-            failure = RunFailure("run", limit)
         rep = Repeat(
             index=index,
             results=results,
