@@ -4,7 +4,7 @@ project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefR
 headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
-                                [--only aa|power|broken|boots|slices|mde|sequential]
+                                [--only aa|power|broken|boots|slices|mde|equivalence|sequential]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -27,7 +27,11 @@ also counts the compares that flagged a slice collapse and those with a row that
 the headline labelled improved or regressed (now marked "not deciding"); `--only slices` runs A/As
 on gold sets of one and of four slices.  `--only mde` checks the printed minimum detectable
 effect: a change of the stated mde, moving a random number of queries, should be called at
-least 75% of the time (80% power).  `--only sequential` prints the rows of `compare
+least 75% of the time (80% power).  `--only equivalence` measures "no measurable difference",
+an equivalence claim with its own error (`harness.verdict.equivalence`): how often a true change
+of exactly the band (+5 pp, the default `min_effect`) is called so (at most alpha), and how often
+A/As are, in every mode, and identical deterministic rankings at 38 to 100 queries (the band is
+ruled out from 52 on).  `--only sequential` prints the rows of `compare
 --sequential`, the default, instead (`scripts/calibrate_sequential.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
@@ -100,14 +104,21 @@ def hit_probabilities(mode: str, n: int, rng: np.random.Generator) -> np.ndarray
     return p
 
 
-def improved(mode: str, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The same queries with a hit probability 0.10 higher on average."""
+def improved(
+    mode: str, p: np.ndarray, rng: np.random.Generator, effect: float = 0.10
+) -> np.ndarray:
+    """The same queries with a hit probability `effect` higher on average."""
     if mode == "redrawn" or mode.startswith("per-boot"):
-        return p + 0.10
+        return p + effect
     q = p.copy()
     misses = np.flatnonzero(p == 0)
-    q[rng.choice(misses, size=min(len(misses), round(0.10 * len(p))), replace=False)] = 1.0
+    q[rng.choice(misses, size=min(len(misses), round(effect * len(p))), replace=False)] = 1.0
     return q
+
+
+def effect_of(name: str) -> float:
+    """The hit-rate change a scenario's name gives ("+10 pp hit@10": 0.10; "A/A": 0)."""
+    return float(name[1:].split(" ")[0]) / 100 if name.startswith("+") else 0.0
 
 
 _MISSED = tuple(f"x{j}" for j in range(10))  # ten irrelevant ids
@@ -171,8 +182,8 @@ def simulate(
     p = hit_probabilities(scenario.mode, scenario.queries, rng)
     ranks = rng.integers(1, 11, scenario.queries)
     q, empty = p, 0.0
-    if scenario.name.startswith("+10"):
-        q = improved(scenario.mode, p, rng)
+    if scenario.name.startswith("+"):
+        q = improved(scenario.mode, p, rng, effect_of(scenario.name))
     elif scenario.name.startswith("30%"):
         empty = 0.30
     boot = boot_spread(scenario.mode)
@@ -218,6 +229,18 @@ def scenarios(only: str | None) -> Iterator[Scenario]:
         for mode in BOOT_MODES:
             for r in (3, 5):
                 yield Scenario("+10 pp hit@10", 300, r, mode, Verdict.IMPROVED)
+    if only in (None, "equivalence"):
+        # "No measurable difference" is a claim with its own error: a true change of exactly
+        # the band (0.05) must be called so at most alpha of the time; A/As should be called so
+        # (at the default repeats, 5), identical rankings wherever an interval can rule it out.
+        for mode in MODES:
+            for r in (1, 3, 5):
+                yield Scenario("+5 pp (the band)", 300, r, mode, Verdict.NO_DIFFERENCE)
+        for mode in (*MODES, *BOOT_MODES):
+            for r in (1, 3, 5):
+                yield Scenario("A/A", 300, r, mode, Verdict.NO_DIFFERENCE)
+        for n in (38, 52, 80, 100):
+            yield Scenario("A/A", n, 5, "deterministic", Verdict.NO_DIFFERENCE)
     if only in (None, "slices"):
         for slices in (1, 4):
             for mode in ("deterministic", "redrawn"):
@@ -304,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sims", type=int, default=200, help="simulations per scenario")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--only", choices=("aa", "power", "broken", "boots", "slices", "mde", "sequential")
+        "--only",
+        choices=("aa", "power", "broken", "boots", "slices", "mde", "equivalence", "sequential"),
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument(
@@ -346,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     deciding = ", ".join(["hit@5", "hit@10", *args.gate_on])
     print(f"deciding: {deciding} (Holm); {resamples:,} resamples", flush=True)
     print(
-        f"{'scenario':<15} {'queries':>7} {'effect':>8} {'repeats':>7} {'determinism':<13} "
+        f"{'scenario':<16} {'queries':>7} {'effect':>8} {'repeats':>7} {'determinism':<13} "
         f"{'sims':>5} {'rate':>6}  95% CI          verdicts"
     )
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -365,13 +389,17 @@ def main(argv: list[str] | None = None) -> int:
                 for key, value in part.result()[1].items():
                     counts[key] = counts.get(key, 0) + value
             collapsed, labelled = counts.pop("collapse", 0), counts.pop("labelled", 0)
-            if s.name == "A/A":
+            if s.name == "A/A" and s.wanted is not Verdict.NO_DIFFERENCE:
                 hits = counts.get("improved", 0) + counts.get("regressed", 0)
             else:
                 hits = counts.get(s.wanted.value, 0)
             lo, hi = wilson(hits, args.sims)
             what = {"A/A": "called", "+10 pp hit@10": "improved", "30% empty": "regressed"}
-            effect = {"A/A": "0", "+10 pp hit@10": "+10 pp", "30% empty": "30% empty"}[s.name]
+            what = {**what, "+5 pp (the band)": "no measurable difference"}
+            if s.wanted is Verdict.NO_DIFFERENCE:
+                what["A/A"] = "no measurable difference"
+            effect = {"A/A": "0", "+10 pp hit@10": "+10 pp", "30% empty": "30% empty",
+                      "+5 pp (the band)": "+5 pp"}[s.name]  # fmt: skip
             spread = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             extra = ""
             if s.name == "A/A":
@@ -380,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"non-deciding row labelled {labelled} (marked: not deciding)"
                 )
             print(
-                f"{s.name:<15} {s.queries:>7} {effect:>8} {s.repeats:>7} {s.mode:<13} "
+                f"{s.name:<16} {s.queries:>7} {effect:>8} {s.repeats:>7} {s.mode:<13} "
                 f"{args.sims:>5} {hits / args.sims:>6.1%}  [{lo:.1%}, {hi:.1%}]  "
                 f"{what[s.name]}; {spread}{extra}",
                 flush=True,

@@ -83,6 +83,18 @@ def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Verdict, int]:
     straight from the simulated answers, the fixed-sample fallback by
     `calibrate_headline.headline`; else through the scoring, `headline_values` and
     `compare_asked`, as the CLI does: tests/test_calibration_paths.py checks both agree)."""
+    return _simulate(row, seed, fast=fast)[:2]
+
+
+def whole(row: Row, seed: int) -> Verdict:
+    """The fixed-sample verdict of the same simulated compare over the whole gold set at the
+    whole alpha: what the rest of the queries would have shown (the "hidden" count)."""
+    return _simulate(row, seed, fast=True, whole=True)[2]
+
+
+def _simulate(
+    row: Row, seed: int, *, fast: bool = True, whole: bool = False
+) -> tuple[Verdict, int, Verdict]:
     settings = replace(CONTINUOUS if row.continuous else BINARY, seed=seed)
     rng = np.random.default_rng(seed)
     gold = gold_set(row.queries)
@@ -104,25 +116,35 @@ def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Verdict, int]:
     else:
         runs = [as_run(gold, base, ranks), as_run(gold, cand, ranks, "b")]
         values = headline_values(gold, [runs[0].repeats, runs[1].repeats], order, settings)
+    if whole and fast:  # every query, the whole alpha, no look
+        verdict = headline(ordered[0], ordered[1], settings)[0]
+        return verdict, len(order), verdict
     deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
     result = decide(deltas, plan, values)
     asked = result.stopped_at if result.verdict is not None else len(order)
     if result.verdict is not None:  # what compare_asked gives a valid run the rule decided
-        return result.verdict, asked
-    if fast:  # undecided: the whole gold set asked, the fixed-sample verdict at alpha - alpha_s
-        fixed = replace(settings, alpha=plan.alpha_fixed)
-        return headline(ordered[0], ordered[1], fixed)[0], asked
+        return result.verdict, asked, result.verdict
+    if fast:  # undecided: the whole gold set asked; calls at alpha - alpha_s, equivalence at alpha
+        fixed = replace(settings, alpha=plan.alpha_fixed, equivalence_alpha=settings.alpha)
+        verdict = headline(ordered[0], ordered[1], fixed)[0]
+        return verdict, asked, verdict
     keep = set(order[:asked])
     comparison = compare_asked(gold, _cut(runs[0], keep), _cut(runs[1], keep), settings, order)
-    return comparison.verdict_quality, asked
+    return comparison.verdict_quality, asked, comparison.verdict_quality
 
 
 def rate(row: Row, sims: range, seed: int) -> tuple[Row, dict[str, int], list[int]]:
+    """The verdicts of simulations `sims` of one row, counted, and "hidden": the compares that
+    said "no measurable difference" where the whole gold set's test, at the whole alpha, calls
+    the change (what a stop for "no change" would hide)."""
     counts: dict[str, int] = {}
     asked = []
     for s in sims:
         verdict, n = simulate(row, seed * 1_000_003 + s)
         counts[verdict.value] = counts.get(verdict.value, 0) + 1
+        if verdict is Verdict.NO_DIFFERENCE and row.effect > 0:
+            called = whole(row, seed * 1_000_003 + s) in (Verdict.IMPROVED, Verdict.REGRESSED)
+            counts["hidden"] = counts.get("hidden", 0) + called
         asked.append(n)
     return row, counts, asked
 
@@ -133,8 +155,8 @@ CHUNK = 50  # simulations per task: a row's tasks spread over the workers, rows 
 ROWS = (
     *(Row(0.0, r, "redrawn") for r in (1, 3, 5)),
     Row(0.0, 1, "redrawn", continuous=True),
-    Row(0.0, 1, "flaky 10%"),
-    Row(0.0, 1, "deterministic"),
+    *(Row(0.0, r, "flaky 10%") for r in (1, 5)),
+    *(Row(0.0, r, "deterministic") for r in (1, 5)),
     *(Row(0.0, r, mode) for mode in ("per-boot 0.01", "per-boot 0.03") for r in (3, 5)),
     Row(0.10, 1, "deterministic"),
     *(Row(0.10, r, "redrawn") for r in (1, 3, 5)),
@@ -142,6 +164,14 @@ ROWS = (
     *(Row(0.10, r, "per-boot 0.03") for r in (3, 5)),
     Row(0.20, 1, "deterministic"),
     *(Row(0.20, r, "redrawn") for r in (1, 3, 5)),
+    # A true change of exactly the band (0.05): "no measurable difference" at most alpha.
+    Row(0.05, 1, "deterministic"),
+    Row(0.05, 5, "flaky 10%"),
+    *(Row(0.05, r, "redrawn") for r in (1, 5)),
+    Row(0.05, 5, "per-boot 0.03"),
+    # Inside the band (0.03): a stop for "no change" could hide it from the rest of the gold set.
+    Row(0.03, 1, "deterministic"),
+    Row(0.03, 5, "redrawn"),
 )
 
 
@@ -203,11 +233,14 @@ def best_fixed_power(row: Row, alpha: float = 0.05) -> float:
 def main(sims: int, seed: int, jobs: int) -> int:
     print(
         f"sequential quality rule, {ROWS[0].queries} queries, blocks of "
-        f"{default_block(ROWS[0].queries)}, alpha 0.05 (half on the looks), min effect 0.1"
+        f"{default_block(ROWS[0].queries)}, alpha 0.05 (half on the looks), band "
+        f"±{BINARY.min_effect:g}; 'rate': improved or regressed for an A/A, improved for +10 and "
+        "+20 pp, 'no measurable difference' at and inside the band (+5, +3 pp)"
     )
     print(
-        f"{'scenario':<8} {'repeats':>7} {'determinism':<14} {'sims':>5} {'called':>7}  "
-        f"{'95% CI':<15} {'asked (median)':>14} {'asked (max)':>11}  verdicts"
+        f"{'scenario':<8} {'repeats':>7} {'determinism':<14} {'sims':>5} {'rate':>7}  "
+        f"{'95% CI':<15} {'no change':>9}  {'95% CI':<15} {'asked (median)':>14} "
+        f"{'asked (max)':>11}  verdicts"
     )
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         tasks = [
@@ -226,15 +259,24 @@ def main(sims: int, seed: int, jobs: int) -> int:
                     counts[key] = counts.get(key, 0) + value
                 asked += more
             name, kind = row.label
-            wanted = ("improved", "regressed") if row.effect == 0 else ("improved",)
+            hidden = counts.pop("hidden", 0)
+            same = "no measurable difference"
+            wanted = {0.0: ("improved", "regressed"), 0.05: (same,), 0.03: (same,)}.get(
+                row.effect, ("improved",)
+            )
             hits = sum(counts.get(w, 0) for w in wanted)
             lo, hi = wilson(hits, sims)
+            equal = counts.get(same, 0)
+            elo, ehi = wilson(equal, sims)
             spread = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            if row.effect > 0:
+                spread += f"; hidden {hidden} (no change said, the whole gold set calls it)"
             median = float(np.median(asked)) / row.queries
             most = max(asked) / row.queries
             print(
                 f"{name:<8} {row.repeats:>7} {kind:<14} {sims:>5} {hits / sims:>7.1%}  "
-                f"[{lo:.1%}, {hi:.1%}]{'':<1} {median:>14.0%} {most:>11.0%}  {spread}",
+                f"{f'[{lo:.1%}, {hi:.1%}]':<15} {equal / sims:>9.1%}  "
+                f"{f'[{elo:.1%}, {ehi:.1%}]':<15} {median:>14.0%} {most:>11.0%}  {spread}",
                 flush=True,
             )
     oracle = Row(0.20, 1, "redrawn")

@@ -103,6 +103,25 @@ def test_asked_block_by_block_a_wrong_adapter_stops_as_early(
     assert done.stdout == ""  # no report of an invalid run that was never asked
 
 
+def test_with_format_json_a_stopped_run_still_writes_its_invalid_verdict(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # A CI job that parses --format json gets a document saying "invalid" and why, not nothing.
+    import json
+
+    config = _config(sandbox, "json-no-match.toml", '"results[].id"', '"hits[].id"')
+    done = sandbox.harness(
+        "compare", "--baseline", "main", "--candidate", "bury3", "--format", "json",
+        results=tmp_path, config=config,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    document = json.loads(done.stdout)
+    assert document["valid"] is False and document["complete"] is False
+    assert document["verdict"] == {"quality": "invalid", "latency": "invalid"}
+    assert 'query.ids = "hits[].id" read no ids' in document["invalid_reasons"][0]
+    assert "read no ids" in done.stderr  # the error is still said where it always was
+
+
 def test_a_run_of_one_ref_stops_after_its_first_boot(sandbox: Sandbox, tmp_path: Path) -> None:
     config = _config(sandbox, "run-no-match.toml", '"results[].id"', '"hits[].id"')
     before = sandbox.boots()

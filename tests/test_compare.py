@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ from compare_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import mcnemar, multipletests
+from oracles import mcnemar, multipletests, tango_reference
 from purity import PURE_LIBRARIES, imported_modules
 
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
@@ -103,28 +104,43 @@ def test_mcnemar_p_is_statsmodels_exact_mcnemar_on_the_same_b_and_c(b: int, c: i
     assert row.p == pytest.approx(expected, rel=1e-12)
 
 
-def test_three_changed_queries_are_no_measurable_difference() -> None:
+def test_three_changed_queries_are_no_change_only_against_a_band_they_rule_out() -> None:
     c = run_pair(ranks(buried(1, 2, 3)))
     row = c.overall.row("hit@5")
     assert row is not None and row.hit is not None and row.power is not None
     assert (row.hit.test.b, row.hit.test.c) == (3, 0)
-    assert row.verdict is Verdict.NO_DIFFERENCE
+    assert row.verdict is Verdict.NO_DIFFERENCE  # the row's own test: p = 0.25
     assert row.p == pytest.approx(2 * 0.5**3)
-    # What the gold set could have seen: McNemar's exact test at alpha / 2 (two headline tests)
-    # calls a change of 0.144 80% of the time when each query moves with that probability and
-    # 3 in 80 churn (the power summed exactly, tested against an enumeration in test_stats.py):
-    # more than the default 0.10 (here 0.12), so inconclusive; asked for 0.15 it is no
-    # measurable difference.
+    # "No measurable difference" is the equivalence interval's: Tango's 90% score interval of
+    # -3/80 (oracle: tests/test_equivalence.py's transcription of the published formula),
+    # inside +/-0.12 (FAST's band), not inside the default +/-0.05.
+    eq = row.equivalence
+    assert eq is not None and eq.confidence == pytest.approx(0.90)
+    assert (eq.low, eq.high) == pytest.approx(tango_reference(3, 0, 80, 0.10), abs=1e-6)
+    assert -0.12 < eq.low < -0.05 and eq.high < 0.12
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
+    assert c.quality_reason.startswith("no change of ±0.12 or more in hit@5, hit@10 (hit@5 -0.037")
+    # The mde stays as advice: McNemar's exact power at alpha / 2 (two headline tests).
     assert exact_power(row.power.mde, 80, 3 / 80, 0.025) == pytest.approx(0.80, abs=2e-3)
-    assert exact_power(row.power.mde - 0.003, 80, 3 / 80, 0.025) < 0.80
-    assert c.verdict_quality is Verdict.INCONCLUSIVE
-    wider = run_pair(ranks(buried(1, 2, 3)), s=replace(FAST, min_effect=0.15))
-    assert wider.power is not None and wider.power.enough
-    assert wider.verdict_quality is Verdict.NO_DIFFERENCE
-    assert wider.quality_reason == (
-        f"no change in hit@5, hit@10; a change of {wider.power.mde:.3f} would have been seen "
-        "(80% power)"
+    narrow = run_pair(ranks(buried(1, 2, 3)), s=replace(FAST, min_effect=0.05))
+    assert narrow.verdict_quality is Verdict.INCONCLUSIVE
+    assert "a change of ±0.05 is not ruled out; ruling out 0.05 needs about" in (
+        narrow.quality_reason
     )
+
+
+def test_a_significant_change_inside_the_band_is_a_call_never_no_change() -> None:
+    # 1,000 deterministic queries, 20 won and none lost: +0.020, McNemar exact p = 2 * 0.5**20;
+    # its 90% interval lies inside +/-0.05. A change the test sees is a call, however small:
+    # "improved", with the band named, never "no measurable difference".
+    gold = make_gold(n=1000, unanswerable=0)
+    won = ranks(buried(*range(1, 21)))
+    c = compare(gold, make_run(gold, won), candidate(gold, ranks()), CompareSettings())
+    row = c.overall.row("hit@5")
+    assert row is not None and row.equivalence is not None and row.equivalence.inside
+    assert row.verdict is Verdict.IMPROVED and c.verdict_quality is Verdict.IMPROVED
+    assert c.quality_reason.startswith("hit@5, hit@10 improved (hit@5 +0.020, hit@10 +0.020: "
+                                       "inside the ±0.05 band), none regressed")  # fmt: skip
 
 
 def test_fixing_12_answers_is_an_improvement() -> None:
@@ -203,8 +219,9 @@ def test_a_gold_set_too_small_is_inconclusive_and_says_what_would_do() -> None:
     assert row.verdict is Verdict.NO_DIFFERENCE  # p = 2 * 0.5**5 = 0.0625
     assert c.verdict_quality is Verdict.INCONCLUSIVE
     assert c.power is not None and not c.power.enough
-    assert c.quality_reason.startswith("with 5 queries, hit@")
-    assert f"about {c.power.queries_needed - 5} more queries" in c.quality_reason
+    # Every query lost: the interval is far from the band, and more queries would call it.
+    assert c.quality_reason.startswith("hit@5: no change larger than 1.000 either way")
+    assert "more queries would more likely call it than rule it out" in c.quality_reason
     assert exit_status(c.verdicts) == 0
     assert exit_status(c.verdicts, strict=True) == 4
 
@@ -215,18 +232,16 @@ def test_a_gold_set_too_small_is_inconclusive_and_says_what_would_do() -> None:
 def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
     gold = make_gold()
     run = make_run(gold, ranks({f"q{i:02d}": i % 12 or None for i in range(1, 81)}))
-    # 80 identical deterministic answers see 0.111 at 80% power: at the default minimum effect
-    # of 0.10 that is not enough, and the compare says what would be.
-    short = compare(gold, run, run, CompareSettings())
-    assert short.verdict_quality is Verdict.INCONCLUSIVE
-    assert short.power is not None
-    assert short.power.mde == pytest.approx(detectable_exact(80, 0.0, 0.025))
-    assert short.power.mde == pytest.approx(0.111, abs=1e-3)
-    assert f"about {short.power.queries_needed - 80} more queries would" in short.quality_reason
-    assert short.power.queries_needed == 90  # 90 identical queries see 0.099
-    c = compare(gold, run, run, CompareSettings(min_effect=0.12))
+    # 80 identical deterministic answers rule out +/-z^2 / (n + z^2) = 0.0327 at 90% (Tango's
+    # interval with no discordant query): inside the default band of 0.05. Post-hoc power (the
+    # mde, 0.111) used to make this "inconclusive"; it stays as advice only.
+    z2 = NormalDist().inv_cdf(0.95) ** 2
+    c = compare(gold, run, run, CompareSettings())
+    row = c.overall.row("hit@5")
+    assert row is not None and row.equivalence is not None
+    assert row.equivalence.high == pytest.approx(z2 / (80 + z2), abs=1e-6)
+    assert c.power is not None and c.power.mde == pytest.approx(0.111, abs=1e-3)
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
-    assert c.power is not None and c.power.enough
     assert c.valid and not c.warnings
     for scope in (c.overall, *c.slices):
         for row in scope.rows:
@@ -485,7 +500,9 @@ def test_a_slice_that_collapses_to_zero_is_flagged_while_overall_is_unchanged() 
     assert row is not None
     assert (rare.n, row.baseline, row.candidate, row.collapse) == (10, 1.0, 0.0, "fell to zero")
     assert ("rare", "hit@5") in [(s.name, r.metric) for s, r in c.collapses]
-    assert c.verdict_quality is Verdict.INCONCLUSIVE  # 20 discordant queries: mde 0.17
+    # 20 discordant queries, 10 each way: the 90% interval, about +/-0.09, is inside FAST's
+    # +/-0.12; the collapse is said beside it.
+    assert c.verdict_quality is Verdict.NO_DIFFERENCE
     assert c.quality_reason.endswith("; but slice collapse: rare (hit@5 and 9 more)")
     news = next(s for s in c.slices if s.name == "news")
     assert not any(r.collapse for r in news.rows)
@@ -751,11 +768,13 @@ def test_a_slower_tail_is_said_beside_a_verdict_that_does_not_call_it() -> None:
     assert not any(w.startswith("the slowest answers") for w in same.warnings)
 
 
-def test_an_mde_past_the_metrics_range_says_no_change_could_be_seen() -> None:
-    # Six queries: 80% power for hit@5 needs a change larger than 1, which no hit rate makes.
+def test_six_identical_queries_say_what_they_rule_out_and_what_would_rule_out_the_band() -> None:
+    # Six identical queries: the 90% interval is +/- z^2 / (6 + z^2) = 0.311, wider than FAST's
+    # band of 0.12; 20 identical queries would rule it out (z^2 / (20 + z^2) = 0.119).
     from compare_support import candidate, make_gold, make_run, ranks
 
     gold = make_gold(n=6, unanswerable=0)
     c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
     assert c.verdict_quality is Verdict.INCONCLUSIVE
-    assert "could see no change at all" in c.quality_reason, c.quality_reason
+    assert c.quality_reason.startswith("hit@5: no change larger than 0.311 either way")
+    assert "ruling out 0.12 needs about 20 queries (14 more" in c.quality_reason

@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument(
-        "--min-effect", type=float, help="smallest change the gold set must be able to see"
+        "--min-effect", type=float, help="the band of 'no measurable difference' (default 0.05)"
     )
     p.add_argument(
         "--latency-tolerance", type=float, help="latency ratio band counted as no change"

@@ -86,8 +86,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-effect",
         type=float,
-        help="smallest change the gold set must be able to see for 'no measurable difference' "
-        "(default compare.min_effect, 0.10)",
+        help="the band: 'no measurable difference' when every headline change's interval lies "
+        "inside +/- it (a smaller change the test sees is still a call; default "
+        "compare.min_effect, 0.05)",
     )
     add_strict(p)
     p.add_argument(
@@ -148,7 +149,13 @@ def run(args: argparse.Namespace) -> int:
     if args.demo:
         return _demo(args)
     from harness.cli.exits import exit_status, not_saved_status, unsaved_status
-    from harness.cli.output import html_notes, page_to_terminal, require_html, say_read_back
+    from harness.cli.output import (
+        html_notes,
+        invalid_document,
+        page_to_terminal,
+        require_html,
+        say_read_back,
+    )
     from harness.cli.plan import close, load_plan, repeats
     from harness.compare.analysis import analyse
     from harness.compare.answers import answer_grades, with_twobytwo
@@ -175,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             "(--no-sequential says so quietly)",
             file=sys.stderr,
         )
-    with signals_unwind():
+    with signals_unwind(), invalid_document(args.format):
         runs = measure(
             plan,
             settings,

@@ -43,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-effect",
         type=float,
-        default=0.10,
-        help="smallest change the gold set must be able to see for 'no measurable difference' "
-        "(default 0.10)",
+        default=0.05,
+        help="the band: 'no measurable difference' when every headline change's interval lies "
+        "inside +/- it (a smaller change the test sees is still a call; default 0.05)",
     )
     add_strict(p)
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")

@@ -9,8 +9,10 @@ notes on stderr that say where it went.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 
@@ -114,3 +116,31 @@ def say_read_back(cached: bool) -> None:
             "from the cache",
             file=sys.stderr,
         )
+
+
+@contextlib.contextmanager
+def invalid_document(fmt: str) -> Iterator[None]:
+    """With `--format json`, a run stopped as invalid before any comparison could be made (the
+    adapter check: answers in which query.ids reads no document id; exit 3) still writes a
+    document on stdout, for a CI job that parses it: the verdicts "invalid" and the reason. The
+    error itself goes on to stderr and the exit status as before."""
+    from harness.cli.exits import EXIT_INVALID
+    from harness.errors import HarnessError
+
+    try:
+        yield
+    except HarnessError as exc:
+        if fmt == "json" and exc.exit_status == EXIT_INVALID:
+            from harness.control_chars import shown
+            from harness.report.document import SCHEMA, SCHEMA_VERSION
+
+            document = {
+                "schema": SCHEMA,
+                "schema_version": SCHEMA_VERSION,
+                "verdict": {"quality": "invalid", "latency": "invalid"},
+                "valid": False,
+                "invalid_reasons": [shown(exc.message), *(shown(d) for d in exc.details)],
+                "complete": False,  # no comparison was made: only the verdicts and why
+            }
+            print(json.dumps(document, indent=2, sort_keys=True), flush=True)
+        raise

@@ -163,7 +163,7 @@ class CompareConfig:
     repeats: int = 5  # rounds: 3 left a +50% branch inconclusive 7 times in 20 (README)
     k: tuple[int, ...] = (5, 10)
     alpha: float = 0.05
-    min_effect: float = 0.10  # the change "no measurable difference" must have been able to see
+    min_effect: float = 0.05  # the band "no measurable difference" must rule out (TOST)
     latency_tolerance: float = 0.10  # a latency ratio within 1 +/- this is "no difference"
     # The most latency rounds (a count, "15") or the time they may take ("5m", "300s"): the
     # sequential rule (harness.verdict.latency_rule) adds rounds past `repeats` up to it.

@@ -156,8 +156,8 @@ def _about(c: Comparison, *, local: bool = False) -> tuple[str, ...]:
             else ""
         )
         + (f" ({'; '.join(reused)})" if reused else ""),
-        f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; minimum effect "
-        f"{s.min_effect:g}; latency tolerance "
+        f"settings: k {', '.join(map(str, s.k))}; alpha {_alpha(c)}; band (minimum effect) "
+        f"±{s.min_effect:g}; latency tolerance "
         f"±{s.latency_tolerance:.0%}; max errors {s.max_errors}; seed {s.seed}; "
         f"up to {s.resamples} resamples (fewer once a test is settled){gates}",
         "query differences between the sides: " + (", ".join(h.query_differences) or "none"),
@@ -358,16 +358,15 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
         lines.append(f"variation between boots ({per_side}): {c.boots.words}")
     p = c.power
     if p is not None:
-        state = "enough" if p.enough else "not enough"
-        decided = (
-            "; the fixed-sample test's: the sequential rule decided, its confidence sequences "
-            "above say what it excludes"
-            if _rule_decided(c)
-            else ""
+        # Advice for planning: "no measurable difference" is decided by the intervals, not this.
+        plan = (
+            f"a gold set of about {p.queries_needed} would see ±{p.effect:g}"
+            if not p.enough
+            else f"enough to see ±{p.effect:g}"
         )
         lines.append(
             f"minimum detectable effect of the headline: {p.mde:.3f} in {p.metric} over "
-            f"{queries(p.n)} (80% power; wanted {p.effect:g}: {state}{decided})"
+            f"{queries(p.n)} (80% power; for planning: {plan})"
         )
     for scope in c.slices:
         row = scope.row(f"hit@{c.settings.k[0]}")

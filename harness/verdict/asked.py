@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.types import GoldSet, QueryResult, RefRun, Repeat
+from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import scopes, validity
 from harness.verdict.compare import compare, comparison_definition, decisive_metrics
 from harness.verdict.comparison import CompareSettings, Comparison
@@ -159,7 +159,10 @@ def compare_asked(
     plan = plan_for(gold, settings, first=LATENCY_QUERIES if first is None else first)
     asked = asked_ids(order, (baseline, candidate))
     cut = asked_gold(gold, asked)
-    fixed = compare(cut, baseline, candidate, replace(settings, alpha=plan.alpha_fixed), corpus_ids)
+    # The calls at what the looks left of alpha; "no measurable difference", never looked at
+    # before (the rule stops for calls only), at the whole of it.
+    last = replace(settings, alpha=plan.alpha_fixed, equivalence_alpha=settings.tost_alpha)
+    fixed = compare(cut, baseline, candidate, last, corpus_ids)
     # Defined by the compare's settings (its alpha, not the share left to the last test): the
     # same measurement as a compare of the whole gold set, which `report --against` may diff.
     header = replace(
@@ -178,8 +181,13 @@ def compare_asked(
             f"the run is invalid after {_furthest((baseline, candidate))} of {n_gold} queries "
             "asked: no verdict"
         )
+    elif result.verdict is None and fixed.verdict_quality is Verdict.INCONCLUSIVE:
+        said = f"asked all {len(asked)} queries: neither the looks nor the last test decided"
     elif result.verdict is None:
-        said = f"asked all {len(asked)} queries: the rule did not decide, the fixed-sample test did"
+        said = (
+            f"asked all {len(asked)} queries: the looks did not decide; the last test over all "
+            "of them did"
+        )
     sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
     out = replace(fixed, sequential=sequential)
     if not fixed.valid or result.verdict is None:

@@ -76,7 +76,7 @@ from dataclasses import replace
 import numpy as np
 
 from harness.score.definition import Definition, definition
-from harness.score.metrics import Kind, MetricSpec, parse_metric
+from harness.score.metrics import Kind, MetricSpec
 from harness.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
@@ -100,11 +100,7 @@ __all__ = ["compare", "headline_rows", "rejudge", "summarise_run"]
 
 def decisive_metrics(settings: CompareSettings) -> list[str]:
     """The headline's rows: hit@k at every cutoff, then every gate_on metric."""
-    # Rows are named as settings.specs print; a gate spelled another way (Success@5 for hit@5)
-    # is the same metric, so the same row.
-    printed = {spec: str(spec) for spec in settings.specs}
-    chosen = [MetricSpec("hit", k) for k in settings.k] + list(map(parse_metric, settings.gate_on))
-    return list(dict.fromkeys(printed[spec] for spec in chosen))
+    return settings.decisive()
 
 
 def _delta_metric(settings: CompareSettings) -> str:
@@ -151,38 +147,81 @@ def _headline(
 ) -> tuple[Verdict, str, Power | None]:
     decisive = decisive_metrics(settings)
     rows = [r for r in map(overall.row, decisive) if r is not None]
-    regressed = [r.metric for r in rows if r.verdict is Verdict.REGRESSED]
-    improved = [r.metric for r in rows if r.verdict is Verdict.IMPROVED]
+    regressed = [r for r in rows if r.verdict is Verdict.REGRESSED]
+    improved = [r for r in rows if r.verdict is Verdict.IMPROVED]
     powers = [r.power for r in rows if r.power is not None]
+    # The mde is advice for planning, never what decides "no measurable difference".
     weakest = max(powers, key=lambda p: p.mde - p.effect, default=None)
+    held = [r for r in rows if r.equivalence is not None]
     if regressed:
-        verdict, reason = Verdict.REGRESSED, f"{', '.join(regressed)} regressed"
+        verdict, reason = Verdict.REGRESSED, _called(regressed, "regressed")
     elif improved:
-        verdict, reason = Verdict.IMPROVED, f"{', '.join(improved)} improved, none regressed"
-    elif weakest is None or weakest.enough:
-        verdict = Verdict.NO_DIFFERENCE
-        seen = f"; a change of {weakest.mde:.3f} would have been seen" if weakest else ""
-        reason = f"no change in {', '.join(decisive)}{seen} (80% power)"
+        verdict, reason = Verdict.IMPROVED, _called(improved, "improved") + ", none regressed"
+    elif held and all(r.equivalence.inside for r in held if r.equivalence is not None):
+        verdict, reason = Verdict.NO_DIFFERENCE, _equivalent(held, settings)
     else:
-        verdict = Verdict.INCONCLUSIVE
-        fix = f"about {weakest.queries_needed - weakest.n} more queries"
-        if weakest.repeats_needed is not None:
-            fix += f" or {weakest.repeats_needed} repeats per side"
-        # Every metric here lies in [0, 1]: an mde past 1 is no change the gold set could see.
-        seen = (
-            f"could see no change at all (80% power would need a change of {weakest.mde:.3f}, "
-            "more than the metric's whole range)"
-            if weakest.mde > 1
-            else f"could only have seen a change of {weakest.mde:.3f} or more (80% power)"
-        )
-        reason = (
-            f"with {weakest.n} queries, {weakest.metric} {seen}, not {weakest.effect:g}; "
-            f"{fix} would"
-        )
+        verdict, reason = Verdict.INCONCLUSIVE, _undecided(held, settings, weakest)
     if collapses:  # "but" against a call that did not see it, "and" beside a regression
         joined = "and" if verdict is Verdict.REGRESSED else "but"
         reason += f"; {joined} slice collapse: {', '.join(collapses)}"
     return verdict, reason, weakest
+
+
+def _interval(row: MetricRow) -> str:
+    eq = row.equivalence
+    assert eq is not None
+    return f"{row.metric} {row.delta:+.3f}, {eq.confidence:.0%} CI [{eq.low:+.3f}, {eq.high:+.3f}]"
+
+
+def _called(rows: Sequence[MetricRow], how: str) -> str:
+    """"hit@10 improved", with the band named when a called change lies inside it: a change
+    the test sees is a call, however small, never "no measurable difference"."""
+    said = f"{', '.join(r.metric for r in rows)} {how}"
+    inside = [r for r in rows if r.equivalence is not None and r.equivalence.inside]
+    if inside:
+        band = inside[0].equivalence.band if inside[0].equivalence else 0.0
+        changes = ", ".join(f"{r.metric} {r.delta:+.3f}" for r in inside)
+        said += f" ({changes}: inside the ±{band:g} band)"
+    return said
+
+
+def _equivalent(rows: Sequence[MetricRow], settings: CompareSettings) -> str:
+    intervals = "; ".join(_interval(r) for r in rows)
+    return (
+        f"no change of ±{settings.min_effect:g} or more in {', '.join(r.metric for r in rows)} "
+        f"({intervals}: each inside the band, two one-sided tests at "
+        f"{settings.tost_alpha:g})"
+    )
+
+
+def _undecided(
+    rows: Sequence[MetricRow], settings: CompareSettings, weakest: Power | None
+) -> str:
+    """What the interval does rule out, and about how many queries would rule out the band."""
+    band = settings.min_effect
+    outside = [r for r in rows if r.equivalence is not None and not r.equivalence.inside]
+    if not outside:  # no interval at all (no answerable query)
+        n = weakest.n if weakest is not None else 0
+        return f"with {n} queries no change can be ruled out or seen"
+    worst = max(outside, key=lambda r: r.equivalence.ruled_out if r.equivalence else 0.0)
+    eq = worst.equivalence
+    assert eq is not None
+    said = (
+        f"{worst.metric}: no change larger than {eq.ruled_out:.3f} either way ({_interval(worst)})"
+        f", so a change of ±{band:g} is not ruled out"
+    )
+    if eq.queries_needed is None:
+        said += (
+            "; the change seen is not smaller than the band, and more queries would more "
+            "likely call it than rule it out"
+        )
+    else:
+        more = max(1, eq.queries_needed - eq.n)
+        said += (
+            f"; ruling out {band:g} needs about {eq.queries_needed} queries ({more} more: "
+            "harness gold build mines candidates to judge)"
+        )
+    return said
 
 
 def _collapsed(slices: Sequence[Scope]) -> list[str]:

@@ -37,6 +37,7 @@ from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
 from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.boots import BootComponent
+from harness.verdict.equivalence import Equivalence
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
@@ -60,9 +61,12 @@ class CompareSettings:
     """How to compare: cutoffs, significance, tolerances, gates, and the seed of every resample.
 
     `gate_on` names extra metrics whose regression fails the quality verdict (e.g. "ndcg@10");
-    `min_effect` is the smallest change (a hit rate, or the metric's units) the gold set must be
-    able to see at 80% power for "no measurable difference"; short of it the verdict is
-    inconclusive;
+    `min_effect` is the band (a hit rate, or the metric's units): "no measurable difference"
+    means every headline delta's 1 - 2 x `equivalence_alpha` interval lies inside +/- it
+    (`harness.verdict.equivalence`); short of it the verdict is inconclusive;
+    `equivalence_alpha`: the level of that claim (None: `alpha`; a sequential compare's last
+    test runs its calls at what the looks left of alpha, and its equivalence, never looked at
+    before, at the whole of it);
     `query_differences` are the config keys that differ between the sides
     (`HarnessConfig.differences()`), shown in the header;
     `context` adds context_precision@k and context_recall@k at every k (the gold set has answer
@@ -71,7 +75,7 @@ class CompareSettings:
 
     k: tuple[int, ...] = (5, 10)
     alpha: float = 0.05
-    min_effect: float = 0.10
+    min_effect: float = 0.05
     latency_tolerance: float = 0.10
     max_errors: int = 0
     max_unknown_ids: int = 0
@@ -81,6 +85,19 @@ class CompareSettings:
     query_differences: tuple[str, ...] = ()
     resamples: int = 10_000
     context: bool = False
+    equivalence_alpha: float | None = None
+
+    @property
+    def tost_alpha(self) -> float:
+        """The level of "no measurable difference" (`equivalence_alpha`, else `alpha`)."""
+        return self.alpha if self.equivalence_alpha is None else self.equivalence_alpha
+
+    def decisive(self) -> list[str]:
+        """The headline's rows: hit@k at every cutoff, then every gate_on metric (named as
+        `specs` print them: a gate spelled another way, Success@5 for hit@5, is the same row)."""
+        printed = {spec: str(spec) for spec in self.specs}
+        chosen = [MetricSpec("hit", k) for k in self.k] + list(map(parse_metric, self.gate_on))
+        return list(dict.fromkeys(printed.get(spec, str(spec)) for spec in chosen))
 
     def __post_init__(self) -> None:
         if not self.k or any(k < 1 for k in self.k) or len(set(self.k)) != len(self.k):
@@ -222,6 +239,9 @@ class MetricRow:
     deciding: bool = False
     # The variation between boots (harness.verdict.boots): inside the row's p and interval.
     boots: BootComponent | None = None
+    # Deciding rows only: the delta's 1 - 2 alpha interval against the band (TOST), what
+    # "no measurable difference" is decided by (harness.verdict.equivalence).
+    equivalence: Equivalence | None = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
+from harness.verdict.equivalence import Equivalence, equivalence
 from harness.verdict.power import power, repeat_noise
 from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
 
@@ -202,6 +203,16 @@ def score_sides(
 # --------------------------------------------------------------------------- rows
 
 
+def _equivalence(
+    metric: str, deltas: npt.NDArray[np.float64], settings: CompareSettings, boots: BootComponent
+) -> Equivalence | None:
+    """A deciding row's interval against the band (`harness.verdict.equivalence`); None for
+    the rows that decide nothing."""
+    if metric not in settings.decisive():
+        return None
+    return equivalence(deltas, alpha=settings.tost_alpha, band=settings.min_effect, boots=boots)
+
+
 def _hit_row(
     metric: str,
     base: Side,
@@ -248,6 +259,7 @@ def _hit_row(
             ci_high=ci_high,
         ),
         boots=boots,
+        equivalence=_equivalence(metric, rates[1] - rates[0], settings, boots),
         power=power(
             metric,
             rates[1] - rates[0],
@@ -288,6 +300,7 @@ def _continuous_row(
         ci_low=test.ci_low,
         ci_high=test.ci_high,
         boots=boots,
+        equivalence=_equivalence(metric, c - b, settings, boots),
         power=power(
             metric,
             c - b,
