@@ -77,11 +77,12 @@ def test_a_two_query_change_compare_calls_no_difference_passes() -> None:
     assert result.outcome is Outcome.PASS, render_gate(result, "text")
     (overall,) = [r for r in result.rows if r.scope == "overall"]
     assert overall.status == "ok"
-    # The oracle: compare on the same two runs calls recall@10 no measurable difference, p = 0.5
-    # (two queries moved, both down: the exact sign-flip p is 2/2**2 = 0.5).
+    # The oracle: compare on the same two runs makes no call on recall@10, p = 0.5 (two queries
+    # moved, both down: the exact sign-flip p is 2/2**2 = 0.5); on this small gold set its
+    # equivalence interval reaches past the band, so the row reads "inconclusive".
     row = compare(GOLD, before, after, CompareSettings(k=(10,), gate_on=("recall@10",)))
     recall = row.overall.row("recall@10")
-    assert recall is not None and str(recall.verdict) == "no measurable difference"
+    assert recall is not None and str(recall.verdict) == "inconclusive"
     assert overall.p == pytest.approx(recall.p) == pytest.approx(0.5)
     # The noise rule (no statistics: what the gate did before) failed this very change.
     recorded = measure(GOLD, before, METRICS).baseline

@@ -124,7 +124,9 @@ def _depth(metric: str) -> int:
 
 def _family(overall: Scope, settings: CompareSettings) -> Scope:
     """The overall scope with the headline's tests Holm-adjusted across each other: a decisive
-    row keeps its call only when its adjusted p < alpha."""
+    row keeps its call only when its adjusted p < alpha, and one that is not a call reads "no
+    measurable difference" only when its equivalence interval lies inside the band, else
+    "inconclusive"."""
     decisive = [row for row in map(overall.row, decisive_metrics(settings)) if row is not None]
     adjusted = {
         row.metric: adj
@@ -138,6 +140,12 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
             if row.verdict in (Verdict.IMPROVED, Verdict.REGRESSED) and adj >= settings.alpha:
                 note = f"not significant after Holm across the {len(decisive)} headline tests"
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
+            eq = row.equivalence
+            if row.verdict is Verdict.NO_DIFFERENCE and eq is not None and not eq.inside:
+                # Not a call, and not shown to be no change either: the headline's vocabulary.
+                reaches = f"its {eq.confidence:.0%} interval reaches past ±{eq.band:g}"
+                note = f"{row.note}; {reaches}" if row.note else f"not a call, and {reaches}"
+                row = replace(row, verdict=Verdict.INCONCLUSIVE, note=note)
         rows.append(row)
     return replace(overall, rows=tuple(rows))
 
