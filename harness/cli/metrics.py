@@ -13,7 +13,8 @@ from pathlib import Path
 
 EXAMPLES = {
     "metrics": "harness metrics --gold gold/example.jsonl --run gold/example-run.jsonl"
-    "\n  harness metrics --gold qrels.txt --run bm25.run --metrics ndcg_cut_10,P_5,map",
+    "\n  harness metrics --gold qrels.txt --run bm25.run --metrics ndcg_cut_10,P_5,map"
+    "\n  harness metrics --gold qrels.txt --run new.run --metrics \"Judged@10,bpref,ndcg'@10\"",
 }
 
 
@@ -31,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--metrics",
         default="hit@5,recall@10,mrr@10,ndcg@10,p@5",
         help="comma-separated, in harness's, ir_measures' or trec_eval's names (nDCG@10, P_5, "
-        "map, recip_rank); default hit@5,recall@10,mrr@10,ndcg@10,p@5",
+        "map, recip_rank); how much was judged and judged ids only: Judged@10, bpref, "
+        "ndcg'@10 (quote the prime); default hit@5,recall@10,mrr@10,ndcg@10,p@5",
     )
     p.add_argument("--rel-level", type=int, default=1, help="minimum grade that counts as relevant")
     p.add_argument("--per-query", action="store_true", help="also every query's value")

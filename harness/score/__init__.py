@@ -1,9 +1,10 @@
 """Numbers from rankings, pure: metrics per query and their aggregates.
 
     metrics.py     the metric registry (`parse_metric("ndcg@10")`), one function per metric,
-                   per-query values (trec_eval's conventions, checked against pytrec_eval)
-    judged.py      the rankings judged once (deduplicated, grades looked up, ideal gains): what
-                   every metric reads
+                   per-query values (trec_eval's conventions, checked against pytrec_eval);
+                   judged@k, bpref and the condensed (primed) metrics that see unjudged ids
+    judged.py      the rankings judged once (deduplicated, grades looked up, ideal gains, which
+                   ranks were judged at all): what every metric reads
     evaluation.py  a gold set and a ranking per query in, an Evaluation (per query, per slice,
                    overall) out
     context.py     answer spans in returned texts: the characters of the context metrics

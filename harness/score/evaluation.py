@@ -201,7 +201,7 @@ def evaluate(
             spans=None if texts is None else list(map(attrgetter("spans"), queries)),
         )
     answerable = ranks.answerable
-    computed = {str(spec): np.where(answerable, spec.compute(ranks), 0.0) for spec in chosen}
+    computed = {str(spec): _column(spec, ranks) for spec in chosen}
     return _assemble(
         gold, rankings, chosen, rel_level, answerable, computed,
         scores=scores, threshold=threshold, judged_as_zero=judged_as_zero,
@@ -297,7 +297,7 @@ def evaluate_judged(
     ids = tuple(query_ids)
     columns: dict[str, FloatArray] = {}
     for spec in chosen:
-        column = np.where(answerable, spec.compute(judged), 0.0)
+        column = _column(spec, judged)
         column.flags.writeable = False
         columns[str(spec)] = column
     aggregate, slices = _scopes(columns, np.zeros(len(ids), dtype=np.intp), {"default": 0})
@@ -419,9 +419,7 @@ def evaluate_runs(
         width = judge_width(sizes[row], positive, max_k)
         if width not in by_width:
             cut = judged.select(every, width)
-            by_width[width] = {
-                str(spec): np.where(cut.answerable, spec.compute(cut), 0.0) for spec in chosen
-            }
+            by_width[width] = {str(spec): _column(spec, cut) for spec in chosen}
         computed = {name: column[row] for name, column in by_width[width].items()}
         evaluations.append(
             _assemble(
@@ -436,6 +434,14 @@ def evaluate_runs(
         np.array(owner, dtype=np.intp),
         max_k,
     )
+
+
+def _column(spec: MetricSpec, ranks: JudgedRanks) -> FloatArray:
+    """The metric's value on every row: 0 on an unanswerable query for a quality metric (it
+    has no quality score; only `judged_as_zero` averages such a query), the value itself for
+    one that describes the judgements (judged@k, as ir_measures scores any judged query)."""
+    values = spec.compute(ranks)
+    return np.where(ranks.answerable, values, 0.0) if spec.quality else values
 
 
 def _frozen(answer: Any, with_texts: bool) -> Any:

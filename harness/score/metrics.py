@@ -7,7 +7,8 @@ Pure: no I/O, no clock, no randomness.  A run is scored in three steps:
 2. `judge` (`harness.score.judged`) looks every grade up once into an (n x width) array and
    precomputes per query the number of relevant documents and the ideal gains (the judged
    grades, sorted descending);
-3. every metric in `METRICS` is a vectorised function of that `JudgedRanks` and a cutoff k.
+3. every metric in `REGISTRY` (`METRICS`, and `HOLE_METRICS` below) is a vectorised function
+   of that `JudgedRanks` and a cutoff k.
 
 Relevance: a judged grade >= `rel_level` (default 1) is relevant for the binary-relevance
 metrics (hit, recall, p, mrr, ap); unjudged documents have grade 0.  The graded metrics (ndcg,
@@ -29,6 +30,14 @@ The context metrics (context_precision, context_recall) read the returned text o
 chunk and the gold answer spans (`harness.score.context` counts their characters); `judge` fills
 their arrays only when it is given the texts.
 
+Holes in the judgements (`HOLE_METRICS`, beside `METRICS`): a gold set built by judging what one
+system returned leaves another's new documents unjudged, and every metric above scores an
+unjudged document as junk.  These read `JudgedRanks.judged` (any judgement, grade 0 included):
+`judged@k` (ir_measures' Judged@k: how much of what was returned was judged), `bpref`
+(trec_eval's: only judged documents count) and the condensed-list variants, named with Sakai's
+prime (`ndcg'@10`, `ap'`, `hit'@5`: the metric on the ranking with every unjudged id removed,
+trec_eval -J).  tests/test_judged_metrics.py checks them against ir_measures and pytrec_eval.
+
 `METRICS_VERSION` names the definitions below: it changes whenever a metric's formula, duplicate
 rule or empty-ranking value changes, and it is part of the evaluation-definition hash.
 
@@ -48,7 +57,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from harness.score.judged import FloatArray, JudgedRanks, judge
+from harness.score.judged import BoolArray, FloatArray, IntArray, JudgedRanks, judge
 
 # The version of the metric definitions (see the module docstring): 2 added the context metrics.
 METRICS_VERSION = "2"
@@ -194,6 +203,81 @@ def context_recall(r: JudgedRanks, k: int) -> FloatArray:
     return _ratio(_row_sums(found[:, :k]), annotated)
 
 
+# --------------------------------------------------------------------------- judgement holes
+
+
+def _holes(r: JudgedRanks) -> tuple[BoolArray, FloatArray, IntArray]:
+    if r.judged is None or r.n_nonrelevant is None or r.n_ranked is None:
+        raise ValueError(
+            "judged@k, bpref and the condensed (primed) metrics read JudgedRanks.judged: "
+            "make the JudgedRanks with judge()"
+        )
+    return r.judged, r.n_nonrelevant, r.n_ranked
+
+
+def judged_share(r: JudgedRanks, k: int) -> FloatArray:
+    """judged@k = |judged ids in the top k| / min(k, |ids returned|): ir_measures' Judged@k.
+
+    Judged: the query has a judgement of the id at any grade (0, judged not relevant, included:
+    ir_measures' `did in qrels`).  The denominator is what was returned up to k, not k (as
+    ir_measures computes it, whose docstring's "P@k with a rel below any judgement" would
+    divide by k): three ids returned, all judged, give 1.0 at any k >= 3.  Uncut (`judged`,
+    ir_measures' `Judged`): over the whole returned ranking.  A repeated id counts once (its
+    later copies are gone before the cut); ranks are the service's order.  Empty ranking: 0
+    (ir_measures divides by zero there).  Not a quality score: it is computed for every
+    query scored, answerable or not (`MetricDef.quality`), as ir_measures does for any query
+    with judgements.
+    """
+    judged, _, n_ranked = _holes(r)
+    top = judged[:, :k].sum(axis=1, dtype=np.float64)
+    return _ratio(top, np.minimum(n_ranked, k).astype(np.float64))
+
+
+def bpref(r: JudgedRanks, k: int) -> FloatArray:
+    """bpref = (1/R) * sum over the relevant ids d ranked of (1 - min(n_d, R) / min(R, N)):
+    trec_eval's bpref exactly (Buckley and Voorhees, SIGIR 2004, as trec_eval 9 codes it).
+
+    R = the query's judgements with grade >= rel_level (returned or not), N = those below it
+    (judged not relevant), n_d = the judged non-relevant ids ranked above d.  Unjudged ids are
+    skipped: they neither score nor count in n_d.  A relevant id with n_d = 0 scores 1 (the
+    guard trec_eval needs when N = 0: then every term is 1).  Terms are added rank by rank.
+    Reads the whole returned ranking (k is the full width: trec_eval's bpref has no cutoff).
+    Empty ranking: 0; R = 0: 0.  A repeated id counts once.  A negative grade (no gold file
+    holds one: the readers refuse it) is judged not relevant here; trec_eval skips it as
+    unjudged.
+    """
+    judged, n_nonrelevant, _ = _holes(r)
+    relevant = r.relevant[:, :k]
+    above = np.cumsum(judged[:, :k] & ~relevant, axis=1)  # at a relevant rank: the ones above
+    n_relevant = r.n_relevant[:, None]
+    den = np.minimum(n_nonrelevant, r.n_relevant)[:, None]
+    # den >= 1 wherever a term is used (above > 0 means N >= 1; a relevant id, R >= 1).
+    term = 1.0 - np.minimum(above, n_relevant) / np.where(den > 0, den, 1.0)
+    terms = np.where(relevant, np.where(above > 0, term, 1.0), 0.0)
+    return _ratio(_row_sums(terms), r.n_relevant)
+
+
+def condensed(fn: MetricFn) -> MetricFn:
+    """`fn` on the condensed list (Sakai, SIGIR 2007): the name with a prime, x'@k = x@k of
+    each ranking with every unjudged id removed before the cutoff, the judged ones keeping
+    their order (`JudgedRanks.condensed`).  What trec_eval -J, pytrec_eval's
+    judged_docs_only_flag=True and ir_measures' judged_only=True compute.
+
+    Only the ranking changes: |relevant| and the ideal gains are the judgements', so
+    recall'@k, ap' and ndcg' keep their denominators, and p'@k still divides by k.
+    Duplicates are dropped first (the first occurrence counts, as for x).  Empty ranking, or
+    nothing in it judged: 0.  The top k may come from any depth, so a primed metric judges
+    the whole returned ranking whatever its cutoff (`MetricSpec.depth`).  A negative grade
+    (no gold file holds one) keeps its id in the list here; trec_eval -J drops it.
+    """
+
+    def on_condensed(r: JudgedRanks, k: int) -> FloatArray:
+        return fn(r.condensed, k)  # ValueError when r has no `judged` (JudgedRanks.condensed)
+
+    on_condensed.__name__ = f"{fn.__name__}_condensed"
+    return on_condensed
+
+
 class Kind(enum.StrEnum):
     """Which paired test fits: McNemar for 0/1 per query, randomization for the rest."""
 
@@ -207,12 +291,18 @@ MetricFn = Callable[[JudgedRanks, int], FloatArray]
 @dataclass(frozen=True)
 class MetricDef:
     """A registry entry: `fn(judged, k)` gives one value per row; `kind` picks the paired test;
-    `texts` says it reads the returned context texts (`judge(..., texts=...)`)."""
+    `texts` says it reads the returned context texts (`judge(..., texts=...)`); `whole` that
+    it reads the whole returned ranking at any cutoff (a condensed list's top k may come from
+    any depth); `quality` False that it describes the judgements, not the ranking's quality
+    (judged@k): scored on every scored query, answerable or not, and no verdict of better or
+    worse."""
 
     name: str
     kind: Kind
     fn: MetricFn
     texts: bool = False
+    whole: bool = False
+    quality: bool = True
 
 
 # Rates over a gold set's unanswerable queries, beside the per-query metrics: no cutoff, and
@@ -224,7 +314,7 @@ LOWER_IS_BETTER: frozenset[str] = frozenset({NO_ANSWER_FP})
 
 def lower_is_better(name: str) -> bool:
     """Whether a smaller value of `name` is better: a rate of LOWER_IS_BETTER, or a metric spec
-    (every metric in METRICS is higher-better); ValueError for a name that is neither."""
+    (every metric in REGISTRY is higher-better); ValueError for a name that is neither."""
     if name in LOWER_IS_BETTER:
         return True
     parse_metric(name)
@@ -248,13 +338,39 @@ METRICS: Mapping[str, MetricDef] = MappingProxyType(
     }
 )
 
+# The metrics that read which ranked ids were judged at all (`JudgedRanks.judged`): kept apart
+# from METRICS, whose every entry scores an unjudged id as junk; `REGISTRY` holds both.
+_CONDENSED = ("hit", "recall", "p", "mrr", "ndcg", "ndcg_burges", "ap")
+HOLE_METRICS: Mapping[str, MetricDef] = MappingProxyType(
+    {
+        d.name: d
+        for d in (
+            MetricDef("judged", Kind.CONTINUOUS, judged_share, quality=False),
+            MetricDef("bpref", Kind.CONTINUOUS, bpref),
+            *(
+                MetricDef(f"{name}'", METRICS[name].kind, condensed(METRICS[name].fn), whole=True)
+                for name in _CONDENSED
+            ),
+        )
+    }
+)
+REGISTRY: Mapping[str, MetricDef] = MappingProxyType({**METRICS, **HOLE_METRICS})
+
+# Metrics that take no cutoff: trec_eval's bpref reads the whole ranking and has none.
+NO_CUTOFF_METRICS = frozenset({"bpref"})
+
 # Every accepted spelling, canonical first: harness's own, then ir_measures' (`nDCG@10`, `RR`)
 # and trec_eval's (`ndcg_cut_10`, `P_5`, `recip_rank`, `map`).  A spec prints back as it was
 # written, so a user's `nDCG@10` is `nDCG@10` in every table; equality and hashing use the
 # canonical (name, k), so `nDCG@10 == ndcg@10 == ndcg_cut_10`.
 _AT_K = {  # NAME@k: every registry name, then the other tools' spellings
-    **{name: name for name in METRICS},
+    **{name: name for name in REGISTRY},  # bpref@k too: MetricSpec says it takes no cutoff
     "Success": "hit", "R": "recall", "P": "p", "RR": "mrr", "nDCG": "ndcg", "AP": "ap",
+    "Judged": "judged", "Bpref": "bpref",
+    # ir_measures' names of the condensed list (its pytrec_eval provider passes -J)
+    "Success(judged_only=True)": "hit'", "R(judged_only=True)": "recall'",
+    "P(judged_only=True)": "p'", "RR(judged_only=True)": "mrr'",
+    "nDCG(judged_only=True)": "ndcg'", "AP(judged_only=True)": "ap'",
 }  # fmt: skip
 _TREC_K = {  # trec_eval's NAME_k
     "success": "hit", "recall": "recall", "P": "p", "ndcg_cut": "ndcg", "map_cut": "ap",
@@ -264,18 +380,31 @@ _UNCUT = {  # the whole returned ranking, no cutoff
     "ndcg": "ndcg", "nDCG": "ndcg",
     "ndcg_burges": "ndcg_burges",
     "ap": "ap", "AP": "ap", "map": "ap",
+    "judged": "judged", "Judged": "judged",
+    "bpref": "bpref", "Bpref": "bpref",
+    "mrr'": "mrr'", "RR(judged_only=True)": "mrr'",
+    "ndcg'": "ndcg'", "nDCG(judged_only=True)": "ndcg'",
+    "ndcg_burges'": "ndcg_burges'",
+    "ap'": "ap'", "AP(judged_only=True)": "ap'",
 }  # fmt: skip
 UNCUT_METRICS = frozenset(_UNCUT.values())
+_UNCUT_NAMES = ", ".join(
+    sorted(n for n in UNCUT_METRICS if not n.endswith("'") and n not in NO_CUTOFF_METRICS)
+)
 # Spellings people bring from elsewhere that are not accepted, only to suggest one in an error.
 _ALIASES = {
     "success": "hit", "precision": "p", "rr": "mrr", "recip_rank": "mrr", "map": "ap", "r": "recall"
 }  # fmt: skip
-_AT = re.compile(r"([A-Za-z_]+)@([1-9][0-9]*)")
+_AT = re.compile(r"([^@]+)@([1-9][0-9]*)")  # NAME must then be one of _AT_K's
 _UNDERSCORE = re.compile(r"([A-Za-z_]+?)_([1-9][0-9]*)")
 
 
 def _known() -> str:
-    return ", ".join(f"{name}@k" for name in METRICS)
+    # The primes by example: every error that lists the names must stay one readable line
+    # (a config problem is cut at 400 characters, `harness.errors.Problem`).
+    plain = (name for name in REGISTRY if not name.endswith("'"))
+    names = ", ".join(name if name in NO_CUTOFF_METRICS else f"{name}@k" for name in plain)
+    return f"{names}, primes (ndcg'@k)"
 
 
 @dataclass(frozen=True)
@@ -290,11 +419,16 @@ class MetricSpec:
     label: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.name not in METRICS:
+        if self.name not in REGISTRY:
             raise ValueError(f"unknown metric {self.name!r}; known metrics: {_known()}")
         if self.k is None:
             if self.name not in UNCUT_METRICS:
                 raise ValueError(f"{self.name} needs a cutoff ({self.name}@k)")
+        elif self.name in NO_CUTOFF_METRICS:
+            raise ValueError(
+                f"{self.name} reads the whole ranking and takes no cutoff, as trec_eval's: "
+                f"give it as {self.name}"
+            )
         elif isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"cutoff of {self.name} must be an integer >= 1, not {self.k!r}")
 
@@ -307,19 +441,25 @@ class MetricSpec:
 
     @property
     def depth(self) -> int:
-        """How many unique ids the metric reads: k, or every one (uncut)."""
-        return UNCUT_DEPTH if self.k is None else self.k
+        """How many unique ids the metric reads: k, or every one (uncut, or a condensed
+        metric, whose top k may come from any rank)."""
+        return UNCUT_DEPTH if self.k is None or REGISTRY[self.name].whole else self.k
 
     @property
     def kind(self) -> Kind:
-        return METRICS[self.name].kind
+        return REGISTRY[self.name].kind
 
     @property
     def needs_texts(self) -> bool:
-        return METRICS[self.name].texts
+        return REGISTRY[self.name].texts
+
+    @property
+    def quality(self) -> bool:
+        """False for a metric that describes the judgements, not the ranking (judged@k)."""
+        return REGISTRY[self.name].quality
 
     def compute(self, ranks: JudgedRanks) -> FloatArray:
-        return METRICS[self.name].fn(ranks, ranks.width if self.k is None else self.k)
+        return REGISTRY[self.name].fn(ranks, ranks.width if self.k is None else self.k)
 
     def sort_key(self) -> tuple[str, int]:
         return (self.name, UNCUT_DEPTH if self.k is None else self.k)
@@ -337,6 +477,10 @@ def parse_metric(text: str) -> MetricSpec:
     zeros; `ap`, `ndcg`, `ndcg_burges`, `mrr` uncut), ir_measures' (`nDCG@10`, `P@5`, `R@100`,
     `RR@10`, `AP@100`, `Success@5`; `AP`, `nDCG`, `RR` uncut) and trec_eval's (`ndcg_cut_10`,
     `P_5`, `recall_100`, `map_cut_100`, `success_5`; `map`, `ndcg`, `recip_rank` uncut).
+    The hole metrics: `judged@10` (ir_measures' `Judged@10`; `judged`/`Judged` uncut), `bpref`
+    (ir_measures' `Bpref`, trec_eval's `bpref`; no cutoff), and a prime for the condensed list,
+    `ndcg'@10`, `ap'`, `mrr'@10`, `hit'@5`, ... (ir_measures' `nDCG(judged_only=True)@10`, ...;
+    trec_eval spells it -J).
     `str(parse_metric(s)) == s` for each.  The error names every known metric and, when it can,
     the spelling that was meant ("NDCG@10" -> "ndcg@10", "map@100" -> "ap@100").
     """
@@ -348,16 +492,16 @@ def parse_metric(text: str) -> MetricSpec:
             name, k = table[match.group(1)], int(match.group(2))
             return MetricSpec(name, k, _label(text, name, k))
     hint = ""
-    loose = re.fullmatch(r"\s*([A-Za-z_]+)\s*@\s*\+?0*([1-9][0-9]*)\s*", text)
+    loose = re.fullmatch(r"\s*([A-Za-z_]+'?)\s*@\s*\+?0*([1-9][0-9]*)\s*", text)
     if loose:
         name = loose.group(1).lower()
         name = _ALIASES.get(name, name)
-        if name in METRICS:
+        if name in REGISTRY and name not in NO_CUTOFF_METRICS:
             hint = f" (did you mean {name}@{int(loose.group(2))}?)"
     raise ValueError(
         f"unknown metric {text!r}{hint}; known metrics: {_known()}, with k >= 1 (or "
-        f"ir_measures' and trec_eval's names: nDCG@10, P@5, RR@10, AP, ndcg_cut_10, map, "
-        f"recip_rank; uncut: {', '.join(sorted(UNCUT_METRICS))})"
+        f"ir_measures' and trec_eval's: nDCG@10, P@5, RR@10, AP, ndcg_cut_10, map, "
+        f"recip_rank; uncut: {_UNCUT_NAMES})"
     )
 
 
