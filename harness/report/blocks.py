@@ -111,7 +111,7 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
             f"{failed} of {len(c.floors)} not met" if failed else "all met"
         )
         out += [Block("heading", (head,)), Block("lines", floor_lines(c.floors))]
-    for section in (_quality, _answers, _latency, _noise):
+    for section in (_quality, _answers, _latency, _noise, _judged):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
     if c.twobytwo is not None:
@@ -376,6 +376,34 @@ def _noise(c: Comparison, mark: str) -> list[Block]:
                 f"could see at 80% power {row.power.mde:.3f}"
             )
     return _folded("Drift and power", layout.section(f"Drift and power{mark}", lines))
+
+
+def _judged(c: Comparison, mark: str) -> list[Block]:
+    """How much of each side's top k was judged, per scope (`harness.verdict.holes`)."""
+    h = c.holes
+    if h is None or not h.shares:
+        return []
+
+    def share(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    rows = [
+        (s.scope, str(s.n), share(s.baseline), share(s.candidate),
+         str(s.unjudged_baseline), str(s.unjudged_candidate))
+        for s in h.shares
+    ]  # fmt: skip
+    head = (
+        f"share of each side's top-{h.k} documents with a judgement (ir_measures' Judged@{h.k}, "
+        "pooled over queries and repeats); an unjudged document counts as not relevant"
+    )
+    table = Block(
+        "table",
+        headers=(
+            "scope", "queries", "baseline", "candidate", "unjudged pairs: baseline", "candidate"
+        ),
+        rows=tuple(rows),
+    )
+    return _folded("Judged documents", [*layout.section(f"Judged documents{mark}", [head]), table])
 
 
 def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:

@@ -86,12 +86,13 @@ from harness.verdict.comparison import (
     Flips,
     GoldInfo,
     Header,
-    Latency,
+    Holes,
     MetricRow,
     QueryDeltas,
     RefInfo,
     Scope,
 )
+from harness.verdict.holes import judged_shares
 from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
 
@@ -397,6 +398,7 @@ def _compare(
     selections: dict[str, scopes.BoolArray] = {}
     flips: list[Flips] = []
     deltas: QueryDeltas | None = None
+    found: Holes | None = None
     overall = Scope("overall", 0, ())
     if ids:
         topk = {
@@ -429,14 +431,12 @@ def _compare(
             if s.kind is Kind.BINARY
         ]
         headline_hit = str(MetricSpec("hit", settings.k[0]))
-        deltas = details.query_deltas(
-            _delta_metric(settings),
-            ids,
-            gold,
-            base,
-            cand,
-            next((f for f in flips if f.metric == headline_hit), None),
-        )
+        at_k = next((f for f in flips if f.metric == headline_hit), None)
+        deltas = details.query_deltas(_delta_metric(settings), ids, gold, base, cand, at_k)
+        flipped = np.isin(ids, [f.query_id for f in at_k.flips]) if at_k else None
+        masks = {"overall": everything, **{n: m for n, m in selections.items() if m.any()}}
+        found = judged_shares(ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit)
+        warnings += [found.warning] if found.warning else []
 
     collapses = _collapsed(slices)
     timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
@@ -448,7 +448,7 @@ def _compare(
     busy = details.machine_warning(latency.machine)
     if busy is not None:
         warnings.append(busy)
-    tail = _tail_warning(latency)
+    tail = details.tail_warning(latency)
     if tail is not None:
         warnings.append(tail)
     quality, quality_reason, power = _headline(overall, settings, collapses)
@@ -508,6 +508,7 @@ def _compare(
         latency=latency,
         flips=tuple(flips),
         findings=findings,
+        holes=found,
         boots=boots,
         errors=tuple(
             summary
@@ -522,27 +523,6 @@ def _compare(
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
         query_deltas=deltas,
-    )
-
-
-TAIL_RATIO = 2.0  # the candidate's p95 this many times the baseline's ...
-TAIL_MS = 1.0  # ... and this much slower: said beside a verdict that is not "slower"
-
-
-def _tail_warning(latency: Latency) -> str | None:
-    """A warning when the slowest answers got much slower while the latency verdict (a
-    trimmed mean of per-query ratios, `harness.verdict.latency_rule`) did not call it: the
-    trim leaves out each round's slowest fifth, so a change in the tail alone is not in it."""
-    base, cand, test = latency.baseline, latency.candidate, latency.test
-    if base is None or cand is None or test is None or test.verdict is Verdict.REGRESSED:
-        return None
-    if cand.p95 < TAIL_RATIO * base.p95 or cand.p95 - base.p95 < TAIL_MS:
-        return None
-    return (
-        f"the slowest answers got slower: p95 {base.p95:.1f} -> {cand.p95:.1f} ms "
-        f"({cand.p95 / base.p95:.1f}x), p99 {base.p99:.1f} -> {cand.p99:.1f} ms, while the "
-        f"latency verdict is {test.verdict.value}: it is a trimmed mean of the per-query "
-        "ratios (each round's slowest fifth left out), typical latency, not the tail"
     )
 
 

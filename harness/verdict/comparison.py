@@ -429,6 +429,34 @@ class TopScores:
 
 
 @dataclass(frozen=True)
+class JudgedShare:
+    """One scope's judged shares: `baseline` and `candidate` as in the module docstring (None:
+    that side returned nothing there), and how many distinct (query, document) pairs each side
+    left unjudged in its top k."""
+
+    scope: str  # "overall", a slice's name, or "flipped at hit@K"
+    n: int  # queries
+    baseline: float | None
+    candidate: float | None
+    unjudged_baseline: int
+    unjudged_candidate: int
+
+
+@dataclass(frozen=True)
+class Holes:
+    """The judged shares of every scope at cutoff `k` (`harness.verdict.holes`), the warning
+    when the sides differ by more than `margin`, and the first `holes.MOST_PAIRS` unjudged
+    (query, document) pairs of the candidate's top k, then the baseline's, flipped queries
+    first."""
+
+    k: int
+    margin: float
+    shares: tuple[JudgedShare, ...]
+    warning: str | None = None
+    unjudged: tuple[tuple[str, str, str], ...] = ()  # (side, query id, document id)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
 
@@ -460,6 +488,8 @@ class Comparison:
     sequential: Sequential | None = None
     # Variation between boots in the headline rows, and how much of their intervals it is.
     boots: Boots | None = None
+    # How much of each side's top k was judged (harness.verdict.holes), per scope.
+    holes: Holes | None = None
 
     @property
     def valid(self) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.score.evaluation import Evaluation
-from harness.types import GoldSet, RefRun, Repeat
+from harness.types import GoldSet, RefRun, Repeat, Verdict
 from harness.verdict import stats, threshold, validity
 from harness.verdict.comparison import (
     CompareSettings,
@@ -377,4 +377,25 @@ def top_scores(side: str, gold: GoldSet, run: RefRun) -> TopScores | None:
         false_answer_rate=None if c is None else c.false_answer_rate,
         separable=t.separable,
         words=t.words,
+    )
+
+
+TAIL_RATIO = 2.0  # the candidate's p95 this many times the baseline's ...
+TAIL_MS = 1.0  # ... and this much slower: said beside a verdict that is not "slower"
+
+
+def tail_warning(latency: Latency) -> str | None:
+    """A warning when the slowest answers got much slower while the latency verdict (a
+    trimmed mean of per-query ratios, `harness.verdict.latency_rule`) did not call it: the
+    trim leaves out each round's slowest fifth, so a change in the tail alone is not in it."""
+    base, cand, test = latency.baseline, latency.candidate, latency.test
+    if base is None or cand is None or test is None or test.verdict is Verdict.REGRESSED:
+        return None
+    if cand.p95 < TAIL_RATIO * base.p95 or cand.p95 - base.p95 < TAIL_MS:
+        return None
+    return (
+        f"the slowest answers got slower: p95 {base.p95:.1f} -> {cand.p95:.1f} ms "
+        f"({cand.p95 / base.p95:.1f}x), p99 {base.p99:.1f} -> {cand.p99:.1f} ms, while the "
+        f"latency verdict is {test.verdict.value}: it is a trimmed mean of the per-query "
+        "ratios (each round's slowest fifth left out), typical latency, not the tail"
     )

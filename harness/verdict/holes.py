@@ -1,0 +1,134 @@
+"""Holes in the judgements: how much of what each side returned was judged.  Pure.
+
+    holes = judged_shares(ids, gold, base, cand, k, scopes={"overall": mask, ...}, flipped=mask)
+
+Most gold sets are judged from what the current system returns: someone reads main's top
+results and marks which are relevant.  A candidate that brings up other documents is then
+scored against documents nobody judged, which count as not relevant (trec_eval's convention,
+and harness's): a gain there reads as no change, or as a loss.  This is pooling bias, and the
+pre-merge case is its worst one: the candidate is, by definition, the system nobody judged.
+
+What is measured, per side, for the top k of its deduplicated answers (k: the largest headline
+cutoff), over each side's usable repeats and the analysed answerable queries of a scope:
+
+    judged share = (documents in the top k with any judgement, grade 0 included)
+                   / (documents returned in the top k)
+
+pooled over the scope's queries and repeats (ir_measures' Judged@k is the same ratio per query,
+`harness.score.metrics.judged_at`: `harness metrics --metrics Judged@10` gives its mean), and the
+distinct (query, document) pairs left unjudged there: what a person would have to judge.  A
+query that returned nothing counts for neither side of the ratio.
+
+When the gold set records judged non-relevant documents (a pool: some grade 0) and the two
+sides' judged shares differ by more than `MARGIN` overall, a warning says so, above the tables,
+with the number of pairs to judge: the verdict may be measuring the holes.  A gold set that
+judges only relevant documents is read as complete, as it always was: there a side's judged
+share is its precision, and a lower one is a loss, not a hole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from harness.score.judged import dedupe
+from harness.types import GoldSet
+from harness.verdict.comparison import Holes, JudgedShare
+from harness.verdict.scopes import Side
+
+MARGIN = 0.05
+"""How far apart the sides' judged shares may be before the report warns: as far as the
+default band, the change the verdict is about (an unjudged twentieth of the top 10 can hide a
+change of that size)."""
+MOST_PAIRS = 500  # unjudged pairs listed in the comparison (the counts are always whole)
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _side(
+    side: Side, ids: Sequence[str], gold: GoldSet, k: int
+) -> tuple[np.ndarray, np.ndarray, list[set[str]]]:
+    """Per query of `ids`: judged documents in the top k summed over repeats, documents
+    returned there summed over repeats, and the set of unjudged document ids."""
+    judged = np.zeros(len(ids))
+    returned = np.zeros(len(ids))
+    unjudged: list[set[str]] = [set() for _ in ids]
+    for i, qid in enumerate(ids):
+        grades = gold.by_id[qid].relevant
+        for answers in side.answers:
+            answer = answers.get(qid)
+            if answer is None or answer.error is not None:
+                continue
+            top = dedupe(answer.ids)[:k]
+            returned[i] += len(top)
+            for doc in top:
+                if doc in grades:
+                    judged[i] += 1
+                else:
+                    unjudged[i].add(doc)
+    return judged, returned, unjudged
+
+
+def _share(judged: np.ndarray, returned: np.ndarray, mask: BoolArray) -> float | None:
+    total = float(returned[mask].sum())
+    return None if total == 0 else float(judged[mask].sum()) / total
+
+
+def judged_shares(
+    ids: Sequence[str],
+    gold: GoldSet,
+    base: Side,
+    cand: Side,
+    k: int,
+    scopes: Mapping[str, BoolArray],
+    flipped: BoolArray | None = None,
+    flipped_at: str = "",
+) -> Holes:
+    """The judged shares of each scope of `scopes` (name -> mask over `ids`, "overall" first)
+    and of the flipped queries (`flipped`, at `flipped_at`), and the warning."""
+    sides = [_side(s, ids, gold, k) for s in (base, cand)]
+    masks = dict(scopes)
+    if flipped is not None and flipped.any():
+        masks[f"flipped at {flipped_at}"] = flipped
+    shares = []
+    for name, mask in masks.items():
+        (bj, br, bu), (cj, cr, cu) = sides
+        chosen = np.flatnonzero(mask).tolist()
+        shares.append(
+            JudgedShare(
+                scope=name,
+                n=len(chosen),
+                baseline=_share(bj, br, mask),
+                candidate=_share(cj, cr, mask),
+                unjudged_baseline=sum(len(bu[i]) for i in chosen),
+                unjudged_candidate=sum(len(cu[i]) for i in chosen),
+            )
+        )
+    order = np.argsort(~flipped, kind="stable") if flipped is not None else range(len(ids))
+    listed = [
+        (side, ids[i], doc)
+        for side, (_, _, holes) in (("candidate", sides[1]), ("baseline", sides[0]))
+        for i in order
+        for doc in sorted(holes[int(i)])
+    ][:MOST_PAIRS]
+    pooled = any(g <= 0 for q in gold.queries for g in q.relevant.values())
+    warning = _warning(shares[0], k) if shares and pooled else None
+    return Holes(k, MARGIN, tuple(shares), warning, tuple(listed))
+
+
+def _warning(overall: JudgedShare, k: int) -> str | None:
+    b, c = overall.baseline, overall.candidate
+    if b is None or c is None or abs(b - c) <= MARGIN:
+        return None
+    less, more = ("candidate", "baseline") if c < b else ("baseline", "candidate")
+    pairs = overall.unjudged_candidate if less == "candidate" else overall.unjudged_baseline
+    low, high = min(b, c), max(b, c)
+    return (
+        f"judgments incomplete: {low:.1%} of the {less}'s top-{k} documents are judged, "
+        f"against {high:.1%} of the {more}'s (more than {MARGIN:g} apart): an unjudged document "
+        f"counts as not relevant, so a gain among the {less}'s {pairs} unjudged (query, "
+        "document) pairs reads as no change or a loss; judge them (the comparison's JSON lists "
+        f"the first {MOST_PAIRS} under holes.unjudged, flipped queries first) and compare again"
+    )
