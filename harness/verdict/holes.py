@@ -28,7 +28,8 @@ share is its precision, and a lower one is a loss, not a hole.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -47,28 +48,66 @@ MOST_PAIRS = 500  # unjudged pairs listed in the comparison (the counts are alwa
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _side(
-    side: Side, ids: Sequence[str], gold: GoldSet, k: int
-) -> tuple[np.ndarray, np.ndarray, list[set[str]]]:
-    """Per query of `ids`: judged documents in the top k summed over repeats, documents
-    returned there summed over repeats, and the set of unjudged document ids."""
-    judged = np.zeros(len(ids))
-    returned = np.zeros(len(ids))
-    unjudged: list[set[str]] = [set() for _ in ids]
-    for i, qid in enumerate(ids):
-        grades = gold.by_id[qid].relevant
-        for answers in side.answers:
-            answer = answers.get(qid)
-            if answer is None or answer.error is not None:
-                continue
-            top = dedupe(answer.ids)[:k]
-            returned[i] += len(top)
-            for doc in top:
-                if doc in grades:
-                    judged[i] += 1
-                else:
-                    unjudged[i].add(doc)
-    return judged, returned, unjudged
+def _side(side: Side, ids: Sequence[str], gold: GoldSet, k: int) -> _Counts:
+    """Per query of `ids`: judged documents in the top k summed over repeats, documents returned
+    there summed over repeats, and the distinct unjudged ones (counted; their ids on demand).
+    Read from the judged rankings (`Side.pooled`: one row per distinct answer) when there are
+    some, so a repeat or a side that answered the same reads it once."""
+    pooled = side.pooled
+    judged_rows = None if pooled is None else pooled.judged.judged
+    ranked = None if pooled is None else pooled.judged.n_ranked
+    rows = side.pool_rows
+    if pooled is None or judged_rows is None or ranked is None or rows.shape[1] != len(ids):
+        return _Counts.walk(side, ids, gold, k)
+    top = judged_rows[:, :k]
+    judged_in = top.sum(axis=1)
+    returned_in = np.minimum(ranked, k)
+    per_row_holes = returned_in - judged_in
+    same = (rows == rows[:1]).all(axis=0)  # one answer in every repeat: its holes, counted once
+    distinct = np.where(same, per_row_holes[rows[0]], 0)
+
+    def holes_of(i: int) -> set[str]:
+        found: set[str] = set()
+        for row in set(rows[:, i].tolist()):
+            top_ids = dedupe(pooled.rankings[row])[:k]
+            found.update(doc for j, doc in enumerate(top_ids) if not top[row, j])
+        return found
+
+    for i in np.flatnonzero(~same).tolist():
+        distinct[i] = len(holes_of(i))
+    return _Counts(
+        judged_in[rows].sum(axis=0).astype(float),
+        returned_in[rows].sum(axis=0).astype(float),
+        np.asarray(distinct),
+        holes_of,
+    )
+
+
+@dataclass(frozen=True)
+class _Counts:
+    judged: np.ndarray  # per query, over repeats
+    returned: np.ndarray
+    unjudged: np.ndarray  # distinct unjudged documents per query
+    holes_of: Callable[[int], set[str]]  # query position -> those documents
+
+    @classmethod
+    def walk(cls, side: Side, ids: Sequence[str], gold: GoldSet, k: int) -> _Counts:
+        """The same from the answers themselves (a side scored without pooled rankings)."""
+        judged = np.zeros(len(ids))
+        returned = np.zeros(len(ids))
+        holes: list[set[str]] = [set() for _ in ids]
+        for i, qid in enumerate(ids):
+            grades = gold.by_id[qid].relevant
+            for answers in side.answers:
+                answer = answers.get(qid)
+                if answer is None or answer.error is not None:
+                    continue
+                top = dedupe(answer.ids)[:k]
+                returned[i] += len(top)
+                judged[i] += sum(doc in grades for doc in top)
+                holes[i].update(doc for doc in top if doc not in grades)
+        counts = np.array([len(h) for h in holes])
+        return cls(judged, returned, counts, holes.__getitem__)
 
 
 def _share(judged: np.ndarray, returned: np.ndarray, mask: BoolArray) -> float | None:
@@ -92,27 +131,27 @@ def judged_shares(
     masks = dict(scopes)
     if flipped is not None and flipped.any():
         masks[f"flipped at {flipped_at}"] = flipped
-    shares = []
-    for name, mask in masks.items():
-        (bj, br, bu), (cj, cr, cu) = sides
-        chosen = np.flatnonzero(mask).tolist()
-        shares.append(
-            JudgedShare(
-                scope=name,
-                n=len(chosen),
-                baseline=_share(bj, br, mask),
-                candidate=_share(cj, cr, mask),
-                unjudged_baseline=sum(len(bu[i]) for i in chosen),
-                unjudged_candidate=sum(len(cu[i]) for i in chosen),
-            )
+    b, c = sides
+    shares = [
+        JudgedShare(
+            scope=name,
+            n=int(mask.sum()),
+            baseline=_share(b.judged, b.returned, mask),
+            candidate=_share(c.judged, c.returned, mask),
+            unjudged_baseline=int(b.unjudged[mask].sum()),
+            unjudged_candidate=int(c.unjudged[mask].sum()),
         )
-    order = np.argsort(~flipped, kind="stable") if flipped is not None else range(len(ids))
-    listed = [
-        (side, ids[i], doc)
-        for side, (_, _, holes) in (("candidate", sides[1]), ("baseline", sides[0]))
-        for i in order
-        for doc in sorted(holes[int(i)])
-    ][:MOST_PAIRS]
+        for name, mask in masks.items()
+    ]
+    first = np.argsort(~flipped, kind="stable") if flipped is not None else range(len(ids))
+    listed: list[tuple[str, str, str]] = []
+    for name, counts in (("candidate", c), ("baseline", b)):
+        for i in first:
+            if len(listed) >= MOST_PAIRS:
+                break
+            if counts.unjudged[int(i)]:
+                listed += [(name, ids[int(i)], doc) for doc in sorted(counts.holes_of(int(i)))]
+    listed = listed[:MOST_PAIRS]
     pooled = any(g <= 0 for q in gold.queries for g in q.relevant.values())
     warning = _warning(shares[0], k) if shares and pooled else None
     return Holes(k, MARGIN, tuple(shares), warning, tuple(listed))
