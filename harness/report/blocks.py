@@ -111,7 +111,7 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
             f"{failed} of {len(c.floors)} not met" if failed else "all met"
         )
         out += [Block("heading", (head,)), Block("lines", floor_lines(c.floors))]
-    for section in (_quality, _answers, _latency, _noise, _judged):
+    for section in (_quality, _answers, _latency, _noise, _judged, _changed):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
     if c.twobytwo is not None:
@@ -404,6 +404,34 @@ def _judged(c: Comparison, mark: str) -> list[Block]:
         rows=tuple(rows),
     )
     return _folded("Judged documents", [*layout.section(f"Judged documents{mark}", [head]), table])
+
+
+def _changed(c: Comparison, mark: str) -> list[Block]:
+    """How much the rankings changed, per scope, and the queries that changed most."""
+    ch = c.changes
+    if ch is None or not ch.scopes:
+        return []
+    head = (
+        f"the candidate's top {ch.k} against the baseline's, round by round: rank-biased overlap "
+        f"(p = {ch.p:g}; 1 = the same ranking, 0 = no document in common) and Jaccard@{ch.k}; "
+        "no judgement needed"
+    )
+    rows = tuple(
+        (s.scope, str(s.n), f"{s.rbo:.3f}", f"{s.jaccard:.3f}", str(s.changed))
+        for s in ch.scopes
+    )
+    table = Block(
+        "table",
+        headers=("scope", "queries", "RBO", f"Jaccard@{ch.k}", f"top {ch.k} changed"),
+        rows=rows,
+    )
+    most = [
+        f"{q.query_id} ({q.slice}): RBO {q.rbo:.3f}, Jaccard@{ch.k} {q.jaccard:.3f}"
+        for q in ch.most_changed
+    ]
+    lines = [Block("lines", ("changed most:", *most))] if most else []
+    blocks = [*layout.section(f"How much the rankings changed{mark}", [head]), table, *lines]
+    return _folded("How much the rankings changed", blocks)
 
 
 def _flip_blocks(c: Comparison, mark: str, redact: bool) -> list[Block]:

@@ -89,10 +89,12 @@ from harness.verdict.comparison import (
     Holes,
     MetricRow,
     QueryDeltas,
+    RankingChanges,
     RefInfo,
     Scope,
 )
 from harness.verdict.holes import judged_shares
+from harness.verdict.overlap import ranking_changes
 from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
 
@@ -399,6 +401,7 @@ def _compare(
     flips: list[Flips] = []
     deltas: QueryDeltas | None = None
     found: Holes | None = None
+    changed: RankingChanges | None = None
     overall = Scope("overall", 0, ())
     if ids:
         topk = {
@@ -437,6 +440,7 @@ def _compare(
         masks = {"overall": everything, **{n: m for n, m in selections.items() if m.any()}}
         found = judged_shares(ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit)
         warnings += [found.warning] if found.warning else []
+        changed = ranking_changes(ids, gold, base, cand, max(settings.k), masks)
 
     collapses = _collapsed(slices)
     timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
@@ -509,6 +513,7 @@ def _compare(
         flips=tuple(flips),
         findings=findings,
         holes=found,
+        changes=changed,
         boots=boots,
         errors=tuple(
             summary

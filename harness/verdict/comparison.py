@@ -457,6 +457,37 @@ class Holes:
 
 
 @dataclass(frozen=True)
+class ScopeChange:
+    """How much one scope's rankings changed (`harness.verdict.overlap`): the mean over its
+    queries of the rank-biased overlap and of Jaccard@k, and how many queries' top k changed."""
+
+    scope: str
+    n: int
+    rbo: float
+    jaccard: float
+    changed: int
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    query_id: str
+    slice: str
+    rbo: float
+    jaccard: float
+
+
+@dataclass(frozen=True)
+class RankingChanges:
+    """How much the rankings changed, which needs no judgement (`harness.verdict.overlap`): RBO
+    (persistence `p`) and Jaccard@k per scope, and the queries that changed most."""
+
+    k: int
+    p: float
+    scopes: tuple[ScopeChange, ...]
+    most_changed: tuple[QueryChange, ...] = ()
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a report shows about one baseline/candidate pair, and nothing it must compute."""
 
@@ -490,6 +521,8 @@ class Comparison:
     boots: Boots | None = None
     # How much of each side's top k was judged (harness.verdict.holes), per scope.
     holes: Holes | None = None
+    # How much the rankings changed, per scope (harness.verdict.overlap).
+    changes: RankingChanges | None = None
 
     @property
     def valid(self) -> bool:
