@@ -59,12 +59,20 @@ class CorpusInfo:
 class GoldQuery:
     """One labelled query.
 
-    `relevant` maps document id to an integer grade >= 0 (0 = judged, not relevant). A query with
-    no grade >= 1 is unanswerable: its correct answer is an empty (or low-scored) list.
+    `relevant` maps document id to an integer grade >= 0 (0 = judged, not relevant).
     `outranks` holds (correct_id, stale_id) pairs: the correction must rank above the stale fact.
     `spans` maps a relevant document id to its answer spans: exact, verbatim substrings of that
     document's text, the evidence the context metrics look for (`harness.score.context`).
     Frozen but not hashable (`relevant` is a dict): key queries by `id`.
+
+    `answerable`: whether the corpus holds an answer. An unanswerable query's correct answer is
+    an empty (or low-scored) list; it is scored only by the no-answer rates. `declared` is what
+    the gold file said (the native format's "answerable" key, or its header's "judged" for a
+    query judged only 0: `harness.gold.native`); None when it said nothing, and then the
+    grades decide: some grade >= 1 is answerable, none is not (the meaning every gold set had
+    before the key). An answerable query with no grade >= 1 (a pooled set's query whose answer
+    nobody has found yet) scores 0 on every quality metric. `declared=False` beside a grade >= 1
+    is a contradiction, refused (ValueError; the readers report it as a problem first).
     """
 
     id: str
@@ -76,10 +84,21 @@ class GoldQuery:
     spans: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Where it came from, for messages: neither part of the content hash nor of equality.
     line: int | None = field(default=None, compare=False)
+    declared: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.declared is False and self.has_relevant:
+            raise ValueError(f"query {self.id!r} is declared unanswerable but has a document of "
+                             "grade >= 1")
+
+    @property
+    def has_relevant(self) -> bool:
+        """Some judgement of grade >= 1."""
+        return any(grade >= 1 for grade in self.relevant.values())
 
     @property
     def answerable(self) -> bool:
-        return any(grade >= 1 for grade in self.relevant.values())
+        return self.has_relevant if self.declared is None else self.declared
 
 
 @dataclass(frozen=True)

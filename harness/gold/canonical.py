@@ -11,6 +11,13 @@ sorted by query id:
 - `outranks` keeps its order (it is a list the author wrote, not a set).
 - `"spans": {doc_id: [span, ...]}` (answer spans, sorted by doc id, each list in its order) is
   present only when the query has spans, so gold sets without spans keep the hash they had.
+- `"answerable": true` is present only when the query is answerable without a judgement of
+  grade >= 1 (`GoldQuery.answerable` says so where the grades alone would not): the hash covers
+  what a query means, not how the file said it. So a gold set without the native format's
+  "answerable" key and "judged" header keeps the hash it had; `"answerable": false` on a query
+  judged only 0, `"answerable": true` beside a grade >= 1, or a header "judged": "complete" say
+  what the grades say, and change nothing; "judged": "pooled" and `"answerable": true` on the
+  same query judged only 0 give the same hash.
 - `line` (where a query was read) and everything about the file (format, header, description,
   corpus, blank lines, key order, list-vs-object shorthand for `relevant`) is left out.
 
@@ -41,6 +48,8 @@ def canonical_form(query: GoldQuery) -> dict[str, object]:
     }
     if query.spans:
         form["spans"] = {doc: list(spans) for doc, spans in sorted(query.spans.items())}
+    if query.declared and not query.has_relevant:  # the only case the grades do not tell
+        form["answerable"] = True
     return form
 
 

@@ -31,11 +31,16 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
   and run refuse such a query before anything boots), and wherever it is shown it shows escaped.
 - controls: a NONSENSE_SLICES query is unanswerable and (with a corpus) none of its content words
   is in any document; each slice named in `slices` has a query; a warning when no query at all
-  is unanswerable.
-- power: per slice and overall, `answerable` queries (grade >= 1 somewhere: the ones a quality
-  metric scores) and the smallest net swing of a binary metric the McNemar exact test can call
-  at `alpha` (`harness.verdict.stats.detectable_swing`); a warning for each slice (and for the whole
-  set) with answerable queries but fewer than that swing.
+  is unanswerable. A warning when the gold set holds both kinds of query without a relevant
+  document and says of neither what it is (`GoldQuery.declared` None): queries with no
+  judgement at all and queries judged only 0. Both are read as unanswerable, but a set judged
+  by pooling a system's results holds answerable queries of the second kind (nothing relevant
+  found yet); the warning names a few of each, at the line of the first judged only 0, and
+  says how to tell them apart (the native header's "judged", a query's "answerable").
+- power: per slice and overall, `answerable` queries (`GoldQuery.answerable`: the ones a
+  quality metric scores) and the smallest net swing of a binary metric the McNemar exact test
+  can call at `alpha` (`harness.verdict.stats.detectable_swing`); a warning for each slice (and
+  for the whole set) with answerable queries but fewer than that swing.
 
 Without a corpus the corpus checks are skipped, which one info finding says.
 """
@@ -401,10 +406,15 @@ def _nonsense(query: GoldQuery, corpus: Corpus | None) -> list[Finding]:
     if query.slice not in NONSENSE_SLICES:
         return []
     found = []
-    if query.answerable:
+    if query.has_relevant:
         found.append(_error(query, "controls", "a nonsense control is unanswerable, but "
                             f"{_listed(_expected(query))} have grade >= 1; make relevant empty",
                             "relevant"))
+    elif query.answerable:
+        found.append(_error(query, "controls", 'a nonsense control is unanswerable, but it is '
+                            'read as answerable ("answerable": true, or judged only 0 under the '
+                            'header\'s "judged": "pooled"); give it "answerable": false',
+                            "answerable"))
     words = content_words(query.text)
     if not words:
         found.append(_error(query, "controls", "a nonsense control needs a word that is not a "
@@ -425,7 +435,30 @@ def _controls(gold: GoldSet, slices: Collection[str]) -> list[Finding]:
         found.append(Finding("warning", "controls", None, None, "no unanswerable query: nothing "
                              "checks that the service can answer with nothing; add some "
                              "(`harness gold build --nonsense N`, or \"relevant\": {})"))
-    return found
+    return found + _undeclared(gold)
+
+
+def _undeclared(gold: GoldSet) -> list[Finding]:
+    """The warning of the module docstring: both kinds of query without a relevant document,
+    and nothing said of either. Short enough to be shown whole (`render` clips at 400)."""
+    silent = [q for q in gold.queries if q.declared is None and not q.has_relevant]
+    empty = [q for q in silent if not q.relevant]
+    zeros = [q for q in silent if q.relevant]
+    if not (empty and zeros):
+        return []
+
+    def some(queries: list[GoldQuery]) -> str:
+        named = ", ".join(repr(q.id if len(q.id) <= 12 else q.id[:11] + "~") for q in queries[:3])
+        return named + (f" and {len(queries) - 3} more" if len(queries) > 3 else "")
+
+    return [Finding(
+        "warning", "controls", None, zeros[0].line,
+        f"{len(zeros)} {'query' if len(zeros) == 1 else 'queries'} judged only 0 ({some(zeros)}) "
+        f"and {len(empty)} with no judgement ({some(empty)}), none declared: "
+        "all read as unanswerable, out of hit@k. Answerable, just not found yet? "
+        '"judged": "pooled" in the header, or "answerable": true on each. Unanswerable? '
+        '"judged": "complete", or "answerable": false',
+        "answerable")]
 
 
 def _power(gold: GoldSet, alpha: float) -> tuple[tuple[SlicePower, ...], SlicePower]:

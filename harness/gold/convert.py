@@ -16,11 +16,13 @@ nothing was). What each target holds:
   with topics="tsv", `topics.tsv` (`qid<TAB>text`: slice, derivation and outranks dropped).
 
 Both table formats drop what qrels cannot hold: a query with no judgement at all (relevant: {})
-has no qrels line, so it is not written (readers load judged queries only), and the header's
-corpus name and sha256 have no place. Ids or texts that a target's separators would split (a tab
-or newline in a TSV cell, whitespace in a TREC qrels id) are a GoldError naming the query, never a
-silently different file. Before anything appears at `out`, the files are read back with
-`load_gold` and must give exactly the queries that were meant to be kept (same canonical hash).
+has no qrels line, so it is not written (readers load judged queries only); a query answerable
+with only grade-0 judgements (`GoldQuery.declared`) is read back unanswerable, as BEIR and TREC
+read every such query; and the header's corpus name and sha256 have no place. Ids or texts
+that a target's separators would split (a tab or newline in a TSV cell, whitespace in a TREC
+qrels id) are a GoldError naming the query, never a silently different file. Before anything
+appears at `out`, the files are read back with `load_gold` and must give exactly the queries
+that were meant to be kept (same canonical hash).
 
 Writing is atomic: a folder is built beside `out` and renamed into place, a file via
 `write_native`'s temp file. An existing `out` (other than an empty folder) is a GoldError unless
@@ -68,8 +70,9 @@ def convert(gold: GoldSet, to: str, out: Path | str, *, overwrite: bool = False,
     kept = [q for q in gold.queries if q.relevant]  # `written` counts the same
     warnings = _dropped(gold, kept, to, topics)
     lossy = to == "trec" and topics == "tsv"
-    expected = [replace(q, slice="default", derivation=None, outranks=()) if lossy else q
-                for q in kept]
+    # Qrels cannot say a query is answerable: read back, the grades decide (GoldQuery.declared).
+    expected = [replace(q, slice="default", derivation=None, outranks=(), declared=None) if lossy
+                else replace(q, declared=None) for q in kept]
     files = _beir_files(kept, split) if to == "beir" else _trec_files(kept, topics)
     _write_folder(out, files, lambda folder: _read_back(folder, to, split, topics, expected))
     return warnings
@@ -103,6 +106,13 @@ def _dropped(gold: GoldSet, kept: list[GoldQuery], to: str, topics: str) -> list
         warnings.append(f"{len(unjudged)} queries without any judgement (relevant: {{}}) were "
                         f"dropped: qrels hold judgements, so {to} cannot hold them ({shown}); "
                         "keep the native file for them, or judge one document 0")
+    pooled = [q.id for q in kept if q.answerable and not q.has_relevant]
+    if pooled:
+        shown = ", ".join(pooled[:10]) + (" ..." if len(pooled) > 10 else "")
+        warnings.append(f"{len(pooled)} queries answerable with only grade-0 judgements (answer "
+                        f"not found yet) will read as unanswerable: {to} cannot say a query is "
+                        f"answerable ({shown}); keep the native file for them, or judge their "
+                        "answer")
     if gold.corpus is not None:
         warnings.append(f"the corpus the gold set records ({gold.corpus.name}"
                         f"{', sha256 ' + gold.corpus.sha256[:12] if gold.corpus.sha256 else ''}"

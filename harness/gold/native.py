@@ -3,13 +3,18 @@
     {"format": "harness-gold", "version": 1, "corpus": {"name": "kb.jsonl", "sha256": "<hex>"}}
     {"id": "q17", "query": "who owns billing?", "slice": "entity", "relevant": {"d4": 2, "d9": 0}}
     {"id": "q18", "query": "rotate the TLS cert", "relevant": ["d12"], "outranks": [["d12", "d3"]]}
+    {"id": "q19", "query": "drain a node", "relevant": {"d7": 0}, "answerable": true}
 
 Every rule below that a line breaks is one Problem at path:line: field (gold/README.md repeats
 them with examples). Blank lines are skipped; line numbers are 1-based physical lines.
 
 - Header (optional, first non-blank line only; recognised by a "format" or "version" key):
   "format" = "harness-gold" and "version" = 1 are required; "corpus" = {"name": non-empty string,
-  "sha256": 64 lowercase hex digits (optional)} and "description" (string) are optional.
+  "sha256": 64 lowercase hex digits (optional)}, "description" (string) and "judged" are
+  optional. "judged" says what a query judged only 0 (some judgements, none of grade >= 1) is:
+  "pooled" (the judgements are a pool of what some system returned: answerable, its answer not
+  found yet) or "complete" (unanswerable: the meaning without the key). It sets such a query's
+  `GoldQuery.declared` unless the query has its own "answerable" key.
 - Query: "id" (non-empty string, unique in the file), "query" (a string with a non-blank
   character) and "relevant" are required. "relevant" is an object {doc id: grade} with each grade
   an integer >= 0 (true and 2.0 are not integers; 0 = judged not relevant), or an array of distinct
@@ -17,7 +22,10 @@ them with examples). Blank lines are skipped; line numbers are 1-based physical 
   string, default "default"), "outranks" (array of [correct_id, stale_id] pairs of two distinct
   non-empty strings), "derivation" (string), "spans" (an object {doc id: array of answer
   spans}, each span a non-empty string, the doc id one judged relevant, grade >= 1, in this
-  query; `gold check --corpus` checks each span is verbatim in that document's text).
+  query; `gold check --corpus` checks each span is verbatim in that document's text),
+  "answerable" (true or false: whether the corpus holds an answer, `GoldQuery.declared`; false
+  beside a grade >= 1 is a contradiction). Without it, or the header's "judged", a query is
+  answerable when it has a grade >= 1.
 - Everywhere: no unknown key, no key twice in one object, no NaN/Infinity, one JSON object a line,
   at least one query in the file.
 """
@@ -51,13 +59,16 @@ from harness.types import OVERALL, CorpusInfo, GoldQuery, GoldSet
 
 FORMAT_NAME = "harness-gold"
 VERSION = 1
-_HEADER_KEYS = ("format", "version", "corpus", "description")
+_HEADER_KEYS = ("format", "version", "corpus", "description", "judged")
+# The header's "judged": what a query judged only 0 is (GoldQuery.declared), by value.
+JUDGED = {"pooled": True, "complete": False}
 _CORPUS_KEYS = ("name", "sha256")
 RESERVED_SLICE = (
     f'slice "{OVERALL}" is reserved: it names the whole gold set in every report and gate '
     "file; rename this slice"
 )
-_QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation", "spans")
+_QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation", "spans",
+               "answerable")
 _REQUIRED = ("id", "query", "relevant")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -76,6 +87,7 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
     refs: list[DocRef] = []
     first_line: dict[str, int] = {}
     corpus: CorpusInfo | None = None
+    judged: bool | None = None  # the header's "judged", as GoldQuery.declared
     header_line: int | None = None
     query_lines = 0
     for index, (number, text) in enumerate(lines):
@@ -93,6 +105,7 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
         if "format" in value or "version" in value:
             if index == 0:
                 corpus, header_line = _check_header(value, path, number, problems), number
+                judged = _header_judged(value, path, number, problems)
             else:
                 problems.add(path, "a header is only allowed on the first line; move it there "
                              "or delete it", number, "format")
@@ -105,7 +118,7 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
                          f"and {number}; give each query its own id", number, "id")
         elif isinstance(query_id, str) and query_id:
             first_line[query_id] = number
-        query = _check_query(value, path, number, problems, refs)
+        query = _check_query(value, path, number, problems, refs, judged)
         if query is not None and len(problems) == before:
             queries.append(query)
     if query_lines == 0 and header_line is None:
@@ -165,8 +178,22 @@ def _check_header(obj: JsonObject, path: str, number: int,
     return None
 
 
+def _header_judged(obj: JsonObject, path: str, number: int, problems: Problems) -> bool | None:
+    """The header's "judged" as the GoldQuery.declared of a query judged only 0; None when
+    absent or wrong."""
+    if "judged" not in obj:
+        return None
+    value = obj["judged"]
+    if isinstance(value, str) and value in JUDGED:
+        return JUDGED[value]
+    problems.add(path, 'judged is "pooled" (a query judged only 0 is answerable, its answer not '
+                 'found yet) or "complete" (such a query is unanswerable), got '
+                 f"{clip(json.dumps(value), 40)}", number, "judged")
+    return None
+
+
 def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
-                 refs: list[DocRef]) -> GoldQuery | None:
+                 refs: list[DocRef], judged: bool | None = None) -> GoldQuery | None:
     _check_keys(obj, _QUERY_KEYS, path, number, problems)
     for key in _REQUIRED:
         if key not in obj:
@@ -194,10 +221,33 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
     refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
     refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
                 for i, pair in enumerate(outranks) for doc in pair)
+    declared = _answerable(obj, relevant, judged, path, number, problems)
     if not (isinstance(query_id, str) and isinstance(text, str) and isinstance(slice_, str)):
         return None
     note = derivation if isinstance(derivation, str) else None
-    return GoldQuery(query_id, text, slice_, relevant, outranks, note, spans, number)
+    return GoldQuery(query_id, text, slice_, relevant, outranks, note, spans, number, declared)
+
+
+def _answerable(obj: JsonObject, relevant: dict[str, int], judged: bool | None, path: str,
+                number: int, problems: Problems) -> bool | None:
+    """GoldQuery.declared: the query's "answerable" key, else the header's "judged" for a query
+    judged only 0, else None (the grades decide)."""
+    if "answerable" not in obj:
+        return judged if relevant and max(relevant.values()) < 1 else None
+    value = obj["answerable"]
+    if not isinstance(value, bool):
+        problems.add(path, "answerable is true or false (whether the corpus holds an answer), "
+                     f"got {clip(json.dumps(value), 40)}", number, "answerable")
+        return None
+    graded = [doc for doc, grade in relevant.items() if grade >= 1]
+    if not value and graded:
+        shown = ", ".join(repr(doc) for doc in graded[:3]) + (" ..." if len(graded) > 3 else "")
+        problems.add(path, f"answerable is false, but {shown} "
+                     f"{'has' if len(graded) == 1 else 'have'} grade >= 1: a query with a "
+                     "relevant document is answerable; drop the key, or judge them 0", number,
+                     "answerable")
+        return None  # told once, as a problem (GoldQuery refuses the pair)
+    return value
 
 
 def parse_spans(value: object, relevant: dict[str, int], path: str, number: int,
@@ -296,6 +346,8 @@ def _record(query: GoldQuery) -> dict[str, object]:
         record["derivation"] = query.derivation
     if query.spans:
         record["spans"] = {doc: list(spans) for doc, spans in query.spans.items()}
+    if query.declared is not None:
+        record["answerable"] = query.declared
     return record
 
 

@@ -2,10 +2,10 @@
 
     gold_stats(gold) -> GoldStats
 
-- per slice (sorted by name): queries, answerable (some grade >= 1), unanswerable;
+- per slice (sorted by name): queries, answerable (`GoldQuery.answerable`), unanswerable;
 - relevant per query: over the answerable queries, how many documents have grade >= 1
   (a histogram, and its min, median, mean and max; the median of an even count is the mean of
-  the two middle values);
+  the two middle values); 0 for an answerable query whose answer nobody has judged yet;
 - grades: how many judgements carry each grade, grade 0 (judged not relevant) included;
 - the unanswerable share: unanswerable queries / all queries;
 - how many queries carry `outranks` pairs and a `derivation`.
@@ -63,8 +63,8 @@ class GoldStats:
 
 def gold_stats(gold: GoldSet) -> GoldStats:
     """Count what the module docstring lists."""
-    counts = [sum(grade >= 1 for grade in q.relevant.values()) for q in gold.queries]
-    relevant = sorted(n for n in counts if n)
+    relevant = sorted(sum(grade >= 1 for grade in q.relevant.values())
+                      for q in gold.queries if q.answerable)
     grades = Counter(grade for q in gold.queries for grade in q.relevant.values())
     slices = tuple(
         SliceStats(name, len(members), sum(q.answerable for q in members))

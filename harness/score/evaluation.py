@@ -6,10 +6,13 @@ Pure: no I/O, no clock, no randomness.  `evaluate` judges every ranking once
 scores several runs at once (a compare's repeats of both sides), each distinct answer once,
 giving exactly what `evaluate` gives each run.
 
-Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1), in
-gold order; a query the run does not contain scores 0 on every metric, as `trec_eval -c` does.
-Unanswerable queries never enter a quality mean (no vacuous 1.0, no 0): `NoAnswerSummary`
-records what the run returned for them (`metrics.no_answer_false_positive`).  Queries with
+Which queries are averaged: only answerable ones (`GoldQuery.answerable`: some grade >= 1, or
+declared so by the gold file), in gold order; a query the run does not contain scores 0 on every
+metric, as `trec_eval -c` does, and so does an answerable query with no grade >= 1 (a pooled
+set's query whose answer is not judged yet: nothing it returns can be relevant; trec_eval's
+guard where |relevant| = 0).  Unanswerable queries never enter a quality mean (no vacuous 1.0,
+no 0): `NoAnswerSummary` records what the run returned for them
+(`metrics.no_answer_false_positive`), and only for them.  Queries with
 `outranks` pairs are checked by `metrics.outranks_holds` into `OutranksSummary`.  A slice's mean
 is over its answerable queries only; a slice with none has n = 0 and no values.
 """
@@ -200,11 +203,11 @@ def evaluate(
             texts=None if texts is None else [texts.get(qid) for qid in all_ids],
             spans=None if texts is None else list(map(attrgetter("spans"), queries)),
         )
-    answerable = ranks.answerable
+    index = _GoldIndex(gold)
     computed = {str(spec): _column(spec, ranks) for spec in chosen}
     return _assemble(
-        gold, rankings, chosen, rel_level, answerable, computed,
-        scores=scores, threshold=threshold, judged_as_zero=judged_as_zero,
+        gold, rankings, chosen, rel_level, index.answerable, computed,
+        scores=scores, threshold=threshold, judged_as_zero=judged_as_zero, index=index,
     )
 
 
@@ -222,7 +225,8 @@ def _assemble(
     index: _GoldIndex | None = None,
 ) -> Evaluation:
     """The Evaluation of a run whose metrics are `computed` (each a column over every gold
-    query, 0 where not `answerable`); `index` is `_GoldIndex(gold)`, when already made."""
+    query, 0 where it has no grade >= 1); `answerable` is `GoldQuery.answerable` of each;
+    `index` is `_GoldIndex(gold)`, when already made."""
     queries = gold.queries
     index = index or _GoldIndex(gold)
     all_ids = index.ids
@@ -320,12 +324,15 @@ def evaluate_judged(
 
 
 class _GoldIndex:
-    """What every evaluation of one gold set reads from it: the query ids, each query's slice
-    (as a position in `gold.slices`), the outranks pairs."""
+    """What every evaluation of one gold set reads from it: the query ids, which are
+    answerable, each query's slice (as a position in `gold.slices`), the outranks pairs."""
 
     def __init__(self, gold: GoldSet) -> None:
         queries = gold.queries
         self.ids = list(map(attrgetter("id"), queries))
+        self.answerable = np.fromiter(
+            map(attrgetter("answerable"), queries), dtype=bool, count=len(queries)
+        )
         self.slice_of = {name: i for i, name in enumerate(gold.slices)}
         self.slice_owner = np.fromiter(
             map(self.slice_of.__getitem__, map(attrgetter("slice"), queries)), dtype=np.intp
@@ -423,7 +430,7 @@ def evaluate_runs(
         computed = {name: column[row] for name, column in by_width[width].items()}
         evaluations.append(
             _assemble(
-                gold, run, chosen, rel_level, judged.answerable[row], computed, index=index
+                gold, run, chosen, rel_level, index.answerable, computed, index=index
             )
         )
     return PooledEvaluations(
@@ -437,9 +444,10 @@ def evaluate_runs(
 
 
 def _column(spec: MetricSpec, ranks: JudgedRanks) -> FloatArray:
-    """The metric's value on every row: 0 on an unanswerable query for a quality metric (it
-    has no quality score; only `judged_as_zero` averages such a query), the value itself for
-    one that describes the judgements (judged@k, as ir_measures scores any judged query)."""
+    """The metric's value on every row: 0 on a query with no grade >= 1 for a quality metric
+    (an unanswerable one has no quality score, and only `judged_as_zero` averages it; an
+    answerable one has nothing relevant to find yet), the value itself for one that describes
+    the judgements (judged@k, as ir_measures scores any judged query)."""
     values = spec.compute(ranks)
     return np.where(ranks.answerable, values, 0.0) if spec.quality else values
 

@@ -53,7 +53,8 @@ class JudgedRanks:
     `gains[q, j]` is the grade at that rank clipped at 0 (0 when unjudged or past the list's end);
     `relevant[q, j]` is grade >= rel_level; `n_relevant[q]` counts the query's judgements with
     grade >= rel_level; `ideal[q, j]` is the (j + 1)-th largest positive judged grade, else 0;
-    `answerable[q]` is `GoldQuery.answerable` (some grade >= 1).
+    `answerable[q]` is some grade >= 1 (`GoldQuery.has_relevant`; a gold file may declare a
+    query answerable without one, which `harness.score.evaluation` reads from the gold set).
 
     Holes (None only in a JudgedRanks built by hand; `judge` and every variant fill them):
     `judged[q, j]` is whether the query has any judgement of that id, whatever its grade (0 and

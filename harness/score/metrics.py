@@ -41,8 +41,9 @@ trec_eval -J).  tests/test_judged_metrics.py checks them against ir_measures and
 `METRICS_VERSION` names the definitions below: it changes whenever a metric's formula, duplicate
 rule or empty-ranking value changes, and it is part of the evaluation-definition hash.
 
-Unanswerable queries (no grade >= 1) have no quality score (`score_query` refuses them):
-`no_answer_false_positive` scores them; `outranks_holds` checks an `outranks` pair.  Scoring a
+A query with no grade >= 1 (`score_query` refuses it): unanswerable, `no_answer_false_positive`
+scores it; answerable (`GoldQuery.answerable`: nothing relevant judged yet), it scores 0 on
+every quality metric in `harness.score.evaluation`.  `outranks_holds` checks a pair.  Scoring a
 whole run against a gold set (which queries are averaged, missing queries, slices) is
 `harness.score.evaluation`'s.
 """
@@ -546,8 +547,8 @@ def score_query(
     """Every metric for one answerable query, keyed by canonical name (`texts`, the returned
     text of each position, and `spans`, the query's answer spans, for the context metrics).
 
-    Raises ValueError for an unanswerable query (no grade >= 1): it has no quality score; use
-    `no_answer_false_positive`.
+    Raises ValueError for a query with no grade >= 1: unanswerable, it has no quality score (use
+    `no_answer_false_positive`); answerable, it scores 0 on every quality metric.
     """
     if not any(grade >= 1 for grade in relevant.values()):
         raise ValueError("query has no grade >= 1: score it with no_answer_false_positive")
