@@ -14,7 +14,9 @@ import pytest
 from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 
 from harness.report.page import render
+from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.compare import compare
+from harness.verdict.comparison import CompareSettings
 from harness.verdict.holes import MARGIN
 
 
@@ -68,3 +70,47 @@ def test_equal_shares_say_nothing() -> None:
     overall = c.holes.shares[0]
     assert overall.baseline == overall.candidate == pytest.approx(0.2)
     assert not any(w.startswith("judgments incomplete") for w in c.warnings)
+
+
+def _pool_run(gold: GoldSet, sha: str, new: bool) -> RefRun:
+    """Answers to `_pool_gold`: q00-q09 miss (their judged junk first, then unjudged documents:
+    the candidate's own `new` ones when `new`, else the baseline's), the rest hit at rank 1."""
+    results = []
+    for i, q in enumerate(gold.queries):
+        if i < 10:
+            extra = [f"{'new' if new else 'old'}{i}-{j}" for j in range(9)]
+            ids = (f"j{i}", *extra)
+        else:
+            ids = (f"d{i}", f"j{i}", *(f"old{i}-{j}" for j in range(8)))
+        results.append(QueryResult(q.id, ids, status=200, latency_ns=1_000_000 + i))
+    return RefRun(sha, sha * 40, "c", gold.hash, None, "t", {}, (Repeat(0, tuple(results)),))
+
+
+def _pool_gold(n: int = 80) -> GoldSet:
+    # Pooled from the baseline's top 10: its relevant document and one judged junk (grade 0).
+    queries = tuple(
+        GoldQuery(id=f"q{i:02d}", text=f"query {i}", relevant={f"d{i}": 1, f"j{i}": 0})
+        for i in range(n)
+    )
+    return GoldSet(queries, "pooled", "native", "p" * 64)
+
+
+def test_a_pooled_gold_set_never_says_no_change_where_its_holes_could_hide_the_band() -> None:
+    # The candidate brings up 9 new, unjudged documents on each of the 10 queries both sides
+    # miss: b = c = 0, and the 90% interval (+/-0.033 at n = 80) lies inside +/-0.12; but were
+    # one of them relevant on each, hit@10 would rise by 10/80 = 0.125, past the band.
+    gold = _pool_gold()
+    settings = CompareSettings(min_effect=0.12, resamples=200)
+    c = compare(gold, _pool_run(gold, "a", new=False), _pool_run(gold, "b", new=True), settings)
+    assert c.holes is not None
+    hit10 = next(r for r in c.holes.reach if r.k == 10)
+    # Each side ranks 9 unjudged documents of its own there: either could gain.
+    assert hit10.up == pytest.approx(10 / 80) == hit10.down
+    assert (hit10.queries, hit10.documents) == (10, 180)
+    assert c.verdict_quality is Verdict.INCONCLUSIVE
+    assert c.quality_reason.startswith("judgments incomplete: hit@5's 90% interval")
+    # The same gold set, both sides answering alike: nothing only one side ranks, no reach.
+    same = compare(gold, _pool_run(gold, "a", new=False), _pool_run(gold, "b", new=False),
+                   settings)  # fmt: skip
+    assert same.verdict_quality is Verdict.NO_DIFFERENCE
+    assert same.holes is not None and all(r.up == r.down == 0 for r in same.holes.reach)

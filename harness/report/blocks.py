@@ -403,7 +403,15 @@ def _judged(c: Comparison, mark: str) -> list[Block]:
         ),
         rows=tuple(rows),
     )
-    return _folded("Judged documents", [*layout.section(f"Judged documents{mark}", [head]), table])
+    reach = [
+        f"hit@{r.k}: up to +{r.up:.3f} / -{r.down:.3f}, were the unjudged documents that one side "
+        f"alone ranks where it misses relevant ({r.queries} queries, {r.documents} pairs)"
+        for r in h.reach
+    ]
+    said = ("how far the holes could move the headline:", *reach)
+    after = [Block("lines", said)] if reach else []
+    blocks = [*layout.section(f"Judged documents{mark}", [head]), table, *after]
+    return _folded("Judged documents", blocks)
 
 
 def _changed(c: Comparison, mark: str) -> list[Block]:

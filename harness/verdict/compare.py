@@ -93,7 +93,7 @@ from harness.verdict.comparison import (
     RefInfo,
     Scope,
 )
-from harness.verdict.holes import judged_shares
+from harness.verdict.holes import hidden, judged_shares, pooled_gold, reach
 from harness.verdict.overlap import ranking_changes
 from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
@@ -154,7 +154,7 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
 
 
 def _headline(
-    overall: Scope, settings: CompareSettings, collapses: Sequence[str]
+    overall: Scope, settings: CompareSettings, collapses: Sequence[str], found: Holes | None = None
 ) -> tuple[Verdict, str, Power | None]:
     decisive = decisive_metrics(settings)
     rows = [r for r in map(overall.row, decisive) if r is not None]
@@ -169,7 +169,9 @@ def _headline(
     elif improved:
         verdict, reason = Verdict.IMPROVED, _called(improved, "improved") + ", none regressed"
     elif held and all(r.equivalence.inside for r in held if r.equivalence is not None):
-        verdict, reason = Verdict.NO_DIFFERENCE, _equivalent(held, settings)
+        holes = hidden(found, held, settings.min_effect)  # a pooled gold set's holes, too wide?
+        verdict = Verdict.NO_DIFFERENCE if holes is None else Verdict.INCONCLUSIVE
+        reason = _equivalent(held, settings) if holes is None else holes
     else:
         verdict, reason = Verdict.INCONCLUSIVE, _undecided(held, settings, weakest)
     if collapses:  # "but" against a call that did not see it, "and" beside a regression
@@ -271,7 +273,8 @@ def rejudge(comparison: Comparison, adjusted: Mapping[str, float], family: str) 
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
         rows.append(row)
     overall = replace(comparison.overall, rows=tuple(rows))
-    quality, reason, power = _headline(overall, comparison.settings, _collapsed(comparison.slices))
+    collapsed = _collapsed(comparison.slices)
+    quality, reason, power = _headline(overall, comparison.settings, collapsed, comparison.holes)
     return replace(
         comparison, overall=overall, verdict_quality=quality, quality_reason=reason, power=power
     )
@@ -440,6 +443,9 @@ def _compare(
         masks = {"overall": everything, **{n: m for n, m in selections.items() if m.any()}}
         found = judged_shares(ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit)
         warnings += [found.warning] if found.warning else []
+        if pooled_gold(gold):  # how far its holes could move each headline hit@k
+            hit_k = [reach(ids, gold, base, cand, k, settings.rel_level) for k in settings.k]
+            found = replace(found, reach=tuple(hit_k))
         changed = ranking_changes(ids, gold, base, cand, max(settings.k), masks)
 
     collapses = _collapsed(slices)
@@ -455,7 +461,7 @@ def _compare(
     tail = details.tail_warning(latency)
     if tail is not None:
         warnings.append(tail)
-    quality, quality_reason, power = _headline(overall, settings, collapses)
+    quality, quality_reason, power = _headline(overall, settings, collapses, found)
     if latency.not_compared is not None:
         speed = Verdict.NOT_COMPARED
     else:

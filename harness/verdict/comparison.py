@@ -443,6 +443,19 @@ class JudgedShare:
 
 
 @dataclass(frozen=True)
+class HoleReach:
+    """How far a pooled gold set's unjudged documents could move hit@k's mean delta
+    (`harness.verdict.holes.reach`): up (the candidate's, were they relevant), down (the
+    baseline's), and the queries and (query, document) pairs that could."""
+
+    k: int
+    up: float
+    down: float
+    queries: int
+    documents: int
+
+
+@dataclass(frozen=True)
 class Holes:
     """The judged shares of every scope at cutoff `k` (`harness.verdict.holes`), the warning
     when the sides differ by more than `margin`, and the first `holes.MOST_PAIRS` unjudged
@@ -454,6 +467,7 @@ class Holes:
     shares: tuple[JudgedShare, ...]
     warning: str | None = None
     unjudged: tuple[tuple[str, str, str], ...] = ()  # (side, query id, document id)
+    reach: tuple[HoleReach, ...] = ()  # per headline hit@k, pooled gold sets only
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from harness.score.judged import dedupe
 from harness.types import GoldSet
-from harness.verdict.comparison import Holes, JudgedShare
+from harness.verdict.comparison import HoleReach, Holes, JudgedShare, MetricRow
 from harness.verdict.scopes import Side
 
 MARGIN = 0.05
@@ -152,8 +152,7 @@ def judged_shares(
             if counts.unjudged[int(i)]:
                 listed += [(name, ids[int(i)], doc) for doc in sorted(counts.holes_of(int(i)))]
     listed = listed[:MOST_PAIRS]
-    pooled = any(g <= 0 for q in gold.queries for g in q.relevant.values())
-    warning = _warning(shares[0], k) if shares and pooled else None
+    warning = _warning(shares[0], k) if shares and pooled_gold(gold) else None
     return Holes(k, MARGIN, tuple(shares), warning, tuple(listed))
 
 
@@ -171,3 +170,83 @@ def _warning(overall: JudgedShare, k: int) -> str | None:
         "document) pairs reads as no change or a loss; judge them (the comparison's JSON lists "
         f"the first {MOST_PAIRS} under holes.unjudged, flipped queries first) and compare again"
     )
+
+
+def pooled_gold(gold: GoldSet) -> bool:
+    """Whether the gold set records judged non-relevant documents (some grade 0): a pool, whose
+    unjudged documents are holes rather than documents known not to be relevant."""
+    return any(g <= 0 for q in gold.queries for g in q.relevant.values())
+
+
+def _tops(side: Side, ids: Sequence[str], k: int) -> list[list[tuple[str, ...]]]:
+    """Per query of `ids`, each usable repeat's deduplicated top k."""
+    pooled, rows = side.pooled, side.pool_rows
+    if pooled is not None and rows.shape[1] == len(ids):
+        cache: dict[int, tuple[str, ...]] = {}
+
+        def top(row: int) -> tuple[str, ...]:
+            if row not in cache:
+                cache[row] = dedupe(pooled.rankings[row])[:k]
+            return cache[row]
+
+        return [[top(int(r)) for r in rows[:, i].tolist()] for i in range(len(ids))]
+    return [
+        [dedupe(a[qid].ids)[:k] for a in side.answers if qid in a and a[qid].error is None]
+        for qid in ids
+    ]
+
+
+def reach(
+    ids: Sequence[str], gold: GoldSet, base: Side, cand: Side, k: int, rel_level: int
+) -> HoleReach:
+    """How far the unjudged documents could move hit@k's mean delta: `up` when every unjudged
+    document the candidate alone ranks in its top k, on a query it misses, were relevant (the
+    candidate's rate there rising by the share of its repeats that could flip), `down` the same
+    for the baseline; and the queries and distinct documents that could."""
+    n = len(ids)
+    up = down = 0.0
+    queries: set[str] = set()
+    documents: set[tuple[str, str]] = set()
+    sides = (_tops(base, ids, k), _tops(cand, ids, k))
+    for i, qid in enumerate(ids):
+        grades = gold.by_id[qid].relevant
+        shown = [{d for top in tops[i] for d in top} for tops in sides]
+        for which, tops in enumerate(sides):
+            other = shown[1 - which]
+            could = 0
+            for top in tops[i]:
+                if any(grades.get(d, 0) >= rel_level for d in top):
+                    continue  # a hit already: judging more cannot raise it
+                new = [d for d in top if d not in grades and d not in other]
+                if new:
+                    could += 1
+                    documents.update((qid, d) for d in new)
+            if could:
+                queries.add(qid)
+                share = could / max(1, len(tops[i]))
+                if which:
+                    up += share
+                else:
+                    down += share
+    return HoleReach(k, up / n if n else 0.0, down / n if n else 0.0, len(queries),
+                     len(documents))  # fmt: skip
+
+
+def hidden(holes: Holes | None, rows: Sequence[MetricRow], band: float) -> str | None:
+    """Why "no measurable difference" cannot be said: the unjudged documents of a pooled gold
+    set could move a headline hit@k's interval past the band (`reach`); None when they could
+    not (or the gold set is not pooled)."""
+    for r in () if holes is None else holes.reach:
+        row = next((x for x in rows if x.metric == f"hit@{r.k}"), None)
+        eq = None if row is None else row.equivalence
+        if eq is None or (eq.high + r.up < band and eq.low - r.down > -band):
+            continue
+        return (
+            f"judgments incomplete: hit@{r.k}'s {eq.confidence:.0%} interval "
+            f"[{eq.low:+.3f}, {eq.high:+.3f}] lies inside ±{band:g}, but {r.documents} "
+            f"unjudged (query, document) pairs on {r.queries} queries, ranked in one side's top "
+            f"{r.k} alone where it misses, could move it by up to +{r.up:.3f} / -{r.down:.3f} "
+            "were they relevant; judge them (the comparison's JSON lists them under "
+            "holes.unjudged) and compare again"
+        )
+    return None
