@@ -4,7 +4,8 @@ project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefR
 headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
-                                [--only aa|power|broken|boots|slices|mde|equivalence|sequential]
+                                [--only aa|power|broken|boots|slices|mde|equivalence|holes
+                                        |sequential]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -31,7 +32,9 @@ least 75% of the time (80% power).  `--only equivalence` measures "no measurable
 an equivalence claim with its own error (`harness.verdict.equivalence`): how often a true change
 of exactly the band (+5 pp, the default `min_effect`) is called so (at most alpha), and how often
 A/As are, in every mode, and identical deterministic rankings at 38 to 100 queries (the band is
-ruled out from 52 on).  `--only sequential` prints the rows of `compare
+ruled out from 52 on).  `--only holes` (`scripts/calibrate_holes.py`): pooled gold sets
+built from the baseline's top 10, and the bound of "no measurable difference" by their holes.
+`--only sequential` prints the rows of `compare
 --sequential`, the default, instead (`scripts/calibrate_sequential.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
@@ -328,7 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--only",
-        choices=("aa", "power", "broken", "boots", "slices", "mde", "equivalence", "sequential"),
+        choices=(
+            "aa", "power", "broken", "boots", "slices", "mde", "equivalence", "holes",
+            "sequential",
+        ),
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument(
@@ -359,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         return sequential(args.sims, args.seed, args.jobs)
     if args.only == "mde":
         return mde_rows(args.sims, args.seed, args.jobs)
+    if args.only == "holes":
+        from calibrate_holes import main as holes
+
+        return holes(args.sims, args.seed, args.jobs)
     resamples = args.resamples or (10_000 if args.gate_on else SETTINGS.resamples)
     settings = CompareSettings(resamples=resamples, gate_on=tuple(args.gate_on))
     todo = [
