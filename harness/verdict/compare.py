@@ -441,9 +441,12 @@ def _compare(
         deltas = details.query_deltas(_delta_metric(settings), ids, gold, base, cand, at_k)
         flipped = np.isin(ids, [f.query_id for f in at_k.flips]) if at_k else None
         masks = {"overall": everything, **{n: m for n, m in selections.items() if m.any()}}
-        found = judged_shares(ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit)
+        pooled = pooled_gold(gold)
+        found = judged_shares(
+            ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit, pooled
+        )
         warnings += [found.warning] if found.warning else []
-        if pooled_gold(gold):  # how far its holes could move each headline hit@k
+        if pooled:  # how far its holes could move each headline hit@k
             hit_k = [reach(ids, gold, base, cand, k, settings.rel_level) for k in settings.k]
             found = replace(found, reach=tuple(hit_k))
         changed = ranking_changes(ids, gold, base, cand, max(settings.k), masks)

@@ -184,11 +184,8 @@ def equivalence(
         low, high = widen(mean, low, high, boots, 1 - 2 * alpha)
         method = TWO_LEVEL
     needed = None
-    if abs(mean) < band and math.isfinite(half):
-        room = band - abs(mean)
-        needed = n if high - mean < room and mean - low < room else None
-        if needed is None:
-            widest = max(high - mean, mean - low)
-            needed = min(_MOST_QUERIES, math.ceil(n * (widest / room) ** 2) + 1)
+    if abs(mean) < band and math.isfinite(half):  # the half width shrinks as 1 / sqrt(n)
+        room, widest = band - abs(mean), max(high - mean, mean - low)
+        needed = n if widest < room else min(_MOST_QUERIES, math.ceil(n * (widest / room) ** 2) + 1)
     low, high = max(low, -1.0), min(high, 1.0)
     return Equivalence(low, high, 1 - 2 * alpha, band, method, n, needed)

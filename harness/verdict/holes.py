@@ -69,7 +69,7 @@ def _side(side: Side, ids: Sequence[str], gold: GoldSet, k: int) -> _Counts:
     def holes_of(i: int) -> set[str]:
         found: set[str] = set()
         for row in set(rows[:, i].tolist()):
-            top_ids = dedupe(pooled.rankings[row])[:k]
+            top_ids = side.deduped(row)[:k]
             found.update(doc for j, doc in enumerate(top_ids) if not top[row, j])
         return found
 
@@ -124,9 +124,11 @@ def judged_shares(
     scopes: Mapping[str, BoolArray],
     flipped: BoolArray | None = None,
     flipped_at: str = "",
+    pooled: bool = False,
 ) -> Holes:
     """The judged shares of each scope of `scopes` (name -> mask over `ids`, "overall" first)
-    and of the flipped queries (`flipped`, at `flipped_at`), and the warning."""
+    and of the flipped queries (`flipped`, at `flipped_at`), and, for a `pooled` gold set
+    (`pooled_gold`), the warning."""
     sides = [_side(s, ids, gold, k) for s in (base, cand)]
     masks = dict(scopes)
     if flipped is not None and flipped.any():
@@ -152,7 +154,7 @@ def judged_shares(
             if counts.unjudged[int(i)]:
                 listed += [(name, ids[int(i)], doc) for doc in sorted(counts.holes_of(int(i)))]
     listed = listed[:MOST_PAIRS]
-    warning = _warning(shares[0], k) if shares and pooled_gold(gold) else None
+    warning = _warning(shares[0], k) if shares and pooled else None
     return Holes(k, MARGIN, tuple(shares), warning, tuple(listed))
 
 
@@ -180,16 +182,9 @@ def pooled_gold(gold: GoldSet) -> bool:
 
 def _tops(side: Side, ids: Sequence[str], k: int) -> list[list[tuple[str, ...]]]:
     """Per query of `ids`, each usable repeat's deduplicated top k."""
-    pooled, rows = side.pooled, side.pool_rows
-    if pooled is not None and rows.shape[1] == len(ids):
-        cache: dict[int, tuple[str, ...]] = {}
-
-        def top(row: int) -> tuple[str, ...]:
-            if row not in cache:
-                cache[row] = dedupe(pooled.rankings[row])[:k]
-            return cache[row]
-
-        return [[top(int(r)) for r in rows[:, i].tolist()] for i in range(len(ids))]
+    rows = side.pool_rows
+    if side.pooled is not None and rows.shape[1] == len(ids):
+        return [[side.deduped(r)[:k] for r in rows[:, i].tolist()] for i in range(len(ids))]
     return [
         [dedupe(a[qid].ids)[:k] for a in side.answers if qid in a and a[qid].error is None]
         for qid in ids

@@ -96,13 +96,7 @@ def _per_query(
     if pooled is None or cand.pooled is not pooled or base.pool_rows.shape[1] != len(ids):
         return _walk(ids, base, cand, k)
     rounds = min(base.pool_rows.shape[0], cand.pool_rows.shape[0])
-    tops: dict[int, tuple[str, ...]] = {}
     seen: dict[tuple[int, int], tuple[float, float]] = {}
-
-    def top(row: int) -> tuple[str, ...]:
-        if row not in tops:
-            tops[row] = dedupe(pooled.rankings[row])[:k]
-        return tops[row]
 
     overlaps = np.zeros(len(ids))
     shared = np.zeros(len(ids))
@@ -111,7 +105,7 @@ def _per_query(
         got = []
         for row_b, row_c in pairs[:, i].tolist():
             if (row_b, row_c) not in seen:
-                x, y = top(row_b), top(row_c)
+                x, y = base.deduped(row_b)[:k], cand.deduped(row_c)[:k]
                 seen[row_b, row_c] = (rbo(x, y), jaccard(x, y, k))
             got.append(seen[row_b, row_c])
         overlaps[i] = sum(r for r, _ in got) / len(got)

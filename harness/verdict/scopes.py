@@ -119,20 +119,21 @@ class Side:
         return drift
 
 
+    def deduped(self, row: int) -> tuple[str, ...]:
+        """The judged ranking `row` of `pooled`, deduplicated (once per side, whoever asks:
+        top-k drift, the holes, the overlap)."""
+        assert self.pooled is not None
+        if row not in self._deduped:
+            self._deduped[row] = dedupe(self.pooled.rankings[row])
+        return self._deduped[row]
+
     def _pooled_topk_drift(self, k: int) -> BoolArray:
         # Equal answers share a judged row: only a query whose rows differ between repeats
         # can drift, and each distinct answer is deduplicated once.
-        assert self.pooled is not None
-        rankings, deduped = self.pooled.rankings, self._deduped
         rows = self.pool_rows
         drift = np.zeros(rows.shape[1], dtype=bool)
         for i in np.flatnonzero((rows != rows[:1]).any(axis=0)).tolist():
-            tops = set()
-            for row in set(rows[:, i].tolist()):
-                if row not in deduped:
-                    deduped[row] = dedupe(rankings[row])
-                tops.add(deduped[row][:k])
-            drift[i] = len(tops) > 1
+            drift[i] = len({self.deduped(row)[:k] for row in set(rows[:, i].tolist())}) > 1
         return drift
 
 
