@@ -29,6 +29,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "limits",
         "encodings",
         "inputs",
+        "urls",
         "scrub",
         "control_chars",
         "signals",

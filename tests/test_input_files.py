@@ -9,7 +9,7 @@ traceback.
 - every such file has a size cap, said in the error; a streamed corpus stops at its line cap;
 - service.data is never /, /proc, /sys, /dev or inside them, and its walk neither leaves the
   tree nor enters a kernel filesystem, and stops past MAX_FILES (`harness.config.manifest`);
-- --baseline-url/--candidate-url are parsed up front (`harness.cli.urls`);
+- --baseline-url/--candidate-url are parsed up front (`harness.urls`);
 - a Git LFS pointer is named, with `git lfs pull`.
 """
 
@@ -351,7 +351,7 @@ def test_a_malformed_deployment_url_is_refused_naming_the_option(
 
 
 def test_a_well_formed_url_passes_the_check(ws: Workspace) -> None:
-    from harness.cli.urls import check_url
+    from harness.urls import check_url
 
     for url in ("http://127.0.0.1:8080", "https://[::1]:443/api/", "http://u:p@search.internal",
                 "http://[fe80::1%eth0]:80", "http://xn--caf-dma.example:1/", "HTTP://h"):

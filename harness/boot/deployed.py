@@ -25,13 +25,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import urlsplit
 
+from harness import urls
 from harness.boot.probe import ready_advice
 from harness.boot.processes import TeardownReport
 from harness.boot.service import ready_path
 from harness.config import ServiceConfig
-from harness.errors import ConfigError, ServiceError
+from harness.errors import ServiceError
 from harness.scrub import register_url, safe_url
 
 DEPLOYED = "deployed"  # Repeat.sandbox of a run against a running deployment
@@ -41,19 +41,8 @@ def check_url(url: str, option: str) -> str:
     """`url` without a trailing slash, or ConfigError naming `option` and the fix.  Its
     userinfo (user:password@), if any, is registered as a secret (`harness.scrub`) first: it is
     sent as HTTP Basic credentials and never shown, not even in this error."""
+    urls.check_url(url, option)  # scheme, host, port, no query: its words show no userinfo
     register_url(url)
-    parts = urlsplit(url)
-    shown = safe_url(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"{option} {shown!r}: not an http(s) URL",
-            hint=f"give the service's base URL, e.g. {option} http://127.0.0.1:8080",
-        )
-    if parts.query or parts.fragment:
-        raise ConfigError(
-            f"{option} {shown!r}: has a query string or fragment",
-            hint="give the base URL only; query.path and query.params say the rest",
-        )
     return url.rstrip("/")
 
 

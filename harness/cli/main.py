@@ -49,13 +49,13 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
 
 def _check_urls(args: argparse.Namespace) -> int | None:
     """Exit status 2, said, when --baseline-url or --candidate-url is no base URL (a bad port,
-    an unclosed IPv6 bracket: `harness.cli.urls`); None when both are fine or not given."""
+    an unclosed IPv6 bracket: `harness.urls`); None when both are fine or not given."""
     given = [(option, getattr(args, option[2:].replace("-", "_"), None))
              for option in ("--baseline-url", "--candidate-url")]
     if not any(url for _, url in given):
         return None  # every command but compare against deployments: nothing more imported
-    from harness.cli.urls import check_url
     from harness.errors import HarnessError
+    from harness.urls import check_url
 
     try:
         for option, url in given:

@@ -1,5 +1,6 @@
-"""The base URL of a running deployment (compare --baseline-url/--candidate-url), checked once,
-before anything reads it.
+"""The base URL of a running deployment (compare --baseline-url/--candidate-url), checked before
+anything reads it: by the CLI first (before the userinfo is registered as a secret), and by
+`harness.boot.deployed.check_url` for whoever builds a deployment.
 
     check_url(text, option) -> BaseUrl     ConfigError (exit 2) naming the option and the fix
 
