@@ -111,6 +111,9 @@ class GoldSet:
     hash: str
     corpus: CorpusInfo | None = None
     version: int = 1
+    # What the judgements are, as the native header says ("judged"): a pool of what some system
+    # returned (True), complete (False); None: unsaid, and a grade 0 anywhere makes it a pool.
+    pooled: bool | None = None
 
     @cached_property
     def by_id(self) -> Mapping[str, GoldQuery]:

@@ -33,7 +33,11 @@ def _slice(i: int) -> str:
     return "news" if i <= 40 else "howto" if i <= 70 else "rare"
 
 
-def make_gold(n: int = 80, unanswerable: int = 6) -> GoldSet:
+def make_gold(n: int = 80, unanswerable: int = 6, pooled: bool | None = False) -> GoldSet:
+    """`n` answerable queries, each judging its relevant document (grade 1) and one junk one
+    (grade 0), and `unanswerable` more.  The judgements are the whole truth (`pooled` False,
+    as a native header's "judged": "complete"): every other id is junk, known not relevant;
+    None reads it from the grades, a pool (`harness.verdict.holes.pooled_gold`)."""
     queries = [
         GoldQuery(
             id=f"q{i:02d}",
@@ -50,7 +54,11 @@ def make_gold(n: int = 80, unanswerable: int = 6) -> GoldSet:
     ]
     digest = hashlib.sha256(f"synthetic-{n}-{unanswerable}".encode()).hexdigest()
     return GoldSet(
-        queries=tuple(queries), source="gold/synthetic.jsonl", format="native", hash=digest
+        queries=tuple(queries),
+        source="gold/synthetic.jsonl",
+        format="native",
+        hash=digest,
+        pooled=pooled,
     )
 
 

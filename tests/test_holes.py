@@ -8,6 +8,8 @@ unjudged. A ranking with the relevant document at rank 1 holds both judged docum
 
 from __future__ import annotations
 
+import html
+
 from dataclasses import replace
 
 import pytest
@@ -16,12 +18,12 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 from harness.report.page import render
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.compare import compare
-from harness.verdict.comparison import CompareSettings
+from harness.verdict.comparison import Comparison, CompareSettings
 from harness.verdict.holes import MARGIN
 
 
 def test_the_judged_shares_are_counted_per_side_per_scope_and_over_the_flips() -> None:
-    gold = make_gold(n=80, unanswerable=0)
+    gold = make_gold(n=80, unanswerable=0, pooled=None)
     lost = ranks(buried(*range(1, 61)))  # 60 of 80 queries lose their relevant document
     c = compare(gold, make_run(gold, ranks()), candidate(gold, lost), FAST)
     assert c.holes is not None and c.holes.k == 10
@@ -48,7 +50,7 @@ def test_the_judged_shares_are_counted_per_side_per_scope_and_over_the_flips() -
 
 def test_a_gold_set_of_relevant_documents_only_is_read_as_complete() -> None:
     # No grade 0 anywhere: a side's judged share is its precision, and a lower one a loss.
-    pooled = make_gold(n=80, unanswerable=0)
+    pooled = make_gold(n=80, unanswerable=0, pooled=None)
     complete = replace(
         pooled,
         queries=tuple(
@@ -64,7 +66,7 @@ def test_a_gold_set_of_relevant_documents_only_is_read_as_complete() -> None:
 
 
 def test_equal_shares_say_nothing() -> None:
-    gold = make_gold(n=80, unanswerable=0)
+    gold = make_gold(n=80, unanswerable=0, pooled=None)
     c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)
     assert c.holes is not None
     overall = c.holes.shares[0]
@@ -114,3 +116,57 @@ def test_a_pooled_gold_set_never_says_no_change_where_its_holes_could_hide_the_b
                    settings)  # fmt: skip
     assert same.verdict_quality is Verdict.NO_DIFFERENCE
     assert same.holes is not None and all(r.up == r.down == 0 for r in same.holes.reach)
+
+
+# --------------------------------------------------------------------------- condensed lists
+
+
+def _displaced(pooled: bool | None, rank: int | None) -> tuple[GoldSet, Comparison]:
+    """30 of 80 queries moved from rank 1 to `rank` (None: dropped) by the candidate."""
+    gold = make_gold(n=80, unanswerable=0, pooled=pooled)
+    moved = ranks(dict.fromkeys((f"q{i:02d}" for i in range(1, 31)), rank))
+    return gold, compare(gold, make_run(gold, ranks()), candidate(gold, moved), FAST)
+
+
+def test_a_pooled_call_made_by_unjudged_documents_alone_is_inconclusive() -> None:
+    # Rank 15: fourteen documents above the relevant one, thirteen of them unjudged. On every
+    # returned document hit@10 regresses (30 queries lost); on the judged documents alone (the
+    # condensed list: junk9, then the relevant one) nothing is lost. Were those thirteen junk,
+    # the loss is real; were some relevant, there is none: only judging them can tell.
+    _, c = _displaced(None, 15)
+    hit10 = c.overall.row("hit@10")
+    assert hit10 is not None and hit10.verdict is Verdict.REGRESSED
+    assert c.holes is not None
+    twins = {r.metric: r for r in c.holes.condensed}
+    assert list(twins) == ["hit'@5", "hit'@10", "ndcg'@10", "bpref"]
+    assert twins["hit'@10"].delta == 0 and twins["hit'@10"].verdict is Verdict.NO_DIFFERENCE
+    assert twins["hit'@10"].p_adjusted is not None and twins["bpref"].p_adjusted is None
+    assert c.verdict_quality is Verdict.INCONCLUSIVE
+    assert c.quality_reason.startswith(
+        "judgments incomplete: hit@5, hit@10 regressed, but not on the judged documents alone "
+        "(hit@5 -0.375"
+    )
+    assert "hit'@10 +0.000 (p = 1.000)" in c.quality_reason
+    for fmt in ("text", "markdown", "html"):
+        page = html.unescape(render(c, fmt))  # type: ignore[arg-type]
+        assert "on the judged documents alone (condensed lists" in page and "hit'@10" in page
+
+
+def test_a_pooled_call_that_holds_on_the_judged_documents_stands() -> None:
+    # Dropped: the relevant document is gone from the candidate's list, condensed or not.
+    _, c = _displaced(None, None)
+    assert c.holes is not None
+    twin = next(r for r in c.holes.condensed if r.metric == "hit'@10")
+    assert twin.verdict is Verdict.REGRESSED and twin.delta == pytest.approx(-30 / 80)
+    assert c.verdict_quality is Verdict.REGRESSED
+    assert c.quality_reason == "hit@5, hit@10 regressed"
+
+
+def test_complete_judgements_are_not_condensed() -> None:
+    # The same displacement on a gold set whose judgements are the whole truth: a loss.
+    gold, c = _displaced(False, 15)
+    assert c.holes is not None and c.holes.condensed == () and c.holes.reach == ()
+    assert c.verdict_quality is Verdict.REGRESSED
+    # Said by the native header: "judged": "complete" is read as such, grade 0s or not.
+    header = replace(gold, pooled=None)
+    assert compare(header, make_run(header, ranks()), candidate(header, ranks()), FAST).holes

@@ -106,7 +106,7 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
             raise GoldError(f"{exc.filename or path}: cannot read: {exc.strerror}") from exc
         problems.raise_if_any(f"{path}: the gold set is invalid")
         return GoldSet(parsed.queries, parsed.source, parsed.format,
-                       canonical_hash(parsed.queries), info, parsed.version)
+                       canonical_hash(parsed.queries), info, parsed.version, parsed.pooled)
 
 
 @contextmanager

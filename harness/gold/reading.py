@@ -91,6 +91,7 @@ class Parsed:
     corpus: CorpusInfo | None = None
     header_line: int | None = None
     version: int = 1
+    pooled: bool | None = None  # the native header's "judged": "pooled" True, "complete" False
 
 
 def numbered_lines(

@@ -410,6 +410,14 @@ def _judged(c: Comparison, mark: str) -> list[Block]:
     ]
     said = ("how far the holes could move the headline:", *reach)
     after = [Block("lines", said)] if reach else []
+    if h.condensed:  # a pooled gold set: its calls must hold on the judged documents alone
+        scope = Scope("judged only", c.overall.n, h.condensed)
+        table, notes = _metric_table(scope, "95% CI", slices=True)
+        head = (
+            "on the judged documents alone (condensed lists, trec_eval -J: every unjudged "
+            "document removed; a primed metric, hit'@k); a call must hold here too"
+        )
+        after += [Block("lines", (head,)), table, *([Block("lines", tuple(notes))] if notes else [])]
     blocks = [*layout.section(f"Judged documents{mark}", [head]), table, *after]
     return _folded("Judged documents", blocks)
 

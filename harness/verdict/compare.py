@@ -93,6 +93,7 @@ from harness.verdict.comparison import (
     RefInfo,
     Scope,
 )
+from harness.verdict.condensed import condensed_rows, twins, unheld
 from harness.verdict.holes import hidden, judged_shares, pooled_gold, reach
 from harness.verdict.overlap import ranking_changes
 from harness.verdict.power import Power
@@ -164,7 +165,11 @@ def _headline(
     # The mde is advice for planning, never what decides "no measurable difference".
     weakest = max(powers, key=lambda p: p.mde - p.effect, default=None)
     held = [r for r in rows if r.equivalence is not None]
-    if regressed:
+    doubt = None if found is None else unheld(regressed or improved, found.condensed,
+                                               "regressed" if regressed else "improved")
+    if doubt is not None:  # a pooled gold set's call made by its holes alone
+        verdict, reason = Verdict.INCONCLUSIVE, doubt
+    elif regressed:
         verdict, reason = Verdict.REGRESSED, _called(regressed, "regressed")
     elif improved:
         verdict, reason = Verdict.IMPROVED, _called(improved, "improved") + ", none regressed"
@@ -395,7 +400,8 @@ def _compare(
         ids = []
     if not ids and not invalid:
         invalid.append("no answerable query was answered on both sides: nothing to compare")
-    sides = scopes.score_sides(gold, usable, ids, settings)
+    pooled = pooled_gold(gold)  # and then scored on its condensed lists too
+    sides = scopes.score_sides(gold, usable, ids, settings, twins(settings) if pooled else ())
     base, cand = sides
     in_analysis = in_both if all(usable) else set()
 
@@ -441,14 +447,14 @@ def _compare(
         deltas = details.query_deltas(_delta_metric(settings), ids, gold, base, cand, at_k)
         flipped = np.isin(ids, [f.query_id for f in at_k.flips]) if at_k else None
         masks = {"overall": everything, **{n: m for n, m in selections.items() if m.any()}}
-        pooled = pooled_gold(gold)
         found = judged_shares(
             ids, gold, base, cand, max(settings.k), masks, flipped, headline_hit, pooled
         )
         warnings += [found.warning] if found.warning else []
         if pooled:  # how far its holes could move each headline hit@k
             hit_k = [reach(ids, gold, base, cand, k, settings.rel_level) for k in settings.k]
-            found = replace(found, reach=tuple(hit_k))
+            found = replace(found, reach=tuple(hit_k),
+                            condensed=condensed_rows(base, cand, ids, settings))  # fmt: skip
         changed = ranking_changes(ids, gold, base, cand, max(settings.k), masks)
 
     collapses = _collapsed(slices)

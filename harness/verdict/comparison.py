@@ -468,6 +468,8 @@ class Holes:
     warning: str | None = None
     unjudged: tuple[tuple[str, str, str], ...] = ()  # (side, query id, document id)
     reach: tuple[HoleReach, ...] = ()  # per headline hit@k, pooled gold sets only
+    # On the judged documents alone (`harness.verdict.condensed`), pooled gold sets only.
+    condensed: tuple[MetricRow, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -169,14 +169,18 @@ def _warning(overall: JudgedShare, k: int) -> str | None:
         f"judgments incomplete: {low:.1%} of the {less}'s top-{k} documents are judged, "
         f"against {high:.1%} of the {more}'s (more than {MARGIN:g} apart): an unjudged document "
         f"counts as not relevant, so a gain among the {less}'s {pairs} unjudged (query, "
-        "document) pairs reads as no change or a loss; judge them (the comparison's JSON lists "
-        f"the first {MOST_PAIRS} under holes.unjudged, flipped queries first) and compare again"
+        "document) pairs reads as no change or a loss; judge them (`harness judge pairs` on "
+        "the saved comparison lists them, most decisive first) and compare again"
     )
 
 
 def pooled_gold(gold: GoldSet) -> bool:
     """Whether the gold set records judged non-relevant documents (some grade 0): a pool, whose
-    unjudged documents are holes rather than documents known not to be relevant."""
+    unjudged documents are holes rather than documents known not to be relevant.  The native
+    header's "judged" decides when it is there: "pooled" (even with no grade 0), or "complete"
+    (the judgements are the whole truth: an unjudged document is known not relevant)."""
+    if gold.pooled is not None:
+        return gold.pooled
     return any(g <= 0 for q in gold.queries for g in q.relevant.values())
 
 
@@ -241,7 +245,7 @@ def hidden(holes: Holes | None, rows: Sequence[MetricRow], band: float) -> str |
             f"[{eq.low:+.3f}, {eq.high:+.3f}] lies inside ±{band:g}, but {r.documents} "
             f"unjudged (query, document) pairs on {r.queries} queries, ranked in one side's top "
             f"{r.k} alone where it misses, could move it by up to +{r.up:.3f} / -{r.down:.3f} "
-            "were they relevant; judge them (the comparison's JSON lists them under "
-            "holes.unjudged) and compare again"
+            "were they relevant; judge them (`harness judge pairs` on the saved comparison "
+            "lists them, most decisive first) and compare again"
         )
     return None

@@ -22,7 +22,7 @@ from harness.score.evaluation import (
     returned_texts,
 )
 from harness.score.judged import dedupe
-from harness.score.metrics import Kind
+from harness.score.metrics import Kind, MetricSpec
 from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.boots import BootComponent, boot_component, widen
@@ -157,16 +157,18 @@ def score_sides(
     sides: Sequence[Sequence[Repeat]],
     ids: Sequence[str],
     settings: CompareSettings,
+    extra: Sequence[MetricSpec] = (),
 ) -> list[Side]:
     """`score_side` of each side's usable repeats, all judged together: an answer repeated in
     another repeat, or on the other side, is judged and scored once
-    (`evaluation.evaluate_runs`)."""
+    (`evaluation.evaluate_runs`); `extra` metrics are scored beside `settings.specs` (the
+    condensed lists of a pooled gold set: `harness.verdict.condensed`)."""
     answers = [tuple(map(validity.by_query, repeats)) for repeats in sides]
     every = [a for side in answers for a in side]
     pooled = evaluate_runs(
         gold,
         ok_rankings([rep.answers for repeats in sides for rep in repeats]),
-        settings.specs,
+        tuple(dict.fromkeys((*settings.specs, *extra))),
         settings.rel_level,
         texts=[returned_texts(a) for a in every] if settings.context else None,
     )
@@ -322,13 +324,16 @@ def score_scope(
     topk: Mapping[int, tuple[BoolArray, BoolArray]],
     settings: CompareSettings,
     family: int = 1,
+    specs: Sequence[MetricSpec] | None = None,
 ) -> Scope:
     """Every compared metric on the queries `sel` picks out of `ids`: an exact paired hit-rate
     row for a binary metric, a randomization-test row for the rest (no Holm here: see
     holm_slices and the headline).  Power is stated at alpha / `family`, the number of tests
-    the scope's calls are corrected across."""
+    the scope's calls are corrected across.  `specs`: these metrics instead of `settings.specs`
+    (scored by `score_sides`, as its `extra`)."""
     power_alpha = settings.alpha / family
-    continuous = [str(s) for s in settings.specs if s.kind is not Kind.BINARY]
+    specs = settings.specs if specs is None else specs
+    continuous = [str(s) for s in specs if s.kind is not Kind.BINARY]
     matrices = {m: [side.matrix(m)[:, sel] for side in (base, cand)] for m in continuous}
     boots = {m: boot_component(*matrices[m]) for m in continuous}
     # Every continuous metric of the scope in one call: one set of resamples serves them all.
@@ -352,7 +357,7 @@ def score_scope(
         else _continuous_row(
             str(s), base, cand, sel, settings, power_alpha, tests[str(s)], boots[str(s)]
         )
-        for s in settings.specs
+        for s in specs
     ]
     return Scope(name, int(sel.sum()), tuple(rows))
 
