@@ -154,5 +154,11 @@ def stats(args: argparse.Namespace) -> int:
     from harness.gold.summary import gold_stats
 
     gold = load_gold(args.gold, queries=args.queries, split=args.split)
-    print(render_stats(gold_stats(gold), args.format), end="")
+    stats = gold_stats(gold)
+    if gold.format == "native":  # its "machine" and "judged_by" keys: the agreement
+        from harness.gold.native import read_native_labels
+        from harness.gold.provenance import labelled_stats
+
+        stats = labelled_stats(gold, read_native_labels(args.gold))
+    print(render_stats(stats, args.format), end="")
     return EXIT_OK

@@ -73,7 +73,8 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     from harness.leftovers import anything_left
     from harness.signals import Terminated
 
-    name = f"gold {args.gold_command}" if args.command == "gold" else args.command
+    sub = {"gold": "gold_command", "judge": "judge_command"}.get(args.command)
+    name = f"{args.command} {getattr(args, sub)}" if sub else args.command
     if name not in WITHOUT_NUMPY:
         _import_numpy()
     run = command(name)
@@ -200,7 +201,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 # The commands that never import numpy (tests/test_cli_startup.py checks the list).
-WITHOUT_NUMPY = frozenset({"schema", "clean", "demo"})
+WITHOUT_NUMPY = frozenset({"schema", "clean", "demo", "judge page"})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -62,6 +62,7 @@ COMMANDS = {
     "compare-runs": "compare run files of two or more systems: the paired tests of compare, Holm "
     "across systems",
     "gold": "gold-set tools",
+    "judge": "the unjudged pairs a saved verdict waits on: list, pre-label, merge, judge",
     "sweep": "set a knob from measurement: one isolated run per value",
     "matrix": "an ablation matrix: named configurations vs a reference",
     "gate": "fail when a ref drops below a committed baseline",

@@ -381,12 +381,29 @@ def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 _GATE: dict[str, Key] = {"floors": Key("floors", _floors)}  # [gate.floors]: harness.config.floors
+
+
+def _judge_command(value: str) -> list[tuple[str, str]]:
+    import shlex
+
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:  # an unclosed quote
+        return [("", f"is not a command line shlex can split ({exc}); close the quote")]
+    if not words:
+        return [("", 'is empty: give the command that grades pairs, e.g. "python3 grade.py"')]
+    return []
+
+
+# [judge]: `harness judge label`'s machine labeller (harness.config.judge reads it alone)
+_JUDGE: dict[str, Key] = {"command": Key("str", _judge_command)}
 SECTIONS: dict[str, dict[str, Key]] = {
     "service": _SERVICE,
     "query": _QUERY,
     "gold": _GOLD,
     "compare": _COMPARE,
     "gate": _GATE,
+    "judge": _JUDGE,
 }
 REQUIRED = {"service": ("start", "ready"), "query": ("path", "ids")}
 SIDES = ("baseline", "candidate")

@@ -25,7 +25,10 @@ them with examples). Blank lines are skipped; line numbers are 1-based physical 
   query; `gold check --corpus` checks each span is verbatim in that document's text),
   "answerable" (true or false: whether the corpus holds an answer, `GoldQuery.declared`; false
   beside a grade >= 1 is a contradiction). Without it, or the header's "judged", a query is
-  answerable when it has a grade >= 1.
+  answerable when it has a grade >= 1. "machine" ({doc id: grade}, a machine's grades, kept
+  apart: they do not score) and "judged_by" ({doc id: {"by", "kind", "at", "from"}}, where a
+  merged grade came from) are written by `harness judge merge` (`harness.gold.provenance`);
+  neither enters the hash. `read_native_labels` reads them.
 - Everywhere: no unknown key, no key twice in one object, no NaN/Infinity, one JSON object a line,
   at least one query in the file.
 """
@@ -39,11 +42,12 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import cast
 
 from harness.errors import GoldError, clip
+from harness.gold.provenance import QueryLabels, parse_judged_by, parse_machine
 from harness.gold.reading import (
     DocRef,
     JsonObject,
@@ -68,20 +72,33 @@ RESERVED_SLICE = (
     "file; rename this slice"
 )
 _QUERY_KEYS = ("id", "query", "relevant", "slice", "outranks", "derivation", "spans",
-               "answerable")
+               "answerable", "machine", "judged_by")
 _REQUIRED = ("id", "query", "relevant")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def read_native(path: Path, problems: Problems) -> Parsed:
-    """Parse a native gold file, recording every problem (no queries if it is not UTF-8)."""
+def read_native(path: Path, problems: Problems,
+                labels: dict[str, QueryLabels] | None = None) -> Parsed:
+    """Parse a native gold file, recording every problem (no queries if it is not UTF-8);
+    `labels` collects each query's "machine" and "judged_by" keys, when given."""
     lines = numbered_lines(path, problems)
     if lines is None:
         return Parsed((), (), str(path), "native")
-    return parse_native(lines, str(path), problems)
+    return parse_native(lines, str(path), problems, labels)
 
 
-def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems) -> Parsed:
+def read_native_labels(path: Path | str) -> dict[str, QueryLabels]:
+    """Each query's "machine" grades and "judged_by" provenance, by query id (queries without
+    either left out); GoldError listing every problem of the file."""
+    problems = Problems()
+    labels: dict[str, QueryLabels] = {}
+    read_native(Path(path), problems, labels)
+    problems.raise_if_any(f"{path}: the gold set is invalid")
+    return labels
+
+
+def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems,
+                 labels: dict[str, QueryLabels] | None = None) -> Parsed:
     """Parse numbered non-blank lines of the native format (see the module docstring)."""
     queries: list[GoldQuery] = []
     refs: list[DocRef] = []
@@ -119,14 +136,18 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
         elif isinstance(query_id, str) and query_id:
             first_line[query_id] = number
         query = _check_query(value, path, number, problems, refs, judged)
+        found = _labels(value, query, path, number, problems)
         if query is not None and len(problems) == before:
             queries.append(query)
+            if labels is not None and (found.machine or found.judged_by):
+                labels[query.id] = found
     if query_lines == 0 and header_line is None:
         problems.add(path, "no queries: the file is empty, and a gold set needs at least one "
                      "(JSON lines, gold/README.md, or TREC qrels `qid 0 docid grade`)")
     elif query_lines == 0:
         problems.add(path, "no queries: the file needs at least one query line after the header")
-    return Parsed(tuple(queries), tuple(refs), path, "native", corpus, header_line)
+    return Parsed(tuple(queries), tuple(refs), path, "native", corpus, header_line,
+                  pooled=judged)
 
 
 def _check_keys(obj: JsonObject, known: tuple[str, ...], path: str, number: int,
@@ -226,6 +247,18 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
         return None
     note = derivation if isinstance(derivation, str) else None
     return GoldQuery(query_id, text, slice_, relevant, outranks, note, spans, number, declared)
+
+
+def _labels(obj: JsonObject, query: GoldQuery | None, path: str, number: int,
+            problems: Problems) -> QueryLabels:
+    """The query's "machine" and "judged_by" keys (`harness.gold.provenance`), checked."""
+    if "machine" not in obj and "judged_by" not in obj:
+        return QueryLabels()
+    machine = parse_machine(obj["machine"], path, number, problems) if "machine" in obj else {}
+    relevant = query.relevant if query is not None else {}
+    judged_by = (parse_judged_by(obj["judged_by"], relevant, machine, path, number, problems)
+                 if "judged_by" in obj else {})
+    return QueryLabels(machine, judged_by)
 
 
 def _answerable(obj: JsonObject, relevant: dict[str, int], judged: bool | None, path: str,
@@ -337,7 +370,7 @@ def parse_outranks(value: object, path: str, number: int,
 # --------------------------------------------------------------------------- writing
 
 
-def _record(query: GoldQuery) -> dict[str, object]:
+def _record(query: GoldQuery, labels: QueryLabels | None = None) -> dict[str, object]:
     record: dict[str, object] = {"id": query.id, "query": query.text, "slice": query.slice,
                                  "relevant": dict(query.relevant)}
     if query.outranks:
@@ -348,6 +381,10 @@ def _record(query: GoldQuery) -> dict[str, object]:
         record["spans"] = {doc: list(spans) for doc, spans in query.spans.items()}
     if query.declared is not None:
         record["answerable"] = query.declared
+    if labels is not None and labels.machine:
+        record["machine"] = dict(labels.machine)
+    if labels is not None and labels.judged_by:
+        record["judged_by"] = {doc: who.to_json() for doc, who in labels.judged_by.items()}
     return record
 
 
@@ -359,13 +396,15 @@ def _line(value: dict[str, object], sort_keys: bool = True) -> str:
 
 def write_native(gold: GoldSet | Iterable[GoldQuery], path: Path | str, *,
                  corpus: CorpusInfo | None = None, description: str | None = None,
-                 overwrite: bool = True) -> None:
+                 overwrite: bool = True,
+                 labels: Mapping[str, QueryLabels] | None = None) -> None:
     """Write the header ("format" first) and one sorted-key line per query, atomically.
 
     The queries keep their order. `corpus` defaults to a GoldSet's own corpus. The lines are
     checked with the reader's rules first, so this never writes a file `load_gold` would refuse
     (GoldError instead); the file appears whole or not at all (temp file + os.replace). With
-    `overwrite=False` an existing `path` is a GoldError and is left alone.
+    `overwrite=False` an existing `path` is a GoldError and is left alone. `labels` (query id ->
+    its "machine" and "judged_by", as `read_native_labels` gives them) are written back.
     """
     path = Path(path)
     if not overwrite and path.exists():
@@ -383,14 +422,17 @@ def write_native(gold: GoldSet | Iterable[GoldQuery], path: Path | str, *,
     if description is not None:
         header["description"] = description
     # The header keeps "format" first, so that `head -1` tells what the file is.
-    lines = [_line(header, sort_keys=False), *(_line(_record(q)) for q in queries)]
+    found = labels or {}
+    lines = [_line(header, sort_keys=False), *(_line(_record(q, found.get(q.id))) for q in queries)]
     problems = Problems()
     parse_native(enumerate(lines, start=1), str(path), problems)
     problems.raise_if_any(f"{path}: refusing to write an invalid gold set (lines as they would be)")
-    _replace(path, "".join(line + "\n" for line in lines))
+    replace_text(path, "".join(line + "\n" for line in lines))
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file in its folder, fsynced and renamed over it:
+    whole or untouched (the mode of a file replaced is kept); GoldError when it cannot."""
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -176,6 +176,10 @@ def _stats_text(stats: GoldStats) -> str:
     lines.append(f"judgements: {stats.judgements} ({grades})")
     lines.append(f"with outranks pairs: {stats.with_outranks}; with a derivation: "
                  f"{stats.with_derivation}")
+    if stats.machine_grades:
+        lines.append(f"machine grades kept apart (not scored): {stats.machine_grades}")
+    if stats.agreement is not None:
+        lines.append(stats.agreement.describe())
     return "\n".join(lines) + "\n"
 
 
@@ -195,6 +199,12 @@ def _stats_json(stats: GoldStats) -> str:
         "judgements": stats.judgements,
         "with_outranks": stats.with_outranks, "with_derivation": stats.with_derivation,
     }
+    if stats.machine_grades:  # only then: the document of a set without labels is unchanged
+        value["machine_grades"] = stats.machine_grades
+    if stats.agreement is not None:
+        a = stats.agreement
+        value["agreement"] = {"pairs": a.pairs, "same": a.same, "kappa_grades": a.kappa_grades,
+                              "kappa_relevant": a.kappa_relevant}
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
