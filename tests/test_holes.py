@@ -9,7 +9,6 @@ unjudged. A ranking with the relevant document at rank 1 holds both judged docum
 from __future__ import annotations
 
 import html
-
 from dataclasses import replace
 
 import pytest
@@ -18,7 +17,7 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 from harness.report.page import render
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.compare import compare
-from harness.verdict.comparison import Comparison, CompareSettings
+from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.holes import MARGIN
 
 

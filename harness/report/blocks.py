@@ -417,7 +417,8 @@ def _judged(c: Comparison, mark: str) -> list[Block]:
             "on the judged documents alone (condensed lists, trec_eval -J: every unjudged "
             "document removed; a primed metric, hit'@k); a call must hold here too"
         )
-        after += [Block("lines", (head,)), table, *([Block("lines", tuple(notes))] if notes else [])]
+        after += [Block("lines", (head,)), table]
+        after += [Block("lines", tuple(notes))] if notes else []
     blocks = [*layout.section(f"Judged documents{mark}", [head]), table, *after]
     return _folded("Judged documents", blocks)
 
