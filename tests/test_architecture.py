@@ -49,7 +49,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "results",
     ),
     # what is built from the stages: each a command's engine
-    "tools": ("compare", "sweep", "gate", "matrix", "history", "bisect", "judge", "demo", "schemas"),
+    "tools": (
+        "compare", "sweep", "gate", "matrix", "history", "bisect", "judge", "demo", "schemas",
+    ),  # fmt: skip
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
