@@ -51,7 +51,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # what is built from the stages: each a command's engine
     "tools": (
         "compare", "sweep", "gate", "matrix", "history", "bisect", "judge", "demo", "schemas",
-    ),  # fmt: skip
+    ),
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
