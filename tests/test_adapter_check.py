@@ -5,6 +5,7 @@ line to fix; a right adapter is not disturbed (the probe is the warm-up: no extr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,3 +160,21 @@ def test_under_redact_the_answer_is_not_quoted(sandbox: Sandbox, tmp_path: Path)
     assert done.returncode == 3, done.stderr
     assert "read no ids" in done.stderr and "not quoted under --redact" in done.stderr
     assert '"results"' not in done.stderr
+
+
+def test_a_gold_set_judging_nothing_yet_has_no_id_space_to_check(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # A new pool: the queries, answerable, nothing judged yet (docs/gold.md: build it from
+    # main's answers with `harness judge pairs --all`). No judged id and no corpus: nothing
+    # to check the answers' ids against, so the run goes on.
+    queries = sandbox.root / "queries-only.jsonl"  # beside the config, as gold sets may be
+    rows = [{"format": "harness-gold", "version": 1, "judged": "pooled"}]
+    rows += [{"id": q, "query": f"tell me about topic {q}", "relevant": {}, "answerable": True}
+             for q in query_ids(1, 5)]  # fmt: skip
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = _config(sandbox, "queries-only.toml", str(sandbox.repo / "gold" / "gold.jsonl"),
+                     str(queries))  # fmt: skip
+    done = sandbox.harness("run", "--ref", "main", "--repeats", "1", results=tmp_path,
+                           config=config)  # fmt: skip
+    assert done.returncode == 0, done.stderr

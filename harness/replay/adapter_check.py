@@ -112,6 +112,8 @@ class AdapterCheck:
         if known.intersection(returned):
             return
         corpus = self.config.corpus
+        if not known and corpus is None:
+            return  # nothing judged yet, no corpus: no id space to check against (a new pool)
         if corpus is not None and load_corpus_ids(corpus)[0].intersection(returned):
             return
         space = "the gold set's judgements" + (" or the corpus" if corpus is not None else "")

@@ -258,6 +258,8 @@ def id_space_problems(
     if corpus_ids is None and any(any(map(space.__contains__, c)) for c in _returned(repeats, oks)):
         return [], []  # the common case: stops in the first few answers
     returned = list(dict.fromkeys(chain.from_iterable(_returned(repeats, oks))))
+    if not space:
+        return [], []  # nothing judged yet and no corpus: no id space to check (a new pool)
     if not space.intersection(returned):
         where = "the gold set's judgements" + (" or the corpus" if corpus_ids else "")
         shown = ", ".join(json.dumps(i) for i in sample[1][:5])
