@@ -24,7 +24,8 @@ import pytest
 
 from harness.errors import ConfigError, GoldError
 from harness.judge import page as judge_page
-from harness.judge.page import MAX_BODY, read_pairs, serve
+from harness.judge.page import MAX_BODY, load_pairs, serve
+from harness.judge.pairs_file import read_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,10 +151,14 @@ def test_reopening_resumes_with_this_judges_latest_grades(tmp_path: Path) -> Non
 def test_an_unreadable_labels_file_is_refused_naming_its_line(tmp_path: Path) -> None:
     pairs = write_jsonl(tmp_path / "pairs.jsonl", PAIRS)
     labels = tmp_path / "labels.jsonl"
-    labels.write_text('{"query_id": "q1", "doc_id": "d1", "grade": 1, "by": "a"}\n{"grade": 7\n')
+    good = {"query_id": "q1", "doc_id": "d1", "grade": 1, "by": "a", "kind": "person",
+            "at": "2026-12-06T07:10:00Z", "from": "pairs.jsonl"}
+    labels.write_text(json.dumps(good) + '\n{"grade": 7\n')
     with pytest.raises(GoldError) as raised:
         serve(pairs, labels, by="a")
-    assert f"{labels}:2: not a label" in str(raised.value)
+    said = str(raised.value)
+    assert f"{labels}: the labels file is invalid: 1 problem" in said
+    assert f"{labels}:2: malformed JSON" in said
 
 
 REFUSED = [
@@ -291,6 +296,45 @@ def test_ctrl_c_stops_it_cleanly_and_requests_are_not_logged(tmp_path: Path) -> 
     assert process.returncode == 0 and err == "" and out == ""
 
 
+@pytest.mark.parametrize("stop", ["done", "ctrl-c"])
+def test_the_cli_prints_the_url_saves_a_label_and_exits_0(tmp_path: Path, stop: str) -> None:
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", PAIRS)
+    labels = tmp_path / "labels.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli.main", "judge", "page", str(pairs),
+         "--labels", str(labels), "--by", "alice", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: first.put(process.stdout.readline()),  # type: ignore[union-attr]
+                         daemon=True).start()  # fmt: skip
+        line = first.get(timeout=30)
+        found = re.fullmatch(r"judging page: (http://127\.0\.0\.1:\d+/) \u2014 Ctrl-C to stop\n",
+                             line)  # fmt: skip
+        assert found, line
+        url = found[1]
+        answer = post_label(url, {"query_id": "q3", "doc_id": "d3", "grade": 3})  # default Host
+        assert answer.status_code == 200, answer.text
+        assert lines(labels) == [{"query_id": "q3", "doc_id": "d3", "grade": 3, "by": "alice",
+                                  "kind": "person", "at": lines(labels)[0]["at"],
+                                  "from": "pairs.jsonl"}]  # fmt: skip
+        if stop == "done":
+            assert httpx.post(url + "done", json={}).status_code == 200
+        else:
+            process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert (process.returncode, out, err) == (0, "", "")
+    with pytest.raises(ProcessLookupError):
+        os.kill(process.pid, 0)  # reaped: gone
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url)
+
+
 # --------------------------------------------------------------------------- the pairs file
 
 
@@ -303,10 +347,12 @@ def test_a_csv_pairs_file_reads_like_the_jsonl(tmp_path: Path) -> None:
         writer.writeheader()
         for row in PAIRS:
             writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    # One reader for both (harness judge label pipes these rows on): "" rank is null, ints ints.
     from_csv = read_pairs(path)
-    assert from_csv == read_pairs(write_jsonl(tmp_path / "pairs.jsonl", PAIRS))
-    assert [p.doc_id for p in from_csv] == ["d1", "d2", "d3"]
-    assert from_csv[2].baseline_rank is None and from_csv[2].candidate_rank == 1
+    assert from_csv == read_pairs(write_jsonl(tmp_path / "pairs.jsonl", PAIRS)) == PAIRS
+    shown = load_pairs(path)  # the page's: by order
+    assert [p.doc_id for p in shown] == ["d1", "d2", "d3"]
+    assert shown[2].baseline_rank is None and shown[2].candidate_rank == 1
 
 
 def test_a_bad_pairs_file_names_every_line_and_field(tmp_path: Path) -> None:
@@ -316,26 +362,45 @@ def test_a_bad_pairs_file_names_every_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "pairs.jsonl"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(GoldError) as raised:
-        read_pairs(path)
+        load_pairs(path)
     said = str(raised.value)
-    assert f"{path}: the pairs file has 7 problem(s)" in said
-    for where in [":2: not JSON", ":3: order: must be a whole number", ":4: doc_id: must be",
-                  ":4: baseline_rank: must be a rank", ":5: the pair ('q2', 'd2') is also on "
-                  "line 1", ":6: why: missing", ":7: not a JSON object"]:  # fmt: skip
+    assert f"{path}: the pairs file is invalid: 7 problems" in said
+    for where in [":2: malformed JSON", ":3: order: must be a whole number",
+                  ":4: doc_id: doc_id is a non-blank string", ":4: baseline_rank: must be a rank",
+                  ":5: pair ('q2', 'd2') is listed twice (line 1 too)", ":6: why: missing",
+                  ":7: expected a JSON object"]:  # fmt: skip
         assert f"{path}{where}" in said
-    with pytest.raises(GoldError, match="header lacks query, title, text"):
+    with pytest.raises(GoldError, match="header lacks order, query, title, text"):
         bad = tmp_path / "bad.csv"
         bad.write_text("query_id,doc_id\nq1,d1\n", encoding="utf-8")
         read_pairs(bad)
 
 
+def test_a_bad_csv_row_is_named_at_its_line(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "pairs.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(PAIRS[0])
+        writer.writerow(["" if v is None else v for v in PAIRS[0].values()])
+        bad_rank = PAIRS[1] | {"baseline_rank": "x"}
+        writer.writerow(["" if v is None else v for v in bad_rank.values()])
+        writer.writerow(["q9", "short"])
+    with pytest.raises(GoldError) as raised:
+        load_pairs(path)
+    said = str(raised.value)
+    assert f"{path}:3: baseline_rank: must be a rank" in said
+    assert f"{path}:4: has 2 cells, the header 10" in said
+
+
 def test_serve_refuses_a_bad_or_missing_pairs_file_before_listening(tmp_path: Path) -> None:
     ready: list[str] = []
-    with pytest.raises(GoldError, match="cannot read the pairs file"):
+    with pytest.raises(GoldError, match="pairs file not found"):
         serve(tmp_path / "none.jsonl", tmp_path / "l.jsonl", by="a", on_ready=ready.append)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
-    with pytest.raises(GoldError, match="holds no pair"):
+    with pytest.raises(GoldError, match="no pairs in the file"):
         serve(empty, tmp_path / "l.jsonl", by="a", on_ready=ready.append)
     assert ready == []
 

@@ -1,5 +1,6 @@
 """`harness judge pairs|label|merge|page`: what to judge, machine pre-labels, the merge into the
-gold set, and the judging page; one function each (`run` dispatches)."""
+gold set, and the judging page; one function each (`run` dispatches). A grade, everywhere: 0 not
+relevant, 1 relevant, 2 highly relevant, 3 perfectly relevant (TREC-style)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ EXAMPLES = {
     "judge merge": "harness judge merge gold/gold.jsonl labels.jsonl --out gold/gold-v2.jsonl",
     "judge page": "harness judge page pairs.jsonl --labels labels.jsonl --by ana",
 }
+GRADES = "0 not relevant, 1 relevant, 2 highly relevant, 3 perfectly relevant"
+GRADES_LINE = f"grades (TREC-style): {GRADES}"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     judge = p.add_subparsers(dest="judge_command", required=True, parser_class=type(p))
-    p = judge.add_parser("pairs", help="the unjudged pairs that decide a saved comparison")
+    p = judge.add_parser("pairs", help="the unjudged pairs that decide a saved comparison",
+                         description="The unjudged (query, document) pairs that decide a saved "
+                         f"comparison, most decisive first.\n{GRADES_LINE}")
     p.add_argument("dir", type=Path, help="a results/<stamp>_<sha8>_<sha8>/ directory")
     p.add_argument("--gold", type=Path, help="the gold set (default: the comparison's)")
     p.add_argument("--corpus", type=Path, help="corpus JSONL or BEIR dir: titles and texts")
@@ -30,28 +35,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also every other unjudged document in either side's top k")
 
     p = judge.add_parser("label", help="machine pre-labels from a command of yours")
-    p.add_argument("pairs", type=Path, help="a pairs JSONL (harness judge pairs)")
+    p.add_argument("pairs", type=Path, help="a pairs file, JSONL or CSV (harness judge pairs)")
     p.add_argument("--out", type=Path, required=True, help="the labels file to write (new)")
     p.add_argument("--command", dest="labeller", metavar="COMMAND",
                    help='reads the pairs on stdin, prints one {"query_id", "doc_id", "grade"} '
-                   "line per pair (default: [judge] command)")
+                   f"line per pair, grade {GRADES} (default: [judge] command)")
     p.add_argument("--config", type=Path, help="harness.toml (default: discovered)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
 
     p = judge.add_parser("merge", help="labels into a native gold set, with provenance")
     p.add_argument("gold", type=Path, help="a native gold set")
-    p.add_argument("labels", type=Path, nargs="+", help="labels files (JSONL)")
+    p.add_argument("labels", type=Path, nargs="+", help=f"labels files (JSONL; grades {GRADES})")
     p.add_argument("--out", type=Path, required=True, help="the merged gold set")
     p.add_argument("--with-machine", action="store_true",
                    help="machine grades score where no person judged the pair")
     p.add_argument("--prefer", metavar="NAME", help="where persons disagree, NAME's grade")
     p.add_argument("--force", action="store_true", help="replace --out (GOLD itself too)")
 
-    p = judge.add_parser("page", help="a local judging page on 127.0.0.1")
-    p.add_argument("pairs", type=Path, help="a pairs JSONL (harness judge pairs)")
-    p.add_argument("--labels", type=Path, required=True, help="the labels file appended to")
-    p.add_argument("--by", help="your name, recorded with each grade (default: your login)")
-    p.add_argument("--port", type=int, default=0, help="0: any free port (default)")
+    p = judge.add_parser("page", help="a local judging page on 127.0.0.1",
+                         description="Grade the pairs in a local page on 127.0.0.1, keyboard "
+                         f"only (j/k or the arrows to move).\n{GRADES_LINE}")
+    p.add_argument("pairs", type=Path, help="a pairs file, JSONL or CSV (harness judge pairs)")
+    p.add_argument("--labels", type=Path, required=True,
+                   help="the labels file each grade is appended to (created when missing)")
+    p.add_argument("--by", metavar="NAME",
+                   help="your name, recorded with each grade (default: your login)")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="0: any free port (default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,16 +149,17 @@ def merge(args: argparse.Namespace) -> int:
 
 
 def page(args: argparse.Namespace) -> int:
+    import getpass
+
     from harness.errors import HarnessError
+    from harness.judge.page import serve
 
     if not 0 <= args.port <= 65535:
         raise HarnessError(f"--port {args.port}: 0 (any free port) to 65535")
-    try:
-        from harness.judge.page import serve
-    except ImportError:
-        raise HarnessError("the judging page is not installed in this build "
-                           "(harness.judge.page is missing)") from None
-    import getpass
 
+    def ready(url: str) -> None:
+        print(f"judging page: {url} \N{EM DASH} Ctrl-C to stop", flush=True)
+
+    # Until Ctrl-C or the page's "stop": every grade the page showed saved is on disk; 0 either way.
     return serve(args.pairs, args.labels, by=args.by or getpass.getuser(), port=args.port,
-                 on_ready=lambda url: print(f"harness: judging page at {url}", file=sys.stderr))
+                 on_ready=ready)

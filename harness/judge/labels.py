@@ -4,9 +4,10 @@
     {"query_id": "q7", "doc_id": "d9", "grade": 2, "by": "ana", "kind": "person",
      "at": "2026-12-06T07:10:00Z", "from": "20261206T070000Z_1a2b3c4d_5e6f7a8b"}
 
-- "grade" an integer 0..3 (0 not relevant, 1 partly, 2 relevant, 3 the answer); "by" who graded
-  (a non-blank string; a machine is "machine:<command>"), "kind" "person" or "machine", "at"
-  when, ISO 8601 UTC with a trailing Z, "from" the comparison directory or pairs file judged.
+- "grade" an integer 0..3, TREC-style: 0 not relevant, 1 relevant, 2 highly relevant, 3 perfectly
+  relevant; "by" who graded (a non-blank string; a machine is "machine:<command>"), "kind"
+  "person" or "machine", "at" when, ISO 8601 UTC with a trailing Z, "from" the comparison
+  directory or pairs file judged.
 - A later line for the same (query_id, doc_id, by) supersedes an earlier one (`latest`): a
   person who changes their mind appends, never edits.
 - No other key, no key twice; blank lines are skipped; line numbers are 1-based physical lines.
