@@ -201,7 +201,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 # The commands that never import numpy (tests/test_cli_startup.py checks the list).
-WITHOUT_NUMPY = frozenset({"schema", "clean", "demo", "judge page"})
+WITHOUT_NUMPY = frozenset({"schema", "clean", "demo"})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -96,7 +96,7 @@ def _label(value: object, path: str, number: int, problems: Problems) -> Label |
                          number, key)
     grade = value.get("grade")
     if "grade" in value and not (type(grade) is int and grade in GRADES):
-        problems.add(path, "grade is an integer 0..3 (0 not relevant .. 3 the answer), got "
+        problems.add(path, "grade is an integer 0..3 (0 not relevant .. 3 perfectly relevant), got "
                      f"{clip(json.dumps(grade), 40)}", number, "grade")
     kind = value.get("kind")
     if "kind" in value and kind not in KINDS:
