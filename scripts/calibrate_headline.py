@@ -11,7 +11,7 @@ a known rank: hit@k is whether it is returned at rank <= k, mrr@k 1/rank, ndcg@k
 1/log2(rank + 1), recall@k hit@k, p@k hit@k / k), and the headline is decided by compare's own
 code: each headline row as `harness.verdict.scopes` makes it (`_hit_row`, `_continuous_row`:
 the exact test, the boots, the randomization test and bootstrap, the power), Holm across them
-(`compare._family`) and the headline rule (`compare._headline`).  The rows that do not decide
+(`compare._family`) and the headline rule (`headline.quality_headline`).  The rows that do not decide
 the headline are not computed: they cannot change it.  tests/test_calibration_paths.py checks,
 on simulated compares of every mode, that this gives `compare`'s verdict and mde.
 """
@@ -29,6 +29,7 @@ from harness.verdict import compare as compare_module
 from harness.verdict import scopes, stats
 from harness.verdict.boots import boot_component
 from harness.verdict.comparison import CompareSettings, Scope
+from harness.verdict.headline import quality_headline
 from harness.verdict.power import Power
 
 FloatArray = np.ndarray
@@ -99,4 +100,4 @@ def headline(
         for m in decisive
     ]
     overall = compare_module._family(Scope("overall", n, tuple(rows)), settings)
-    return compare_module._headline(overall, settings, ())
+    return quality_headline(overall, settings, ())

@@ -51,6 +51,7 @@ import numpy as np
 
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import compare as compare_module
+from harness.verdict import headline as headline_module
 from harness.verdict.comparison import CompareSettings
 
 QUERIES = 300
@@ -201,12 +202,12 @@ def _decide(row: str, gold: GoldSet, base: Answers, cand: Answers) -> Verdict:
 
 @contextlib.contextmanager
 def _patched(name: str, value: object) -> Iterator[None]:
-    real = getattr(compare_module, name)
-    setattr(compare_module, name, value)
+    real = getattr(headline_module, name)
+    setattr(headline_module, name, value)
     try:
         yield
     finally:
-        setattr(compare_module, name, real)
+        setattr(headline_module, name, real)
 
 
 def _rate(row: str, mode: str, sims: range, seed: int) -> dict[str, int]:

@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -93,10 +93,10 @@ from harness.verdict.comparison import (
     RefInfo,
     Scope,
 )
-from harness.verdict.condensed import condensed_rows, twins, unheld
-from harness.verdict.holes import hidden, judged_shares, pooled_gold, reach
+from harness.verdict.condensed import condensed_rows, twins
+from harness.verdict.headline import collapsed, quality_headline
+from harness.verdict.holes import judged_shares, pooled_gold, reach
 from harness.verdict.overlap import ranking_changes
-from harness.verdict.power import Power
 from harness.verdict.summary import summarise_run
 
 __all__ = ["compare", "headline_rows", "rejudge", "summarise_run"]
@@ -154,105 +154,6 @@ def _family(overall: Scope, settings: CompareSettings) -> Scope:
     return replace(overall, rows=tuple(rows))
 
 
-def _headline(
-    overall: Scope, settings: CompareSettings, collapses: Sequence[str], found: Holes | None = None
-) -> tuple[Verdict, str, Power | None]:
-    decisive = decisive_metrics(settings)
-    rows = [r for r in map(overall.row, decisive) if r is not None]
-    regressed = [r for r in rows if r.verdict is Verdict.REGRESSED]
-    improved = [r for r in rows if r.verdict is Verdict.IMPROVED]
-    powers = [r.power for r in rows if r.power is not None]
-    # The mde is advice for planning, never what decides "no measurable difference".
-    weakest = max(powers, key=lambda p: p.mde - p.effect, default=None)
-    held = [r for r in rows if r.equivalence is not None]
-    doubt = None if found is None else unheld(regressed or improved, found.condensed,
-                                               "regressed" if regressed else "improved")
-    if doubt is not None:  # a pooled gold set's call made by its holes alone
-        verdict, reason = Verdict.INCONCLUSIVE, doubt
-    elif regressed:
-        verdict, reason = Verdict.REGRESSED, _called(regressed, "regressed")
-    elif improved:
-        verdict, reason = Verdict.IMPROVED, _called(improved, "improved") + ", none regressed"
-    elif held and all(r.equivalence.inside for r in held if r.equivalence is not None):
-        holes = hidden(found, held, settings.min_effect)  # a pooled gold set's holes, too wide?
-        verdict = Verdict.NO_DIFFERENCE if holes is None else Verdict.INCONCLUSIVE
-        reason = _equivalent(held, settings) if holes is None else holes
-    else:
-        verdict, reason = Verdict.INCONCLUSIVE, _undecided(held, settings, weakest)
-    if collapses:  # "but" against a call that did not see it, "and" beside a regression
-        joined = "and" if verdict is Verdict.REGRESSED else "but"
-        reason += f"; {joined} slice collapse: {', '.join(collapses)}"
-    return verdict, reason, weakest
-
-
-def _interval(row: MetricRow) -> str:
-    eq = row.equivalence
-    assert eq is not None
-    return f"{row.metric} {row.delta:+.3f}, {eq.confidence:.0%} CI [{eq.low:+.3f}, {eq.high:+.3f}]"
-
-
-def _called(rows: Sequence[MetricRow], how: str) -> str:
-    """"hit@10 improved", with the band named when a called change lies inside it: a change
-    the test sees is a call, however small, never "no measurable difference"."""
-    said = f"{', '.join(r.metric for r in rows)} {how}"
-    inside = [r for r in rows if r.equivalence is not None and r.equivalence.inside]
-    if inside:
-        band = inside[0].equivalence.band if inside[0].equivalence else 0.0
-        changes = ", ".join(f"{r.metric} {r.delta:+.3f}" for r in inside)
-        said += f" ({changes}: inside the ±{band:g} band)"
-    return said
-
-
-def _equivalent(rows: Sequence[MetricRow], settings: CompareSettings) -> str:
-    intervals = "; ".join(_interval(r) for r in rows)
-    return (
-        f"no change of ±{settings.min_effect:g} or more in {', '.join(r.metric for r in rows)} "
-        f"({intervals}: each inside the band, two one-sided tests at "
-        f"{settings.tost_alpha:g})"
-    )
-
-
-def _undecided(
-    rows: Sequence[MetricRow], settings: CompareSettings, weakest: Power | None
-) -> str:
-    """What the interval does rule out, and about how many queries would rule out the band."""
-    band = settings.min_effect
-    outside = [r for r in rows if r.equivalence is not None and not r.equivalence.inside]
-    if not outside:  # no interval at all (no answerable query)
-        n = weakest.n if weakest is not None else 0
-        return f"with {n} queries no change can be ruled out or seen"
-    worst = max(outside, key=lambda r: r.equivalence.ruled_out if r.equivalence else 0.0)
-    eq = worst.equivalence
-    assert eq is not None
-    said = (
-        f"{worst.metric}: no change larger than {eq.ruled_out:.3f} either way ({_interval(worst)})"
-        f", so a change of ±{band:g} is not ruled out"
-    )
-    if eq.queries_needed is None:
-        said += (
-            "; the change seen is not smaller than the band, and more queries would more "
-            "likely call it than rule it out"
-        )
-    else:
-        more = max(1, eq.queries_needed - eq.n)
-        said += (
-            f"; ruling out {band:g} needs about {eq.queries_needed} queries ({more} more: "
-            "harness gold build mines candidates to judge)"
-        )
-    return said
-
-
-def _collapsed(slices: Sequence[Scope]) -> list[str]:
-    """Each slice with a collapsed row, in words: "name (metric and 2 more)"."""
-    collapses = []
-    for scope in slices:
-        fell = [r.metric for r in scope.rows if r.collapse]
-        if fell:
-            more = f" and {len(fell) - 1} more" if len(fell) > 1 else ""
-            collapses.append(f"{scope.name} ({fell[0]}{more})")
-    return collapses
-
-
 def headline_rows(comparison: Comparison) -> tuple[MetricRow, ...]:
     """The overall rows that decide the quality verdict: hit@k at every k, every gate_on metric."""
     rows = map(comparison.overall.row, decisive_metrics(comparison.settings))
@@ -278,8 +179,10 @@ def rejudge(comparison: Comparison, adjusted: Mapping[str, float], family: str) 
                 row = replace(row, verdict=Verdict.NO_DIFFERENCE, note=note)
         rows.append(row)
     overall = replace(comparison.overall, rows=tuple(rows))
-    collapsed = _collapsed(comparison.slices)
-    quality, reason, power = _headline(overall, comparison.settings, collapsed, comparison.holes)
+    collapses = collapsed(comparison.slices)
+    quality, reason, power = quality_headline(
+        overall, comparison.settings, collapses, comparison.holes
+    )
     return replace(
         comparison, overall=overall, verdict_quality=quality, quality_reason=reason, power=power
     )
@@ -457,7 +360,7 @@ def _compare(
                             condensed=condensed_rows(base, cand, ids, settings))  # fmt: skip
         changed = ranking_changes(ids, gold, base, cand, max(settings.k), masks)
 
-    collapses = _collapsed(slices)
+    collapses = collapsed(slices)
     timed = [validity.usable(run, latency=True) for run in runs]  # latency-only rounds too
     latency = details.latency(analysed if in_analysis else [], runs, timed, settings)
     if latency.test is None and latency.not_compared is None and not invalid:
@@ -470,7 +373,7 @@ def _compare(
     tail = details.tail_warning(latency)
     if tail is not None:
         warnings.append(tail)
-    quality, quality_reason, power = _headline(overall, settings, collapses, found)
+    quality, quality_reason, power = quality_headline(overall, settings, collapses, found)
     if latency.not_compared is not None:
         speed = Verdict.NOT_COMPARED
     else:
