@@ -12,8 +12,8 @@ a known rank: hit@k is whether it is returned at rank <= k, mrr@k 1/rank, ndcg@k
 code: each headline row as `harness.verdict.scopes` makes it (`_hit_row`, `_continuous_row`:
 the exact test, the boots, the randomization test and bootstrap, the power), Holm across them
 (`compare._family`) and the headline rule (`headline.quality_headline`).  The rows that do
-not decide
-the headline are not computed: they cannot change it.  tests/test_calibration_paths.py checks,
+not decide the headline are not computed: they cannot change it.
+tests/test_calibration_paths.py checks,
 on simulated compares of every mode, that this gives `compare`'s verdict and mde.
 """
 
