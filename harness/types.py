@@ -275,6 +275,28 @@ class FloorRow:
     passed: bool
 
 
+@dataclass(frozen=True)
+class LoadRound:
+    """One boot of one side sent the gold queries open loop at `rate` requests/s on a fixed
+    arrival schedule (compare --rate; `harness.replay.open_loop`).  `latencies_ms`: each answered
+    (2xx) request's latency from its INTENDED send time, so a stall makes every later request's
+    latency include the wait; `lags_ms`: how late the client sent each request behind its
+    intended time (the client's own lag, not the service's); `elapsed_s`: from the first
+    intended send to the last answer; `failure`: why the round measured nothing (a boot that
+    failed), else None."""
+
+    side: str
+    rate: float
+    index: int
+    sent: int
+    latencies_ms: tuple[float, ...]
+    lags_ms: tuple[float, ...]
+    errors: int
+    timeouts: int
+    elapsed_s: float
+    failure: str | None = None
+
+
 # --------------------------------------------------------------------------- verdicts
 
 

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli.load_options import add_load_options, load_ask
 from harness.cli.options import (
     add_ray,
     add_run_options,
@@ -115,6 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--answers-k", type=int, metavar="K", help="the 2x2's cutoff (default: the first k)"
     )
+    add_load_options(p)  # --rate --rate-duration --rate-rounds --arrivals --slo
 
 
 def check_sides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -172,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     plan, settings = load_plan(args)
     floors = config_floors(plan.config, plan.gold)
     grades = answer_grades(args.baseline_answers, args.candidate_answers, args.answers_k, plan.gold)
+    ask = load_ask(args)  # before anything is built: --slo without --rate is refused
     urls = bool(args.baseline_url)
     if plan.config.refs and not urls:  # [ref."PATTERN"]: as the two refs make them
         settings = ref_differences(plan.config, settings, args.baseline, args.candidate)
@@ -196,6 +199,15 @@ def run(args: argparse.Namespace) -> int:
     comparison, cached = analyse(plan, settings, floors, runs, redact=args.redact, order=order)
     say_read_back(cached)
     comparison = with_twobytwo(comparison, plan.gold, runs, grades, args.answers_k)
+    if ask is not None:  # compare --rate: the load phase, after the timed rounds
+        from harness.compare.load import measure_load
+        from harness.verdict.load_join import with_load
+
+        with signals_unwind(), invalid_document(args.format):
+            sides = (args.baseline_url, args.candidate_url) if urls else (args.baseline,
+                                                                          args.candidate)
+            load = measure_load(plan, comparison.settings, *sides, ask, urls=urls)
+        comparison = with_load(comparison, load)
     close(plan)
     # The report first: both sides were measured, and a full disk must not hide what they showed.
     page = (

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from harness.report import layout
 from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.layout import Block
+from harness.report.load import load_blocks
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.twobytwo import movement_blocks
 from harness.types import Verdict
@@ -111,7 +112,7 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
             f"{failed} of {len(c.floors)} not met" if failed else "all met"
         )
         out += [Block("heading", (head,)), Block("lines", floor_lines(c.floors))]
-    for section in (_quality, _answers, _latency, _noise, _judged, _changed):
+    for section in (_quality, _answers, _latency, load_blocks, _noise, _judged, _changed):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
     if c.twobytwo is not None:

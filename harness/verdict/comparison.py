@@ -39,6 +39,7 @@ from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.boots import BootComponent
 from harness.verdict.equivalence import Equivalence
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
+from harness.verdict.load import Load
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
 from harness.verdict.quality_sequential import Sequential
@@ -539,6 +540,8 @@ class Comparison:
     holes: Holes | None = None
     # How much the rankings changed, per scope (harness.verdict.overlap).
     changes: RankingChanges | None = None
+    # Latency under load, open loop per rate (compare --rate, harness.verdict.load).
+    load: Load | None = None
 
     @property
     def valid(self) -> bool:
