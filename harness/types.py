@@ -168,6 +168,32 @@ class Machine:
     client_cpu_ns: int = 0
 
 
+@dataclass(frozen=True)
+class Usage:
+    """What one boot of a service cost (`harness.boot.usage` measures it), its whole process
+    tree counted: the processes found under the one the harness started (and, without a
+    sandbox, those carrying its run marker).
+
+    `ready_s`: from the start command's spawn to the first 2xx readiness answer.
+    `peak_rss_bytes`: the largest resident set seen, the larger of the tree's summed RSS at
+    any sample and any one process's own kernel peak (/proc/PID/status VmHWM): a lower bound,
+    since a spike between samples shared by several processes can be missed.
+    `cpu_s`: user + system CPU seconds of the tree, reaped children included, from the end of
+    the prepare steps to the start of teardown (the replay, its warm-up queries included).
+    `queries`: the answers of that replay; `samples`: how many times the tree was read.
+    """
+
+    ready_s: float
+    peak_rss_bytes: int
+    cpu_s: float
+    queries: int = 0
+    samples: int = 0
+
+    @property
+    def cpu_ms_per_query(self) -> float | None:
+        return 1000 * self.cpu_s / self.queries if self.queries else None
+
+
 PREPARE_STEP = "prepare:"
 OVERALL = "overall"
 """The scope of the whole gold set in every report, gate file and matrix: no slice may take it."""
@@ -195,6 +221,7 @@ class Repeat:
     # A round past compare.repeats, run for the latency verdict only (harness.verdict
     # .latency_rule): its answers time latency and are never scored for quality.
     latency_only: bool = False
+    usage: Usage | None = None  # what the boot cost (None: not booted by the harness, or older)
 
     def __post_init__(self) -> None:
         if not isinstance(self.results, Answers):
@@ -248,6 +275,10 @@ class RefRun:
     # The rounds the latency rule planned for (harness.verdict.latency_rule.plan's budget);
     # None: the rounds were a fixed number (`repeats`), one look at the end.
     latency_budget: int | None = None
+    # The build's own wall time (when cached: as recorded when it ran) and the bytes it wrote
+    # (its venv and what it added to the checkout); None: nothing built, or an older record.
+    build_seconds: float | None = None
+    build_bytes: int | None = None
 
     @property
     def failures(self) -> tuple[RunFailure, ...]:

@@ -48,7 +48,7 @@ from harness.results.records import (
     save_run,
     write_record,
 )
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure, Usage
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 
@@ -189,6 +189,10 @@ def _header(v1: dict[str, Any]) -> dict[str, Any]:
 
 
 EXPECTED = _header(EXPECTED_V1)
+# What a boot and the build cost (issue 40): null when not measured; a v1 record lacks them.
+EXPECTED.update(build_seconds=None, build_bytes=None)
+for _rep in EXPECTED["repeats"]:
+    _rep["usage"] = None
 
 
 def test_a_run_record_holds_exactly_these_keys_and_values() -> None:
@@ -591,3 +595,39 @@ def test_json_text_reads_back_equal_and_indents_only_the_top_levels(
     assert json_text(document, 100) == (
         json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     )
+
+
+def test_a_boots_cost_and_the_builds_are_written_and_read_back(tmp_path: Path) -> None:
+    usage = Usage(ready_s=1.5, peak_rss_bytes=200 << 20, cpu_s=0.25, queries=3, samples=17)
+    run = full_run()
+    run = replace(
+        run,
+        repeats=(replace(run.repeats[0], usage=usage), *run.repeats[1:]),
+        build_seconds=12.5,
+        build_bytes=4096,
+    )
+    header, data = encode_run(run)
+    assert header["build_seconds"] == 12.5 and header["build_bytes"] == 4096
+    assert header["repeats"][0]["usage"] == {
+        "ready_s": 1.5,
+        "peak_rss_bytes": 200 << 20,
+        "cpu_s": 0.25,
+        "queries": 3,
+        "samples": 17,
+    }
+    assert header["repeats"][1]["usage"] is None
+    back = load_run(save_run(tmp_path, run))
+    assert (back.build_seconds, back.build_bytes) == (12.5, 4096)
+    assert back.repeats[0].usage == usage and back.repeats[1].usage is None
+    assert usage.cpu_ms_per_query == 1000 * 0.25 / 3
+
+
+def test_a_record_from_before_costs_were_measured_reads_them_as_none(tmp_path: Path) -> None:
+    path = save_run(tmp_path, full_run())
+    header = json.loads(path.read_text())
+    old = {k: v for k, v in header.items() if k not in ("build_seconds", "build_bytes")}
+    old["repeats"] = [{k: v for k, v in r.items() if k != "usage"} for r in header["repeats"]]
+    path.write_text(json.dumps(old))
+    back = load_run(path)
+    assert back.build_seconds is None and back.build_bytes is None
+    assert all(rep.usage is None for rep in back.repeats)

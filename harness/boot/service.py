@@ -99,6 +99,7 @@ from harness.boot.sandbox import (
     transport_for,
 )
 from harness.boot.spawn import log_header, log_tail, log_text, spawn
+from harness.boot.usage import UsageMeter
 from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
@@ -201,6 +202,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
         self.service: RunningService | None = None
         self.teardown: TeardownReport | None = None
         self._tree: ProcessTree | None = None
+        self.meter: UsageMeter | None = None  # what the boot costs (harness.boot.usage)
         self._lease: PortLease | None = None
         self._hold = True  # the kernel hold on the port: off after a boot lost its port
         self._root: Path | None = None
@@ -308,7 +310,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
             )
             if self._link is not None:
                 self._link.started()
-            self._tree.leader = leader
+            self._tree.leader, self.meter = leader, UsageMeter(leader.pid, self._tree.tracked.keys)
             status = self._wait_ready(leader.pid, url + ready_path(spec.ready), t0, log_start)
             if status is not None:
                 text = log_text(self.log_path, log_start)
@@ -336,6 +338,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                 steps[f"prepare[{i}]"] = time.monotonic() - t_step
             if spec.load is not None:
                 steps.update(self._load(spec.load, url, data, log_start))
+            self.meter.replay_begins(boot_seconds)  # ready and prepared: the replay's CPU
             return RunningService(
                 url=url,
                 port=port,
@@ -514,6 +517,7 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
     def _stop(self) -> TeardownReport:
         with signals_deferred():
             tree, self._tree = self._tree, None
+            self.usage = None if self.meter is None else self.meter.stop()  # before any signal
             report = (tree or self._new_tree()).stop(self.spec.stop_timeout, self.spec.kill_wait)
             if self._lease is not None:  # the port is free again once the tree is gone
                 self._lease.close()

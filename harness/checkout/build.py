@@ -89,6 +89,11 @@ class BuildResult:
     key: str | None = None  # the build key, None when there was nothing to build
     restored: Delta | None = None  # what a cached build put back into the checkout
     note: str | None = None  # e.g. why a cached build could not be used and was rebuilt
+    # What the build costs, also when cached (as its marker recorded them when it ran): its
+    # wall time, and the bytes it wrote (the venv, and what it added to or changed in the
+    # checkout: the captured delta). None: nothing to build, or a marker from before them.
+    build_seconds: float | None = None
+    output_bytes: int | None = None
 
 
 def build_key(sha_key: str, service: ServiceConfig) -> str:
@@ -154,6 +159,7 @@ def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path
                 restored = restore(slot / DELTA, worktree) if service.build else None
                 with contextlib.suppress(OSError):  # last used: for `harness clean --older-than`
                     os.utime(slot / MARKER)
+                took, wrote = _recorded_cost(slot)
                 return BuildResult(
                     venv,
                     cached=True,
@@ -161,6 +167,8 @@ def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path
                     log_path=slot / "build.log",
                     key=key,
                     restored=restored,
+                    build_seconds=took,
+                    output_bytes=wrote,
                 )
             note = f"the cached build {key} was incomplete ({problem}), so it was built again"
         shutil.rmtree(slot, ignore_errors=True)  # whatever a crashed earlier attempt left
@@ -173,24 +181,27 @@ def build(worktree: Path, *, sha_key: str, service: ServiceConfig, log_dir: Path
             _run_build(
                 worktree, service, venv, python, log_path, deadline=started + service.build_timeout
             )
+            delta: Delta | None = None
             if service.build:
-                _capture(worktree, before, slot / DELTA, service, log_path)
+                delta = _capture(worktree, before, slot / DELTA, service, log_path)
         except BaseException:
             shutil.rmtree(slot, ignore_errors=True)
             raise
         seconds = time.monotonic() - started
         shutil.copyfile(log_path, slot / "build.log")
-        _write_marker(slot, key, sha_key, service, seconds, python)
+        wrote = (0 if delta is None else delta.bytes) + (0 if venv is None else tree_bytes(venv))
+        _write_marker(slot, key, sha_key, service, seconds, python, wrote)
         return BuildResult(
-            venv, cached=False, seconds=seconds, log_path=log_path, key=key, note=note
-        )
+            venv, cached=False, seconds=seconds, log_path=log_path, key=key, note=note,
+            build_seconds=seconds, output_bytes=wrote,
+        )  # fmt: skip
 
 
 def _capture(
     worktree: Path, before: dict[str, Any], store: Path, service: ServiceConfig, log_path: Path
-) -> None:
+) -> Delta:
     try:
-        capture(worktree, before, store, outputs=service.build_outputs)
+        return capture(worktree, before, store, outputs=service.build_outputs)
     except MissingOutputs as missing:
         raise BuildError(
             f"build failed: `{service.build}` succeeded but did not write "
@@ -333,8 +344,37 @@ def _is_built(slot: Path, key: str, venv: Path | None) -> bool:
     return venv is None or (venv / "bin" / "python").exists()
 
 
+def tree_bytes(top: Path) -> int:
+    """The bytes of every file under `top` (symlinks not followed, each counted once)."""
+    total = 0
+    for folder, _, files in os.walk(top):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def _recorded_cost(slot: Path) -> tuple[float | None, int | None]:
+    """(seconds, output bytes) of the build as its marker recorded them; None where absent."""
+    try:
+        marker = json.loads((slot / MARKER).read_text())
+    except (OSError, ValueError):
+        return None, None
+    took, wrote = marker.get("seconds"), marker.get("output_bytes")
+    return (
+        float(took) if isinstance(took, int | float) else None,
+        wrote if isinstance(wrote, int) else None,
+    )
+
+
 def _write_marker(
-    slot: Path, key: str, sha_key: str, service: ServiceConfig, seconds: float, python: Interpreter
+    slot: Path,
+    key: str,
+    sha_key: str,
+    service: ServiceConfig,
+    seconds: float,
+    python: Interpreter,
+    output_bytes: int | None = None,
 ) -> None:
     record = {
         "schema_version": MARKER_SCHEMA_VERSION,
@@ -347,6 +387,7 @@ def _write_marker(
         "build_outputs": None if service.build_outputs is None else list(service.build_outputs),
         "platform": platform.platform(),
         "seconds": round(seconds, 3),
+        "output_bytes": output_bytes,
     }
     partial = slot / f"{MARKER}.partial"
     partial.write_text(json.dumps(record, sort_keys=True, indent=2) + "\n")

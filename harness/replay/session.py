@@ -169,6 +169,7 @@ class RefSession:
         self._stack = contextlib.ExitStack()
         self.timings: dict[str, float] = {}
         self.build_cached: bool | None = None
+        self.build_cost: tuple[float | None, int | None] = (None, None)  # seconds, bytes
         self.tree: dict[str, tuple[int, int]] = {}  # the checkout as built (tree_fingerprint)
         self.ids = id_adapter(self.side.query, plan.config, side)
         # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
@@ -228,6 +229,7 @@ class RefSession:
                 self.worktree, sha_key=sha_key, service=service, log_dir=self.log_dir
             )
             self.timings["build"] = result.seconds
+            self.build_cost = (result.build_seconds, result.output_bytes)
             if result.note:
                 print(f"harness: warning: {self.ref}: {result.note}", file=sys.stderr)
             self.build_cached = result.cached if self.side.service.build else None
@@ -368,6 +370,9 @@ class RefSession:
                     said = exit_first(said, unhinted(failure.message))
                 failure = RunFailure("crashed", said)
         limit = svc_cm.limit_reached() if isinstance(svc_cm, ServiceContext) else None
+        usage = getattr(svc_cm, "usage", None)  # a boot's cost (harness.boot.usage)
+        if usage is not None:  # CPU per answer: the answers without an error
+            usage = replace(usage, queries=sum(1 for r in results if r.ok))
         if limit is not None and failure is None:  # some of its forks failed: not the service
             failure = RunFailure("run", limit)
         changed = (
@@ -397,6 +402,7 @@ class RefSession:
             machine=machine,
             positions=positions if len(positions) == len(results) else (),
             latency_only=self.quality_rounds is not None and index >= self.quality_rounds,
+            usage=usage,
         )
         self.repeats.append(rep)
         return rep
@@ -425,6 +431,8 @@ class RefSession:
             build_failure=self.build_failure,
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
+            build_seconds=self.build_cost[0],
+            build_bytes=self.build_cost[1],
             pair_id=self.pair_id,
             # Only when queries were sent in pairs (not alone, nor under --concurrency N > 1).
             order_seed=self.order_seed if any(rep.positions for rep in self.repeats) else None,

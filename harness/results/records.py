@@ -41,7 +41,16 @@ from harness.report.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
 from harness.results.sidecar import Sidecar, encode, sidecar_of
 from harness.score.definition import Definition, definition_from_dict, differing
-from harness.types import Answers, ErrorKind, Machine, QueryResult, RefRun, Repeat, RunFailure
+from harness.types import (
+    Answers,
+    ErrorKind,
+    Machine,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+    Usage,
+)
 
 RUN_SCHEMA = "harness-run"
 RUN_SCHEMA_VERSION = 2
@@ -105,6 +114,31 @@ def _machine_from_dict(data: Mapping[str, Any] | None) -> Machine | None:
         load_after=float(data["load_after"]),
         cpu_count=int(data["cpu_count"]),
         client_cpu_ns=int(data.get("client_cpu_ns", 0)),
+    )
+
+
+def _usage_to_dict(usage: Usage | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "ready_s": usage.ready_s,
+        "peak_rss_bytes": usage.peak_rss_bytes,
+        "cpu_s": usage.cpu_s,
+        "queries": usage.queries,
+        "samples": usage.samples,
+    }
+
+
+def _usage_from_dict(data: Mapping[str, Any] | None) -> Usage | None:
+    """A repeat's `usage`: absent in records written before it was measured."""
+    if data is None:
+        return None
+    return Usage(
+        ready_s=float(data["ready_s"]),
+        peak_rss_bytes=int(data["peak_rss_bytes"]),
+        cpu_s=float(data["cpu_s"]),
+        queries=int(data.get("queries", 0)),
+        samples=int(data.get("samples", 0)),
     )
 
 
@@ -186,6 +220,7 @@ def _repeat_header(rep: Repeat, answers: Answers) -> dict[str, Any]:
         "machine": _machine_to_dict(rep.machine),
         "positions": list(rep.positions),
         "latency_only": rep.latency_only,
+        "usage": _usage_to_dict(rep.usage),
         "answers": len(answers),
         "errors": answers.errors,
         "texts": answers.all_texts,
@@ -243,6 +278,8 @@ def encode_run(run: RefRun, *, redact: bool = False) -> tuple[dict[str, Any], by
         "definition": None if run.definition is None else run.definition.to_dict(),
         "order_seed": run.order_seed,
         "latency_budget": run.latency_budget,
+        "build_seconds": run.build_seconds,
+        "build_bytes": run.build_bytes,
         "answers": {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
         "repeats": [_repeat_header(rep, a) for rep, a in zip(run.repeats, answers, strict=True)],
     }
@@ -281,6 +318,7 @@ def run_from_dict(
                 machine=_machine_from_dict(rep.get("machine")),
                 positions=tuple(int(p) for p in rep.get("positions", ())),
                 latency_only=bool(rep.get("latency_only", False)),
+                usage=_usage_from_dict(rep.get("usage")),
             )
             for rep, got in zip(data["repeats"], results, strict=True)
         )
@@ -304,6 +342,8 @@ def run_from_dict(
             definition=definition_from_dict(data.get("definition")),
             order_seed=None if data.get("order_seed") is None else int(data["order_seed"]),
             latency_budget=data.get("latency_budget"),
+            build_seconds=_seconds(data.get("build_seconds")),
+            build_bytes=None if data.get("build_bytes") is None else int(data["build_bytes"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ResultsError(f"{source}: malformed run record ({exc!r})") from None
@@ -455,3 +495,7 @@ def find_reusable(
         ):
             return run
     return None
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -97,6 +97,7 @@ from harness.verdict.condensed import condensed_rows, twins
 from harness.verdict.headline import collapsed, quality_headline
 from harness.verdict.holes import judged_shares, pooled_gold, reach
 from harness.verdict.overlap import ranking_changes
+from harness.verdict.resources import resources
 from harness.verdict.summary import summarise_run
 
 __all__ = ["compare", "headline_rows", "rejudge", "summarise_run"]
@@ -446,6 +447,7 @@ def _compare(
         repeats=tuple(per_repeat) if ids else (),
         top_scores=tuple(t for t in scored_tops if t is not None),
         query_deltas=deltas,
+        resources=resources(baseline, candidate, invalid=bool(invalid)),
     )
 
 

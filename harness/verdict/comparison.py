@@ -43,6 +43,7 @@ from harness.verdict.load import Load
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
 from harness.verdict.quality_sequential import Sequential
+from harness.verdict.resources import Resources
 from harness.verdict.stats import BinaryTest
 from harness.verdict.twobytwo import TwoByTwoComparison
 
@@ -540,6 +541,7 @@ class Comparison:
     holes: Holes | None = None
     # How much the rankings changed, per scope (harness.verdict.overlap).
     changes: RankingChanges | None = None
+    resources: Resources | None = None  # build and boot costs, paired (verdict.resources)
     # Latency under load, open loop per rate (compare --rate, harness.verdict.load).
     load: Load | None = None
 
