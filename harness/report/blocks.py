@@ -16,6 +16,7 @@ from harness.report.diagnosis import error_lines, prepare_lines
 from harness.report.layout import Block
 from harness.report.load import load_blocks
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
+from harness.report.resources import resource_blocks, resource_verdicts
 from harness.report.twobytwo import movement_blocks
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
@@ -97,6 +98,7 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
     verdicts = (
         (f"quality: {c.verdict_quality.value}", c.quality_reason),
         (f"latency: {c.verdict_latency.value}", c.latency_reason),
+        *resource_verdicts(c),
     )
     out.append(Block("verdicts", rows=verdicts))
     if c.sequential is not None:
@@ -112,7 +114,8 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
             f"{failed} of {len(c.floors)} not met" if failed else "all met"
         )
         out += [Block("heading", (head,)), Block("lines", floor_lines(c.floors))]
-    for section in (_quality, _answers, _latency, load_blocks, _noise, _judged, _changed):
+    costs = resource_blocks  # what each ref costs (harness.report.resources)
+    for section in (_quality, _answers, _latency, load_blocks, costs, _noise, _judged, _changed):
         out += section(c, mark)
     out += _flip_blocks(c, mark, redact)
     if c.twobytwo is not None:
