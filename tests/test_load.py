@@ -76,6 +76,7 @@ QUERY = QueryConfig(path="/search", ids="results[].id", timeout=5.0)
 
 class _Stalling(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else headers and body meet delayed ACKs: 40 ms each
     stall_until = 0.0
 
     def log_message(self, format: str, *args: object) -> None:

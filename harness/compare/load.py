@@ -49,6 +49,7 @@ def measure_load(
     if plan.observer is not None:
         rates = ", ".join(f"{r:g}/s" for r in ask.rates)
         plan.observer.phase("load", f"open loop at {rates}")
+        plan.observer.planned(2 * ask.pairs * len(ask.rates))
     sessions = [
         RefSession(plan, side, safe_url(ref) if urls else ref, url=ref if urls else None,
                    option=f"--{side}")
