@@ -76,7 +76,7 @@ def main() -> int:
                       f"({time.monotonic() - started:.0f}s)", flush=True)
     print()
     for key in sorted(counts):
-        name, _, rest = key.partition(" ")
+        name, _, _rest = key.partition(" ")
         rate = key.rsplit(" ", 1)[1]
         n = runs[f"{name} {rate}"]
         lo, hi = wilson(counts[key], n)
