@@ -44,7 +44,7 @@ def _row(side: ResourceSide) -> tuple[str, ...]:
         _num(side.ready_s, ".2f"),
         size(side.peak_rss_bytes),
         _num(side.cpu_ms_per_query, ".2f"),
-        _num(side.build_seconds, ".1f"),
+        _num(side.build_seconds, ".2f"),
         size(side.build_bytes),
     )
 
