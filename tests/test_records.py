@@ -606,7 +606,7 @@ def test_a_boots_cost_and_the_builds_are_written_and_read_back(tmp_path: Path) -
         build_seconds=12.5,
         build_bytes=4096,
     )
-    header, data = encode_run(run)
+    header, _ = encode_run(run)
     assert header["build_seconds"] == 12.5 and header["build_bytes"] == 4096
     assert header["repeats"][0]["usage"] == {
         "ready_s": 1.5,

@@ -35,11 +35,11 @@ T_975_2 = 4.302652729911275  # Student's t, 0.975 quantile, 2 degrees of freedom
 
 def _costing(run: RefRun, rss_mb: list[float], ready: list[float], cpu_s: float = 0.5) -> RefRun:
     """`run` with each repeat's boot cost: its peak RSS (MiB) and time to ready (s)."""
-    reps = tuple(
-        replace(rep, usage=Usage(ready_s=t, peak_rss_bytes=round(m * MIB), cpu_s=cpu_s,
-                                 queries=100, samples=10))  # fmt: skip
-        for rep, m, t in zip(run.repeats, rss_mb, ready, strict=True)
-    )
+    costs = [
+        Usage(ready_s=t, peak_rss_bytes=round(m * MIB), cpu_s=cpu_s, queries=100, samples=10)
+        for m, t in zip(rss_mb, ready, strict=True)
+    ]
+    reps = tuple(replace(rep, usage=u) for rep, u in zip(run.repeats, costs, strict=True))
     return replace(run, repeats=reps, build_seconds=2.5, build_bytes=3 * MIB)
 
 

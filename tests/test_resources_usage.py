@@ -32,8 +32,8 @@ SERVICE_PY = textwrap.dedent(
     for i in range(0, len(held), 4096):
         held[i] = 1
     if args.child_mb:
-        code = f"b = bytearray({args.child_mb} << 20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\n"
-        code += "import time\\ntime.sleep(600)"
+        code = f"b = bytearray({args.child_mb} << 20)\\n"
+        code += "for i in range(0, len(b), 4096): b[i] = 1\\nimport time\\ntime.sleep(600)"
         subprocess.Popen([sys.executable, "-c", code])
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -72,6 +72,7 @@ def test_a_boot_records_its_tree_peak_memory_cpu_and_time_to_ready(
         for _ in range(6):  # 6 x 50 ms of CPU in the service
             assert client.get("/burn").status_code == 200
         ready = svc.boot_seconds
+    assert ctx.teardown is not None and ctx.teardown.confirmed  # the child too: nothing left
     usage = ctx.usage
     assert usage is not None and usage.samples >= 2
     assert usage.ready_s == ready
