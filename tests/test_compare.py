@@ -50,6 +50,7 @@ from harness.verdict import comparison as comparison_module
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Direction
 from harness.verdict.comparison import Machine as ComparisonMachine
+from harness.verdict.latency_rule import ALPHA
 from harness.verdict.power import detectable_exact, exact_power
 
 # --------------------------------------------------------------------------- purity
@@ -292,7 +293,7 @@ def test_a_candidate_1_5x_slower_is_a_latency_regression() -> None:
     assert c.verdict_quality is Verdict.NO_DIFFERENCE
     test = c.latency.test
     assert test is not None and 1.5 <= test.ratio <= 1.5 * 1.02
-    assert c.latency.words.startswith(f"{test.ratio:.2f}x slower (95% CI ")
+    assert c.latency.words.startswith(f"{test.ratio:.2f}x slower ({100 * (1 - ALPHA):g}% CI ")
     assert c.latency.n_paired == 86  # unanswerable queries are timed too
     base, cand = c.latency.baseline, c.latency.candidate
     assert base is not None and cand is not None

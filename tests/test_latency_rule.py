@@ -239,13 +239,13 @@ def test_t_boundaries_fall_look_by_look_and_equivalence_is_narrower() -> None:
 
 
 def test_a_single_look_is_the_fixed_size_t_test() -> None:
-    design = plan(5, 5)
+    design = plan(5, 5, 0.05)  # at 0.05, whatever the mean's share (latency_rule.ALPHA)
     assert design.z == pytest.approx((1.959964,), abs=1e-5)
     assert design.t[0] == pytest.approx(2.776445, abs=1e-5)  # t(4) at 0.975
 
 
 def test_boundaries_spend_the_error_they_say_seeded_monte_carlo() -> None:
-    design = plan(3, 10)
+    design = plan(3, 10, 0.05)
     rng = np.random.default_rng(7)
     sums = rng.standard_normal((200_000, 10)).cumsum(axis=1)
     alive = np.ones(sums.shape[0], dtype=bool)

@@ -261,7 +261,7 @@ def test_verdicts_in_words_come_first_then_the_hit_lines(
     lines = text.splitlines()
     assert lines[0] == f"harness: main ({BASE_SHA[:8]}) -> feat/x ({CAND_SHA[:8]})"
     assert lines[2] == "quality: regressed: hit@5, hit@10 regressed"
-    assert lines[3].startswith("latency: regressed: 1.51x slower (95% CI 1.4")
+    assert lines[3].startswith("latency: regressed: 1.51x slower (96.5% CI 1.4")
     # b = 12 howto + 2 rare + q05 (rank 7) = 15, c = q01, q02 = 2, on 79 queries (q33 errored).
     assert "hit@5: 0.975 -> 0.810 (-13 queries, b=15 c=2, McNemar exact p=0.0023): regressed" in (
         lines

@@ -20,6 +20,7 @@ from harness.report.resources import resource_blocks, resource_verdicts
 from harness.report.twobytwo import movement_blocks
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
+from harness.verdict.latency_tail import TailRow
 from harness.verdict.order_effect import order_words
 from harness.verdict.power import Power
 
@@ -121,6 +122,26 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
     if c.twobytwo is not None:
         out += movement_blocks(c.twobytwo)
     return out
+
+
+def _tail(rows: Sequence[TailRow]) -> list[Block]:
+    """The tail rows (harness.verdict.latency_tail) as a table: each percentile's per-round
+    geometric mean on each side, the ratio, its interval and the row's verdict."""
+    if not rows:
+        return []
+    cells = []
+    for r in rows:
+        if r.ratio is None or r.ci_low is None or r.ci_high is None:
+            cells.append((r.name, "", "", "", "", f"cannot tell: {r.answers} answers a side, "
+                          f"needs {r.needed}"))  # fmt: skip
+            continue
+        cells.append((
+            r.name, ms(r.baseline_ms or 0.0), ms(r.candidate_ms or 0.0), f"{r.ratio:.2f}",
+            f"{100 * r.confidence:g}% CI {r.ci_low:.2f}-{r.ci_high:.2f}", r.verdict.value,
+        ))  # fmt: skip
+    headers = ("tail, candidate/baseline", "baseline", "candidate", "ratio", "interval", "verdict")
+    return [Block("table", headers=headers, rows=tuple(cells),
+                  align=("left", "right", "right", "right", "left", "left"))]  # fmt: skip
 
 
 def _folded(summary: str, blocks: list[Block]) -> list[Block]:
@@ -295,7 +316,7 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
                 f"candidate/baseline, time-paired trimmed mean over {queries(lat.n_paired)}, "
                 f"{rounds} round{'s' * (rounds != 1)} (each {_round_does(c)} both)"
             )
-        lines.append(f"{paired}: {lat.words}: {lat.test.verdict.value}")
+        lines.append(f"{paired}: {lat.test.reason}: {lat.test.verdict.value}")
         if rounds:
             lines.append(f"per-round ratios: {', '.join(f'{r:.2f}' for r in lat.test.rounds)}")
         if lat.order_effect is not None:
@@ -331,6 +352,7 @@ def _latency(c: Comparison, mark: str) -> list[Block]:
             f"client CPU {m.client_cpu_ms:.3f} ms per query"
         )
     out.append(Block("lines", tuple(lines)))
+    out += _tail(lat.tail)
     out += layout.section(
         "Before the queries (prepare commands and loading; not part of latency), seconds",
         prepare_lines(c.prepare),

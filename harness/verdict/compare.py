@@ -378,9 +378,9 @@ def _compare(
     if latency.not_compared is not None:
         speed = Verdict.NOT_COMPARED
     else:
-        speed = latency.test.verdict if latency.test else Verdict.INVALID
+        speed = latency.verdict or (latency.test.verdict if latency.test else Verdict.INVALID)
     speed_reason = latency.words
-    if speed is Verdict.NO_DIFFERENCE:
+    if speed is Verdict.NO_DIFFERENCE and latency.verdict is None:  # else the words say it
         speed_reason += f", inside the tolerance band of ±{settings.latency_tolerance:.0%}"
     if invalid:
         quality = speed = Verdict.INVALID

@@ -39,6 +39,7 @@ from harness.types import FloorRow, RefRun, Verdict
 from harness.verdict.boots import BootComponent
 from harness.verdict.equivalence import Equivalence
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
+from harness.verdict.latency_tail import TailRow
 from harness.verdict.load import Load
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
@@ -329,6 +330,9 @@ class Latency:
     # when the runs recorded the order; and the seed that order was drawn from.
     order_effect: OrderEffect | None = None
     order_seed: int | None = None
+    # p50/p95/p99 by round (verdict.latency_tail); the worst called of them and `test`
+    tail: tuple[TailRow, ...] = ()
+    verdict: Verdict | None = None
 
 
 class Direction(enum.StrEnum):

@@ -32,6 +32,7 @@ from harness.verdict.comparison import (
 )
 from harness.verdict.latency import Throughput, latency_summary, throughput
 from harness.verdict.latency_rule import MIN_LOOK, decide, plan, round_estimate
+from harness.verdict.latency_tail import TailRow, headline, tail_rows
 from harness.verdict.order_effect import OrderEffect, order_effect
 from harness.verdict.scopes import Side
 
@@ -172,6 +173,7 @@ def latency(
     test, paired = None, 0
     effect: OrderEffect | None = None
     per_query: list[float] = []
+    tail: tuple[TailRow, ...] = ()
     if why is None and all(repeats):
         timed = _both_timed(ids, repeats[0], repeats[1])
         rounds = _latencies(timed)
@@ -186,12 +188,16 @@ def latency(
                 estimates, plan(first, budget), tolerance=settings.latency_tolerance
             )
             effect = order_effect(_orders(rounds))
+            ms = [(np.asarray(b, np.float64) / 1e6, np.asarray(c, np.float64) / 1e6)
+                  for b, c, _ in rounds]  # fmt: skip
+            tail = tail_rows(ms, first=first, budget=budget, tolerance=settings.latency_tolerance)
+    called = None
     if why is not None:
         words = why
     elif test is None:
         words = "no latency was measured on both sides"
     else:
-        words = test.reason
+        called, words = headline(test, tail, settings.latency_tolerance)
     return Latency(
         summaries[0],
         summaries[1],
@@ -208,6 +214,8 @@ def latency(
         ratio_percentiles=_percentiles(np.asarray(per_query if test else [], dtype=np.float64)),
         order_effect=effect,
         order_seed=base_run.order_seed if why is None else None,
+        tail=tail,
+        verdict=called,
     )
 
 
@@ -390,6 +398,8 @@ def tail_warning(latency: Latency) -> str | None:
     trim leaves out each round's slowest fifth, so a change in the tail alone is not in it."""
     base, cand, test = latency.baseline, latency.candidate, latency.test
     if base is None or cand is None or test is None or test.verdict is Verdict.REGRESSED:
+        return None
+    if any(row.verdict is Verdict.REGRESSED for row in latency.tail):  # the verdict says it
         return None
     if cand.p95 < TAIL_RATIO * base.p95 or cand.p95 - base.p95 < TAIL_MS:
         return None
