@@ -25,6 +25,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "types": (
         "types",
         "answers",
+        "costs",
         "errors",
         "limits",
         "encodings",
