@@ -177,3 +177,16 @@ def test_compare_a_tail_only_slowdown_regresses_latency_naming_p95() -> None:
     assert rows["p95"].verdict is Verdict.REGRESSED and rows["p50"].ratio == 1.0
     assert "cannot tell from 258 answers a side" in rows["p99"].words  # 3 rounds of 86
     assert not [w for w in c.warnings if w.startswith("the slowest answers got slower")]
+
+
+def test_paired_answers_take_their_covariance_out_of_the_round_variance() -> None:
+    from harness.verdict.latency_tail import _paired_var
+
+    values = np.arange(1.0, 101.0)
+    _, var = round_percentile(values, 95)
+    # The same answers on both sides: the indicators agree, rho = 1, the ratio has no variance.
+    assert _paired_var(values, values, 95, var, var) == pytest.approx(0.0, abs=1e-15)
+    # Reversed pairing: below_b & below_c holds for 90 of 100 pairs (p = 0.95:
+    # rho = (0.90 - 0.9025) / (0.95 * 0.05)), so the variance grows past the sum.
+    rho = (0.90 - 0.95**2) / (0.95 * 0.05)
+    assert _paired_var(values, values[::-1], 95, var, var) == pytest.approx(2 * var - 2 * rho * var)
