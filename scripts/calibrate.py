@@ -5,7 +5,7 @@ headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
                                 [--only aa|power|broken|boots|slices|mde|equivalence|holes
-                                        |sequential]
+                                        |sequential|tail]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -35,7 +35,8 @@ A/As are, in every mode, and identical deterministic rankings at 38 to 100 queri
 ruled out from 52 on).  `--only holes` (`scripts/calibrate_holes.py`): pooled gold sets
 built from the baseline's top 10, and the bound of "no measurable difference" by their holes.
 `--only sequential` prints the rows of `compare
---sequential`, the default, instead (`scripts/calibrate_sequential.py`).
+--sequential`, the default, instead (`scripts/calibrate_sequential.py`); `--only tail` the latency
+verdict's tail rows (`scripts/calibrate_tail.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
 resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         choices=(
             "aa", "power", "broken", "boots", "slices", "mde", "equivalence", "holes",
-            "sequential",
+            "sequential", "tail",
         ),
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
@@ -363,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         from calibrate_sequential import main as sequential
 
         return sequential(args.sims, args.seed, args.jobs)
+    if args.only == "tail":  # the latency verdict's tail rows (scripts/calibrate_tail.py)
+        from calibrate_tail import main as tail
+
+        return tail(["--sims", str(args.sims), "--seed", str(args.seed), "--jobs", str(args.jobs)])
     if args.only == "mde":
         return mde_rows(args.sims, args.seed, args.jobs)
     if args.only == "holes":
