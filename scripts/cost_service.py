@@ -9,8 +9,11 @@ The service (standard library only, `SERVICE` below, one file per commit) answer
 read at boot from `cost.json` beside it, so a branch that raises the count costs exactly that
 much more of the service's own CPU per query, whatever the machine's load (a time-based busy-wait
 would stretch with the load it is meant to meet); `sleep_ms` adds a sleep (the "+30 ms"
-branch, or a sleep-bound service like the end-to-end fixture's).  `/health` answers at once.
-Keep-alive HTTP/1.1, one thread per connection (`ThreadingHTTPServer`, as most Python services).
+branch, or a sleep-bound service like the end-to-end fixture's); `tail_ms` adds a sleep to the
+share `tail_share` of the gold set's queries whose text hashes lowest (sha256; at least one
+query), a change in the tail alone (the "+20ms tail" branch of `latency_calibration.py`).
+`/health` answers at once.  Keep-alive HTTP/1.1, one thread per connection
+(`ThreadingHTTPServer`, as most Python services).
 
 `iterations_per_ms()` measures this machine's loop speed in this process, the fastest of a few
 tries (the least disturbed by other work), so `cost_ms` is a CPU cost, not a wall time.
@@ -27,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SERVICE = '''"""A retrieval service with a controlled per-query cost (scripts/cost_service.py)."""
+import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -39,6 +44,11 @@ with open(os.path.join(HERE, "cost.json"), encoding="utf-8") as f:
     COST = json.load(f)
 ITERATIONS = int(COST.get("iterations", 0))
 SLEEP = float(COST.get("sleep_ms", 0)) / 1000
+TAIL = float(COST.get("tail_ms", 0)) / 1000
+with open(os.path.join(HERE, "gold", "gold.jsonl"), encoding="utf-8") as f:
+    TEXTS = [json.loads(line)["query"] for line in f.read().splitlines()[1:] if line.strip()]
+_KEYED = sorted(TEXTS, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+SLOW = set(_KEYED[: math.ceil(float(COST.get("tail_share", 0)) * len(_KEYED))]) if TAIL else set()
 
 
 def work(n):
@@ -71,6 +81,8 @@ class Handler(BaseHTTPRequestHandler):
         work(ITERATIONS)
         if SLEEP:
             time.sleep(SLEEP)
+        if text in SLOW:
+            time.sleep(TAIL)
         number = text.rsplit("q", 1)[-1]
         self._send({"results": [{"id": "d" + number, "score": 1.0}]})
 
@@ -110,6 +122,8 @@ class Cost:
     work: float = 1.0
     extra_ms: float = 0.0
     sleep_ms: float = 0.0
+    tail_ms: float = 0.0  # slept by the `tail_share` of queries whose text hashes lowest
+    tail_share: float = 0.0
 
 
 def iterations_per_ms(tries: int = 7, n: int = 200_000) -> float:
@@ -173,6 +187,8 @@ def make_repo(
     def write_cost(cost: Cost) -> None:
         iterations = round(per_ms * (cost_ms * cost.work + cost.extra_ms))
         body = {"iterations": iterations, "sleep_ms": sleep_ms + cost.sleep_ms}
+        if cost.tail_ms:
+            body |= {"tail_ms": cost.tail_ms, "tail_share": cost.tail_share}
         (folder / "cost.json").write_text(json.dumps(body, sort_keys=True) + "\n")
 
     write_cost(Cost())

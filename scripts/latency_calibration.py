@@ -5,7 +5,8 @@ whether its advice decides.
 
     python scripts/latency_calibration.py --simulate [--sims 2000]       # minutes, no services
     python scripts/latency_calibration.py [--runs 10] [--effect-runs 10]  # live, slow
-        [--modes plain,sandbox] [--loads quiet,bursty] [--scenarios A/A,+10%,+25%,+30ms]
+        [--modes plain,sandbox] [--loads quiet,bursty]
+        [--scenarios A/A,+10%,+25%,+30ms,+20ms tail]
         [--advice-runs 6] [--timing-runs 6] [--service cost|demo] [--quick]
 
 Both print the same rows, each a count, its rate and Wilson 95% interval, and its target:
@@ -13,6 +14,7 @@ Both print the same rows, each a count, its rate and Wilson 95% interval, and it
     A/A false calls            slower or faster of main against main (target <= 5%)
     A/A no measurable diff.    within the default budget (target >= 80%)
     +10% / +25% / +30 ms       called slower (targets >= 50%, >= 90%, 100%)
+    +20ms tail                 called slower (target >= 80%), and by the mean alone (contrast)
     stops by rounds            the A/As' rounds at the stop (share per round count)
     advice followed decides    an inconclusive A/A compared again with the budget its verdict
                                advised ("--latency-budget N") decides (target >= 70%)
@@ -29,7 +31,11 @@ compare.latency_budget at their defaults), its JSON verdict read back.  The serv
 queries), so its branches cost what they say end to end: "+10%" and "+25%" add that share of
 main's whole per-query latency (its CPU work plus the client, the loopback and the parsing,
 measured before the runs on fresh processes, the fastest of 400 queries each) as CPU work;
-"+30ms" sleeps 30 ms per query.  Each compare's measured ratio is printed and summarised.
+"+30ms" sleeps 30 ms per query; "+20ms tail" sleeps 20 ms on the 10% of queries whose text
+hashes lowest (4 of 40) and nothing else: a change the trimmed mean leaves out, called by the
+tail rows (harness.verdict.latency_tail; p95 tells from 200 answers a side, 5 rounds here, p99
+never at 40 queries), whose row also counts the compares the mean alone called.  Each
+compare's measured ratio is printed and summarised.
 `--service demo` runs the bundled demo instead (its handler busy-waits a share of its own
 time: the client sees less).
 Modes: plain (HARNESS_SANDBOX=off) and sandbox (bubblewrap, when it works).  Loads: quiet
@@ -91,6 +97,7 @@ class Scenario:
     loads: list[float] = field(default_factory=list)
     stops: Counter[int] = field(default_factory=Counter)
     seconds: list[float] = field(default_factory=list)
+    mean_alone: Counter[str] = field(default_factory=Counter)  # the trimmed mean's own verdict
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -195,11 +202,13 @@ def cost_repo(folder: Path) -> tuple[Path, dict[str, str], float]:
         "cost-10": cost_service.Cost(extra_ms=0.10 * whole),
         "cost-25": cost_service.Cost(extra_ms=0.25 * whole),
         "sleep-30": cost_service.Cost(sleep_ms=30.0),
+        "tail-20": cost_service.Cost(tail_ms=20.0, tail_share=0.10),
     }
     repo = cost_service.make_repo(
         folder / "cost", queries=QUERIES, cost_ms=COST_MS, branches=branches
     )
-    names = {"A/A": "main", "+10%": "cost-10", "+25%": "cost-25", "+30ms": "sleep-30"}
+    names = {"A/A": "main", "+10%": "cost-10", "+25%": "cost-25", "+30ms": "sleep-30",
+             "+20ms tail": "tail-20"}  # fmt: skip
     return repo, names, share
 
 
@@ -277,6 +286,8 @@ def run(
         verdict, ratio, rounds, _ = _verdict(doc)
         scenario.seconds.append(seconds)
         scenario.outcomes[verdict] += 1
+        test = doc["latency"]["test"]
+        scenario.mean_alone[test["verdict"] if test else "none"] += 1
         if ratio is not None and rounds is not None:
             scenario.ratios.append(ratio)
             scenario.stops[rounds] += 1
@@ -309,6 +320,8 @@ TARGETS = {  # row -> (at least?, bound)
     "+10% called slower": (True, 0.50),
     "+25% called slower": (True, 0.90),
     "+30 ms called slower": (True, 1.00),
+    "+20ms tail called slower": (True, 0.80),  # by the tail rows: p95 about 6x
+    "  the mean alone called it": (False, 1.0),  # shown for contrast
     "advice followed decides": (True, 0.70),
 }
 
@@ -516,7 +529,7 @@ def live(args: argparse.Namespace) -> int:
             met &= row("A/A false calls", aa.outcomes["regressed"] + aa.outcomes["improved"], n)
             met &= row("A/A no measurable difference", aa.outcomes["no measurable difference"], n)
             print(f"  {'':<30} {ratio_span(aa.ratios)}")
-        for name in ("+10%", "+25%", "+30ms"):
+        for name in ("+10%", "+25%", "+30ms", "+20ms tail"):
             effect = by.get(name)
             if effect is not None:
                 label = "+30 ms" if name == "+30ms" else name
@@ -526,6 +539,9 @@ def live(args: argparse.Namespace) -> int:
                     sum(effect.outcomes.values()),
                 )
                 print(f"  {'':<30} {ratio_span(effect.ratios)}")
+                if name == "+20ms tail":
+                    row("  the mean alone called it", effect.mean_alone["regressed"],
+                        sum(effect.mean_alone.values()), targeted=False)  # fmt: skip
         if aa is not None:
             stops_row(dict(aa.stops))
     print(f"{modes[0]}, bursty, A/A at --repeats 3 --latency-budget 3 then the advised budget:")
