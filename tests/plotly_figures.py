@@ -275,7 +275,7 @@ def latency(c: Comparison) -> go.Figure | None:
             fig.add_vline(x=1, line_dash="dot", line_color="#333", row=1, col=col + 1)
             fig.update_xaxes(type="log", title_text="candidate/baseline", row=1, col=col + 1)
             fig.update_yaxes(range=[0, 1.02], row=1, col=col + 1)
-    return _layout(fig, f"Latency: {lat.words}", 420)
+    return _layout(fig, f"Latency: {lat.words.split('; ')[0]}", 420)
 
 
 # --------------------------------------------------------------------------- top scores

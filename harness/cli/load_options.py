@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
 
-from harness.replay.schedule import ARRIVALS, DEFAULT_DURATION, parse_duration, parse_rates
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for `compare --help`
 if TYPE_CHECKING:
     from harness.compare.load import LoadAsk
+    from harness.replay.schedule import RateDuration
     from harness.verdict.load import Slo
 
-T = TypeVar("T")
-
-
-def _checked(option: str, parse: Callable[[str], T]) -> Callable[[str], T]:
-    def check(text: str) -> T:
+def _checked(option: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    def check(text: str) -> object:
         try:
             return parse(text)
         except ValueError as exc:
@@ -29,6 +25,19 @@ def _checked(option: str, parse: Callable[[str], T]) -> Callable[[str], T]:
 
     check.__name__ = option  # argparse names the type in "invalid ... value"
     return check
+
+
+# The stages' parsers are imported when an option is given, never for `harness --help`.
+def _rates(text: str) -> tuple[float, ...]:
+    from harness.replay.schedule import parse_rates
+
+    return parse_rates(text)
+
+
+def _duration(text: str) -> RateDuration:
+    from harness.replay.schedule import parse_duration
+
+    return parse_duration(text)
 
 
 def _slo(text: str) -> Slo:
@@ -50,15 +59,14 @@ def _rounds(text: str) -> int:
 def add_load_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rate",
-        type=_checked("--rate", parse_rates),
+        type=_checked("--rate", _rates),
         metavar="R[,R2,...]",
         help="after the timed rounds, send each side the gold queries open loop at R requests/s "
         "(latency from each request's intended send time; see docs/load.md)",
     )
     p.add_argument(
         "--rate-duration",
-        type=_checked("--rate-duration", parse_duration),
-        default=DEFAULT_DURATION,
+        type=_checked("--rate-duration", _duration),
         metavar="TIME|N",
         help="each load round's length: a time (10s, the default) or a count of requests (300)",
     )
@@ -71,7 +79,7 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--arrivals",
-        choices=ARRIVALS,
+        choices=("poisson", "constant"),  # harness.replay.schedule.ARRIVALS
         default="poisson",
         help="the gaps between requests: poisson (exponential, seeded by --seed; the default) "
         "or constant",
@@ -89,6 +97,7 @@ def load_ask(args: argparse.Namespace) -> LoadAsk | None:
     """What --rate asks, or None; --slo without --rate is a usage error (exit 2)."""
     from harness.compare.load import LoadAsk
     from harness.errors import HarnessError
+    from harness.replay.schedule import ARRIVALS, DEFAULT_DURATION
 
     if args.rate is None:
         if args.slo is not None:
@@ -96,4 +105,6 @@ def load_ask(args: argparse.Namespace) -> LoadAsk | None:
                                "(e.g. --rate 10,80 --slo p99<50ms)")
         return None
     slo: Slo | None = args.slo
-    return LoadAsk(args.rate, args.rate_duration, args.rate_rounds, args.arrivals, slo)
+    assert args.arrivals in ARRIVALS
+    duration = DEFAULT_DURATION if args.rate_duration is None else args.rate_duration
+    return LoadAsk(args.rate, duration, args.rate_rounds, args.arrivals, slo)

@@ -250,7 +250,10 @@ def latency(c: Comparison) -> Figure | None:
             fig.vline(1, col + 1, 1, {"color": "#333", "dash": "dot"})
             fig.xaxis(1, col + 1).update(title={"text": "candidate/baseline"}, type="log")
             fig.yaxis(1, col + 1).update(range=[0, 1.02])
-    return fig.figure(f"Latency: {lat.words}", 420)
+    # One line over the plot: the verdict's first clause (the latency section says the rest:
+    # the rounds, the band, the tail).
+    words = lat.words.split("; ")[0]
+    return fig.figure(f"Latency: {words}", 420)
 
 
 # --------------------------------------------------------------------------- top scores
