@@ -3,6 +3,7 @@ time, its lag check, the SLO parser and the per-rate verdict."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -135,6 +136,19 @@ def test_a_closed_server_is_counted_as_errors_not_latency() -> None:
     shots = fire("http://127.0.0.1:9", [b"GET / HTTP/1.1\r\n\r\n"], schedule, QUERY,
                  warm=0)
     assert [s.outcome for s in shots] == ["error"] * 5
+
+
+def test_the_client_runs_from_inside_a_running_event_loop() -> None:
+    # A host with a loop of its own running in this thread (a notebook; Playwright's sync API,
+    # which the browser tests hold open in the same process): the client takes a thread.
+    schedule = arrival_schedule(50.0, 3, seed=0, arrivals="constant")
+
+    async def inside() -> list[str]:
+        shots = fire("http://127.0.0.1:9", [b"GET / HTTP/1.1\r\n\r\n"], schedule, QUERY,
+                     warm=0)  # fmt: skip
+        return [s.outcome for s in shots]
+
+    assert asyncio.run(inside()) == ["error"] * 3
 
 
 # ------------------------------------------------------------------ the verdict

@@ -22,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from harness.boot.probe import OpenSocket
@@ -224,11 +226,39 @@ def fire(
     if not payloads:
         raise ValueError("no requests to send")
     address = (url.hostname or "127.0.0.1", url.port or 80)
+    if _running_loop() is None:
+        return _run(_fire(address, payloads, schedule, query, open_socket, warm))
+    # A caller inside a running loop (a notebook, a host driving a browser with asyncio): the
+    # client gets a thread of its own, whose loop nothing else runs on.
+    done: list[list[Shot]] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(_run(_fire(address, payloads, schedule, query, open_socket, warm)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="harness-open-loop", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _run(work: Coroutine[Any, Any, list[Shot]]) -> list[Shot]:
+    """`work` to completion on a new event loop of this thread, closed after it."""
     loop = asyncio.new_event_loop()
     try:
-        return loop.run_until_complete(
-            _fire(address, payloads, schedule, query, open_socket, warm)
-        )
+        return loop.run_until_complete(work)
     finally:
         with contextlib.suppress(Exception):
             loop.run_until_complete(loop.shutdown_default_executor())
