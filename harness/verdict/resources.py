@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.types import RefRun, Repeat, Usage, Verdict
-from harness.verdict.distributions import t_quantile
+from harness.verdict.latency import latency_test
 
 MEMORY_TOLERANCE = 0.10
 """A peak-RSS ratio within 1 ± 10% is no difference: allocators and page sharing move it."""
@@ -112,13 +112,11 @@ def ratio_test(
 ) -> RatioTest:
     """The latency rule (`latency.latency_test`, see the module docstring) on per-round
     candidate/baseline ratios; `up` and `down` name the directions in the reason."""
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance must be in [0, 1), not {tolerance}")
     if not ratios or not all(math.isfinite(r) and r > 0 for r in ratios):
         raise ValueError("ratios must be a non-empty list of finite values > 0")
-    logs = [math.log(r) for r in ratios]
-    n, mean = len(logs), statistics.fmean(logs)
-    ratio, edge = math.exp(mean), math.log1p(tolerance)
+    # The decision and its interval are the latency rule's; only the words are this module's.
+    test = latency_test(ratios, tolerance=tolerance, confidence=confidence)
+    n, ratio, lo, hi = len(ratios), test.ratio, test.ci_low, test.ci_high
     words = ratio_words(ratio, up, down)
     if n < MIN_BOOTS:
         reason = (
@@ -126,19 +124,16 @@ def ratio_test(
             f"boots; run with --repeats {MIN_BOOTS + 1} or more"
         )
         return RatioTest(ratio, ratio, ratio, Verdict.INCONCLUSIVE, reason)
-    half = t_quantile(0.5 + confidence / 2, n - 1) * statistics.stdev(logs) / math.sqrt(n)
-    lo, hi = math.exp(mean - half), math.exp(mean + half)
     if words.endswith(down):  # the interval in the estimate's own direction and unit
         band = f"{words} ({100 * confidence:g}% CI {1 / hi:.2f}-{1 / lo:.2f}, {n} boots)"
     else:
         band = f"{words} ({100 * confidence:g}% CI {lo:.2f}-{hi:.2f}, {n} boots)"
-    if mean > edge and mean - half > 0:
-        return RatioTest(ratio, lo, hi, Verdict.REGRESSED, band)
-    if mean < -edge and mean + half < 0:
-        return RatioTest(ratio, lo, hi, Verdict.IMPROVED, band)
-    if -edge <= mean - half and mean + half <= edge:
-        return RatioTest(ratio, lo, hi, Verdict.NO_DIFFERENCE, f"{band}, inside ±{tolerance:.0%}")
-    what = "reaches 1.00, so the change is not certain" if abs(mean) > edge else (
+    if test.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return RatioTest(ratio, lo, hi, test.verdict, band)
+    if test.verdict is Verdict.NO_DIFFERENCE:
+        return RatioTest(ratio, lo, hi, test.verdict, f"{band}, inside ±{tolerance:.0%}")
+    outside = abs(math.log(ratio)) > math.log1p(tolerance)
+    what = "reaches 1.00, so the change is not certain" if outside else (
         f"reaches past the ±{tolerance:.0%} band"
     )
     return RatioTest(ratio, lo, hi, Verdict.INCONCLUSIVE, f"{band}: the interval {what}")
