@@ -4,7 +4,6 @@ time, its lag check, the SLO parser and the per-rate verdict."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import itertools
 import threading
 import time
