@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.cli.load_options import add_load_options, load_ask
 from harness.cli.options import (
+    add_non_inferior,
     add_ray,
     add_run_options,
     add_seed,
@@ -92,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "compare.min_effect, 0.05)",
     )
     add_strict(p)
+    add_non_inferior(p)
     p.add_argument(
         "--latency-tolerance",
         type=float,
@@ -150,7 +152,7 @@ def check_sides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
 def run(args: argparse.Namespace) -> int:
     if args.demo:
         return _demo(args)
-    from harness.cli.exits import exit_status, not_saved_status, unsaved_status
+    from harness.cli.exits import comparison_status, not_saved_status, unsaved_status
     from harness.cli.output import (
         html_notes,
         invalid_document,
@@ -225,9 +227,7 @@ def run(args: argparse.Namespace) -> int:
     for side in runs:  # the report names a failed build or boot; its log's last lines say why
         if side.failures:
             print(render_failures(side), end="", file=sys.stderr)
-    status = exit_status(
-        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
-    )
+    status = comparison_status(comparison, strict=args.strict)
     if saved is None:
         assert unsaved is not None  # the one way not to have saved
         print(f"harness: error: {unsaved.message}", file=sys.stderr)

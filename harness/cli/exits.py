@@ -12,7 +12,14 @@
                         queries, a failed boot, mismatched inputs, answers from another id space;
                         a gate that is not comparable, never a pass
     4  EXIT_INCONCLUSIVE  with --strict only: the gold set could not have seen a change of the
-                        minimum effect (too few queries, too unstable); 0 without --strict
+                        minimum effect (too few queries, too unstable); 0 without --strict;
+                        with --non-inferior (or [gate] non_inferior): a margin not shown
+                        (fails closed: "could not show not worse" is never a pass)
+    with margins        compare: 3 invalid; 1 latency regressed, a floor missed, a metric shown
+                        worse than its margin, or a headline metric without a margin regressed;
+                        4 a margin not shown; else 0 (a change the difference test calls inside
+                        the margins passes: `margins_status`). gate: 1 a row worse than its
+                        margin or fallen; 4 a row not shown within its margin
     compare, results not saved (a full disk): the verdict's status when it is 1, 3 or 4 (a
                         regression is never hidden by the failed write), else 2: never 0, since
                         nothing of the run is on disk (`unsaved_status`)
@@ -30,6 +37,7 @@ from collections.abc import Sequence
 TYPE_CHECKING = False  # typing's, without importing typing: `harness --help` loads no types
 if TYPE_CHECKING:
     from harness.types import Verdict
+    from harness.verdict.comparison import Comparison
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 
@@ -40,6 +48,7 @@ _GATE = {
     "fail": EXIT_REGRESSED,
     "not comparable": EXIT_INVALID,
     "invalid": EXIT_INVALID,
+    "not shown": EXIT_INCONCLUSIVE,  # --non-inferior: a margin not shown, never a pass
 }
 
 
@@ -57,6 +66,38 @@ def exit_status(
     if Verdict.REGRESSED in verdicts or floors_failed:
         return EXIT_REGRESSED
     if strict and verdicts and verdicts[0] is Verdict.INCONCLUSIVE:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def comparison_status(comparison: Comparison, *, strict: bool = False) -> int:
+    """harness compare and harness report on a Comparison: `margins_status` when it was asked
+    for non-inferiority (settings.non_inferior), else `exit_status` on its verdicts."""
+    if comparison.settings.non_inferior:
+        return margins_status(comparison)
+    return exit_status(
+        comparison.verdicts, strict=strict, floors_failed=comparison.floors_failed
+    )
+
+
+def margins_status(comparison: Comparison) -> int:
+    """With margins (compare --non-inferior): invalid 3; latency regressed, a floor missed, a
+    metric shown worse than its margin or a headline metric without one regressed 1; a margin
+    not shown 4 (also when no claim could be made at all); else 0.  The difference test's
+    quality verdict gives way to the margins on the metrics they cover: a change it calls
+    inside them passes, what the margin is for."""
+    from harness.types import Verdict
+    from harness.verdict.noninferiority import Claim
+
+    quality, latency = comparison.verdicts
+    if Verdict.INVALID in (quality, latency):
+        return EXIT_INVALID
+    margins = comparison.noninferiority
+    if latency is Verdict.REGRESSED or comparison.floors_failed:
+        return EXIT_REGRESSED
+    if margins is not None and margins.fails:
+        return EXIT_REGRESSED
+    if margins is None or margins.claim is not Claim.NOT_WORSE:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
 
@@ -137,12 +178,15 @@ HELP = {
     "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor"
     "\n  2 usage, configuration or gold-set error"
     "\n  3 invalid: a build, boot or query failed, or the inputs do not match"
-    "\n  4 with --strict: quality inconclusive",
+    "\n  4 with --strict: quality inconclusive; with --non-inferior: a margin not shown"
+    "\n  (with --non-inferior: 1 also when a metric is shown worse than its margin, and a"
+    "\n  change inside the margins passes)",
     "run": "0 every query answered\n  2 usage, configuration or gold-set error"
     "\n  3 a query failed or the service would not build or boot",
     "gate": "0 pass (or --update-baseline wrote it)"
     "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met"
-    "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid",
+    "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid"
+    "\n  4 with --non-inferior: a row not shown within its margin (never a pass)",
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",
 }
 HELP["report"] = HELP["compare"]

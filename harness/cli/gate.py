@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_format, add_run_options, add_side
+from harness.cli.options import add_format, add_non_inferior, add_run_options, add_side
 
 EXAMPLES = {
     "gate": "harness gate --ref main --baseline-file ci/baseline.json --update-baseline"
@@ -37,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also fail a row that drops by more than X (e.g. 0.02), whatever the test says; "
         "by default only a drop compare's paired test calls a regression fails",
     )
+    add_non_inferior(p, "gated metric (overall rows)")
     add_side(p)
     add_run_options(p)
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.gate.baseline_file import read_baseline, read_baseline_or_none, write_baseline
     from harness.gate.floors import check_floors, config_floors
     from harness.gate.measure import measure
+    from harness.gate.paired import gate_margins
     from harness.gate.render import render_gate
     from harness.gate.rule import Outcome, Statistics, conclude, gated_metrics, with_floors
 
@@ -64,6 +66,17 @@ def run(args: argparse.Namespace) -> int:
         plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
     compare = plan.config.compare
+    chosen_margins = args.non_inferior
+    if chosen_margins is None and not args.update_baseline:
+        chosen_margins = plan.config.gate.non_inferior
+    gated = chosen or (recorded.metrics if recorded is not None else ())
+    margins, ignored = gate_margins(chosen_margins, gated)
+    for name in ignored:
+        print(
+            f"harness: note: non_inferior names {name}, which is not gated here: add it to "
+            "--metrics (and the baseline file) to hold it to its margin",
+            file=sys.stderr,
+        )
     result = conclude(
         recorded,
         measured,
@@ -72,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
         metrics=chosen,
         # compare's test, alpha and seed: a change compare cannot tell from noise passes
         statistics=Statistics(
-            compare.alpha, compare.seed, {q.id: q.slice for q in plan.gold.queries}, args.max_drop
+            compare.alpha,
+            compare.seed,
+            {q.id: q.slice for q in plan.gold.queries},
+            args.max_drop,
+            margins,
         ),
     )
     max_errors = plan.config.compare.max_errors

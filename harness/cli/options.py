@@ -83,6 +83,26 @@ def add_strict(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _margins(text: str) -> object:
+    from harness.config.margins import parse_margins
+
+    try:
+        return parse_margins(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_non_inferior(p: argparse.ArgumentParser, what: str = "headline metric") -> None:
+    p.add_argument(
+        "--non-inferior",
+        type=_margins,
+        metavar="MARGIN",
+        help=f"a non-inferiority gate: pass only when every {what} is shown not worse than the "
+        "baseline by more than MARGIN (0.02; or METRIC=MARGIN,... per metric), by its one-sided "
+        "interval; shown worse exits 1, not shown exits 4 (default: [gate] non_inferior, off)",
+    )
+
+
 def add_ray(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ray",

@@ -84,6 +84,12 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         query_differences=config.differences(),
         context=context_metrics(config, gold, sides, gates),
     )
+    if hasattr(args, "non_inferior"):  # compare and gate: --non-inferior, else [gate]'s
+        from harness.compare.settings import with_margins
+
+        chosen = args.non_inferior if args.non_inferior is not None else config.gate.non_inferior
+        settings = with_margins(settings, chosen)
+        check_cutoffs(config, settings.gate_on, from_cli=bool(getattr(args, "k", None)))
     return plan, settings
 
 

@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.exits import exit_status
+    from harness.cli.exits import comparison_status
     from harness.cli.output import page_to_terminal, require_html
     from harness.errors import HarnessError
     from harness.report.page import render
@@ -80,9 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(render(comparison, args.format, redact=args.redact), end="")
     else:
         _write_page(args.output, comparison, args.format, redact=args.redact)
-    return exit_status(
-        comparison.verdicts, strict=args.strict, floors_failed=comparison.floors_failed
-    )
+    return comparison_status(comparison, strict=args.strict)
 
 
 def _write_page(path: Path, comparison: Comparison, fmt: str, *, redact: bool) -> None:

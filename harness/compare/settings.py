@@ -4,14 +4,16 @@ the checks on them before anything is built.
     check_cutoffs(config, gate_on, from_cli=False)     # ConfigError: a cutoff above query.limit
     context = context_metrics(config, gold, sides, gate_on)  # are the context metrics measured
     settings = ref_differences(config, settings, "main", "feat/x")  # [ref."PATTERN"] as run
+    settings = with_margins(settings, 0.02)       # compare --non-inferior, [gate] non_inferior
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from harness.config import HarnessConfig, effective_side
+from harness.config.margins import Margins
 from harness.errors import ConfigError
 from harness.score.metrics import parse_metric
 from harness.types import GoldSet
@@ -72,3 +74,20 @@ def ref_differences(
         for name, ref in (("baseline", baseline), ("candidate", candidate))
     ]
     return replace(settings, query_differences=tuple(config.differences(*sides)))
+
+
+def with_margins(settings: CompareSettings, margins: Margins | None) -> CompareSettings:
+    """`settings` with its non-inferiority margins (`harness.config.margins`): one number is
+    every headline metric's margin; a table gives its metrics theirs, and a metric it names that
+    is not in the headline joins it, as a --gate-on metric does (its row then decides too)."""
+    if margins is None:
+        return settings
+    if not isinstance(margins, Mapping):
+        every = tuple((m, float(margins)) for m in settings.decisive())
+        return replace(settings, non_inferior=every)
+    named = {parse_metric(name): float(margin) for name, margin in margins.items()}
+    headline = {parse_metric(m) for m in settings.decisive()}
+    joining = tuple(str(spec) for spec in named if spec not in headline)
+    settings = replace(settings, gate_on=(*settings.gate_on, *joining))
+    chosen = {m: named[spec] for m in settings.decisive() if (spec := parse_metric(m)) in named}
+    return replace(settings, non_inferior=tuple(chosen.items()))

@@ -394,7 +394,7 @@ def _validate(
     if hook and ":" in hook:
         _check_hook(reader, base, hook)
     floors = dict(read["gate"].values.get("floors", {}))
-    gate = GateConfig(floors, floors.pop("slice", {}))
+    gate = GateConfig(floors, floors.pop("slice", {}), read["gate"].values.get("non_inferior"))
     return gold, corpus_path, sides, CompareConfig(**read["compare"].values), refs, gate
 
 

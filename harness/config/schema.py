@@ -380,7 +380,17 @@ def _floors(value: dict[str, Any]) -> list[tuple[str, str]]:
     return floor_problems(value)
 
 
-_GATE: dict[str, Key] = {"floors": Key("floors", _floors)}  # [gate.floors]: harness.config.floors
+def _margins(value: object) -> list[tuple[str, str]]:
+    from harness.config.margins import margin_problems
+
+    return margin_problems(value)
+
+
+# [gate.floors]: harness.config.floors; non_inferior: harness.config.margins
+_GATE: dict[str, Key] = {
+    "floors": Key("floors", _floors),
+    "non_inferior": Key("margins", _margins),
+}
 
 
 def _judge_command(value: str) -> list[tuple[str, str]]:
@@ -419,6 +429,7 @@ _KIND_NAMES = {
     "table": "a table of strings",
     "json": "a table (the JSON body template)",
     "floors": 'a table of metric = value, e.g. "mrr@10" = 0.78',
+    "margins": 'a margin (0.02) or a table of metric = margin, e.g. {"ndcg@10" = 0.02}',
     "load": "a table [service.load]",
 }
 
@@ -496,6 +507,11 @@ def convert(kind: str, value: Any) -> tuple[Any, str | None]:
         if bad:
             return None, f"expected {_KIND_NAMES[kind]}; item {bad[0][0]} is {describe(bad[0][1])}"
         return tuple(value), None
+    if kind == "margins":  # a number or a table, checked by its Key's check
+        if isinstance(value, dict):
+            return value, None
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return (float(value), None) if number else (None, wrong)
     if not isinstance(value, dict):
         return None, wrong
     if kind == "floors":  # checked entry by entry by its Key's check

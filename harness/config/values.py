@@ -181,10 +181,13 @@ class CompareConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
-    """[gate.floors]: absolute floors, off unless set (harness.gate.floors states the rules)."""
+    """[gate.floors]: absolute floors, off unless set (harness.gate.floors states the rules);
+    [gate] non_inferior: margins, one for every headline metric or per metric
+    (harness.config.margins; compare and gate --non-inferior override them)."""
 
     floors: Mapping[str, float] = field(default_factory=dict)  # metric -> limit, overall
     slice_floors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    non_inferior: float | Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)

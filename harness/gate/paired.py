@@ -16,21 +16,30 @@ each slice of the baseline) and gated metric, on the queries analysed on both si
   likewise; otherwise "ok": no measurable difference, which never fails on its own;
 - whatever the test says, a row fails when it "fell to zero" from above zero (compare's slice
   collapse), when its slice "vanished", or, with an explicit `max_drop` (--max-drop), when it
-  dropped by more than that ("dropped").
+  dropped by more than that ("dropped");
+- with margins (--non-inferior, `harness.verdict.noninferiority`) an overall row of a metric
+  with a margin is decided by the one-sided interval of its paired delta instead of the test
+  of a difference: "not worse" (passes) when the 1 - 2 alpha interval's lower bound lies above
+  -margin, "worse than margin" (fails) when its upper bound lies below it, else "not shown
+  within margin" (fails: never a pass).  The interval is compare's: Tango's score interval for
+  0/1 values, the t interval of the mean delta otherwise; no Holm (an intersection-union test).
+  The slices keep the rules above, as compare's margins are on its headline alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
 from harness.gate.measure import Baseline, rounded
-from harness.gate.rows import GateRow
+from harness.gate.rows import NOT_SHOWN, GateRow
 from harness.score.metrics import Kind, parse_metric
 from harness.types import OVERALL, Verdict
 from harness.verdict import stats
+from harness.verdict.noninferiority import Claim, interval_of, judge
 
 
 def _pairs(
@@ -81,6 +90,7 @@ def tested_rows(
     alpha: float,
     seed: int,
     max_drop: float | None = None,
+    margins: Mapping[str, float] | None = None,
 ) -> list[GateRow]:
     """Every row of the baseline's scopes, decided by compare's tests (see the module)."""
     repeats = (max(before.repeats, 1), max(after.repeats, 1))
@@ -122,6 +132,10 @@ def tested_rows(
                 status = "fell to zero"
             elif max_drop is not None and rounded(b - a) > max_drop:
                 status = "dropped"
+            elif scope == OVERALL and margins and m in margins:
+                out.append(_margin_row(b, a, margins[m], _pairs(before, after, m, scope, slice_of),
+                                       alpha, GateRow(scope, m, b, a, max_drop, "")))  # fmt: skip
+                continue
             elif called and verdict is Verdict.REGRESSED:
                 status = "regressed"
             elif called and verdict is Verdict.IMPROVED:
@@ -130,3 +144,43 @@ def tested_rows(
                 status = "ok"
             out.append(GateRow(scope, m, b, a, max_drop, status, p=p_adj, test=test))
     return out
+
+
+_STATUS = {
+    Claim.NOT_WORSE: "not worse",
+    Claim.WORSE: "worse than margin",
+    Claim.NOT_SHOWN: NOT_SHOWN,
+}
+
+
+def _margin_row(
+    b: float,
+    a: float,
+    margin: float,
+    pair: tuple[list[float], list[float]],
+    alpha: float,
+    row: GateRow,
+) -> GateRow:
+    """An overall row with a margin: its claim from the one-sided interval (the module's)."""
+    base, cand = pair
+    if not base:
+        return replace(row, status=NOT_SHOWN, margin=margin, test="no query on both sides")
+    iv = interval_of(np.asarray(cand) - np.asarray(base), alpha)
+    claim = judge(iv.low, iv.high, margin)
+    test = f"{iv.confidence:.0%} CI [{iv.low:+.4f}, {iv.high:+.4f}], {iv.method}"
+    return replace(row, status=_STATUS[claim], margin=margin, low=iv.low, high=iv.high, test=test)
+
+
+def gate_margins(
+    margins: float | Mapping[str, float] | None, metrics: Sequence[str]
+) -> tuple[dict[str, float], list[str]]:
+    """The gated metrics' margins (one number: every gated metric's; a table: those it names,
+    matched by metric, Success@5 for hit@5), and the names of a table's metrics not gated."""
+    if margins is None:
+        return {}, []
+    if not isinstance(margins, Mapping):
+        return {m: float(margins) for m in metrics}, []
+    named = {parse_metric(name): (name, float(v)) for name, v in margins.items()}
+    gated = {parse_metric(m): m for m in metrics}
+    chosen = {gated[spec]: v for spec, (_, v) in named.items() if spec in gated}
+    return chosen, [name for spec, (name, _) in named.items() if spec not in gated]

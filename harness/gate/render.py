@@ -36,11 +36,19 @@ def _table_rows(found: Sequence[GateRow]) -> tuple[tuple[str, ...], ...]:
             _num(r.after),
             _num(r.change, signed=True),
             _num(r.tolerance),
-            (r.status.upper() if r.failed else r.status)
-            + ("" if r.p is None else f" (p = {format_p(r.p)})"),
+            (r.status.upper() if r.failed else r.status) + _said(r),
         )
         for r in found
     )
+
+
+def _said(r: GateRow) -> str:
+    """What decided a tested row: its p, or its margin and interval (--non-inferior)."""
+    if r.margin is not None:
+        if r.low is None or r.high is None:
+            return f" (margin -{r.margin:g}: {r.test})"
+        return f" (margin -{r.margin:g}; {r.test})"
+    return "" if r.p is None else f" (p = {format_p(r.p)})"
 
 
 def _blocks(result: GateResult, baseline_file: str) -> list[Block]:
@@ -139,6 +147,11 @@ def gate_to_dict(result: GateResult, baseline_file: str = "") -> dict[str, Any]:
                 "status": r.status,
                 "failed": r.failed,
                 **({} if r.p is None else {"p": r.p, "test": r.test}),
+                **(
+                    {}
+                    if r.margin is None
+                    else {"margin": r.margin, "low": r.low, "high": r.high, "test": r.test}
+                ),
             }
             for r in result.rows
         ],

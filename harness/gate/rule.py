@@ -29,6 +29,7 @@ class Outcome(enum.StrEnum):
     NOT_COMPARABLE = "not comparable"
     INVALID = "invalid"
     UPDATED = "updated"  # --update-baseline: the rows are the before -> after table
+    NOT_SHOWN = "not shown"  # --non-inferior: a margin not shown, nothing worse: never a pass
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def with_floors(result: GateResult, floors: Sequence[FloorRow]) -> GateResult:
     if not failed:
         return result
     words = f"{failed} floor{'s' * (failed != 1)} of [gate.floors] not met"
-    if result.outcome is Outcome.PASS:
+    if result.outcome in (Outcome.PASS, Outcome.NOT_SHOWN):
         return replace(result, outcome=Outcome.FAIL, reason=words)
     if result.outcome is Outcome.FAIL:
         return replace(result, reason=f"{result.reason}; {words}")
@@ -119,6 +120,7 @@ class Statistics:
     seed: int = 0
     slice_of: Mapping[str, str] = field(default_factory=dict)
     max_drop: float | None = None
+    margins: Mapping[str, float] = field(default_factory=dict)  # --non-inferior, per metric
 
 
 TESTED_RULE = (
@@ -128,6 +130,15 @@ TESTED_RULE = (
     "passes"
 )
 NOISE_RULE = NOISE_RULE_TEXT
+MARGIN_RULE = (
+    "; a row with a margin (--non-inferior, overall rows) passes only when its one-sided "
+    "interval shows it not worse than the baseline by more than the margin"
+)
+_NO_MARGINS = (
+    "--non-inferior needs compare's paired rows: per-query values in the baseline file "
+    "(record it again with --update-baseline) and no --strict; nothing was shown, and this is "
+    "not a pass"
+)
 _NO_PER_QUERY = (
     "the baseline file holds no per-query values (written by an older harness): the noise rule "
     "applies; record it again with --update-baseline to decide with compare's paired test"
@@ -205,26 +216,41 @@ def check(
             alpha=statistics.alpha,
             seed=statistics.seed,
             max_drop=statistics.max_drop,
+            margins=statistics.margins,
         )
         found += [r for r in rows(recorded, current, gated, strict) if r.status == "new"]
         drop = "" if statistics.max_drop is None else f" (--max-drop {statistics.max_drop:g})"
         rule = f"compare's paired test at alpha = {statistics.alpha:g}{drop}"
         text = TESTED_RULE.format(
-            drop="" if statistics.max_drop is None else f", or it drops by more than --max-drop "
-            f"{statistics.max_drop:g}"
-        )
+            drop=""
+            if statistics.max_drop is None
+            else f", or it drops by more than --max-drop {statistics.max_drop:g}"
+        ) + (MARGIN_RULE if statistics.margins else "")
+        if statistics.margins:
+            rule += ", margins " + ", ".join(f"{m} -{v:g}" for m, v in statistics.margins.items())
     else:
         found = rows(recorded, current, gated, strict)
         rule = "zero tolerance (--strict)" if strict else "beyond the noise"
         text = NOISE_RULE
         if statistics is not None and not strict and not recorded.per_query:
             notes.append(_NO_PER_QUERY)
+    if statistics is not None and statistics.margins and not tested:
+        return replace(result(Outcome.NOT_SHOWN, _NO_MARGINS, found, notes), rule=text)
     failing = [r for r in found if r.failed]
+    if failing and all(r.unshown for r in failing):
+        n = len(failing)
+        reason = (
+            f"{n} row{'s' * (n != 1)} not shown within {'their margins' if n > 1 else 'its margin'}"
+            f" ({rule}): nothing fell, but not worse was not shown, and this is not a pass"
+        )
+        return replace(result(Outcome.NOT_SHOWN, reason, found, notes), rule=text)
     if failing:
         n = len(failing)
         reason = f"{n} row{'s' * (n != 1)} fell below the baseline ({rule})"
         return replace(result(Outcome.FAIL, reason, found, notes), rule=text)
     reason = f"no row fell below the baseline ({rule})"
+    if statistics is not None and statistics.margins:
+        reason = f"every margin shown not worse, and no row fell ({rule})"
     if any(r.status == "improved" for r in found):
         reason += "; some improved: --update-baseline records them"
     return replace(result(Outcome.PASS, reason, found, notes), rule=text)

@@ -100,6 +100,7 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
         (f"quality: {c.verdict_quality.value}", c.quality_reason),
         (f"latency: {c.verdict_latency.value}", c.latency_reason),
         *resource_verdicts(c),
+        *margin_verdicts(c),
     )
     out.append(Block("verdicts", rows=verdicts))
     if c.sequential is not None:
@@ -122,6 +123,16 @@ def page_blocks(c: Comparison, redact: bool, *, local: bool = False) -> list[Blo
     if c.twobytwo is not None:
         out += movement_blocks(c.twobytwo)
     return out
+
+
+def margin_verdicts(c: Comparison) -> tuple[tuple[str, str], ...]:
+    """compare --non-inferior's line ("non-inferiority: not worse", its sentence); none when
+    no margin was asked for; when asked for on an invalid run, that nothing was shown."""
+    if c.noninferiority is not None:
+        return ((f"non-inferiority: {c.noninferiority.claim.value}", c.noninferiority.said),)
+    if c.settings.non_inferior:
+        return (("non-inferiority: could not show not worse", "the run is invalid"),)
+    return ()
 
 
 def _tail(rows: Sequence[TailRow]) -> list[Block]:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from harness.report import figures, layout, plotting
-from harness.report.blocks import page_blocks
+from harness.report.blocks import margin_verdicts, page_blocks
 from harness.report.document import redacted
 from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
 from harness.report.layout import Block, escape_html
@@ -108,6 +108,25 @@ def _verdict_card(label: str, verdict: Verdict, reason: str) -> str:
     )
 
 
+_CLAIM_COLOURS = {  # a margin's claim in the verdicts' colours
+    "not worse": Verdict.NO_DIFFERENCE,
+    "worse than the margin": Verdict.REGRESSED,
+    "could not show not worse": Verdict.INCONCLUSIVE,
+}
+
+
+def _margin_card(label: str, said: str) -> str:
+    """compare --non-inferior's card: "non-inferiority", its claim and sentence."""
+    name, _, claim = label.partition(": ")
+    colour = figures.VERDICT_COLOURS[_CLAIM_COLOURS.get(claim, Verdict.INCONCLUSIVE)]
+    return (
+        f'<div class="verdict" style="border-left-color: {colour}">'
+        f'<div class="label">{escape_html(name)}</div>'
+        f'<div class="value" style="color: {colour}">{escape_html(claim)}</div>'
+        f"<div>{escape_html(said)}</div></div>"
+    )
+
+
 def _flip_table(flips: Flips, redact: bool) -> str:
     e = escape_html
     heads = ["query", "slice", "rank before", "rank after", "change", "impact"]
@@ -167,6 +186,7 @@ def render_html(comparison: Comparison, redact: bool, *, plotly_src: str | None 
         '<div class="verdicts">'
         + _verdict_card("quality", c.verdict_quality, c.quality_reason)
         + _verdict_card("latency", c.verdict_latency, c.latency_reason)
+        + "".join(_margin_card(label, said) for label, said in margin_verdicts(c))
         + "</div>"
     )
     if c.sequential is not None:

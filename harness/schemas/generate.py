@@ -124,6 +124,13 @@ _KINDS: dict[str, dict[str, Any]] = {
         },
         "additionalProperties": {"type": "number"},
     },
+    # [gate] non_inferior: a margin for every headline metric, or "metric" = margin
+    "margins": {
+        "anyOf": [
+            {"type": "number"},
+            {"type": "object", "additionalProperties": {"type": "number"}},
+        ]
+    },
 }
 
 

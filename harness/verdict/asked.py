@@ -15,16 +15,27 @@ run stays invalid.  Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import scopes, validity
-from harness.verdict.compare import compare, comparison_definition, decisive_metrics
+from harness.verdict.compare import (
+    compare,
+    comparison_definition,
+    decisive_metrics,
+    noninferiority,
+)
 from harness.verdict.comparison import CompareSettings, Comparison
-from harness.verdict.quality_sequential import Sequential, SequentialPlan, decide
+from harness.verdict.noninferiority import SEQUENCE, Interval, NonInferiority, interval_of
+from harness.verdict.quality_sequential import (
+    Sequential,
+    SequentialPlan,
+    SequentialResult,
+    decide,
+)
 from harness.verdict.stats import format_p
 
 LATENCY_QUERIES = 20
@@ -57,6 +68,7 @@ def plan_for(
         total=sum(1 for q in gold.queries if q.answerable) or len(gold),
         alpha=settings.alpha,
         min_effect=settings.min_effect,
+        margins=settings.non_inferior,
     )
     return plan if first is None else replace(plan, first=max(plan.first, first))
 
@@ -144,6 +156,35 @@ def _furthest(runs: Sequence[RefRun]) -> int:
     )
 
 
+def _margins(
+    fixed: Comparison,
+    result: SequentialResult,
+    deltas: Mapping[str, np.ndarray],
+    plan: SequentialPlan,
+) -> NonInferiority | None:
+    """compare --non-inferior, sequential (`harness.verdict.noninferiority`): stopped at a look,
+    each margin reads its metric's confidence sequence there (valid at any stopping time); the
+    gold set used up, the fixed-sample interval at alpha - alpha_s, what the looks left (never
+    the whole alpha: a stop could have claimed with the sequence's share)."""
+    if result.verdict is not None:
+        looks = {m.metric: m for m in result.metrics}
+        intervals = {
+            m.metric: Interval(m.delta, m.lower, m.upper, result.level, SEQUENCE)
+            for m in looks.values()
+        }
+        rows = tuple(
+            replace(row, verdict=looks[row.metric].verdict) if row.metric in looks else row
+            for row in fixed.overall.rows
+        )
+        return noninferiority(replace(fixed.overall, rows=rows), fixed.settings, intervals)
+    intervals = {
+        m: interval_of(d, plan.alpha_fixed, row.boots)
+        for m, d in deltas.items()
+        if d.size and (row := fixed.overall.row(m)) is not None
+    }
+    return noninferiority(fixed.overall, fixed.settings, intervals)
+
+
 def compare_asked(
     gold: GoldSet,
     baseline: RefRun,
@@ -189,7 +230,8 @@ def compare_asked(
             "of them did"
         )
     sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
-    out = replace(fixed, sequential=sequential)
+    margins = _margins(fixed, result, deltas, plan) if fixed.valid else None
+    out = replace(fixed, sequential=sequential, noninferiority=margins)
     if not fixed.valid or result.verdict is None:
         return out
     bounds = "; ".join(

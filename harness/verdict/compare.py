@@ -96,6 +96,7 @@ from harness.verdict.comparison import (
 from harness.verdict.condensed import condensed_rows, twins
 from harness.verdict.headline import collapsed, quality_headline
 from harness.verdict.holes import judged_shares, pooled_gold, reach
+from harness.verdict.noninferiority import Interval, NonInferiority, decide_margins
 from harness.verdict.overlap import ranking_changes
 from harness.verdict.resources import resources
 from harness.verdict.summary import summarise_run
@@ -411,6 +412,7 @@ def _compare(
         for name, run in zip(("baseline", "candidate"), runs, strict=True)
     ]
     boots = _boots(overall, settings, (len(usable[0]), len(usable[1]))) if ids else None
+    margins = None if invalid else noninferiority(overall, settings)
     findings = _findings(overall, settings) if not invalid else ()
     if boots is not None and boots.present and not invalid:
         findings = (*findings, boots.words)
@@ -448,7 +450,29 @@ def _compare(
         top_scores=tuple(t for t in scored_tops if t is not None),
         query_deltas=deltas,
         resources=resources(baseline, candidate, invalid=bool(invalid)),
+        noninferiority=margins,
     )
+
+
+def noninferiority(
+    overall: Scope, settings: CompareSettings, intervals: Mapping[str, Interval] | None = None
+) -> NonInferiority | None:
+    """compare --non-inferior (`harness.verdict.noninferiority`): each margin judged on its
+    headline row's 1 - 2 alpha interval (the equivalence interval, at `tost_alpha`), or on
+    `intervals` when given (a sequential compare's)."""
+    if not settings.non_inferior:
+        return None
+    headline = decisive_metrics(settings)
+    rows = {m: row for m in headline if (row := overall.row(m)) is not None}
+    if intervals is None:
+        intervals = {
+            m: Interval(r.delta, eq.low, eq.high, eq.confidence, eq.method)
+            for m, r in rows.items()
+            if (eq := r.equivalence) is not None and r.n > 0
+        }
+    called = {m: r.verdict is Verdict.REGRESSED for m, r in rows.items()}
+    alpha = (1 - min((iv.confidence for iv in intervals.values()), default=0.9)) / 2
+    return decide_margins(dict(settings.non_inferior), intervals, alpha, headline, called)
 
 
 def comparison_definition(

@@ -41,6 +41,7 @@ from harness.verdict.equivalence import Equivalence
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput
 from harness.verdict.latency_tail import TailRow
 from harness.verdict.load import Load
+from harness.verdict.noninferiority import NonInferiority
 from harness.verdict.order_effect import OrderEffect
 from harness.verdict.power import Power
 from harness.verdict.quality_sequential import Sequential
@@ -71,9 +72,9 @@ class CompareSettings:
     test runs its calls at what the looks left of alpha, and its equivalence, never looked at
     before, at the whole of it);
     `query_differences` are the config keys that differ between the sides
-    (`HarnessConfig.differences()`), shown in the header;
-    `context` adds context_precision@k and context_recall@k at every k (the gold set has answer
-    spans and every side measured sets query.texts).
+    (`HarnessConfig.differences()`), shown in the header; `context` adds context_precision@k and
+    context_recall@k at every k (the gold set has answer spans and every side measured sets
+    query.texts); `non_inferior`: (metric, margin) of `harness.verdict.noninferiority`.
     """
 
     k: tuple[int, ...] = (5, 10)
@@ -89,6 +90,7 @@ class CompareSettings:
     resamples: int = 10_000
     context: bool = False
     equivalence_alpha: float | None = None
+    non_inferior: tuple[tuple[str, float], ...] = ()
 
     @property
     def tost_alpha(self) -> float:
@@ -541,13 +543,11 @@ class Comparison:
     sequential: Sequential | None = None
     # Variation between boots in the headline rows, and how much of their intervals it is.
     boots: Boots | None = None
-    # How much of each side's top k was judged (harness.verdict.holes), per scope.
-    holes: Holes | None = None
-    # How much the rankings changed, per scope (harness.verdict.overlap).
-    changes: RankingChanges | None = None
+    holes: Holes | None = None  # how much of each side's top k was judged (verdict.holes)
+    changes: RankingChanges | None = None  # how much the rankings changed (verdict.overlap)
     resources: Resources | None = None  # build and boot costs, paired (verdict.resources)
-    # Latency under load, open loop per rate (compare --rate, harness.verdict.load).
-    load: Load | None = None
+    load: Load | None = None  # latency under load per rate (compare --rate, verdict.load)
+    noninferiority: NonInferiority | None = None  # compare --non-inferior
 
     @property
     def valid(self) -> bool:

@@ -58,6 +58,10 @@ block, from `first` queries on:
 - never "no measurable difference": a stop for it could hide a change inside the band that the
   rest of the gold set would show at alpha (each look still says whether a metric's sequence
   lies inside (-min_effect, +min_effect), for the report);
+- with margins (`compare --non-inferior`): once every margin's sequence lies wholly above
+  -margin or wholly below it, the compare stops with quality "inconclusive" (whether anything
+  changed inside the margins was not asked further): `harness.verdict.noninferiority` reads
+  the sequences at that look, valid at any stopping time;
 - otherwise the next block; when the gold set is used up the compare gives the fixed-sample
   verdict, its calls at alpha - alpha_s and its "no measurable difference" an equivalence
   test at alpha over every query (`harness.verdict.equivalence`), never looked at before.
@@ -83,6 +87,7 @@ import numpy.typing as npt
 
 from harness.types import Verdict
 from harness.verdict.boots import BootComponent, boot_margin, boot_p, boot_path
+from harness.verdict.noninferiority import Claim, judge
 from harness.verdict.stats import holm
 
 SHARE = 0.5  # of alpha spent on the looks; the rest on the fixed-sample test at the end
@@ -108,6 +113,9 @@ class SequentialPlan:
     block: int = 0  # 0: `default_block(total)`
     first: int = FIRST_LOOK
     share: float = SHARE
+    # (metric, margin) of compare --non-inferior: a look where every margin is decided stops
+    # too (`harness.verdict.noninferiority` reads the sequences there).
+    margins: tuple[tuple[str, float], ...] = ()
 
     @property
     def alpha_looks(self) -> float:
@@ -320,13 +328,24 @@ def _at(
     return tuple(looks)
 
 
-def _call(looks: Sequence[MetricLook], min_effect: float) -> tuple[Verdict | None, str]:
+def _call(looks: Sequence[MetricLook], plan: SequentialPlan) -> tuple[Verdict | None, str]:
     regressed = [m.metric for m in looks if m.verdict is Verdict.REGRESSED]
     improved = [m.metric for m in looks if m.verdict is Verdict.IMPROVED]
     if regressed:
         return Verdict.REGRESSED, f"{', '.join(regressed)} regressed"
-    if improved and all(m.verdict is Verdict.IMPROVED or m.lower > -min_effect for m in looks):
+    low = -plan.min_effect
+    if improved and all(m.verdict is Verdict.IMPROVED or m.lower > low for m in looks):
         return Verdict.IMPROVED, f"{', '.join(improved)} improved, none regressed"
+    margins = dict(plan.margins)
+    held = [m for m in looks if m.metric in margins]
+    if held and all(judge(m.lower, m.upper, margins[m.metric]) is not Claim.NOT_SHOWN
+                    for m in held):  # fmt: skip
+        # Whether anything changed inside the margins is not asked further: the quality
+        # verdict is inconclusive, the answer asked for is the margins' (read at this look).
+        return Verdict.INCONCLUSIVE, (
+            "stopped once every non-inferiority margin was decided; whether anything changed "
+            "inside the margins was not asked further"
+        )
     # Never "no measurable difference" before the gold set is used up: a stop there could hide a
     # change inside the band that the rest of the queries would show; the claim is the last
     # test's (`harness.verdict.equivalence`, over every query), whatever the sequences say.
@@ -363,7 +382,7 @@ def decide(
         last = _at(paths, j, n, plan, boots)
         if not looks:
             break
-        verdict, reason = _call(last, plan.min_effect)
+        verdict, reason = _call(last, plan)
         if verdict is not None:
             return SequentialResult(verdict, n, plan.total, last, reason, 1 - level)
     return SequentialResult(None, points[-1], plan.total, last, "not decided", 1 - level)

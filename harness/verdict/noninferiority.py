@@ -1,0 +1,191 @@
+"""Non-inferiority: is the candidate shown not worse than the baseline by more than a margin?  Pure.
+
+    claim = judge(low, high, margin)           # Claim.NOT_WORSE | WORSE | NOT_SHOWN
+    iv = interval_of(deltas, alpha, boots)      # the 1 - 2 alpha interval (equivalence's)
+    ni = decide_margins(margins, {metric: iv}, alpha, headline, called)
+
+The question of a refactor, a dependency bump or a speed branch is not "did anything change?"
+but "is it not worse by more than MARGIN?" (`compare --non-inferior 0.02`, `[gate]
+non_inferior`).  For each headline metric with a margin, on the paired delta d = candidate -
+baseline:
+
+- "not worse" when the interval's lower bound lies above -margin: the one-sided test of
+  H0: d <= -margin at level alpha rejects.  The lower bound of the 1 - 2 alpha interval is a
+  one-sided level-alpha bound, so the interval is the one "no measurable difference" reads
+  (`harness.verdict.equivalence`: Tango's score interval for paired binary outcomes, the t
+  interval of the mean delta otherwise, widened by the boots when they vary);
+- "worse than the margin" when its upper bound lies below -margin (shown worse by more);
+- otherwise "could not show not worse": never a pass (a non-inferiority gate fails closed).
+
+Several metrics are an intersection-union test (Berger 1982): the claim "not worse on every
+one" holds when each holds at alpha, with no multiplicity correction.
+
+Under the sequential rule (`harness.verdict.quality_sequential`) the compare may stop after any
+block.  A stop reads each metric's anytime-valid confidence sequence at that look (its level
+1 - alpha_s / m, both sides; its lower bound alone misses with chance at most alpha_s / 2m, at
+any stopping time); a compare that asked the whole gold set reads the fixed-sample interval at
+alpha - alpha_s, what the looks left.  By the union bound over the two ways to claim, a true
+change of exactly -margin is said "not worse" at most alpha_s / 2m + alpha - alpha_s <= alpha of
+the time, however the compare stopped.  `scripts/calibrate.py --only noninferior` measures it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from harness.verdict.boots import BootComponent
+from harness.verdict.equivalence import equivalence
+
+EDGE = 1e-9  # a bound this close to -margin is on it (the sequences' grid arithmetic)
+SEQUENCE = "anytime-valid confidence sequence"
+
+
+class Claim(enum.StrEnum):
+    """One margin's answer (and the overall one: the worst of them)."""
+
+    NOT_WORSE = "not worse"
+    WORSE = "worse than the margin"
+    NOT_SHOWN = "could not show not worse"
+
+
+@dataclass(frozen=True)
+class MarginRow:
+    """One headline metric against its margin: the delta, the interval read (`low`, `high` at
+    `confidence`, by `method`), and the claim."""
+
+    metric: str
+    margin: float
+    delta: float
+    low: float
+    high: float
+    confidence: float
+    method: str
+    claim: Claim
+
+
+@dataclass(frozen=True)
+class NonInferiority:
+    """Every margin's row; the headline metrics without a margin (outside the claim: the
+    difference test still decides them) and those of them the difference test called
+    regressed; the overall claim and its sentence."""
+
+    rows: tuple[MarginRow, ...]
+    alpha: float  # each one-sided test's level
+    claim: Claim
+    said: str
+    unmargined: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+
+    @property
+    def fails(self) -> bool:
+        """Shown worse than a margin, or a metric outside the claim regressed."""
+        return self.claim is Claim.WORSE or bool(self.regressed)
+
+
+def judge(low: float, high: float, margin: float) -> Claim:
+    """The claim an interval [low, high] of the delta makes against `margin` (module doc)."""
+    if not margin > 0:
+        raise ValueError(f"a margin must be > 0, not {margin}")
+    if low >= -margin - EDGE:
+        return Claim.NOT_WORSE
+    if high <= -margin + EDGE:
+        return Claim.WORSE
+    return Claim.NOT_SHOWN
+
+
+def overall_claim(rows: Sequence[MarginRow]) -> Claim:
+    """The worst of the rows' claims: any worse is worse, else any not shown is not shown."""
+    claims = {r.claim for r in rows}
+    if Claim.WORSE in claims:
+        return Claim.WORSE
+    if Claim.NOT_SHOWN in claims or not rows:
+        return Claim.NOT_SHOWN
+    return Claim.NOT_WORSE
+
+
+def _row_words(r: MarginRow) -> str:
+    bound = f"{r.confidence:.1%} {'sequence' if r.method == SEQUENCE else 'CI'}"
+    return (
+        f"{r.metric} {r.delta:+.3f} ({bound} [{r.low:+.3f}, {r.high:+.3f}], margin -{r.margin:g})"
+    )
+
+
+def sentence(
+    rows: Sequence[MarginRow], claim: Claim, alpha: float, regressed: Sequence[str]
+) -> str:
+    """The report's line: the claim, then each metric's interval against its margin."""
+    if not rows:
+        return "no headline metric has a margin: nothing was shown"
+    shown = "; ".join(_row_words(r) for r in rows)
+    if claim is Claim.NOT_WORSE:
+        said = f"not worse than the margins on {', '.join(r.metric for r in rows)}"
+    elif claim is Claim.WORSE:
+        worse = [r.metric for r in rows if r.claim is Claim.WORSE]
+        said = f"worse than the margin on {', '.join(worse)}"
+    else:
+        open_ = [r.metric for r in rows if r.claim is Claim.NOT_SHOWN]
+        said = (
+            f"could not show not worse on {', '.join(open_)} (its interval reaches past the "
+            "margin: more queries narrow it; this is not a pass)"
+        )
+    said += f" ({shown}; one-sided tests at {alpha:g})"
+    if regressed:
+        said += f"; and {', '.join(regressed)}, without a margin, regressed"
+    return said
+
+
+def assemble(
+    rows: Sequence[MarginRow], alpha: float, unmargined: Sequence[str], regressed: Sequence[str]
+) -> NonInferiority:
+    claim = overall_claim(rows)
+    said = sentence(rows, claim, alpha, regressed)
+    return NonInferiority(tuple(rows), alpha, claim, said, tuple(unmargined), tuple(regressed))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """What a margin reads, from any source: the delta and its interval at `confidence`."""
+
+    delta: float
+    low: float
+    high: float
+    confidence: float
+    method: str
+
+
+def decide_margins(
+    margins: Mapping[str, float],
+    intervals: Mapping[str, Interval],
+    alpha: float,
+    headline: Sequence[str],
+    called: Mapping[str, bool],
+) -> NonInferiority:
+    """Each margin judged on its metric's interval; `headline`: the headline metrics, in order;
+    `called`: whether the difference test called each regressed.  A margin whose metric has no
+    interval (no query analysed) is "could not show"."""
+    rows = []
+    for metric in (m for m in headline if m in margins):
+        margin, iv = margins[metric], intervals.get(metric)
+        if iv is None:
+            iv = Interval(0.0, -1.0, 1.0, 1 - 2 * alpha, "no query analysed")
+        claim = judge(iv.low, iv.high, margin) if iv.method != "no query analysed" else None
+        found = (iv.delta, iv.low, iv.high, iv.confidence, iv.method)
+        rows.append(MarginRow(metric, margin, *found, claim or Claim.NOT_SHOWN))
+    outside = [m for m in headline if m not in margins]
+    return assemble(rows, alpha, outside, [m for m in outside if called.get(m, False)])
+
+
+def interval_of(
+    deltas: npt.ArrayLike, alpha: float, boots: BootComponent | None = None
+) -> Interval:
+    """The 1 - 2 alpha interval of the mean of `deltas` (`harness.verdict.equivalence`, with
+    the variation between boots when there is any)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    eq = equivalence(d, alpha=alpha, band=1.0, boots=boots)
+    mean = float(d.mean()) if d.size else 0.0
+    return Interval(mean, eq.low, eq.high, eq.confidence, eq.method)
