@@ -7,8 +7,11 @@ The step compared a commit (candidate) against the good end (baseline) under the
 `harness compare`.  Its mark is read from one verdict: the row of `--metric` in the overall
 scope, the latency verdict with `--latency`, else the quality verdict.  REGRESSED is bad;
 IMPROVED and "no measurable difference" are good; INCONCLUSIVE, NOT_COMPARED and an invalid
-comparison are skip (`git bisect skip`: never a guess).  A good end that could not be measured
-is said apart (`good_end_failed`): no later step can do better, and the bisection ends invalid.
+comparison are skip (`git bisect skip`: never a guess).  With `improvement` the change sought is
+a step up (`harness watch` on a confirmed improvement): IMPROVED is the "bad" mark (the commit
+has the change), "no measurable difference" good, anything else skip.  A good end that could not
+be measured is said apart (`good_end_failed`): no later step can do better, and the bisection
+ends invalid.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ _MARKS = {
     Verdict.IMPROVED: Mark.GOOD,
     Verdict.NO_DIFFERENCE: Mark.GOOD,
 }
+# Seeking the commit that improved (`harness watch` on a confirmed step up): "improved" is the
+# change looked for; a step that regressed is neither side of it, so skipped.
+_IMPROVEMENT_MARKS = {
+    Verdict.IMPROVED: Mark.BAD,
+    Verdict.NO_DIFFERENCE: Mark.GOOD,
+}
 
 
 @dataclass(frozen=True)
@@ -34,15 +43,15 @@ class Criterion:
 
     metric: str | None = None
     latency: bool = False
+    improvement: bool = False  # look for the commit that improved it (its mark is "bad")
 
     def __post_init__(self) -> None:
         if self.latency and self.metric is not None:
             raise ValueError("a bisection decides on one metric or on latency, not both")
 
     def __str__(self) -> str:
-        if self.latency:
-            return "latency"
-        return self.metric or "the quality verdict"
+        what = "latency" if self.latency else self.metric or "the quality verdict"
+        return f"{what} (improvement)" if self.improvement else what
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,8 @@ def judge(comparison: Comparison, runs: Sequence[RefRun], criterion: Criterion) 
         else:
             verdict = row.verdict
             reason = f"{row.metric}: {row.baseline:.3f} -> {row.candidate:.3f} ({row.reason})"
-    return Judgement(_MARKS.get(verdict, Mark.SKIP), verdict, reason, good, value)
+    marks = _IMPROVEMENT_MARKS if criterion.improvement else _MARKS
+    return Judgement(marks.get(verdict, Mark.SKIP), verdict, reason, good, value)
 
 
 def _headline_metric(comparison: Comparison) -> str:

@@ -36,7 +36,9 @@ def first_parent_path(repo: Path, good: str, bad: str) -> tuple[Commit, Commit, 
             "between them",
             ["give as --good a commit before the regression (git log --first-parent --oneline)"],
         )
-    lines = _git(repo, "log", "--first-parent", "--format=%H %P%x09%s", f"{good_sha}..{bad_sha}")
+    lines = git_text(
+        repo, "log", "--first-parent", "--format=%H %P%x09%s", f"{good_sha}..{bad_sha}"
+    )
     path: list[Commit] = []
     first_parent = ""
     for line in reversed(lines.splitlines()):
@@ -59,11 +61,11 @@ def first_parent_path(repo: Path, good: str, bad: str) -> tuple[Commit, Commit, 
                 "(e.g. the merge base: git merge-base GOOD BAD)"
             ],
         )
-    subject = _git(repo, "log", "-1", "--format=%s", good_sha).strip()
+    subject = git_text(repo, "log", "-1", "--format=%s", good_sha).strip()
     return Commit(good_sha, subject), path[-1], tuple(path)
 
 
-def _git(repo: Path, *args: str) -> str:
+def git_text(repo: Path, *args: str) -> str:
     try:
         done = subprocess.run(
             ["git", "-C", str(repo), *args],

@@ -67,6 +67,7 @@ COMMANDS = {
     "matrix": "an ablation matrix: named configurations vs a reference",
     "gate": "fail when a ref drops below a committed baseline",
     "bisect": "find the commit that regressed: compares along the history",
+    "watch": "measure a branch's new commits, find and confirm its steps and drifts, bisect them",
     "threshold": "top-result scores of answerable vs unanswerable queries, best cutoff",
     "history": "metrics and latency per commit over the saved results (asv's graph)",
     "twobytwo": "retrieval vs generation: a run's top-k hits against answer grades",

@@ -30,7 +30,9 @@ class Point:
 
     `when` orders points measured on one commit, and commits git does not know (its source's
     name starts with its UTC stamp); `per_query` maps metric -> query id -> mean over repeats;
-    `means` maps metric -> mean (comparisons only); `latency_p50s` one value per boot (ms)."""
+    `means` maps metric -> mean (comparisons only); `latency_p50s` one value per boot (ms);
+    `repeat_means` maps metric -> each usable repeat's mean over the queries (run records only:
+    the repeat-to-repeat spread `harness watch` weighs each commit by)."""
 
     sha: str
     ref: str
@@ -41,6 +43,7 @@ class Point:
     per_query: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     means: Mapping[str, float] = field(default_factory=dict)
     latency_p50s: tuple[float, ...] = ()
+    repeat_means: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 def from_run(gold: GoldSet, run: RefRun, specs: Sequence[MetricSpec], when: str) -> Point | None:
@@ -58,6 +61,7 @@ def from_run(gold: GoldSet, run: RefRun, specs: Sequence[MetricSpec], when: str)
         evaluate(gold, {qid: r.ids for qid, r in a.items() if r.ok}, specs) for a in answers
     ]
     per_query: dict[str, dict[str, float]] = {}
+    repeat_means: dict[str, tuple[float, ...]] = {}
     for spec in specs:
         name = str(spec)
         rows = []
@@ -66,6 +70,8 @@ def from_run(gold: GoldSet, run: RefRun, specs: Sequence[MetricSpec], when: str)
             rows.append([ev.columns[name][position[qid]] for qid in ok])
         means = np.mean(np.asarray(rows, dtype=np.float64), axis=0) if ok else []
         per_query[name] = {qid: float(v) for qid, v in zip(ok, means, strict=True)}
+        if ok:
+            repeat_means[name] = tuple(float(np.mean(row)) for row in rows)
     p50s = []
     for rep in reps:
         ms = [r.latency_ns / 1e6 for r in rep.results if r.ok and r.latency_ns > 0]
@@ -80,6 +86,7 @@ def from_run(gold: GoldSet, run: RefRun, specs: Sequence[MetricSpec], when: str)
         repeats=len(reps),
         per_query=per_query,
         latency_p50s=tuple(p50s),
+        repeat_means=repeat_means,
     )
 
 

@@ -8,7 +8,8 @@ html: one page (plotly.js inlined once, or loaded from `plotly_src`, a path rela
 page: `--output FILE` copies the bundle beside FILE), asv's graph: a panel per metric and one
 for latency, the commits in commit order, each joined to the measured commit it descends from
 (two siblings are a fork, never one line; a commit graph on top when there is more than one
-line of descent), error bars where the interval is known, then the table.
+line of descent), error bars where the interval is known, `harness watch`'s changes as bands
+over their spans (`History.changes`), then the table.
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ def figure(h: History) -> go.Figure:
             row=i,
             col=1,
         )
+    _draw_changes(h, fig, panels)
     if graph:
         fig.update_yaxes(
             showticklabels=False,
@@ -206,6 +208,30 @@ def figure(h: History) -> go.Figure:
         },
     )
     return fig
+
+
+def _draw_changes(h: History, fig: go.Figure, panels: list[str]) -> None:
+    """Each of `harness watch`'s changes as a band over its span on its series' panel: red a
+    confirmed regression, green a confirmed improvement, grey a flag no compare confirmed."""
+    row_of = {sha: i for i, sha in enumerate(h.table["sha"])}
+    for change in h.changes:
+        if change.series not in panels or change.before not in row_of:
+            continue
+        colour = (
+            "#c62828" if change.regression else "#2e7d32"
+        ) if change.confirmed else "#9e9e9e"
+        fig.add_vrect(
+            x0=row_of[change.before],
+            x1=row_of.get(change.after, row_of[change.before]),
+            row=panels.index(change.series) + 1,
+            col=1,
+            fillcolor=colour,
+            opacity=0.18,
+            line_width=0,
+            annotation_text=change.label,
+            annotation_position="top left",
+            annotation_font={"size": 11, "color": colour},
+        )
 
 
 def _html(h: History, plotly_src: str | None = None) -> str:

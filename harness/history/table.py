@@ -34,6 +34,19 @@ CONFIDENCE = 0.95
 LATENCY = "latency p50 ms"
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A change `harness watch` found, drawn on its series' panel of the page: the span from the
+    commit `before` to `after` (shas), its words, and whether it was confirmed and bad."""
+
+    series: str
+    before: str
+    after: str
+    label: str
+    confirmed: bool
+    regression: bool
+
+
 @dataclass(frozen=True, eq=False)
 class History:
     """One row per commit, in commit order: `commit` (sha8), `sha`, `refs`, `records`,
@@ -49,6 +62,7 @@ class History:
     # row, the rows it descends from and its lane.  Empty: the rows are one sequence.
     links: tuple[tuple[int, ...], ...] = ()
     lanes: tuple[int, ...] = ()
+    changes: tuple[Drawn, ...] = ()  # `harness watch`'s findings, drawn on the page
 
 
 def _interval(grouped: pd.DataFrame, name: str) -> pd.DataFrame:
