@@ -5,7 +5,7 @@ headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
                                 [--only aa|power|broken|boots|slices|mde|equivalence|holes
-                                        |sequential|tail]
+                                        |sequential|tail|noninferior]
                                 [--mode redrawn] [--queries 300]
                                 [--gate-on mrr@10 [--resamples 10000]]
 
@@ -36,7 +36,8 @@ ruled out from 52 on).  `--only holes` (`scripts/calibrate_holes.py`): pooled go
 built from the baseline's top 10, and the bound of "no measurable difference" by their holes.
 `--only sequential` prints the rows of `compare
 --sequential`, the default, instead (`scripts/calibrate_sequential.py`); `--only tail` the latency
-verdict's tail rows (`scripts/calibrate_tail.py`).
+verdict's tail rows (`scripts/calibrate_tail.py`); `--only noninferior` the margins of `compare
+--non-inferior` (`scripts/calibrate_noninferior.py`).
 
 By default the verdict is the headline's: hit@5 and hit@10 by exact McNemar tests, nothing
 resampled (so `resamples` is cut to 100 for speed).  `--gate-on METRIC` (repeatable, as
@@ -334,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         choices=(
             "aa", "power", "broken", "boots", "slices", "mde", "equivalence", "holes",
-            "sequential", "tail",
+            "sequential", "tail", "noninferior",
         ),
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
@@ -364,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         from calibrate_sequential import main as sequential
 
         return sequential(args.sims, args.seed, args.jobs)
+    if args.only == "noninferior":  # compare --non-inferior (scripts/calibrate_noninferior.py)
+        from calibrate_noninferior import main as noninferior
+
+        return noninferior(args.sims, args.seed, args.jobs)
     if args.only == "tail":  # the latency verdict's tail rows (scripts/calibrate_tail.py)
         from calibrate_tail import main as tail
 

@@ -70,6 +70,14 @@ def headline(
     base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray], settings: CompareSettings
 ) -> tuple[Verdict, str, Power | None]:
     """The quality headline `compare` gives two valid runs with these per-query values."""
+    return quality_headline(headline_scope(base, cand, settings), settings, ())
+
+
+def headline_scope(
+    base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray], settings: CompareSettings
+) -> Scope:
+    """The overall scope's headline rows `compare` makes of these per-query values, Holm-adjusted
+    across each other (`compare._family`): what the headline and the margins read."""
     decisive = compare_module.decisive_metrics(settings)
     kinds = {str(s): s.kind for s in settings.specs}
     n = next(iter(base.values())).shape[1]
@@ -100,5 +108,4 @@ def headline(
         else scopes._continuous_row(m, b, c, sel, settings, power_alpha, tests[m], boots[m])
         for m in decisive
     ]
-    overall = compare_module._family(Scope("overall", n, tuple(rows)), settings)
-    return quality_headline(overall, settings, ())
+    return compare_module._family(Scope("overall", n, tuple(rows)), settings)

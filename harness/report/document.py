@@ -87,6 +87,8 @@ def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[
     quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
     if not c.floors:  # [gate.floors] unset: the document is what it was before floors existed
         del body["floors"]
+    if not c.settings.non_inferior:  # no margin asked for: likewise before margins existed
+        del body["noninferiority"], body["settings"]["non_inferior"]
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

@@ -4,6 +4,7 @@ verdict (`harness.verdict.quality_sequential`).
 
     block, look = sequential_design(gold, settings, order)  # the runner's: stop after a block?
     comparison = compare_asked(gold, baseline, candidate, settings, order)
+    margins = margins_at_stop(overall, settings, result, deltas, plan)  # --non-inferior
 
 The runner asks the queries of `order` (`quality_sequential.query_order`, from the compare's
 seed) in blocks, each block R times per side, and stops when `look` says the rule decided.  The
@@ -26,10 +27,11 @@ from harness.verdict.compare import (
     compare,
     comparison_definition,
     decisive_metrics,
+    margin_intervals,
     noninferiority,
 )
-from harness.verdict.comparison import CompareSettings, Comparison
-from harness.verdict.noninferiority import SEQUENCE, Interval, NonInferiority, interval_of
+from harness.verdict.comparison import CompareSettings, Comparison, Scope
+from harness.verdict.noninferiority import SEQUENCE, Interval, NonInferiority
 from harness.verdict.quality_sequential import (
     Sequential,
     SequentialPlan,
@@ -156,16 +158,18 @@ def _furthest(runs: Sequence[RefRun]) -> int:
     )
 
 
-def _margins(
-    fixed: Comparison,
+def margins_at_stop(
+    overall: Scope,
+    settings: CompareSettings,
     result: SequentialResult,
     deltas: Mapping[str, np.ndarray],
     plan: SequentialPlan,
 ) -> NonInferiority | None:
     """compare --non-inferior, sequential (`harness.verdict.noninferiority`): stopped at a look,
     each margin reads its metric's confidence sequence there (valid at any stopping time); the
-    gold set used up, the fixed-sample interval at alpha - alpha_s, what the looks left (never
-    the whole alpha: a stop could have claimed with the sequence's share)."""
+    gold set used up, the fixed-sample interval of `deltas` at alpha - alpha_s, what the looks
+    left (never the whole alpha: a stop could have claimed with the sequence's share).
+    `overall`: the fixed-sample rows of the queries asked (their boots, their calls)."""
     if result.verdict is not None:
         looks = {m.metric: m for m in result.metrics}
         intervals = {
@@ -174,15 +178,10 @@ def _margins(
         }
         rows = tuple(
             replace(row, verdict=looks[row.metric].verdict) if row.metric in looks else row
-            for row in fixed.overall.rows
+            for row in overall.rows
         )
-        return noninferiority(replace(fixed.overall, rows=rows), fixed.settings, intervals)
-    intervals = {
-        m: interval_of(d, plan.alpha_fixed, row.boots)
-        for m, d in deltas.items()
-        if d.size and (row := fixed.overall.row(m)) is not None
-    }
-    return noninferiority(fixed.overall, fixed.settings, intervals)
+        return noninferiority(replace(overall, rows=rows), settings, intervals)
+    return noninferiority(overall, settings, margin_intervals(overall, deltas, plan.alpha_fixed))
 
 
 def compare_asked(
@@ -230,7 +229,9 @@ def compare_asked(
             "of them did"
         )
     sequential = Sequential(len(asked), n_gold, result, said, plan.alpha)
-    margins = _margins(fixed, result, deltas, plan) if fixed.valid else None
+    margins = (
+        margins_at_stop(fixed.overall, settings, result, deltas, plan) if fixed.valid else None
+    )
     out = replace(fixed, sequential=sequential, noninferiority=margins)
     if not fixed.valid or result.verdict is None:
         return out

@@ -74,6 +74,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 
 from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, MetricSpec
@@ -96,7 +97,7 @@ from harness.verdict.comparison import (
 from harness.verdict.condensed import condensed_rows, twins
 from harness.verdict.headline import collapsed, quality_headline
 from harness.verdict.holes import judged_shares, pooled_gold, reach
-from harness.verdict.noninferiority import Interval, NonInferiority, decide_margins
+from harness.verdict.noninferiority import Interval, NonInferiority, decide_margins, interval_of
 from harness.verdict.overlap import ranking_changes
 from harness.verdict.resources import resources
 from harness.verdict.summary import summarise_run
@@ -412,7 +413,13 @@ def _compare(
         for name, run in zip(("baseline", "candidate"), runs, strict=True)
     ]
     boots = _boots(overall, settings, (len(usable[0]), len(usable[1]))) if ids else None
-    margins = None if invalid else noninferiority(overall, settings)
+    margins = None
+    if settings.non_inferior and not invalid:  # compare --non-inferior, at tost_alpha
+        held = [m for m, _ in settings.non_inferior]
+        each = {m: cand.matrix(m).mean(axis=0) - base.matrix(m).mean(axis=0) for m in held}
+        margins = noninferiority(
+            overall, settings, margin_intervals(overall, each, settings.tost_alpha)
+        )
     findings = _findings(overall, settings) if not invalid else ()
     if boots is not None and boots.present and not invalid:
         findings = (*findings, boots.words)
@@ -455,24 +462,29 @@ def _compare(
 
 
 def noninferiority(
-    overall: Scope, settings: CompareSettings, intervals: Mapping[str, Interval] | None = None
+    overall: Scope, settings: CompareSettings, intervals: Mapping[str, Interval]
 ) -> NonInferiority | None:
     """compare --non-inferior (`harness.verdict.noninferiority`): each margin judged on its
-    headline row's 1 - 2 alpha interval (the equivalence interval, at `tost_alpha`), or on
-    `intervals` when given (a sequential compare's)."""
+    headline metric's interval of `intervals` (`margin_intervals`, or a sequential compare's
+    confidence sequences); None without margins."""
     if not settings.non_inferior:
         return None
     headline = decisive_metrics(settings)
-    rows = {m: row for m in headline if (row := overall.row(m)) is not None}
-    if intervals is None:
-        intervals = {
-            m: Interval(r.delta, eq.low, eq.high, eq.confidence, eq.method)
-            for m, r in rows.items()
-            if (eq := r.equivalence) is not None and r.n > 0
-        }
-    called = {m: r.verdict is Verdict.REGRESSED for m, r in rows.items()}
+    called = {m: r.verdict is Verdict.REGRESSED for m in headline if (r := overall.row(m))}
     alpha = (1 - min((iv.confidence for iv in intervals.values()), default=0.9)) / 2
     return decide_margins(dict(settings.non_inferior), intervals, alpha, headline, called)
+
+
+def margin_intervals(
+    overall: Scope, deltas: Mapping[str, npt.NDArray[np.float64]], alpha: float
+) -> dict[str, Interval]:
+    """Each metric's 1 - 2 alpha interval of its per-query `deltas` (`noninferiority.interval_of`,
+    with its row's boots)."""
+    return {
+        m: interval_of(d, alpha, row.boots)
+        for m, d in deltas.items()
+        if d.size and (row := overall.row(m)) is not None
+    }
 
 
 def comparison_definition(

@@ -32,15 +32,19 @@ the time, however the compare stopped.  `scripts/calibrate.py --only noninferior
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
 from harness.verdict.boots import BootComponent
-from harness.verdict.equivalence import equivalence
+from harness.verdict.distributions import t_quantile
+from harness.verdict.equivalence import TANGO, equivalence
 
+FloatArray = npt.NDArray[np.float64]
 EDGE = 1e-9  # a bound this close to -margin is on it (the sequences' grid arithmetic)
 SEQUENCE = "anytime-valid confidence sequence"
 
@@ -183,9 +187,37 @@ def decide_margins(
 def interval_of(
     deltas: npt.ArrayLike, alpha: float, boots: BootComponent | None = None
 ) -> Interval:
-    """The 1 - 2 alpha interval of the mean of `deltas` (`harness.verdict.equivalence`, with
-    the variation between boots when there is any)."""
+    """The 1 - 2 alpha interval of the mean of `deltas`: equivalence's
+    (`harness.verdict.equivalence`: Tango's score interval for -1/0/+1 deltas, else the t
+    interval, widened by the boots when they vary), each t bound pushed out by Hall's
+    correction for the deltas' skewness when it makes that bound more cautious (`_skewed`)."""
     d = np.asarray(deltas, dtype=np.float64)
     eq = equivalence(d, alpha=alpha, band=1.0, boots=boots)
     mean = float(d.mean()) if d.size else 0.0
-    return Interval(mean, eq.low, eq.high, eq.confidence, eq.method)
+    low, high, method = eq.low, eq.high, eq.method
+    if method != TANGO and d.size > 2:
+        low, high = _skewed(d, alpha, low, high)
+        method = f"{method}, skewness-corrected"
+    return Interval(mean, low, high, eq.confidence, method)
+
+
+def _skewed(d: FloatArray, alpha: float, low: float, high: float) -> tuple[float, float]:
+    """[low, high] widened by the first-order Edgeworth (Cornish-Fisher) correction of the
+    studentized mean's quantiles (Hall 1992, The Bootstrap and Edgeworth Expansion, 2.6; Johnson
+    1978): P(T <= x) = Phi(x) + g (2x^2 + 1) phi(x) / (6 sqrt(n)), g the skewness, so the lower
+    bound's multiplier grows by -g (2z^2 + 1) / (6 sqrt(n)) when g < 0, the upper's by g (...)
+    when g > 0; never narrowed.  A loss is skewed: most queries unchanged, some lost (-1), a few
+    won: the t bound alone, from a low spread when few losses were drawn, said "not worse" of a
+    true -0.05 in 6.0% of simulated flaky compares (3,000) where this says it in ...% of them."""
+    n = d.size
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd <= 0:
+        return low, high
+    skew = float(np.mean((d - mean) ** 3)) / sd**3
+    z = NormalDist().inv_cdf(1 - alpha)
+    base = t_quantile(1 - alpha, n - 1)
+    step = (2 * z * z + 1) / (6 * math.sqrt(n)) * sd / math.sqrt(n)
+    low = min(low, mean - base * sd / math.sqrt(n) - max(0.0, -skew) * step)
+    high = max(high, mean + base * sd / math.sqrt(n) + max(0.0, skew) * step)
+    return max(low, -1.0), min(high, 1.0)
