@@ -30,6 +30,7 @@ Rates carry Wilson 95% intervals.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,14 +39,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import boot_spread, draw_hits, gold_set, hit_probabilities, wilson
+from calibrate import as_run, boot_spread, draw_hits, gold_set, hit_probabilities, wilson
 from calibrate_headline import headline_scope, metric_values
 
 from harness.compare.settings import with_margins
-from harness.verdict.asked import LATENCY_QUERIES, margins_at_stop, plan_for
-from harness.verdict.compare import margin_intervals, noninferiority
+from harness.types import GoldSet, QueryResult, Repeat
+from harness.verdict.asked import (
+    LATENCY_QUERIES,
+    compare_asked,
+    margins_at_stop,
+    plan_for,
+    stop_rule,
+)
+from harness.verdict.compare import compare, margin_intervals, noninferiority
 from harness.verdict.comparison import CompareSettings
-from harness.verdict.noninferiority import Claim
+from harness.verdict.noninferiority import Claim, NonInferiority
 from harness.verdict.quality_sequential import decide, query_order
 
 BINARY = CompareSettings(resamples=100)  # the headline is hit@5 and hit@10: exact tests
@@ -78,8 +86,17 @@ def worse(mode: str, p: np.ndarray, margin: float, rng: np.random.Generator) -> 
     return q
 
 
-def simulate(row: Row, seed: int) -> tuple[Claim, int]:
+def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Claim, int]:
     """One compare: the non-inferiority claim and the queries it asked."""
+    found, asked = margins(row, seed, fast=fast)
+    return found.claim, asked
+
+
+def margins(row: Row, seed: int, *, fast: bool = True) -> tuple[NonInferiority, int]:
+    """One compare's margins and the queries it asked (`fast`: from the per-query values, as
+    the module docstring says; else through the scoring, `compare.compare` or
+    `asked.compare_asked` on the runs cut where the runner stops: tests/test_calibration_paths.py
+    checks both agree)."""
     settings = with_margins(replace(BINARY, seed=seed), row.margin)
     rng = np.random.default_rng(seed)
     gold = gold_set(row.queries)
@@ -92,6 +109,8 @@ def simulate(row: Row, seed: int) -> tuple[Claim, int]:
     order = query_order([g.id for g in gold.queries], settings.seed)
     where = np.array([int(qid[1:]) for qid in order])
     ordered = [metric_values(x[:, where] == 1, ranks[where]) for x in (base, cand)]
+    if not fast:
+        return _through_compare(row, settings, gold, (base, cand), ranks, order)
     if not row.sequential:  # as compare._compare: each margin's interval at tost_alpha
         overall = headline_scope(*ordered, settings)
         held = [m for m, _ in settings.non_inferior]
@@ -99,7 +118,7 @@ def simulate(row: Row, seed: int) -> tuple[Claim, int]:
         intervals = margin_intervals(overall, each, settings.tost_alpha)
         found = noninferiority(overall, settings, intervals)
         assert found is not None
-        return found.claim, row.queries
+        return found, row.queries
     plan = plan_for(gold, settings, first=LATENCY_QUERIES)
     values = {m: (ordered[0][m], ordered[1][m]) for m in plan.metrics}
     deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
@@ -113,7 +132,40 @@ def simulate(row: Row, seed: int) -> tuple[Claim, int]:
         overall, settings, result, {m: d[:asked] for m, d in deltas.items()}, plan
     )
     assert found is not None
-    return found.claim, asked
+    return found, asked
+
+
+def _through_compare(
+    row: Row,
+    settings: CompareSettings,
+    gold: GoldSet,
+    drawn: tuple[np.ndarray, np.ndarray],
+    ranks: np.ndarray,
+    order: tuple[str, ...],
+) -> tuple[NonInferiority, int]:
+    runs = [as_run(gold, drawn[0], ranks), as_run(gold, drawn[1], ranks, "b")]
+    if not row.sequential:
+        found = compare(gold, runs[0], runs[1], settings).noninferiority
+        assert found is not None
+        return found, row.queries
+    look = stop_rule(gold, settings, order, first=LATENCY_QUERIES)
+    block = plan_for(gold, settings, first=LATENCY_QUERIES).block_size
+    asked = next(  # the runner: a look after each block, until it says stop
+        n
+        for n in [*range(block, len(order), block), len(order)]
+        if look(n, [[_cut(rep, order[:n]) for rep in run.repeats] for run in runs])
+    )
+    keep = order[:asked]
+    cut = [replace(run, repeats=tuple(replace(rep, results=_cut(rep, keep))
+                                      for rep in run.repeats)) for run in runs]  # fmt: skip
+    found = compare_asked(gold, cut[0], cut[1], settings, order).noninferiority
+    assert found is not None
+    return found, asked
+
+
+def _cut(rep: Repeat, keep: Sequence[str]) -> tuple[QueryResult, ...]:
+    wanted = set(keep)
+    return tuple(r for r in rep.results if r.query_id in wanted)
 
 
 def rate(row: Row, sims: range, seed: int) -> tuple[Row, dict[str, int], list[int]]:

@@ -2,9 +2,10 @@
 
 `scripts/calibrate_headline.py` turns simulated answers straight into per-query values and
 decides the headline with compare's own row, Holm and headline code, skipping the scoring of
-rankings; `scripts/calibrate.py --fast` and `scripts/calibrate_sequential.py` rely on it for
-their thousands of simulations.  Here both paths run on the same simulated compares, in every
-determinism mode, and must give the same verdict (and, fixed-sample, the same mde)."""
+rankings; `scripts/calibrate.py --fast`, `scripts/calibrate_sequential.py` and
+`scripts/calibrate_noninferior.py` rely on it for their thousands of simulations.  Here both
+paths run on the same simulated compares, in every determinism mode, and must give the same
+verdict (and, fixed-sample, the same mde; the same margins' claims and intervals)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 import calibrate
+import calibrate_noninferior
 import calibrate_sequential
 from calibrate_headline import headline, metric_values
 
@@ -92,3 +94,29 @@ def test_the_references_bound_the_rule_from_the_right_side() -> None:
     told = calibrate_sequential.oracle_asked(row(0.2, 1, "redrawn"), 200, 0)
     blind = calibrate_sequential.oracle_asked(row(0.2, 1, "redrawn"), 200, 0, two_sided=True)
     assert told < blind < 1.0
+
+
+NONINFERIOR = [
+    calibrate_noninferior.Row(False, "deterministic", 5, True),  # stops early: ~2/3 asked
+    calibrate_noninferior.Row(True, "flaky 10%", 3, True, queries=120),
+    calibrate_noninferior.Row(True, "per-boot 0.03", 3, False, queries=120),
+    calibrate_noninferior.Row(False, "redrawn", 1, False, queries=120),
+    calibrate_noninferior.Row(True, "deterministic", 5, False, queries=120),
+]
+
+
+@pytest.mark.parametrize(
+    "row", NONINFERIOR, ids=lambda r: f"{'seq' if r.sequential else 'fixed'} {r.mode} {r.worse}"
+)
+def test_the_fast_margins_are_compares(row: calibrate_noninferior.Row) -> None:
+    # scripts/calibrate_noninferior.py decides the margins from the per-query values; compare
+    # (or compare_asked on the runs cut where the runner's looks stop) from the scored runs.
+    for seed in range(2):
+        fast, asked = calibrate_noninferior.margins(row, seed)
+        full, asked_full = calibrate_noninferior.margins(row, seed, fast=False)
+        assert asked == asked_full and fast.claim is full.claim, seed
+        for a, b in zip(fast.rows, full.rows, strict=True):
+            assert (a.metric, a.method, a.claim) == (b.metric, b.method, b.claim)
+            assert (a.low, a.high, a.confidence) == pytest.approx((b.low, b.high, b.confidence))
+    if row.sequential and row.queries == 300:
+        assert asked < row.queries  # the margins stopped it: the early stop is on this path

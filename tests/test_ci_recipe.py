@@ -78,3 +78,60 @@ def test_the_pinned_install_form_installs_harness_from_a_tag(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-2000:]
     assert (target / "harness" / "schemas" / "comparison.schema.json").is_file()
     assert (target / "harness" / "demo" / "harness.toml").is_file()
+
+
+def _compare_step() -> dict[str, object]:
+    import yaml
+
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["compare"]["steps"]
+    return next(s for s in steps if s.get("id") == "compare")
+
+
+@pytest.mark.parametrize(
+    ("labels", "branch", "status", "non_inferior"),
+    [
+        ("", "feat/x", 0, False),  # a feature: the difference gate
+        ("bug", "feat/x", 1, False),
+        ("bug refactor", "feat/x", 4, True),  # the label chooses the non-inferiority gate
+        ("", "refactor/split-scorer", 0, True),
+        ("", "deps/numpy-2", 4, True),
+        ("", "dependabot/pip/numpy-2.1", 1, True),
+        ("refactoring", "feat/refactor-ish", 0, False),  # only the whole label, the prefix
+    ],
+)
+def test_the_workflow_runs_both_kinds_of_gate_and_passes_on_their_status(
+    tmp_path: Path, labels: str, branch: str, status: int, non_inferior: bool
+) -> None:
+    # The compare step's script as the runner runs it (the expressions filled in as GitHub
+    # would), with a `harness` that records its arguments and exits `status`: the gate is
+    # chosen by the label or the branch, and the status (4: a margin not shown) reaches the
+    # step's output, which the last step fails on unless it is 0.
+    step = _compare_step()
+    env = step["env"]
+    assert isinstance(env, dict)
+    assert "github.event.pull_request.labels" in env["LABELS"] and "head_ref" in env["BRANCH"]
+    script = str(step["run"]).replace("${{ github.base_ref }}", "main")
+    assert "${{" not in script, "every expression is passed through the environment"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "harness").write_text(
+        f'#!/bin/sh\necho "$@" > "{tmp_path}/args"\necho "# report"\nexit {status}\n'
+    )
+    (fake / "harness").chmod(0o755)
+    output = tmp_path / "output"
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": f"{fake}:/usr/bin:/bin", "LABELS": labels, "BRANCH": branch,
+             "GITHUB_OUTPUT": str(output)},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    args = (tmp_path / "args").read_text().split()
+    assert args[:5] == ["compare", "--baseline", "origin/main", "--candidate", "HEAD"]
+    assert ("--non-inferior" in args) is non_inferior
+    if non_inferior:
+        assert args[args.index("--non-inferior") + 1] == "0.02"
+    assert output.read_text() == f"status={status}\n"
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert "if: steps.compare.outputs.status != '0'" in text  # 4 fails the check as 1 does

@@ -85,5 +85,9 @@ def test_every_command_help_shows_its_exit_statuses_and_examples() -> None:
     assert floor in compare  # the layout is kept, and a missed floor is among the reasons for 1
     assert "\n  3 invalid:" in compare
     gate = dict(_commands())["gate"].format_help()
-    assert "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met\n" in gate
+    fell = "1 a row fell below the baseline (or its margin), or a [gate.floors] floor is not met"
+    assert f"\n  {fell}\n" in gate
+    assert "\n  4 with --non-inferior: a row not shown within its margin (never a pass)" in gate
+    unshown = "4 with --strict: quality inconclusive; with --non-inferior: a margin not shown"
+    assert unshown in compare
     assert "1 regressed or below a floor" in dict(_commands())[""].format_help()

@@ -184,7 +184,7 @@ HELP = {
     "run": "0 every query answered\n  2 usage, configuration or gold-set error"
     "\n  3 a query failed or the service would not build or boot",
     "gate": "0 pass (or --update-baseline wrote it)"
-    "\n  1 a row fell below the baseline, or a [gate.floors] floor is not met"
+    "\n  1 a row fell below the baseline (or its margin), or a [gate.floors] floor is not met"
     "\n  2 usage or configuration error\n  3 not comparable (another gold set) or invalid"
     "\n  4 with --non-inferior: a row not shown within its margin (never a pass)",
     "gold check": "0 no error found\n  2 the gold set has errors (or a usage error)",

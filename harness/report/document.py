@@ -87,8 +87,9 @@ def comparison_to_dict(comparison: Comparison, *, redact: bool = False) -> dict[
     quality, latency = body.pop("verdict_quality"), body.pop("verdict_latency")
     if not c.floors:  # [gate.floors] unset: the document is what it was before floors existed
         del body["floors"]
-    if not c.settings.non_inferior:  # no margin asked for: likewise before margins existed
-        del body["noninferiority"], body["settings"]["non_inferior"]
+    settings = body["settings"]
+    if not c.settings.non_inferior and isinstance(settings, dict):  # no margin asked for: as
+        del body["noninferiority"], settings["non_inferior"]  # it was before margins existed
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

@@ -122,21 +122,24 @@ def _row_words(r: MarginRow) -> str:
 def sentence(
     rows: Sequence[MarginRow], claim: Claim, alpha: float, regressed: Sequence[str]
 ) -> str:
-    """The report's line: the claim, then each metric's interval against its margin."""
+    """The report's line after "non-inferiority: CLAIM": which metrics, then each one's
+    interval against its margin."""
     if not rows:
-        return "no headline metric has a margin: nothing was shown"
-    shown = "; ".join(_row_words(r) for r in rows)
+        return "no headline metric has a margin: nothing was shown, and this is not a pass"
+
+    def named(wanted: Claim) -> str:
+        return ", ".join(r.metric for r in rows if r.claim is wanted)
+
     if claim is Claim.NOT_WORSE:
-        said = f"not worse than the margins on {', '.join(r.metric for r in rows)}"
+        said = f"{named(claim)}: each shown not worse than the baseline by more than its margin"
     elif claim is Claim.WORSE:
-        worse = [r.metric for r in rows if r.claim is Claim.WORSE]
-        said = f"worse than the margin on {', '.join(worse)}"
+        said = f"{named(claim)}: shown worse than the baseline by more than the margin"
     else:
-        open_ = [r.metric for r in rows if r.claim is Claim.NOT_SHOWN]
         said = (
-            f"could not show not worse on {', '.join(open_)} (its interval reaches past the "
-            "margin: more queries narrow it; this is not a pass)"
+            f"{named(claim)}: the interval reaches past the margin, so not worse is not shown "
+            "(more queries narrow it; this is not a pass)"
         )
+    shown = "; ".join(_row_words(r) for r in rows)
     said += f" ({shown}; one-sided tests at {alpha:g})"
     if regressed:
         said += f"; and {', '.join(regressed)}, without a margin, regressed"
