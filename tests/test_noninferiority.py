@@ -7,6 +7,7 @@ input."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -438,3 +439,51 @@ def test_the_gates_margins_cover_the_gated_metrics() -> None:
         ["ndcg@10"],
     )
     assert gate_margins(None, ["mrr@10"]) == ({}, [])
+
+
+# --------------------------------------------------------------------------- the real CLI
+
+
+def _harness(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", *args],
+        cwd=repo, capture_output=True, text=True, check=False, timeout=1200,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_compare_report_and_gate_exit_by_the_margins_on_the_demo(tmp_path: Path) -> None:
+    from harness.demo import materialise
+
+    repo = materialise(tmp_path / "demo")
+    results = str(tmp_path / "results")
+    quick = ("--repeats", "2", "--latency-budget", "2", "-q", "--results", results)
+    same = _harness(repo, "compare", "--baseline", "main", "--candidate", "main",
+                    "--non-inferior", "0.05", "--format", "json", *quick)  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    document = json.loads(same.stdout)
+    assert document["noninferiority"]["claim"] == "not worse"
+    # The config's margins, overridden by the option: feat/x loses hit@5 on some queries.
+    config = repo / "harness.toml"
+    config.write_text(config.read_text() + '\n[gate]\nnon_inferior = {"hit@5" = 0.5}\n')
+    loose = _harness(repo, "compare", "--baseline", "main", "--candidate", "feat/x", *quick)
+    assert loose.returncode == 0, loose.stderr  # hit@5 within 0.5; hit@10 without a margin
+    assert "non-inferiority: not worse: hit@5" in loose.stdout
+    tight = _harness(repo, "compare", "--baseline", "main", "--candidate", "feat/x",
+                     "--non-inferior", "0.01", *quick)  # fmt: skip
+    assert tight.returncode in (1, 4), tight.stderr  # never a pass
+    assert "non-inferiority: " in tight.stdout and "non-inferiority: not worse" not in tight.stdout
+    saved = tight.stderr.split("harness: results saved in ")[1].split("\n")[0].strip()
+    again = _harness(repo, "report", saved)
+    assert again.returncode == tight.returncode  # the saved comparison keeps its margins
+    # harness gate: the config's table names hit@5, which is not gated (mrr@10, recall@10).
+    baseline = str(tmp_path / "baseline.json")
+    gate = ("gate", "--baseline-file", baseline, "--repeats", "1", "-q", "--results", results)
+    recorded = _harness(repo, *gate, "--ref", "main", "--update-baseline")
+    assert recorded.returncode == 0, recorded.stderr
+    held = _harness(repo, *gate, "--ref", "main", "--non-inferior", "0.05")
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert "every margin shown not worse" in held.stdout
+    assert re.search(r"^overall\s+mrr@10\s.*\snot worse \(margin -0\.05; ", held.stdout, re.M)
+    noted = _harness(repo, *gate, "--ref", "main")
+    assert "non_inferior names hit@5, which is not gated here" in noted.stderr

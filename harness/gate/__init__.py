@@ -34,7 +34,10 @@ gated metrics overall and across the slices per metric, at compare.alpha and com
 "regressed" fails, "improved" passes, and a change the test cannot tell from noise is "ok"
 whatever its size, unless --max-drop X is given ("dropped": a drop of more than X fails).  A
 row still fails when it falls to zero from above zero (compare's slice collapse) or its slice
-vanishes.  A [gate.floors] floor fails the gate as it fails compare.
+vanishes.  A [gate.floors] floor fails the gate as it fails compare.  With margins
+(--non-inferior, [gate] non_inferior) an overall row of a metric with one passes only when its
+one-sided interval shows it not worse than the margin ("worse than margin" fails; "not shown
+within margin" is the outcome NOT_SHOWN, exit 4, never a pass; `paired` states it).
 
 The noise rule below applies with --strict (tolerance 0), and to a baseline file written before
 per-query values (the result says so and how to re-record it).  For every scope of the baseline

@@ -10,8 +10,9 @@ The runner asks the queries of `order` (`quality_sequential.query_order`, from t
 seed) in blocks, each block R times per side, and stops when `look` says the rule decided.  The
 Comparison is then made over the queries asked (slices included, each with its n): the headline
 verdict is the rule's when it decided, else (the gold set used up) the fixed-sample verdict of
-`harness.verdict.compare` at alpha - alpha_s, the error rate the looks did not spend.  An invalid
-run stays invalid.  Pure: no I/O, no clock.
+`harness.verdict.compare` at alpha - alpha_s, the error rate the looks did not spend; margins
+(compare --non-inferior) are read where it stopped (`margins_at_stop`).  An invalid run stays
+invalid.  Pure: no I/O, no clock.
 """
 
 from __future__ import annotations

@@ -60,6 +60,10 @@ What is compared, and how:
   NOT_COMPARED.  INVALID for both when the run is invalid, which includes a side
   that returned nothing, or only ids that are neither judged nor in the corpus, or more ids
   unknown to the corpus than `max_unknown_ids` (`validity.id_space_problems`).
+- Margins (`settings.non_inferior`, compare --non-inferior): each headline metric with one is
+  judged on its per-query deltas' 1 - 2 alpha interval (`margin_intervals`, at `tost_alpha`):
+  "not worse", "worse than the margin" or "could not show" (`harness.verdict.noninferiority`);
+  none on an invalid run.
 
 Where each rule lives: `validity` (usable repeats, invalid reasons), `scopes` (each side scored,
 metric rows, Holm across slices, power), `details` (flips, no-answer and outranks
