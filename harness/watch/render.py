@@ -97,8 +97,8 @@ def _summary(w: Watch, measured_now: Sequence[Commit], failed: Sequence[Commit])
         f"({len(measured_now)} now); {len(w.series)} series scanned, false-alarm rate "
         f"{rate} each",
     ]
-    bands = ", ".join(
-        f"{name} {d.band:+g}".replace("+", "±") + ("x" if name.startswith("latency") else "")
+    bands = ", ".join(  # latency's band is a ratio - 1: 0.1 is 10% slower or faster
+        f"{name} ±{d.band * 100:g}%" if name.startswith("latency") else f"{name} ±{d.band:g}"
         for name, d in w.detections.items()
     )
     lines.append(f"least step looked for: {bands}")
