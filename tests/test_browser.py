@@ -192,3 +192,49 @@ def test_the_history_page_draws_siblings_as_a_fork(chromium: Any, tmp_path: Path
     check_page(seen, path, ["history"], bundle=tmp_path / plotly_file())
     assert [clash for plot in seen.evaluated["script"] for clash in clashes(plot)] == []
     assert "commit graph (a row per line of descent)" in seen.text
+
+
+CHANGE_BANDS = """
+() => {
+  const plot = document.querySelector('div.plot .js-plotly-plot');
+  return {
+    shapes: (plot.layout.shapes || []).map(s => ({x0: s.x0, x1: s.x1, yref: s.yref,
+                                                   fill: s.fillcolor})),
+    drawn: document.querySelectorAll('div.plot g.shapelayer path').length,
+    labels: Array.from(document.querySelectorAll('div.plot g.annotation text'))
+      .map(t => t.textContent),
+  };
+}
+"""
+
+
+def test_the_watch_history_page_draws_each_change_as_a_band_on_its_panel(
+    chromium: Any, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from harness.history.collect import points_from_records
+    from harness.history.render import render_history
+    from harness.history.table import LATENCY, Drawn, aggregate
+    from harness.score.metrics import parse_metrics
+
+    data = measured(tmp_path)
+    points, _ = points_from_records(data.results, data.gold, parse_metrics("hit@5"))
+    history = aggregate(points, ["hit@5"], list(data.shas))
+    changes = (
+        Drawn("hit@5", data.shas[0], data.shas[1], "step -0.100: regression, c1", True, True),
+        Drawn(LATENCY, data.shas[1], data.shas[2], "step 1.10x: not confirmed", False, False),
+    )
+    path = tmp_path / "history.html"
+    path.write_text(render_history(replace(history, changes=changes), "html"))
+    seen = open_page(chromium, path, drawn=CHANGE_BANDS, screenshot=tmp_path / "bands.png")
+    assert seen.console_errors == [] and seen.page_errors == []
+    bands = seen.evaluated["drawn"]
+    # One band per change, each over its own commits (rows 0-1 and 1-2), on its own panel
+    # (hit@5 the first, latency the second), red for the confirmed regression, grey otherwise.
+    assert [(s["x0"], s["x1"]) for s in bands["shapes"]] == [(0, 1), (1, 2)]
+    assert [s["yref"].split(" ")[0] for s in bands["shapes"]] == ["y", "y2"]
+    assert [s["fill"] for s in bands["shapes"]] == ["#c62828", "#9e9e9e"]
+    assert bands["drawn"] >= 2
+    assert "step -0.100: regression, c1" in bands["labels"]
+    assert "step 1.10x: not confirmed" in bands["labels"]

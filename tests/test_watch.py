@@ -207,12 +207,6 @@ def test_the_false_alarm_rate_holds_over_null_series(tau: float, sigma: float) -
     assert flagged <= most, (flagged, most)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: with between-commit noise about the size of a commit's own standard error "
-    "(tau 0.01, 3 repeats of sd 0.02), tau^2 is often read as 0 and the scan's parametric null "
-    "is too narrow; the rate is ~2.7% at a stated 1% (1000 series)",
-)
 def test_the_false_alarm_rate_holds_when_both_noises_are_alike() -> None:
     flagged, most = flag_rate(1000, 0.01, 0.01, 0.02)
     assert flagged <= most, (flagged, most)

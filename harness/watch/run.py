@@ -25,6 +25,7 @@ but for what `compare_pair` does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -95,6 +96,19 @@ class Watch:
         return tuple(f for f in self.confirmed if f.regression)
 
 
+def _measured(template: Change, kind: Kind, j: Judgement, latency: bool) -> Change:
+    """`template` as `kind` over the range a fresh compare measured, its levels the compare's
+    (the metric, or p50 ms, at either end) when it gave them and they go the template's way."""
+    if j.good_value is None or j.value is None or (latency and min(j.good_value, j.value) <= 0):
+        return replace(template, kind=kind)
+    delta = math.log(j.value / j.good_value) if latency else j.value - j.good_value
+    if delta == 0 or (delta > 0) != (template.delta > 0):
+        return replace(template, kind=kind)
+    return replace(
+        template, kind=kind, before=j.good_value, after=j.value, delta=delta, largest_jump=delta
+    )
+
+
 def _against(
     compared: Callable[[Commit, Commit], StepResult], good: Commit
 ) -> Callable[[Commit], StepResult]:
@@ -128,27 +142,75 @@ def watch(
             cache[key] = compare_pair(before, after)
         return cache[key]
 
+    def judged(
+        s: Series, before: Commit, after: Commit, criterion: Criterion
+    ) -> tuple[Judgement, str | None]:
+        result = compared(before, after)
+        saved = None if result.saved is None else str(result.saved)
+        return judge(result.comparison, result.runs, criterion), saved
+
+    def inside(before: Commit, after: Commit) -> tuple[Commit, ...]:
+        return tuple(path[position[before.sha] + 1 : position[after.sha] + 1])
+
     def confirm(s: Series, change: Change) -> Finding:
         before = path[position[s.shas[change.start]]]
         after = path[position[s.shas[change.end]]]
         latency = s.name == latency_name
-        result = compared(before, after)
         up = (change.delta > 0) != latency  # the good way
         criterion = criterion_for(s.name, latency, improvement=up)
-        judgement = judge(result.comparison, result.runs, criterion)
-        saved = None if result.saved is None else str(result.saved)
+        judgement, saved = judged(s, before, after, criterion)
         commits = position[after.sha] - position[before.sha]
         finding = Finding(change, before, after, commits, latency, judgement, saved)
         if finding.confirmed and change.kind is Kind.STEP and commits > 1:
-            inside = tuple(path[position[before.sha] + 1 : position[after.sha] + 1])
-            bisection = bisect(before, after, inside, criterion, _against(compared, before))
+            bisection = bisect(
+                before, after, inside(before, after), criterion, _against(compared, before)
+            )
             finding = replace(finding, bisection=bisection)
         return finding
+
+    def settle(s: Series, f: Finding) -> list[Finding]:
+        """A confirmed drift, bisected: when the first commit its compare calls is called
+        against its own parent too, the drift held a step (a busy machine made the step look
+        like a ramp in the levels); the step is reported with that culprit, and what is left on
+        either side is tried as a drift of its own."""
+        if not f.confirmed or f.change.kind is not Kind.DRIFT or f.commits < 2:
+            return [f]
+        criterion = criterion_for(s.name, f.latency, improvement=not f.regression)
+        b = bisect(
+            f.before, f.after, inside(f.before, f.after), criterion, _against(compared, f.before)
+        )
+        if b.outcome is not Outcome.FOUND:
+            return [f]
+        culprit = b.culprits[0]
+        parent = path[position[culprit.sha] - 1]
+        adjacent, saved = judged(s, parent, culprit, criterion)
+        if adjacent.verdict is not f.judgement.verdict:
+            return [f]  # no single commit did it: a drift
+        found = [
+            Finding(
+                _measured(f.change, Kind.STEP, adjacent, f.latency),
+                parent,
+                culprit,
+                1,
+                f.latency,
+                adjacent,
+                saved,
+                b,
+            )
+        ]
+        for lo, hi in ((f.before, parent), (culprit, f.after)):
+            if position[hi.sha] - position[lo.sha] >= 2:
+                rest, saved = judged(s, lo, hi, criterion)
+                if rest.verdict is f.judgement.verdict:
+                    commits = position[hi.sha] - position[lo.sha]
+                    change = _measured(f.change, Kind.DRIFT, rest, f.latency)
+                    found.append(Finding(change, lo, hi, commits, f.latency, rest, saved))
+        return found
 
     findings: list[Finding] = []
     for s in series:
         found = [confirm(s, change) for change in changes(s, detections[s.name])]
-        findings += _drifts(s, found, confirm)
+        findings += [g for f in _drifts(s, found, confirm) for g in settle(s, f)]
     findings.sort(key=lambda f: (position[f.before.sha], position[f.after.sha], f.change.series))
     return Watch(
         tuple(path),
