@@ -105,3 +105,30 @@ def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: 
     cached_compare(results, gold, base, cand, FAST)
     _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
     assert not hit
+
+
+def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import harness.results.comparisons as comparisons
+    from harness.report.document import comparison_to_dict
+    from harness.results.files import json_text
+
+    results, gold, base, cand = stored
+    first, _ = cached_compare(results, gold, base, cand, FAST)
+    (entry,) = (results / CACHE_DIR).glob("*.json")
+    expected = json_text(comparison_to_dict(first)).encode()
+    assert entry.read_bytes() == expected  # the entry is the comparison.json, byte for byte
+    again, hit = cached_compare(results, gold, base, cand, FAST)
+    assert hit
+
+    def no_encoding(*args: object, **kwargs: object) -> object:
+        raise AssertionError("encoded again")
+
+    monkeypatch.setattr(comparisons, "comparison_to_dict", no_encoding)
+    saved = comparisons.save_comparison(results / "saved", again, (base, cand))
+    assert (saved / comparisons.COMPARISON_FILE).read_bytes() == expected
+    monkeypatch.undo()
+    # A comparison changed since it was read is encoded afresh, not written as the entry.
+    changed = replace(again, warnings=(*again.warnings, "changed"))
+    saved = comparisons.save_comparison(results / "saved", changed, (base, cand))
+    assert (saved / comparisons.COMPARISON_FILE).read_bytes() == json_text(
+        comparison_to_dict(changed)).encode()

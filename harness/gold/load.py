@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
+from harness.gold import memo
 from harness.gold.canonical import canonical_hash
 from harness.gold.corpus import dangling, load_corpus, load_corpus_ids
 from harness.gold.native import read_native
@@ -25,7 +26,7 @@ from harness.gold.reading import (
     loads,
     not_utf8,
 )
-from harness.gold.tables import read_beir, read_qrels, read_trec
+from harness.gold.tables import beir_qrels, read_beir, read_qrels, read_trec
 from harness.inputs import CORPUS, GOLD, is_input_file, open_input
 from harness.types import CorpusInfo, GoldSet
 
@@ -94,19 +95,42 @@ def load_gold(path: Path | str, *, queries: Path | None = None, corpus: Path | N
                         "every folder above it") from None
     if not found:
         raise GoldError(f"{path}: gold set not found; check the path (the `gold` setting)")
+    # Without a corpus, a gold set read before from the same bytes is read back (gold.memo).
+    key = _memo_key(path, fmt, queries, split, texts) if corpus is None else None
     problems = Problems()
     with _collector_paused():
+        if key is not None and (known := memo.recall(key)) is not None:
+            return known
         try:
             chosen = fmt if fmt is not None else detect_format(path)
-            parsed = _read(path, chosen, queries, split, problems, texts)
+            parsed = _read(path, chosen, queries, split, problems, texts, corpus is not None)
             info = parsed.corpus
             if corpus is not None:
                 info = _check_corpus(parsed, Path(corpus), problems)
         except OSError as exc:
             raise GoldError(f"{exc.filename or path}: cannot read: {exc.strerror}") from exc
         problems.raise_if_any(f"{path}: the gold set is invalid")
-        return GoldSet(parsed.queries, parsed.source, parsed.format,
+        gold = GoldSet(parsed.queries, parsed.source, parsed.format,
                        canonical_hash(parsed.queries), info, parsed.version, parsed.pooled)
+        if key is not None:
+            memo.remember(key, gold)
+        return gold
+
+
+def _memo_key(path: Path, fmt: str | None, queries: Path | None, split: str,
+              texts: bool) -> str | None:
+    """`gold.memo`'s key of this load: the files it reads, hashed; None for a load whose files
+    are not plain files yet (the readers say what is wrong)."""
+    try:
+        if path.is_dir():
+            if fmt not in (None, "beir") or queries is not None:
+                return None
+            files = [path / "queries.jsonl", beir_qrels(path, split)]
+        else:
+            files = [path] if queries is None else [path, Path(queries)]
+    except (OSError, GoldError):
+        return None
+    return memo.gold_key(files, path, fmt, split, texts)
 
 
 @contextmanager
@@ -124,7 +148,8 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _read(path: Path, fmt: str, queries: Path | None, split: str,
-          problems: Problems, texts: bool = True) -> Parsed:
+          problems: Problems, texts: bool = True, refs: bool = True) -> Parsed:
+    """The reader of `fmt`; `refs`: collect where each doc id was read (for a corpus check)."""
     if fmt not in FORMATS:
         raise GoldError(f"unknown gold format {fmt!r}; use one of {', '.join(FORMATS)}")
     if fmt != "trec" and queries is not None:
@@ -133,17 +158,17 @@ def _read(path: Path, fmt: str, queries: Path | None, split: str,
     if fmt == "beir":
         if not path.is_dir():
             raise GoldError(f"{path}: a BEIR gold set is a folder (queries.jsonl, qrels/)")
-        return read_beir(path, split, problems)
+        return read_beir(path, split, problems, refs)
     if path.is_dir():
         raise GoldError(f"{path}: a {fmt} gold set is a file, not a folder")
     if fmt == "native":
-        return read_native(path, problems)
+        return read_native(path, problems, refs=refs)
     if queries is None and not texts:
-        return read_qrels(path, problems)
+        return read_qrels(path, problems, refs)
     if queries is None:
         raise GoldError(f"{path}: TREC qrels need their query texts: pass a queries file "
                         "(JSONL or qid<TAB>text)")
-    return read_trec(path, Path(queries), problems)
+    return read_trec(path, Path(queries), problems, refs)
 
 
 def _check_corpus(parsed: Parsed, corpus: Path, problems: Problems) -> CorpusInfo | None:

@@ -78,13 +78,14 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def read_native(path: Path, problems: Problems,
-                labels: dict[str, QueryLabels] | None = None) -> Parsed:
+                labels: dict[str, QueryLabels] | None = None, *, refs: bool = True) -> Parsed:
     """Parse a native gold file, recording every problem (no queries if it is not UTF-8);
-    `labels` collects each query's "machine" and "judged_by" keys, when given."""
+    `labels` collects each query's "machine" and "judged_by" keys, when given; `refs=False`
+    leaves out where each doc id was read (only a corpus check needs it)."""
     lines = numbered_lines(path, problems)
     if lines is None:
         return Parsed((), (), str(path), "native")
-    return parse_native(lines, str(path), problems, labels)
+    return parse_native(lines, str(path), problems, labels, refs=refs)
 
 
 def read_native_labels(path: Path | str) -> dict[str, QueryLabels]:
@@ -98,10 +99,10 @@ def read_native_labels(path: Path | str) -> dict[str, QueryLabels]:
 
 
 def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems,
-                 labels: dict[str, QueryLabels] | None = None) -> Parsed:
+                 labels: dict[str, QueryLabels] | None = None, *, refs: bool = True) -> Parsed:
     """Parse numbered non-blank lines of the native format (see the module docstring)."""
     queries: list[GoldQuery] = []
-    refs: list[DocRef] = []
+    where: list[DocRef] | None = [] if refs else None
     first_line: dict[str, int] = {}
     corpus: CorpusInfo | None = None
     judged: bool | None = None  # the header's "judged", as GoldQuery.declared
@@ -135,7 +136,7 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
                          f"and {number}; give each query its own id", number, "id")
         elif isinstance(query_id, str) and query_id:
             first_line[query_id] = number
-        query = _check_query(value, path, number, problems, refs, judged)
+        query = _check_query(value, path, number, problems, where, judged)
         found = _labels(value, query, path, number, problems)
         if query is not None and len(problems) == before:
             queries.append(query)
@@ -146,7 +147,7 @@ def parse_native(lines: Iterable[tuple[int, str]], path: str, problems: Problems
                      "(JSON lines, gold/README.md, or TREC qrels `qid 0 docid grade`)")
     elif query_lines == 0:
         problems.add(path, "no queries: the file needs at least one query line after the header")
-    return Parsed(tuple(queries), tuple(refs), path, "native", corpus, header_line,
+    return Parsed(tuple(queries), tuple(where or ()), path, "native", corpus, header_line,
                   pooled=judged)
 
 
@@ -214,7 +215,7 @@ def _header_judged(obj: JsonObject, path: str, number: int, problems: Problems) 
 
 
 def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
-                 refs: list[DocRef], judged: bool | None = None) -> GoldQuery | None:
+                 refs: list[DocRef] | None, judged: bool | None = None) -> GoldQuery | None:
     _check_keys(obj, _QUERY_KEYS, path, number, problems)
     for key in _REQUIRED:
         if key not in obj:
@@ -239,9 +240,10 @@ def _check_query(obj: JsonObject, path: str, number: int, problems: Problems,
     relevant = _relevant(obj["relevant"], path, number, problems) if "relevant" in obj else {}
     outranks = parse_outranks(obj.get("outranks", []), path, number, problems)
     spans = parse_spans(obj["spans"], relevant, path, number, problems) if "spans" in obj else {}
-    refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
-    refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
-                for i, pair in enumerate(outranks) for doc in pair)
+    if refs is not None:
+        refs.extend(DocRef(path, number, "relevant", label, doc) for doc in relevant)
+        refs.extend(DocRef(path, number, f"outranks[{i}]", label, doc)
+                    for i, pair in enumerate(outranks) for doc in pair)
     declared = _answerable(obj, relevant, judged, path, number, problems)
     if not (isinstance(query_id, str) and isinstance(text, str) and isinstance(slice_, str)):
         return None

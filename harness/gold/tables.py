@@ -89,7 +89,7 @@ def beir_qrels(folder: Path, split: str) -> Path:
     raise GoldError(f"{folder}: no qrels for split {split!r}: looked for {tried}{have}")
 
 
-def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
+def read_beir(folder: Path, split: str, problems: Problems, refs: bool = True) -> Parsed:
     """The judged queries of a BEIR folder (see the module docstring)."""
     queries = folder / "queries.jsonl"
     if not is_input_file(queries, QUERIES):
@@ -99,20 +99,22 @@ def read_beir(folder: Path, split: str, problems: Problems) -> Parsed:
     qrels = beir_qrels(folder, split)
     topics = read_topics(queries, problems)
     judgements = _table(qrels, _BEIR, problems)
-    return _assemble(topics, judgements, queries, qrels, str(folder), "beir", _BEIR, problems)
+    return _assemble(topics, judgements, queries, qrels, str(folder), "beir", _BEIR, problems,
+                     refs)
 
 
-def read_trec(qrels: Path, queries: Path, problems: Problems) -> Parsed:
+def read_trec(qrels: Path, queries: Path, problems: Problems, refs: bool = True) -> Parsed:
     """The judged queries of a TREC qrels file and its topics file (see the module docstring)."""
     if not is_input_file(queries, QUERIES):
         raise GoldError(f"{queries}: queries file not found; TREC qrels need the query texts "
                         "(JSONL or qid<TAB>text)")
     topics = read_topics(queries, problems)
     judgements = _table(qrels, _TREC, problems)
-    return _assemble(topics, judgements, queries, qrels, str(qrels), "trec", _TREC, problems)
+    return _assemble(topics, judgements, queries, qrels, str(qrels), "trec", _TREC, problems,
+                     refs)
 
 
-def read_qrels(qrels: Path, problems: Problems) -> Parsed:
+def read_qrels(qrels: Path, problems: Problems, refs: bool = True) -> Parsed:
     """The judged queries of TREC qrels alone, for scoring only (`harness metrics`, as
     `trec_eval qrels run`): scoring reads no query text, so each query's text is empty, its
     slice "default", and the queries come in the order the qrels first name them."""
@@ -120,7 +122,8 @@ def read_qrels(qrels: Path, problems: Problems) -> Parsed:
     topics: dict[str, _Topic] = {}
     for row in judgements:
         topics.setdefault(row.query_id, _Topic(row.query_id, "", "default", row.line))
-    return _assemble(topics, judgements, qrels, qrels, str(qrels), "trec", _TREC, problems)
+    return _assemble(topics, judgements, qrels, qrels, str(qrels), "trec", _TREC, problems,
+                     refs)
 
 
 def read_topics(path: Path, problems: Problems) -> dict[str, _Topic] | None:
@@ -270,7 +273,9 @@ def _looks_beir(first: str) -> bool:
 
 def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], queries_path: Path,
               qrels: Path, source: str, fmt: str, columns: _Columns,
-              problems: Problems) -> Parsed:
+              problems: Problems, want_refs: bool = True) -> Parsed:
+    """The judged queries of `topics` (all, when None), with where each doc id was read
+    (`want_refs`: only a corpus check needs them)."""
     known = topics if topics is not None else {}
     relevant: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
@@ -292,12 +297,14 @@ def _assemble(topics: dict[str, _Topic] | None, judgements: list[_Judgement], qu
                          f"lines {first_line[query_id, doc_id]} and {line}; keep one", line, field)
             continue
         judged[doc_id] = grade
-        refs.append(DocRef(where, line, field, query_id, doc_id))
+        if want_refs:
+            refs.append(DocRef(where, line, field, query_id, doc_id))
     queries = tuple(GoldQuery(t.id, t.text, t.slice, relevant[t.id], t.outranks, t.derivation,
                               line=t.line)
                     for t in known.values() if t.id in relevant)
-    refs += [DocRef(str(queries_path), q.line, f"outranks[{i}]", q.id, doc)
-             for q in queries for i, pair in enumerate(q.outranks) for doc in pair]
+    if want_refs:
+        refs += [DocRef(str(queries_path), q.line, f"outranks[{i}]", q.id, doc)
+                 for q in queries for i, pair in enumerate(q.outranks) for doc in pair]
     if not queries and not problems:
         problems.add(qrels, f"no queries: no query of {queries_path} has a judgement here")
     return Parsed(queries, tuple(refs), source, fmt)

@@ -11,9 +11,11 @@ re-compare of two reused runs with the same settings reads no answer and does no
 all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
 set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
 one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
-redaction happens when a report is rendered), compact JSON written atomically, never
-overwritten. An entry that cannot be read (another schema, a damaged file) is ignored and
-recomputed.
+redaction happens when a report is rendered), written atomically, never overwritten. An entry
+is byte for byte the comparison.json `save_comparison` writes (`comparisons.comparison_bytes`):
+the comparison is encoded once, for both, and an entry read back is saved as it was read, not
+decoded and encoded again. An entry that cannot be read (another schema, a damaged file) is
+ignored and recomputed.
 """
 
 from __future__ import annotations
@@ -25,14 +27,16 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import ResultsError
-from harness.report.document import comparison_from_dict, comparison_to_dict
-from harness.results.files import read_json, write_text_new
+from harness.report.document import comparison_from_dict
+from harness.results.comparisons import comparison_bytes, remember_bytes
+from harness.results.files import read_json_bytes, write_bytes_new
 from harness.results.records import encode_run
 from harness.types import GoldSet, RefRun
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 
 CACHE_DIR = Path("cache") / "comparisons"
+ENTRY = 2  # 2: the entry is comparison.json's bytes (1: compact JSON)
 
 
 def _run_digest(run: RefRun) -> str:
@@ -64,6 +68,7 @@ def comparison_key(
         "gold": gold.hash,
         "corpus": corpus_hash,
         "version": __version__,
+        "entry": ENTRY,
     }
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -90,16 +95,17 @@ def cached_compare(
     path = results_dir / CACHE_DIR / f"{key}.json"
     if path.is_file():
         try:
-            return comparison_from_dict(read_json(path), str(path)), True
+            document, data = read_json_bytes(path)
+            found = comparison_from_dict(document, str(path))
         except ResultsError:
             pass  # another schema or a damaged entry: recompute
+        else:
+            remember_bytes(found, data)
+            return found, True
     comparison = compare(gold, baseline, candidate, settings, corpus_ids)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Compact: json's C encoder (an indented dump is pure Python, 10x slower); no one reads
-        # a cache entry but the harness.
-        text = json.dumps(comparison_to_dict(comparison), sort_keys=True, separators=(",", ":"))
-        write_text_new(path, text + "\n")
+        write_bytes_new(path, comparison_bytes(comparison))
     except (OSError, ResultsError):
         pass  # the cache is an optimisation: the comparison itself is saved elsewhere
     return comparison, False

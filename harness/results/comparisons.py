@@ -4,6 +4,7 @@ results directory by `harness.results.bundle`) and a copy of each side's run rec
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,10 +12,11 @@ from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import html_available, render
 from harness.results.bundle import plotly_beside
 from harness.results.files import (
+    json_text,
     new_directory_atomic,
     read_json,
     utc_stamp,
-    write_json_new,
+    write_bytes_new,
     write_text_new,
 )
 from harness.results.records import write_record
@@ -24,6 +26,28 @@ from harness.verdict.comparison import Comparison
 COMPARISON_FILE = "comparison.json"
 REPORT_FILE = "report.md"
 HTML_FILE = "report.html"
+
+# The comparison.json bytes of the one Comparison last encoded or read back (the comparison
+# cache's entry is those bytes): saving that same object writes them as they are, without a
+# second encoding. Held by identity, so a comparison changed since (`dataclasses.replace`) is
+# encoded afresh; weakly, so the memo never keeps a comparison alive.
+_encoded: tuple[weakref.ref[Comparison], bytes] | None = None
+
+
+def comparison_bytes(comparison: Comparison) -> bytes:
+    """The comparison.json of `comparison` (unredacted), encoded once per object."""
+    global _encoded
+    if _encoded is not None and _encoded[0]() is comparison:
+        return _encoded[1]
+    data = json_text(comparison_to_dict(comparison)).encode("utf-8")
+    remember_bytes(comparison, data)
+    return data
+
+
+def remember_bytes(comparison: Comparison, data: bytes) -> None:
+    """Say that `data` is `comparison`'s comparison.json (read back from a cache entry)."""
+    global _encoded
+    _encoded = (weakref.ref(comparison), data)
 
 
 def save_comparison(
@@ -50,7 +74,11 @@ def save_comparison(
         for side, run in zip(("baseline", "candidate"), runs, strict=False):
             # Answers read from a record and unchanged are copied, not encoded again.
             write_record(directory / f"{side}.json", run, redact=redact)
-        write_json_new(directory / COMPARISON_FILE, comparison_to_dict(comparison, redact=redact))
+        if redact:
+            write_text_new(directory / COMPARISON_FILE,
+                           json_text(comparison_to_dict(comparison, redact=True)))
+        else:
+            write_bytes_new(directory / COMPARISON_FILE, comparison_bytes(comparison))
         write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
         if html_available():
             from harness.report.html_page import render_html  # plotly is loaded only for HTML

@@ -230,6 +230,11 @@ def read_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`; ResultsError naming the file for anything else: missing,
     unreadable, not UTF-8 (a run record is written as UTF-8), not JSON, nested too deeply; a
     FIFO, a device or a file past 32 GiB (`harness.inputs`)."""
+    return read_json_bytes(path)[0]
+
+
+def read_json_bytes(path: Path) -> tuple[dict[str, Any], bytes]:
+    """`read_json`, with the bytes it was read from."""
     try:
         data = read_input(path, RESULTS)
     except FileNotFoundError:
@@ -249,7 +254,7 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ResultsError(f"{path}: cannot be read as JSON (nested too deeply)") from None
     if not isinstance(document, dict):
         raise ResultsError(f"{path}: expected a JSON object at the top level")
-    return document
+    return document, data
 
 
 class AtomicDirectory(contextlib.AbstractContextManager[Path]):
