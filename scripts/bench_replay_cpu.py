@@ -4,11 +4,13 @@
     python scripts/bench_replay_cpu.py [--demos 3] [--tree OLD_CHECKOUT ...]
 
 Each demo compare runs in a fresh interpreter that runs the CLI in-process and reads
-getrusage(RUSAGE_SELF) around `harness.replay.runner.run_pair` (checkouts, builds, the ten
-boots and teardowns, warm-up and measured queries, the run records) and counts the HTTP
-exchanges it made (`Connection.exchange` calls: both sides, warm-up included). Printed per
-compare: run_pair's harness CPU (user, system), the exchanges, the CPU per exchange, and the
-whole process's CPU against its wall time (issue 17: at most 25%).
+getrusage(RUSAGE_SELF) around what `harness.compare.measure` calls to measure both sides: the
+default sequential compare's `harness.replay.blocks.run_sequential_pair` (the fixed design's
+`harness.replay.runner.run_pair`: checkouts, builds, the boots and teardowns, warm-up and
+measured queries, the run records), and counts the HTTP exchanges it made
+(`Connection.exchange` calls: both sides, warm-up included). Printed per compare: that
+measurement's harness CPU (user, system), the exchanges, the CPU per exchange, and the whole
+process's CPU against its wall time (issue 17: at most 25%).
 
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit, e.g.
 `git worktree add /tmp/old main`: DIR/harness is imported instead of the installed one), each
@@ -29,24 +31,37 @@ from fresh import compile_tree, run_fresh
 INNER = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-import harness.replay.client as client, harness.replay.runner as runner, harness.replay.wire as wire
+import harness.replay.client as client, harness.replay.wire as wire
 exchanges = [0]
 exchange = wire.Connection.exchange
 def counted(self, raw, query):
     exchanges[0] += 1
     return exchange(self, raw, query)
 wire.Connection.exchange = counted
-spent = {}
-run_pair = runner.run_pair
-def timed(*args, **kwargs):
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    try:
-        return run_pair(*args, **kwargs)
-    finally:
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        spent["user"] = after.ru_utime - before.ru_utime
-        spent["sys"] = after.ru_stime - before.ru_stime
-runner.run_pair = timed
+spent = {"user": 0.0, "sys": 0.0, "measured": []}
+def timing(module, name):
+    inner = getattr(module, name)
+    def timed(*args, **kwargs):
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            spent["user"] += after.ru_utime - before.ru_utime
+            spent["sys"] += after.ru_stime - before.ru_stime
+            spent["measured"].append(name)
+    setattr(module, name, timed)
+# Whichever way the compare measures (harness.compare.measure imports these when it runs):
+# block by block (the default, compare.sequential) or whole rounds (the fixed design); a tree
+# from before the sequential design has no blocks module.
+import harness.replay.runner as runner
+timing(runner, "run_pair")
+try:
+    import harness.replay.blocks as blocks
+except ImportError:
+    pass
+else:
+    timing(blocks, "run_sequential_pair")
 from harness.cli.main import main
 status = main(["compare", "--demo", "--quiet", "--results", sys.argv[2]])
 wall = time.perf_counter() - t0
@@ -77,13 +92,18 @@ def main() -> None:
         compile_tree(tree)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(
-        f"  {'harness':<10} {'run_pair user s':>15} {'sys s':>6} {'exchanges':>9}"
+        f"  {'harness':<10} {'measure user s':>15} {'sys s':>6} {'exchanges':>9}"
         f" {'us/exchange user':>16} {'sys':>5} {'own CPU / wall':>15}"
     )
     per: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.demos):
         for label, tree in trees.items():
             found = one(tree)
+            if not found["measured"]:  # the compare measured some other way: say so, not 0
+                raise SystemExit(
+                    f"{label}: the demo compare (exit {found['status']}) called neither "
+                    "run_sequential_pair nor run_pair: see harness.compare.measure"
+                )
             n = max(int(found["exchanges"]), 1)
             user, system = found["user"], found["sys"]
             per[label].append((user + system) / n * 1e6)
@@ -95,7 +115,7 @@ def main() -> None:
     for label, tree in trees.items():
         where = tree or "the installed harness"
         print(
-            f"{label}: median {statistics.median(per[label]):.0f} us of run_pair CPU per "
+            f"{label}: median {statistics.median(per[label]):.0f} us of measuring CPU per "
             f"exchange ({where})"
         )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
