@@ -259,6 +259,32 @@ def columns_of(results: Sequence[QueryResult]) -> Columns:
     )
 
 
+def ranked_columns(query_ids: Sequence[str], docs: Iterable[str], sizes: Sequence[int],
+                   scores: Sequence[float] | Float64, score_sizes: Sequence[int],
+                   scored: Sequence[bool]) -> Columns:
+    """`columns_of` of the untimed `QueryResult(query_ids[i], ids, scores)`, without building
+    them, from the ids flattened (`docs`, `sizes` a query), the scores likewise and `scored`
+    (False: scores None): a run file's rankings (`harness.verdict.systems.as_ref_run`)."""
+    n, queries, table = len(query_ids), dict[str, int](), dict[str, int]()
+    query, ids = _table(query_ids, queries), _table(docs, table)
+    return Columns(
+        queries=Strings(list(queries)),
+        query=query,
+        docs=Strings(list(table)),
+        ids=ids,
+        ids_at=_bounds(sizes, n),
+        scores=np.asarray(scores, dtype=np.float64).reshape(-1),
+        scores_at=_bounds(score_sizes, n),
+        scored=np.fromiter(scored, dtype=np.bool_, count=n),
+        status=np.full(n, NONE, dtype=np.int32),
+        error=np.full(n, NONE, dtype=np.int8),
+        latency_ns=np.zeros(n, dtype=np.int64), details={}, texts=None,
+        text=np.zeros(0, np.int32),
+        text_at=np.zeros(n + 1, np.int64),
+        texted=np.zeros(n, np.bool_),
+    )
+
+
 # --------------------------------------------------------------------------- a repeat's answers
 
 

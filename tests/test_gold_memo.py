@@ -173,3 +173,30 @@ def test_concurrent_writers_leave_one_sound_entry(tmp_path, monkeypatch) -> None
     (entry,) = _entries()
     assert memo.recall(entry.stem) is not None
     _same(load_gold(gold_file), fresh)
+
+
+def test_the_qrels_hash_is_computed_once_per_content(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import harness.score.trec as trec
+    from harness.score.runfile import load_trec_tables
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d5 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2 t\nq2 Q0 d5 1 1 t\n")
+    expected = _fresh(monkeypatch, qrels, texts=False).hash
+    calls: list[int] = []
+    real = trec.qrels_hash
+    monkeypatch.setattr("harness.score.runfile.qrels_hash",
+                        lambda q: calls.append(1) or real(q))
+
+    def printed() -> str:
+        tables = load_trec_tables(qrels, run, 10)
+        assert tables is not None
+        return tables.hash
+
+    assert printed() == expected and printed() == expected and calls == [1]
+    (entry,) = (memo.cache_dir() / memo.FOLDER).glob("*.txt")
+    entry.write_text(entry.read_text().replace(expected, "0" * 64))  # damaged: not trusted
+    assert printed() == expected and calls == [1, 1]
+    qrels.write_text("q1 0 d1 1\n")  # other bytes: computed again
+    assert printed() == _fresh(monkeypatch, qrels, texts=False).hash and calls == [1, 1, 1]

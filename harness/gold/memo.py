@@ -4,6 +4,8 @@ harness cache, read back when the same bytes are loaded again.
     key = gold_key(files, path, fmt, split, texts)   None: not cached (read as usual)
     gold = recall(key)                               None: no sound entry
     remember(key, gold)
+    value = derived(name, digest, compute)           a short text derived from content (the
+                                                     hash `harness metrics` prints of TREC qrels)
 
 Key: sha256 of this module's SCHEMA, the harness version, the size and mtime of the reader's own
 source files (an edited reader in a development checkout reads afresh), what `load_gold` was
@@ -30,7 +32,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness import __version__
@@ -39,7 +41,8 @@ from harness.types import CorpusInfo, GoldQuery, GoldSet
 
 SCHEMA = 1
 FOLDER = "gold"
-_SOURCES = ("load.py", "native.py", "tables.py", "reading.py", "canonical.py", "memo.py")
+_SOURCES = ("load.py", "native.py", "tables.py", "reading.py", "canonical.py", "memo.py",
+            "../score/trec.py")
 _FIELDS = ("id", "text", "slice", "relevant", "outranks", "derivation", "spans", "line",
            "declared")
 
@@ -94,15 +97,19 @@ def remember(key: str, gold: GoldSet) -> None:
                          ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     header = json.dumps({"schema": SCHEMA, "key": key,
                          "sha256": hashlib.sha256(payload).hexdigest()}).encode()
-    path = _entry(key)
+    _write(_entry(key), header + b"\n" + payload)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """`data` as `path`, atomically (a temp file renamed over it); a failure is ignored."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}.", suffix=".tmp")
     except OSError:
         return
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(header + b"\n" + payload)
+            handle.write(data)
         os.replace(temp, path)
     except OSError:
         with contextlib.suppress(OSError):
@@ -147,3 +154,26 @@ def _decode(data: bytes, key: str) -> GoldSet | None:
     return GoldSet(tuple(queries), str(found["source"]), str(found["format"]),
                    str(found["hash"]), None if corpus is None else CorpusInfo(*corpus),
                    int(found["version"]), found["pooled"])
+
+
+def derived(name: str, digest: str, compute: Callable[[], str]) -> str:
+    """`compute()`, a short text derived from content whose sha256 is `digest` (e.g. the
+    canonical hash of TREC qrels read column-wise: `harness.score.trec.qrels_hash`), computed
+    once per content and kept as `<cache dir>/gold/<key>.txt`: {"schema", "key", "value",
+    "sha256" of the value}, checked like a gold entry (another key, schema or digest: computed
+    and written again)."""
+    asked = {"schema": SCHEMA, "version": __version__, "code": _code_stamp(), "name": name,
+             "content": digest}
+    key = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+    path = cache_dir() / FOLDER / f"{key}.txt"
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        entry = json.loads(path.read_bytes())
+        value = entry.get("value")
+        if (entry.get("schema") == SCHEMA and entry.get("key") == key and isinstance(value, str)
+                and entry.get("sha256") == hashlib.sha256(value.encode()).hexdigest()):
+            return value
+    value = compute()
+    text = json.dumps({"schema": SCHEMA, "key": key, "value": value,
+                       "sha256": hashlib.sha256(value.encode()).hexdigest()})
+    _write(path, text.encode())
+    return value

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from harness.score.columns import Ranked
+from harness.score.columns import Ranked, span_positions
 
 _UTF8_BREAKS = re.compile(
     b"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
@@ -58,19 +58,20 @@ class ArrowRanked(Mapping[str, tuple[str, ...]]):
     def __contains__(self, key: object) -> bool:
         return key in self._spans
 
+    def flat(self, ids: Sequence[str]) -> tuple[list[str], list[int]]:
+        """Every doc id of each query of `ids`, flattened in that order, and how many each
+        query has (0 for a query the run lacks)."""
+        positions, sizes = span_positions(self._spans, ids)
+        flat: list[str] = self._docs.take(_indices(positions)).to_pylist()
+        return flat, sizes
+
     def heads(self, ids: Sequence[str], k: int) -> tuple[list[str], list[int]]:
         """The first k doc ids of each query of `ids`, flattened in that order, and how many
         each query has (0 for a query the run lacks): a TREC run read here holds no docid twice
         for a query, so these are the first k unique ids too."""
-        spans = [self._spans.get(qid, (0, 0)) for qid in ids]
-        starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
-        ends = np.fromiter((e for _, e in spans), dtype=np.int64, count=len(spans))
-        sizes = np.minimum(ends - starts, k)
-        total = int(sizes.sum())
-        first = np.cumsum(sizes) - sizes
-        positions = np.repeat(starts - first, sizes) + np.arange(total)
+        positions, sizes = span_positions(self._spans, ids, k)
         flat: list[str] = self._docs.take(_indices(positions)).to_pylist()
-        return flat, sizes.tolist()
+        return flat, sizes
 
 
 def read_trec_arrow(data: bytes) -> tuple[ArrowRanked, Ranked] | None:

@@ -65,6 +65,29 @@ class Ranked(Mapping[str, tuple[Any, ...]]):
     def __contains__(self, key: object) -> bool:
         return key in self._spans
 
+    def flat(self, ids: Sequence[str]) -> tuple[Any, list[int]]:
+        """The values of each query of `ids` (none for a query absent), flattened in that order
+        (a float64 array for floats, else a list), and how many each query has."""
+        positions, sizes = span_positions(self._spans, ids)
+        if self._floats:
+            return self._values[positions], sizes  # type: ignore[call-overload]
+        values = self._values
+        return [values[i] for i in positions.tolist()], sizes
+
+
+def span_positions(
+    spans: Mapping[str, tuple[int, int]], ids: Sequence[str], k: int | None = None
+) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """The positions of the values of each query of `ids` (its first `k`, when given), in that
+    order, and how many each query has (0 for a query `spans` lacks)."""
+    found = [spans.get(qid, (0, 0)) for qid in ids]
+    starts = np.fromiter((s for s, _ in found), dtype=np.int64, count=len(found))
+    ends = np.fromiter((e for _, e in found), dtype=np.int64, count=len(found))
+    sizes = ends - starts if k is None else np.minimum(ends - starts, k)
+    total = int(sizes.sum())
+    first = np.cumsum(sizes) - sizes
+    return np.repeat(starts - first, sizes) + np.arange(total), sizes.tolist()
+
 
 def read_trec_columns(data: bytes) -> tuple[Ranked, Ranked] | None:
     """(rankings, scores) of a well-formed TREC run (UTF-8 bytes, already checked to decode),

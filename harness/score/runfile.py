@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 
@@ -102,10 +103,15 @@ class TrecTables:
     joined: Joined
     source: str  # the qrels path, as the gold set names its source
 
-    @property
+    @cached_property
     def hash(self) -> str:
-        """The gold set's content hash (`harness.gold.canonical_hash`)."""
-        return qrels_hash(self.qrels)
+        """The gold set's content hash (`harness.gold.canonical_hash`), computed when first
+        asked for and once per qrels content (`harness.gold.memo.derived`: a re-run of
+        `harness metrics` on the same qrels reads it back)."""
+        from harness.gold.memo import derived
+
+        digest = hashlib.sha256(self.qrels.buffer.data).hexdigest()
+        return derived("qrels_hash", digest, lambda: qrels_hash(self.qrels))
 
     def __len__(self) -> int:
         return len(self.qrels.names)

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from harness import __version__
-from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.answers import Answers, ranked_columns
+from harness.types import GoldSet, RefRun, Repeat, Verdict
 from harness.verdict import stats
 from harness.verdict.compare import compare, headline_rows, rejudge
 from harness.verdict.comparison import CompareSettings, Comparison
@@ -62,16 +64,15 @@ class Systems:
 
 def as_ref_run(system: SystemRun, gold: GoldSet) -> RefRun:
     """`system` as a RefRun of one repeat: an answer to every gold query (empty where the run has
-    no line for it), untimed; never paired for latency (no pair_id)."""
+    no line for it), untimed; never paired for latency (no pair_id). The answers' columns are
+    built from the rankings flattened (by the run's own reader where it has one: `flat`), not
+    from a QueryResult per query."""
+    ids = [q.id for q in gold.queries]
+    docs, sizes = _flat(system.rankings, ids)
     scores = system.scores or {}
-    results = tuple(
-        QueryResult(
-            q.id,
-            ids=tuple(system.rankings.get(q.id, ())),
-            scores=tuple(scores[q.id]) if q.id in scores else None,
-        )
-        for q in gold.queries
-    )
+    scored = [qid in scores for qid in ids]
+    values, score_sizes = _flat(scores, ids)
+    results = Answers(ranked_columns(ids, docs, sizes, values, score_sizes, scored))
     return RefRun(
         ref=system.name,
         sha=system.sha256,
@@ -82,6 +83,18 @@ def as_ref_run(system: SystemRun, gold: GoldSet) -> RefRun:
         host={},
         repeats=(Repeat(0, results),),
     )
+
+
+def _flat(ranked: Mapping[str, Sequence[Any]], ids: Sequence[str]) -> tuple[Any, list[int]]:
+    """Each query's values in `ranked` (none for a query it lacks), flattened in the order of
+    `ids`, and how many each has: the reader's own `flat` when it has one (a run read
+    column-wise: `harness.score.columns.Ranked`, `harness.score.arrowrun.ArrowRanked`)."""
+    flat = getattr(ranked, "flat", None)
+    if flat is not None:
+        found: tuple[Any, list[int]] = flat(ids)
+        return found
+    rows = [ranked.get(qid, ()) for qid in ids]
+    return [v for row in rows for v in row], [len(row) for row in rows]
 
 
 def _absent(system: SystemRun, gold: GoldSet, side: str) -> list[str]:
