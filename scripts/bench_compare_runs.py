@@ -1,7 +1,7 @@
 """`harness compare-runs` against ranx's `compare` on the same run files of a public collection.
 
     .venv/bin/python scripts/bench_compare_runs.py [--gold /work/shared/data/scifact]
-        [--runs DIR] [--rounds 5]
+        [--runs DIR] [--rounds 5] [--tree DIR]
 
 The runs are BM25 variants over SciFact (`scripts/make_scifact_runs.py` writes them into --runs
 when they are not there yet; it needs bm25s). ranx is a test/bench-only oracle
@@ -17,12 +17,17 @@ interleaved round by round; printed:
   (a normal approximation harness does not use);
 - the wall time of each tool, median over the rounds (ranx's first round compiles its numba
   code; numba caches it, so later rounds do not).
+
+`--tree DIR` adds "harness (tree)": the same command run by this interpreter with the harness
+package under DIR first on PYTHONPATH (a worktree of another commit), in the same rounds, for a
+before/after measured together (issue 42's target: at most 0.1x ranx's wall).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -91,9 +96,9 @@ def _harness_warm(gold_path: Path, runs: list[Path]) -> float:
     return took[-1]
 
 
-def _timed(cmd: list[str]) -> tuple[float, str]:
+def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     took = time.perf_counter() - start
     if done.returncode not in (0, 1):  # 1: a candidate regressed, as it does here
         raise SystemExit(f"{cmd[0]} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -105,6 +110,7 @@ def main() -> int:
     parser.add_argument("--gold", type=Path, default=GOLD)
     parser.add_argument("--runs", type=Path, default=ROOT / "results" / "scifact-runs")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tree", type=Path, help="also the harness package under DIR")
     parser.add_argument("--ranx-worker", nargs="+", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ranx_worker:
@@ -127,12 +133,21 @@ def main() -> int:
     harness += ["--k", "5", "--k", "10"]
     ranx_cmd = [sys.executable, __file__, "--gold", str(args.gold), "--ranx-worker"]
     ranx_cmd += map(str, runs)
-    times: dict[str, list[float]] = {"harness": [], "ranx": []}
+    tools: list[tuple[str, list[str], dict[str, str] | None]] = [
+        ("ranx", ranx_cmd, None), ("harness", harness, None)]
+    if args.tree is not None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [str(args.tree.resolve()), os.environ.get("PYTHONPATH")])))
+        tools.append(("harness (tree)", [sys.executable, "-m", "harness.cli.main",
+                                         *harness[1:]], env))
+    times: dict[str, list[float]] = {name: [] for name, _, _ in tools}
     outputs: dict[str, str] = {}
+    loads = []
     for _ in range(args.rounds):  # interleaved: both see the same machine load
-        for name, cmd in (("ranx", ranx_cmd), ("harness", harness)):
-            took, outputs[name] = _timed(cmd)
+        for name, cmd, env in tools:
+            took, outputs[name] = _timed(cmd, env)
             times[name].append(took)
+            loads.append(os.getloadavg()[0])
     ours = json.loads(outputs["harness"])
     theirs = json.loads(outputs["ranx"])
     fisher, student = theirs["fisher"], theirs["student"]
@@ -184,8 +199,16 @@ def main() -> int:
     for name, took in times.items():
         shown = ", ".join(f"{t:.2f}" for t in took)
         print(f"  {name:8} {statistics.median(took):6.2f} s   (rounds: {shown})")
-    ratio = statistics.median(times["harness"]) / statistics.median(times["ranx"])
-    print(f"  harness / ranx: {ratio:.2f}")
+    for name in times:
+        if name != "ranx":
+            ratios = [h / r for h, r in zip(times[name], times["ranx"], strict=True)]
+            ratio = statistics.median(times[name]) / statistics.median(times["ranx"])
+            print(f"  {name} / ranx: {ratio:.2f} (medians; per round "
+                  f"{', '.join(f'{r:.2f}' for r in ratios)}; target <= 0.10)")
+    if "harness (tree)" in outputs:
+        same = outputs["harness (tree)"] == outputs["harness"]
+        print(f"  harness and harness (tree) printed the same JSON: {same}")
+    print(f"  load average during the rounds: {min(loads):.1f}-{max(loads):.1f}")
     warm_ranx = theirs["seconds"][-1]
     warm_ours = _harness_warm(args.gold, runs)
     print("the comparison alone, warm, in one process (ranx compiled; files already read):")
