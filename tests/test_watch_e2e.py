@@ -54,7 +54,8 @@ def test_both_steps_are_found_with_their_culprits_and_the_drift_as_a_range(
     ), quality
     assert {f["series"] for f in quality} == {"hit@5", "hit@10", "ndcg@10"}
     hit = next(f for f in quality if f["series"] == "hit@5")
-    assert hit["level_before"] == 1.0 and abs(hit["level_after"] - (1 - BURIED / 80)) < 1e-9
+    assert hit["level_before"] == pytest.approx(1.0)
+    assert hit["level_after"] == pytest.approx(1 - BURIED / 80)
     steps = [f for f in latency if f["kind"] == "step"]
     drifts = [f for f in latency if f["kind"] == "drift"]
     assert len(steps) == 1 and index[steps[0]["culprit"]["sha"]] == 25, latency
