@@ -9,11 +9,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from workflow_support import check_against_github_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "examples" / "github-watch.yml"
@@ -51,17 +51,7 @@ def test_the_manual_shows_the_scheduled_workflow_verbatim() -> None:
 
 
 def test_the_scheduled_workflow_is_valid_against_the_github_workflow_schema() -> None:
-    tool = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
-    if not Path(tool).exists():
-        pytest.skip("check-jsonschema (test extra) is not installed")
-    done = subprocess.run(
-        [tool, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    check_against_github_schema(WORKFLOW)
 
 
 def test_the_results_travel_from_run_to_run_and_a_regression_fails_the_job() -> None:
@@ -100,7 +90,7 @@ def test_the_recipes_watch_step_measures_only_new_commits_after_a_cache_round_tr
     from e2e_support import git
     from watch_support import watch_sandbox
 
-    sandbox, shas = watch_sandbox(
+    sandbox, _ = watch_sandbox(
         tmp_path / "s", commits=4, quality_at=None, latency_at=None, drift=None
     )
     argv = watch_argv()[1:]  # as the CLI's module runs it

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.cli.options import add_format, add_run_options, add_seed, latency_budget
+from harness.cli.options import add_compare_step_options
 
 EXAMPLES = {
     "bisect": "harness bisect --good v1.2 --bad main --metric hit@5"
@@ -27,24 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     decide.add_argument(
         "--latency", action="store_true", help="decide each step on the latency verdict"
     )
-    add_run_options(p)
-    p.add_argument(
-        "--latency-budget",
-        type=latency_budget,
-        metavar="N|TIME",
-        help="each step's most latency rounds or their time (default compare.latency_budget)",
-    )
-    add_format(p, " (report.md, .json, .html are saved)")
-    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
-    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
-    p.add_argument(
-        "--min-effect", type=float, help="the band of 'no measurable difference' (default 0.05)"
-    )
-    p.add_argument(
-        "--latency-tolerance", type=float, help="latency ratio band counted as no change"
-    )
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    add_seed(p)
+    add_compare_step_options(p, "each step", " (report.md, .json, .html are saved)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -146,3 +146,27 @@ def add_runs_against_a_reference(p: argparse.ArgumentParser, formats: str) -> No
     p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
     p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
     add_seed(p)
+
+
+def add_compare_step_options(p: argparse.ArgumentParser, what: str, saved: str) -> None:
+    """The options of a command made of compares (bisect's steps, watch's confirming compares):
+    compare's run options and the statistics' settings; `what` names each compare in the
+    help, `saved` what its reports save."""
+    add_run_options(p)
+    p.add_argument(
+        "--latency-budget",
+        type=latency_budget,
+        metavar="N|TIME",
+        help=f"{what}'s most latency rounds or their time (default compare.latency_budget)",
+    )
+    add_format(p, saved)
+    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
+    p.add_argument("--alpha", type=float, help="significance level (default compare.alpha)")
+    p.add_argument(
+        "--min-effect", type=float, help="the band of 'no measurable difference' (default 0.05)"
+    )
+    p.add_argument(
+        "--latency-tolerance", type=float, help="latency ratio band counted as no change"
+    )
+    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
+    add_seed(p)

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_format, add_run_options, add_seed, latency_budget
+from harness.cli.options import add_compare_step_options
 
 EXAMPLES = {
     "watch": "harness watch --ref main"
@@ -76,24 +76,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="the least latency step looked for, a ratio - 1 (default compare.latency_tolerance)",
     )
-    add_run_options(p)
-    p.add_argument(
-        "--latency-budget",
-        type=latency_budget,
-        metavar="N|TIME",
-        help="each confirming compare's most latency rounds or their time",
+    add_compare_step_options(
+        p,
+        "each confirming compare",
+        " (report.md, .json and the history page history.html are saved)",
     )
-    add_format(p, " (report.md, .json and the history page history.html are saved)")
-    p.add_argument("--k", type=int, action="append", help="cutoff (repeatable; default compare.k)")
-    p.add_argument("--alpha", type=float, help="each fresh compare's level (default compare.alpha)")
-    p.add_argument(
-        "--min-effect", type=float, help="the band of 'no measurable difference' (default 0.05)"
-    )
-    p.add_argument(
-        "--latency-tolerance", type=float, help="latency ratio band counted as no change"
-    )
-    p.add_argument("--max-errors", type=int, help="errored queries tolerated (default 0)")
-    add_seed(p)
 
 
 def run(args: argparse.Namespace) -> int:
