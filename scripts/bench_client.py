@@ -2,6 +2,13 @@
 """What the harness's timed path adds over a native client, per query, at concurrency 1.
 
     python scripts/bench_client.py [--queries 2000] [--seed 0]
+    python scripts/bench_client.py --loop [--runs 3] [--tree OLD ...] [--skip-demo]
+
+`--loop`: the harness's CPU per exchange inside its whole replay loop (issue 42: at most 2x a raw
+socket loop's on the same service) and a demo compare's own CPU against its wall (at most 15% at
+load <= 2), measured as `scripts/loop_cpu.py` says, for each service (a tiny stdlib one answering
+a fixed JSON; the demo's), `--runs` times; `--tree DIR` also measures DIR/harness (a checkout of
+another commit: the before of a change), each run interleaved with this one's.
 
 Boots the bundled demo service once (harness.demo.materialise, then the project's own
 harness.boot.service.running_service, in isolation, on 127.0.0.1), warms it up, then sends every
@@ -29,6 +36,7 @@ import argparse
 import os
 import random
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -46,6 +54,8 @@ from harness.replay.client import Channel, ask
 from harness.replay.request import encode_request, make_request
 
 BOUND_MS = 0.3
+LOOP_RATIO = 2.0  # issue 42: the replay loop's CPU per exchange over the raw loop's
+DEMO_SHARE, DEMO_LOAD = 0.15, 2.0  # issue 42: a demo's own CPU / wall, at this load or less
 
 
 class RawLoop:
@@ -81,11 +91,91 @@ def _interval(diffs: np.ndarray, rng: np.random.Generator) -> tuple[float, float
     return float(np.median(diffs)), float(lo), float(hi)
 
 
+def loop_main(runs: int, trees: list[str], skip_demo: bool) -> int:
+    """`--loop`: the replay loop's CPU per exchange against the raw loop's, and the demo's own
+    CPU share, each tree's runs interleaved with the others'."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fresh import compile_tree
+    from loop_cpu import free_port, measure, tiny_service
+
+    labelled: dict[str, str | None] = {"this": None}
+    labelled |= {f"tree {i}": str(Path(t).resolve()) for i, t in enumerate(trees, 1)}
+    for tree in labelled.values():  # .pyc up to date, as an install leaves them
+        compile_tree(tree)
+    print(
+        f"bench_client --loop: harness CPU per exchange in its replay loop against a raw socket "
+        f"loop's (the same requests, the same service, one process), {runs} run(s), trees "
+        f"interleaved; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
+    for label, tree in labelled.items():
+        print(f"  {label}: {tree or 'the harness this interpreter imports'}")
+    print(
+        f"  {'service':<7} {'harness':<8} {'exchanges':>9} {'loop us':>8} {'wire us':>8}"
+        f" {'raw us':>7} {'loop/raw':>8}  own CPU / wall (whole compare process), load"
+    )
+    ratios: dict[tuple[str, str], list[float]] = {}
+    shares: dict[str, list[tuple[float, float]]] = {label: [] for label in labelled}
+    with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
+        repo = materialise(Path(tmp) / "demo")
+        config = load_config(repo / "harness.toml", repo=repo)
+        gold = load_gold(config.gold, corpus=config.corpus)
+        ids = sorted({doc for q in gold.queries for doc in q.relevant})[:10]
+        url, stop = tiny_service(ids, free_port())
+        try:
+            for _ in range(runs):
+                for service in ("tiny",) + (() if skip_demo else ("demo",)):
+                    for label, tree in labelled.items():
+                        found = measure(service, tree=tree, url=url, repo=str(repo))
+                        ratios.setdefault((service, label), []).append(found["ratio"])
+                        load = max(found["load"])
+                        if service == "demo":
+                            shares[label].append((found["share"], load))
+                        exit_word = '' if found['status'] in (0, 1) else f" exit {found['status']}"
+                        print(
+                            f"  {service:<7} {label:<8} {found['exchanges']:9d}"
+                            f" {found['loop_us']:8.1f} {found['wire_us']:8.1f}"
+                            f" {found['raw_us']:7.1f} {found['ratio']:7.2f}x "
+                            f" {found['own']:.2f}/{found['wall']:.2f} s = {found['share']:.0%},"
+                            f" load {found['load'][0]:.1f} -> {found['load'][1]:.1f}"
+                            f"{exit_word}"
+                        )
+        finally:
+            stop()
+    for (service, label), values in ratios.items():
+        met = sum(v <= LOOP_RATIO for v in values)
+        print(
+            f"{service} {label}: loop/raw median {statistics.median(values):.2f}x"
+            f" ({min(values):.2f}-{max(values):.2f}x), target <= {LOOP_RATIO:g}x: "
+            f"met in {met} of {len(values)}"
+        )
+    for label, pairs in shares.items():
+        if not pairs:
+            continue
+        calm = [share for share, load in pairs if load <= DEMO_LOAD]
+        met = sum(share <= DEMO_SHARE for share in calm)
+        said = f"met in {met} of {len(calm)} at load <= {DEMO_LOAD:g}" if calm else (
+            f"not judged: no run at load <= {DEMO_LOAD:g}"
+        )
+        values = [share for share, _ in pairs]
+        print(
+            f"demo {label}: own CPU / wall {min(values):.0%}-{max(values):.0%}, target "
+            f"<= {DEMO_SHARE:.0%} at load <= {DEMO_LOAD:g}: {said}"
+        )
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loop", action="store_true", help="the replay loop's CPU (issue 42)")
+    parser.add_argument("--runs", type=int, default=3, help="--loop: runs of each service")
+    parser.add_argument("--tree", action="append", default=[], help="--loop: also DIR/harness")
+    parser.add_argument("--skip-demo", action="store_true", help="--loop: the tiny service only")
     args = parser.parse_args()
+    if args.loop:
+        return loop_main(args.runs, args.tree, args.skip_demo)
     rng = random.Random(args.seed)
 
     with tempfile.TemporaryDirectory(prefix="bench-client-") as tmp:
