@@ -93,7 +93,11 @@ def readme_recipe(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["text", "html", "form_fts5", "build_index", "editable", "http_load", "deployments"]
+    "name",
+    [
+        "text", "html", "form_fts5", "build_index", "editable", "http_load", "deployments",
+        "fixed_port",
+    ],
 )
 def test_readme_quotes_the_recipe_verbatim(name: str) -> None:
     assert readme_recipe(name) == (RECIPES / name / "harness.toml").read_text(encoding="utf-8")
@@ -113,7 +117,7 @@ def _regressed(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("name", ["text", "html", "form_fts5", "http_load"])
+@pytest.mark.parametrize("name", ["text", "html", "form_fts5", "http_load", "fixed_port"])
 def test_recipe_calls_the_worse_branch_a_regression(tmp_path: Path, name: str) -> None:
     if name == "html":
         pytest.importorskip("bs4", reason="query.select needs the html extra")

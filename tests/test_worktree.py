@@ -377,3 +377,33 @@ def test_broken_submodule_is_best_effort(
     assert "submodules of" in caplog.text and "best effort" in caplog.text
     assert not path.exists()
     assert worktree_paths(repo.root) == [str(repo.root)]
+
+
+def test_a_commit_git_cannot_check_out_is_a_ref_error_with_both_fixes(tmp_path: Path) -> None:
+    # A blob missing from the object store (as a partial clone or a broken mirror leaves it):
+    # `git worktree add` fails; the error quotes git and says what to do.
+    repo = new_repo(tmp_path / "repo")
+    (repo / "big.bin").write_text("a large asset\n")
+    sha = commit_all(repo, "with an asset")
+    blob = git(repo, "rev-parse", f"{sha}:big.bin")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    (repo / "big.bin").unlink()
+    with pytest.raises(RefError) as caught, checkout(repo, resolve_ref(repo, sha)):
+        pass
+    said = str(caught.value)
+    assert "git worktree add" in said and "exited with status" in said
+    assert "git fetch --refetch" in said and "git sparse-checkout set" in said
+
+
+def test_a_sparse_checkout_is_inherited_so_the_paths_left_out_are_never_read(
+    tmp_path: Path,
+) -> None:
+    repo = new_repo(tmp_path / "repo")
+    (repo / "assets").mkdir()
+    (repo / "assets" / "big.bin").write_text("a large asset\n")
+    (repo / "svc.py").write_text("print('service')\n")
+    sha = commit_all(repo, "service and assets")
+    git(repo, "sparse-checkout", "set", "--no-cone", "/*", "!/assets/")
+    with checkout(repo, resolve_ref(repo, sha)) as path:
+        assert (path / "svc.py").is_file()
+        assert not (path / "assets").exists()

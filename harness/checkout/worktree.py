@@ -181,6 +181,16 @@ def _rev_parse(root: Path, spec: str) -> str | None:
     return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
+# What to do when git cannot check a commit out (docs/compare.md, "When a checkout fails").
+CHECKOUT_ADVICE = (
+    "objects missing from a partial clone or a mirror: fetch them first "
+    "(git fetch --refetch origin)",
+    "LFS pointers, or paths the service does not need: leave them out with a sparse checkout "
+    "of your clone (git sparse-checkout set --no-cone '/*' '!/assets/'); harness's worktrees "
+    "inherit its patterns",
+)
+
+
 def _git(
     cwd: Path, *args: str, check: bool = True, extra: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[bytes]:
@@ -304,7 +314,10 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
         if resolved.dirty:
             _copy_snapshot(root, path, resolved)
         else:
-            _git(root, "worktree", "add", "--detach", str(path), resolved.sha)
+            try:
+                _git(root, "worktree", "add", "--detach", str(path), resolved.sha)
+            except RefError as exc:
+                raise RefError(exc.message, [*exc.details, *CHECKOUT_ADVICE]) from None
             if (path / ".gitmodules").is_file():
                 _update_submodules(root, path)
         entered = True
