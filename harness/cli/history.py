@@ -45,6 +45,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessError
+
+    try:
+        return _run(args)
+    except HarnessError as exc:
+        # The promised exit-2 form (docs/reference.md): one line naming what is wrong and the
+        # fix. history's errors come from the config, the results and git (whose own stderr
+        # lines are its detail): each is folded onto the one line, the fix last.
+        if not exc.details:
+            raise
+        folded = "; ".join(line.strip() for line in exc.details if line.strip())
+        exc.message, exc.details = f"{exc.message}: {folded}", ()
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from harness.cli.exits import EXIT_OK
