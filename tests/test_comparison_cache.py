@@ -3,6 +3,7 @@ and does no statistics; a changed record, setting, gold set, corpus or version r
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,3 +133,27 @@ def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # t
     saved = comparisons.save_comparison(results / "saved", changed, (base, cand))
     assert (saved / comparisons.COMPARISON_FILE).read_bytes() == json_text(
         comparison_to_dict(changed)).encode()
+
+
+def test_an_unchanged_record_is_linked_into_the_saved_comparison(stored) -> None:  # type: ignore[no-untyped-def]
+    from harness import scrub
+    from harness.results.comparisons import save_comparison
+    from harness.results.sidecar import sidecar_of
+
+    results, gold, base, cand = stored
+    comparison, _ = cached_compare(results, gold, base, cand, FAST)
+    saved = save_comparison(results / "saved", comparison, (base, cand))
+    source = sidecar_of(Path(base.record_path))
+    assert (saved / "baseline.npz").stat().st_ino == source.stat().st_ino  # one file, two names
+    assert load_run(saved / "baseline.json").repeats[0].results == base.repeats[0].results
+    # Bytes a registered credential matches are scrubbed: then written, never linked.
+    held = re.search(rb"[A-Za-z_]{6,}", source.read_bytes())
+    assert held is not None
+    scrub.register([held.group().decode()])
+    try:
+        again = save_comparison(results / "saved", comparison, (base, cand))
+    finally:
+        scrub.forget_all()
+    copy = again / "baseline.npz"
+    assert copy.stat().st_ino != source.stat().st_ino
+    assert held.group() not in copy.read_bytes()

@@ -39,7 +39,7 @@ def _write_native(path: Path, rows: list[dict[str, object]]) -> Path:
 
 
 def _entries() -> list[Path]:
-    return sorted((memo.cache_dir() / memo.FOLDER).glob("*.json"))
+    return sorted((memo.cache_dir() / memo.FOLDER).glob("*.gold"))
 
 
 def _fresh(monkeypatch: pytest.MonkeyPatch, *args: object, **kwargs: object) -> GoldSet:
@@ -133,12 +133,11 @@ def test_a_bad_entry_is_ignored_and_written_again(tmp_path, monkeypatch, damage)
     load_gold(other)
     gold_file = _write_native(tmp_path / "gold.jsonl", NATIVE)
     load_gold(gold_file)
-    (entry,) = set(_entries()) - {e for e in _entries() if "q3" in e.read_text()
-                                  and "q1" not in e.read_text()}
+    (entry,) = set(_entries()) - {e for e in _entries() if b"q1" not in e.read_bytes()}
     good = entry.read_bytes()
     foreign = next(e for e in _entries() if e != entry).read_bytes()
     bad = {"truncated": good[: len(good) // 2], "empty": b"", "not json": b"{[\n\x00",
-           "flipped": good.replace(b'"d4":2', b'"d4":3'), "foreign": foreign}[damage]
+           "flipped": good.replace(b"d4", b"d5"), "foreign": foreign}[damage]
     entry.write_bytes(bad)
     _same(load_gold(gold_file), _fresh(monkeypatch, gold_file))
     assert entry.read_bytes() == good  # written again, sound
@@ -169,7 +168,8 @@ def test_concurrent_writers_leave_one_sound_entry(tmp_path, monkeypatch) -> None
     fresh = _fresh(monkeypatch, gold_file)
     assert set(found) == {(fresh.hash, len(fresh))}
     folder = memo.cache_dir() / memo.FOLDER
-    assert [p.name for p in folder.iterdir() if not p.name.endswith(".json")] == []  # no temps
+    temps = [p.name for p in folder.iterdir() if not p.name.endswith((".gold", ".txt"))]
+    assert temps == []
     (entry,) = _entries()
     assert memo.recall(entry.stem) is not None
     _same(load_gold(gold_file), fresh)

@@ -41,6 +41,7 @@ from harness.report.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
 from harness.results.sidecar import Sidecar, encode, sidecar_of
 from harness.score.definition import Definition, definition_from_dict, differing
+from harness.scrub import scrub_bytes, scrub_text
 from harness.types import (
     Answers,
     ErrorKind,
@@ -387,8 +388,26 @@ def write_record(path: Path, run: RefRun, *, redact: bool = False) -> Path:
     answers first, so a header is never there without them; neither file is ever overwritten.
     A crash between the two leaves an answers file no header names, which nothing reads."""
     header, data = encode_run(run, redact=redact)
-    write_bytes_new(sidecar_of(path), data)
+    if not _linked(run, header, data, sidecar_of(path), redact):
+        write_bytes_new(sidecar_of(path), data)
     return write_json_new(path, header)
+
+
+def _linked(run: RefRun, header: Mapping[str, Any], data: bytes, target: Path,
+            redact: bool) -> bool:
+    """Whether the answers file `encode_run` copied unchanged (every repeat of one file, its
+    bytes as recorded, no credential in them to scrub) was hard-linked as `target` instead of
+    written again: records are never overwritten, so two names of one file stay equal. False
+    (then it is written) when they are not such a copy or the link fails (another file
+    system)."""
+    copied = None if redact else _copied(run)
+    if copied is None or header["answers"]["sha256"] != copied[1] or scrub_bytes(data) != data:
+        return False
+    try:
+        os.link(copied[0], target.with_name(scrub_text(target.name)))
+    except OSError:
+        return False
+    return True
 
 
 def _redacted_header(record: dict[str, Any]) -> dict[str, Any]:
