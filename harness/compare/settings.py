@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from harness.config import HarnessConfig, effective_side
 from harness.config.margins import Margins
+from harness.config.overrides import labelled
 from harness.errors import ConfigError
 from harness.score.metrics import parse_metric
 from harness.types import GoldSet
@@ -69,11 +70,13 @@ def ref_differences(
     """`settings` naming the keys that differ between the sides as they run these two refs."""
     from harness.checkout.worktree import resolve_option
 
-    sides = [
-        effective_side(config, name, ref, resolve_option(config.repo, ref, f"--{name}").sha)
+    resolved = [
+        (name, ref, resolve_option(config.repo, ref, f"--{name}").sha)
         for name, ref in (("baseline", baseline), ("candidate", candidate))
     ]
-    return replace(settings, query_differences=tuple(config.differences(*sides)))
+    sides = [effective_side(config, name, ref, sha) for name, ref, sha in resolved]
+    keys = labelled(config, config.differences(*sides), [(ref, sha) for _, ref, sha in resolved])
+    return replace(settings, query_differences=tuple(keys))
 
 
 def with_margins(settings: CompareSettings, margins: Margins | None) -> CompareSettings:

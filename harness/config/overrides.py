@@ -76,6 +76,38 @@ def matches(pattern: str, ref: str | None, sha: str | None) -> bool:
     return bool(sha and _HEX.match(pattern) and sha.lower().startswith(pattern))
 
 
+def ref_tables(config: HarnessConfig, key: str, ref: str | None, sha: str | None) -> list[str]:
+    """The patterns of the [ref."PATTERN"] tables matching (`ref`, `sha`) that set or unset
+    `key` (a `differences` key: "service.build", "query.params.q"), in file order."""
+    section, _, name = key.partition(".")
+    top, _, entry = name.partition(".")
+    found = []
+    for layer in config.refs:
+        if section not in ("service", "query") or not matches(layer.pattern, ref, sha):
+            continue
+        overlay: Overlay = getattr(layer, section)
+        value = overlay.values.get(top)
+        sets = top in overlay.values and (
+            not entry or (isinstance(value, Mapping) and entry in value)
+        )
+        if sets or name in overlay.unset or top in overlay.unset:
+            found.append(layer.pattern)
+    return found
+
+
+def labelled(
+    config: HarnessConfig, keys: list[str], sides: list[tuple[str | None, str | None]]
+) -> list[str]:
+    """`keys` (`differences`), each set by a per-ref table named as one: `[ref."v2*"]
+    service.build`, so a report never passes an override off as the sides' own settings."""
+    out = []
+    for key in keys:
+        found = (p for ref, sha in sides for p in ref_tables(config, key, ref, sha))
+        patterns = list(dict.fromkeys(found))
+        out.append(" ".join([*(f'[ref."{p}"]' for p in patterns), key]))
+    return out
+
+
 def uses(service: Mapping[str, Any], name: str) -> bool:
     """Whether start, prepare or an env value of `service` names the placeholder {name}."""
     texts = [service.get("start", ""), *service.get("prepare", ())]
