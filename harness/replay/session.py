@@ -40,7 +40,7 @@ from harness.checkout.worktree import (
     tree_changes,
     tree_fingerprint,
 )
-from harness.config import HarnessConfig, SideConfig, effective_side, side_hash
+from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.replay.adapter_check import AdapterCheck, id_adapter
@@ -76,11 +76,15 @@ Progress = Callable[[str, int, int, int, QueryResult | None], None]
 class Observer(Protocol):
     """Told what the runner is doing between queries: `planned(boots)` once per run of
     sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build"),
-    `note(message)` when a round is stopped (`query.max_consecutive_failures`)."""
+    `asking(label)` when the services of a progress label are up and its timed queries begin
+    (so a pace is the queries', not the boots'), `note(message)` when a round is stopped
+    (`query.max_consecutive_failures`)."""
 
     def planned(self, boots: int) -> None: ...
 
     def phase(self, name: str, detail: str) -> None: ...
+
+    def asking(self, label: str) -> None: ...
 
     def note(self, message: str) -> None: ...
 
@@ -109,6 +113,27 @@ class RunPlan:
     # The seed of the order within each pair (harness.replay.order): --seed, else None and a
     # fresh one is drawn per run of sessions, then recorded in each RefRun as order_seed.
     order_seed: int | None = None
+    # What its sessions of the same query settings and queries share (`shared_reading`): the
+    # requests encoded once, each distinct answer read once, whichever side it came from.  Not
+    # an argument: a plan made by `replace` (a Ray worker's) starts with none.
+    reading: list[tuple[QueryConfig, list[tuple[str, str]], Requests, AnswerCache]] = field(
+        default_factory=list, init=False, compare=False, repr=False
+    )
+
+
+def shared_reading(
+    plan: RunPlan, query: QueryConfig, items: list[tuple[str, str]]
+) -> tuple[Requests, AnswerCache]:
+    """The `Requests` and `AnswerCache` of `query` and `items` for a session of `plan`: the ones
+    an earlier session with equal settings and queries made (both sides of a compare, usually),
+    else new ones.  Either is a pure function of the query settings (and the answer's bytes),
+    so sharing changes no byte sent and no answer read."""
+    for known, asked, requests, answers in plan.reading:
+        if known == query and asked == items:
+            return requests, answers
+    requests, answers = Requests(query, items), AnswerCache(query)
+    plan.reading.append((query, items, requests, answers))
+    return requests, answers
 
 
 class RefSession:
@@ -181,9 +206,10 @@ class RefSession:
             ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
         )
         refuse_injections(plan.gold, side, self.side.query, self._items)
-        # Encoded once for every boot of this ref (each boot changes only the Host's port).
-        self.requests = Requests(self.side.query, self._items)
-        self.answers = AnswerCache(self.side.query)  # what its answers read as, across boots
+        # Encoded once for every boot of this ref (each boot changes only the Host's port), and
+        # what its answers read as, across boots: shared with the other side's when its query
+        # settings and queries are the same.
+        self.requests, self.answers = shared_reading(plan, self.side.query, self._items)
         # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
         self.stopped = False
         # A repeat failed (a boot, a build, a crash): the run is invalid, and every later boot
@@ -303,6 +329,8 @@ class RefSession:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
                 timings.update(_prepare_steps(svc))
+                if self.plan.observer is not None:
+                    self.plan.observer.asking(label)
                 load_before, cpu0, started = _load(), time.thread_time_ns(), [time.perf_counter()]
                 try:
                     results = replay(
