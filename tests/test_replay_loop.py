@@ -1,5 +1,5 @@
-"""The replay loop's lean paths (issue 42) keep its behaviour: a plain-TCP connection that stays
-non-blocking and waits on its own poll reads every answer as a timed socket did (the head in any
+"""The replay loop's lean paths (issue 42) keep its behaviour: a plain-TCP connection whose reads
+wait in a blocking recv under SO_RCVTIMEO reads every answer as a timed socket did (the head in any
 segments, 1xx first, a bad status line at once, a request larger than the send buffer), the
 answer cache builds every field of a QueryResult, and sessions that share their requests and
 answers send the same bytes and read the same results as their own would."""
@@ -146,8 +146,8 @@ def test_a_bad_status_line_fails_at_once_not_at_the_deadline(
 def test_a_request_larger_than_the_send_buffer_goes_whole_and_the_socket_stays_usable(
     serve: Callable[[Callable[[socket.socket], None]], str],
 ) -> None:
-    """The non-blocking socket's first send writes what fits; the rest goes by a timed sendall,
-    after which the socket is non-blocking again for the next exchange on it."""
+    """The first, non-blocking send writes what fits; the rest goes by a timed sendall, after
+    which the socket is blocking again (its reads wait in recv) for the next exchange on it."""
     seen: list[int] = []
 
     def handler(conn: socket.socket) -> None:
@@ -165,7 +165,7 @@ def test_a_request_larger_than_the_send_buffer_goes_whole_and_the_socket_stays_u
             raw = encode_request(url, make_request(query, text))
             assert connection.exchange(raw, query).body == BODY
         sock = connection._sock
-        assert sock is not None and sock.gettimeout() == 0.0
+        assert sock is not None and sock.gettimeout() is None
     finally:
         connection.close()
     assert seen[0] > 8 << 20
