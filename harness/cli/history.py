@@ -4,7 +4,9 @@ order (asv's graph; harness.history)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 EXAMPLES = {
@@ -44,23 +46,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from harness.errors import HarnessError
+def _one_line(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The promised exit-2 form (docs/reference.md): one line naming what is wrong and the fix.
+    history's errors come from the config, the results and git (whose own stderr lines are its
+    detail): each is folded onto the one line, the fix last."""
 
-    try:
-        return _run(args)
-    except HarnessError as exc:
-        # The promised exit-2 form (docs/reference.md): one line naming what is wrong and the
-        # fix. history's errors come from the config, the results and git (whose own stderr
-        # lines are its detail): each is folded onto the one line, the fix last.
-        if not exc.details:
+    @functools.wraps(run)
+    def folded(args: argparse.Namespace) -> int:
+        from harness.errors import HarnessError
+
+        try:
+            return run(args)
+        except HarnessError as exc:
+            if exc.details:
+                lines = "; ".join(line.strip() for line in exc.details if line.strip())
+                exc.message, exc.details = f"{exc.message}: {lines}", ()
             raise
-        folded = "; ".join(line.strip() for line in exc.details if line.strip())
-        exc.message, exc.details = f"{exc.message}: {folded}", ()
-        raise
+
+    return folded
 
 
-def _run(args: argparse.Namespace) -> int:
+@_one_line
+def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from harness.cli.exits import EXIT_OK
