@@ -155,6 +155,9 @@ class _Notes:
     def phase(self, name: str, detail: str) -> None:
         pass
 
+    def asking(self, label: str) -> None:
+        pass
+
     def note(self, message: str) -> None:
         self.notes.append(message)
 

@@ -160,6 +160,8 @@ def _quality_rounds(
             warm_pairs(asking, items, index)
         if any(side.failure is not None for r in rounds for side in r):
             live = []  # a boot failed: the run is invalid, asking the others shows nothing
+        elif plan.observer is not None:
+            plan.observer.asking(label)
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}
         clock = [0.0] * repeats
         loads = [(_load(), time.thread_time_ns()) for _ in range(repeats)]

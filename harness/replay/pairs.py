@@ -184,6 +184,8 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
         rotations = pair_orders(len(items), len(asking), seed, index) if asking else []
         warm_pairs(asking, items, index)
+        if plan.observer is not None and asking:
+            plan.observer.asking(label)
         gc_back_on = collector_off()
         stack.callback(gc_back_on)  # on any way out of the round
         load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
