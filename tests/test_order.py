@@ -25,9 +25,10 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text
 
 from harness.config import load_config
 from harness.gold import check_files
-from harness.replay import client, runner
+from harness.replay import client, runner, session
 from harness.replay.adapter_check import probe_count
 from harness.replay.order import in_rotation, pair_orders
+from harness.replay.request import Requests
 from harness.replay.runner import RunPlan, run_pair
 from harness.results.records import load_run
 from harness.types import RefRun
@@ -97,8 +98,14 @@ Sent = list[tuple[str, str]]  # (side, query id) in the order the requests were 
 @pytest.fixture
 def journal(monkeypatch: pytest.MonkeyPatch) -> Sent:
     """Every timed send of the round, by side: a Channel's side is told by the Requests object
-    it was made with (one per session), matched to the session when it is made."""
+    it was made with (one per session here: the sessions' sharing of equal ones is turned off,
+    which changes no byte sent), matched to the session when it is made."""
     sent: Sent = []
+    monkeypatch.setattr(
+        session,
+        "shared_reading",
+        lambda plan, query, items: (Requests(query, items), client.AnswerCache(query)),
+    )
     sides: dict[int, str] = {}
     real_init, real_send = client.Channel.__init__, client.Channel.send
     real_session = runner.RefSession.__init__

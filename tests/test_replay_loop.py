@@ -231,3 +231,25 @@ def test_shared_requests_are_the_bytes_each_request_encodes_to(name: str) -> Non
     assert mine is not requests
     assert replace(plan).reading == []  # a plan made from it (a Ray worker's) starts afresh
     assert isinstance(requests, Requests)
+
+
+@pytest.mark.slow
+def test_the_loop_benchmark_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """`bench_client.py --loop` on the tiny service: its figures' lines, against the target
+    (their numbers are not judged here: a busy test machine would fail any bound)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench_client.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--loop", "--runs", "1", "--skip-demo"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "  tiny    this " in done.stdout
+    assert "tiny this: loop/raw median" in done.stdout and "target <= 2x" in done.stdout
+    assert "load average" in done.stdout
