@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.plan import close, load_plan, repeats
     from harness.compare.analysis import analyse
     from harness.compare.answers import answer_grades, with_twobytwo
-    from harness.compare.measure import measure, sequential_order
+    from harness.compare.measure import fewer_repeats, measure, sequential_order
     from harness.compare.settings import ref_differences
     from harness.errors import ResultsError
     from harness.gate.floors import config_floors
@@ -187,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
             "(--no-sequential says so quietly)",
             file=sys.stderr,
         )
+    costs = fewer_repeats(plan, repeats(args, plan), reuse=args.reuse_runs, urls=urls)
+    if costs is not None:  # said once, before the first boot: --repeats N is no cap on rounds
+        print(f"harness: note: {costs}", file=sys.stderr)
     with signals_unwind(), invalid_document(args.format):
         runs = measure(
             plan,

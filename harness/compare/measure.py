@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from harness.types import RefRun
 from harness.verdict.comparison import CompareSettings
-from harness.verdict.latency_rule import LatencyBudget, parse_budget
+from harness.verdict.latency_rule import MIN_LOOK, LatencyBudget, parse_budget
+from harness.verdict.latency_rule import plan as design
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
     from harness.replay.runner import RunPlan
@@ -22,6 +23,50 @@ if TYPE_CHECKING:  # only the type: the runner is imported when something is mea
 def _latency_budget(plan: RunPlan) -> LatencyBudget:
     """compare.latency_budget (--latency-budget overrides it in the config)."""
     return parse_budget(plan.config.compare.latency_budget)
+
+
+def fewer_repeats(
+    plan: RunPlan, repeats: int, *, reuse: bool = False, urls: bool = False
+) -> str | None:
+    """What `--repeats N` below compare.repeats costs, in words, or None when it costs nothing
+    worth a word: quality is scored on N rounds a side, and the latency rule
+    (`harness.verdict.latency_rule`), whose first look is at round N, goes on round by round up
+    to its budget, which N does not lower: at its first looks the rule spends little of its
+    error rate and has N - 1 degrees of freedom between rounds, so its interval there is many
+    standard errors wide (the numbers are its own boundaries, this budget's)."""
+    default = plan.config.compare.repeats
+    if repeats >= default or reuse or plan.concurrency > 1 or plan.ray is not None:
+        return None  # a fixed-size burst, a stored run, a worker's rounds: no latency rounds
+    budget = _latency_budget(plan)
+    again = "asking both deployments again" if urls else "booting both services again"
+    said = (
+        f"--repeats {repeats} is below compare.repeats ({default}): quality is scored on "
+        f"{repeats} round{'s' * (repeats != 1)} a side"
+    )
+    if budget.rounds is None:  # a time: the rounds it holds are known after the first
+        return (
+            f"{said}. Latency does not stop there: its rule runs rounds, each {again}, until "
+            "it decides or the rounds that fit in --latency-budget "
+            f"{plan.config.compare.latency_budget} are spent"
+        )
+    rounds = max(repeats, budget.rounds)
+    if rounds <= max(repeats, 1):
+        return None  # latency is judged on those rounds too: nothing more to say
+    shape = design(repeats, rounds)
+    first = max(repeats, MIN_LOOK)
+    unit = "rounds' standard errors "
+    widths = ", ".join(
+        f"±{shape.boundary(k):.0f} {unit * (k == first)}at round {k}"
+        for k in range(first, min(first + 2, rounds + 1))
+    )
+    alone = design(first, first).boundary(first)
+    return (
+        f"{said}. Latency does not stop there: its rule looks first at round {first} and may "
+        f"run up to {rounds} rounds (--latency-budget), each {again}; its "
+        f"early looks spend little of its error rate (its interval: {widths}), so even a large "
+        f"change is usually called a round or two later. --latency-budget {first} ends latency "
+        f"at round {first} (one look, ±{alone:.0f})"
+    )
 
 
 def sequential_order(
