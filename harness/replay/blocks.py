@@ -164,7 +164,10 @@ def _quality_rounds(
             plan.observer.asking(label)
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}
         clock = [0.0] * repeats
-        loads = [(_load(), time.thread_time_ns()) for _ in range(repeats)]
+        # Each round's own CPU (its exchanges and reads, not the looks): Machine.client_cpu_ns
+        # was the CPU of every round and look since the first block, over one round's queries.
+        cpu = [0] * repeats
+        loads = [_load() for _ in range(repeats)]
         errors = [0] * repeats
         stopped: list[_Side] = []
         for start in range(0, len(order), block):
@@ -176,7 +179,7 @@ def _quality_rounds(
             for index, asking in enumerate(live):
                 if not asking:
                     continue
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.thread_time_ns()
                 sent: list[list[tuple[_Side, Sent]]] = []
                 for offset, query_id in enumerate(chunk):
                     exchanges = []
@@ -209,6 +212,7 @@ def _quality_rounds(
                         t0 = time.perf_counter()
                     if stopped:
                         break
+                cpu[index] += time.thread_time_ns() - cpu0
                 if stopped:
                     _cut_short([s for r in live for s in r], stopped)
                     break
@@ -224,9 +228,9 @@ def _quality_rounds(
         if plan.progress is not None:  # the label's boots are done, however many were asked
             plan.progress(label, len(order), len(order), sum(errors), None)
         for index, asking in enumerate(live):
-            if asking:
-                load, cpu = loads[index]
-                machines[index] = _machine(load, cpu, asked * len(asking))
+            if asking:  # `_machine` counts the CPU since its second argument
+                since = time.thread_time_ns() - cpu[index]
+                machines[index] = _machine(loads[index], since, asked * len(asking))
             for side in asking:
                 side.timings["queries"] = clock[index]
     for index, sides_of_round in enumerate(rounds):
