@@ -13,6 +13,8 @@
     latency.py     percentiles, per-round paired ratios and the t test over rounds, throughput
     order_effect.py  how much slower the second of a time-paired exchange is (from the data)
     latency_rule.py  rounds until the latency answer is clear: the group-sequential rule
+    latency_bounds.py  its plans' last boundaries, precomputed for the budget advice (a table
+                   in latency_bounds_{mean,tail,equivalence}.py, by scripts/latency_bounds.py)
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
     comparable.py  whether two saved comparisons share their evaluation definition
