@@ -7,9 +7,10 @@ of every latency plan `latency_rule.budget_for` reads (see harness.verdict.laten
 
 Each value is `latency_rule.computed_boundary(first, budget, level)`, the number
 `plan(first, budget)` puts last in `t` (or `t_equiv`): the same code, so the same bytes.  The
-whole computation is about 25 CPU-minutes (the plans of first 2 are the long ones: 99 looks,
-each a 401-point integration), spread over `--jobs` processes; BLAS runs on one thread, as in
-the harness's own commands.
+whole computation is 25-40 CPU-minutes (43 minutes' wall with 2 jobs on the shared 2-CPU
+machine it was made on; the plans of first 2 are the long ones: 99 looks, each a 401-point
+integration), spread over `--jobs` processes; BLAS runs on one thread, as in the harness's own
+commands.
 """
 
 from __future__ import annotations
