@@ -40,6 +40,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from harness import __version__
 from harness.leftovers import cache_dir
@@ -98,9 +99,10 @@ def _row(query: GoldQuery) -> tuple[object, ...]:
 def remember(key: str, gold: GoldSet) -> None:
     """Store `gold` under `key` (atomic, replacing any entry); a failure to write is ignored."""
     corpus = None if gold.corpus is None else (gold.corpus.name, gold.corpus.sha256)
+    fields: Any = (gold.source, gold.format, gold.hash, corpus, gold.version, gold.pooled,
+                   tuple(_row(q) for q in gold.queries))
     try:
-        payload = marshal.dumps((gold.source, gold.format, gold.hash, corpus, gold.version,
-                                 gold.pooled, tuple(_row(q) for q in gold.queries)))
+        payload = marshal.dumps(fields)
     except ValueError:  # a value marshal cannot write (a GoldSet made by hand): not cached
         return
     header = json.dumps({"schema": SCHEMA, "key": key, "python": _PYTHON,
