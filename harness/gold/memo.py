@@ -36,6 +36,7 @@ import hashlib
 import json
 import marshal
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.inputs import pseudo_filesystem
 from harness.leftovers import cache_dir
 from harness.types import CorpusInfo, GoldQuery, GoldSet
 
@@ -78,7 +80,11 @@ def gold_key(files: Sequence[Path], path: Path, fmt: str | None, split: str,
     digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode())
     for file in files:
         try:
-            if not file.is_file():  # never open a FIFO or a device here
+            info = file.stat()
+            # Never open a FIFO, a device or a file of a kernel filesystem here (regular by its
+            # mode, 0 bytes by its size, yet /proc/self/pagemap reads on for 256 GiB): the
+            # reader refuses them, saying what they are.
+            if not stat.S_ISREG(info.st_mode) or pseudo_filesystem(info.st_dev) is not None:
                 return None
             with file.open("rb") as handle:
                 digest.update(hashlib.file_digest(handle, "sha256").digest())
