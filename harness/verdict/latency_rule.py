@@ -60,7 +60,7 @@ Pure: no I/O, no clock, no randomness.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -370,34 +370,16 @@ def budget_for(
     estimate's own error fits between the estimate and 1 (beyond the band: and that error keeps
     the estimate beyond it) or between the estimate and the band's edge (inside it).  None when
     no budget up to MOST_ROUNDS would (a ratio on the band's edge)."""
-    edge = math.log1p(tolerance)
-    size = abs(log_ratio)
-    beyond = size > edge
-    if size == edge or not math.isfinite(spread):
-        return None
-    if not 0 < alpha < 1:  # as plan() refused it
-        raise ValueError(f"alpha must be in (0, 1), not {alpha}")
-    extra = _NORMAL.inv_cdf(power)
 
     # Only the last look's boundary of each budget tried is read: from the table shipped with
     # the package (`latency_bounds`) when it holds it, else computed (the same numbers).
-    level = alpha if beyond else 2 * EQUIVALENCE
+    def last(budget: int, beyond: bool) -> float:
+        if not 0 < alpha < 1:  # as plan() refuses it
+            raise ValueError(f"alpha must be in (0, 1), not {alpha}")
+        level = alpha if beyond else 2 * EQUIVALENCE
+        return last_boundary(first, budget, level, gamma)
 
-    def enough(budget: int) -> bool:
-        se = spread / math.sqrt(budget)
-        last = last_boundary(first, budget, level, gamma)
-        if beyond:  # the interval clear of 1, and the estimate still beyond the band
-            return (last + extra) * se < size and extra * se < size - edge
-        return (last + extra) * se < edge - size
-
-    # The last look's boundary falls with the budget and so does the half-width: bisect.
-    lo, hi = max(first, MIN_LOOK + 1), MOST_ROUNDS
-    if not enough(hi):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
-    return lo
+    return _smallest_budget(log_ratio, spread, first, tolerance, power, last)
 
 
 def budget_for_by_plans(
@@ -413,6 +395,24 @@ def budget_for_by_plans(
     """`budget_for` as it was computed before the table: a whole `plan` for every budget tried
     (seconds of CPU). Kept as the reference tests/test_latency_advice.py and
     scripts/bench_advice.py check the table's advice against; not for use."""
+
+    def last(budget: int, beyond: bool) -> float:
+        design = plan(first, budget, alpha, gamma)
+        return design.t[-1] if beyond else design.t_equiv[-1]
+
+    return _smallest_budget(log_ratio, spread, first, tolerance, power, last)
+
+
+def _smallest_budget(
+    log_ratio: float,
+    spread: float,
+    first: int,
+    tolerance: float,
+    power: float,
+    last: Callable[[int, bool], float],
+) -> int | None:
+    """`budget_for`'s search, `last(budget, beyond)` the last look's boundary of a budget (the
+    call's test beyond the band, the equivalence test inside it)."""
     edge = math.log1p(tolerance)
     size = abs(log_ratio)
     beyond = size > edge
@@ -421,12 +421,13 @@ def budget_for_by_plans(
     extra = _NORMAL.inv_cdf(power)
 
     def enough(budget: int) -> bool:
-        design = plan(first, budget, alpha, gamma)
         se = spread / math.sqrt(budget)
-        if beyond:
-            return (design.t[-1] + extra) * se < size and extra * se < size - edge
-        return (design.t_equiv[-1] + extra) * se < edge - size
+        bound = last(budget, beyond)
+        if beyond:  # the interval clear of 1, and the estimate still beyond the band
+            return (bound + extra) * se < size and extra * se < size - edge
+        return (bound + extra) * se < edge - size
 
+    # The last look's boundary falls with the budget and so does the half-width: bisect.
     lo, hi = max(first, MIN_LOOK + 1), MOST_ROUNDS
     if not enough(hi):
         return None
