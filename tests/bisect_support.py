@@ -15,7 +15,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from e2e_support import BASE_BEHAVIOUR, Sandbox, build_sandbox, config_text, git, query_ids
+from e2e_support import (
+    BASE_BEHAVIOUR,
+    Sandbox,
+    build_sandbox,
+    commit_all,
+    config_text,
+    query_ids,
+)
 
 BURIED = 24  # 24 of 80 answers out of the top 10: McNemar b=24 c=0, far below any alpha
 BUILD = "test ! -e BROKEN && echo built >> {log}"  # a build cached is a build not logged
@@ -30,12 +37,10 @@ def bisect_sandbox(
     root: Path, *, commits: int, regress_at: int | None, broken_at: int | None = None
 ) -> tuple[Sandbox, list[str]]:
     sandbox = build_sandbox(root, {}, repeats=1)
-    repo, home = sandbox.repo, sandbox.home
+    repo = sandbox.repo
 
     def commit(message: str) -> str:
-        git(repo, "add", "--all", home=home)
-        git(repo, "commit", "--quiet", "-m", message, home=home)
-        return git(repo, "rev-parse", "HEAD", home=home).strip()
+        return commit_all(sandbox, message)
 
     (repo / "harness.toml").write_text(
         config_text(

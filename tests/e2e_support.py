@@ -176,6 +176,13 @@ def leased_port() -> Iterator[int]:
         lease.close()
 
 
+def commit_all(sandbox: Sandbox, message: str) -> str:
+    """Commit everything in the sandbox's repository; the new commit's sha."""
+    git(sandbox.repo, "add", "--all", home=sandbox.home)
+    git(sandbox.repo, "commit", "--quiet", "-m", message, home=sandbox.home)
+    return git(sandbox.repo, "rev-parse", "HEAD", home=sandbox.home).strip()
+
+
 def git(repo: Path, *args: str, home: Path | None = None) -> str:
     """Run git with no system or global config (the caller's setup never leaks in)."""
     env = {

@@ -16,7 +16,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from e2e_support import BASE_BEHAVIOUR, Sandbox, build_sandbox, config_text, git, query_ids
+from e2e_support import (
+    BASE_BEHAVIOUR,
+    Sandbox,
+    build_sandbox,
+    commit_all,
+    config_text,
+    query_ids,
+)
 
 BURIED = 16  # of 80: McNemar b=16 c=0
 BASE_MS = 5.0
@@ -34,12 +41,10 @@ def watch_sandbox(
     repeats: int = 2,
 ) -> tuple[Sandbox, list[str]]:
     sandbox = build_sandbox(root, {}, repeats=repeats)
-    repo, home = sandbox.repo, sandbox.home
+    repo = sandbox.repo
 
     def commit(message: str) -> str:
-        git(repo, "add", "--all", home=home)
-        git(repo, "commit", "--quiet", "-m", message, home=home)
-        return git(repo, "rev-parse", "HEAD", home=home).strip()
+        return commit_all(sandbox, message)
 
     (repo / "harness.toml").write_text(
         config_text(boot_counter=sandbox.boot_counter, repeats=repeats)
