@@ -124,7 +124,8 @@ def test_a_stalled_server_makes_later_requests_include_the_wait(
     assert all(s.outcome == "ok" for s in shots)
     early = [s.latency_ms for s in shots[:10]]  # due at 0..90 ms, answered at ~300 ms
     assert early[0] > 250
-    assert all(a >= b - 5 for a, b in itertools.pairwise(early))  # later due: less
+    # later due: less (20 ms of slack: a loaded machine wakes the client late now and then)
+    assert all(a >= b - 20 for a, b in itertools.pairwise(early))
     assert shots[0].latency_ms - shots[9].latency_ms > 50  # 90 ms apart in due time
     assert shots[-1].latency_ms < 100  # long after the stall: the service's own time
     lags = sorted(s.lag_ms for s in shots)
