@@ -58,11 +58,17 @@ def test_both_steps_are_found_with_their_culprits_and_the_drift_as_a_range(
     assert hit["level_after"] == pytest.approx(1 - BURIED / 80)
     steps = [f for f in latency if f["kind"] == "step"]
     drifts = [f for f in latency if f["kind"] == "drift"]
-    assert len(steps) == 1 and index[steps[0]["culprit"]["sha"]] == 25, latency
-    assert len(drifts) == 1, latency
-    start, end = index[drifts[0]["before"]["sha"]], index[drifts[0]["after"]["sha"]]
-    assert start < 37 and end >= 30 and end - start >= 3, (start, end)
-    assert drifts[0]["culprit"] is None and drifts[0]["regression"]
+    culprits = sorted(index[f["culprit"]["sha"]] for f in steps)
+    # The +30% commit is named; any other latency step named is one of the drift's commits
+    # (each truly 4% slower: the machine's noise can make one look like a step of its own).
+    assert 25 in culprits and all(c == 25 or 30 <= c <= 37 for c in culprits), latency
+    # The drift is reported as such, over a range (or two) that overlaps commits 30-37, never
+    # reaching back over the step at 25; no single culprit.
+    assert drifts, latency
+    for drift in drifts:
+        start, end = index[drift["before"]["sha"]], index[drift["after"]["sha"]]
+        assert start >= 25 and start < 37 and end >= 30 and end - start >= 2, (start, end)
+        assert drift["culprit"] is None and drift["regression"]
     # Every second commit was measured, so each step lay between two measured commits with one
     # unmeasured commit inside: bisected there, and nowhere else.
     for f in (*quality, *steps):
