@@ -200,3 +200,21 @@ def test_the_qrels_hash_is_computed_once_per_content(tmp_path, monkeypatch) -> N
     assert printed() == expected and calls == [1, 1]
     qrels.write_text("q1 0 d1 1\n")  # other bytes: computed again
     assert printed() == _fresh(monkeypatch, qrels, texts=False).hash and calls == [1, 1, 1]
+
+
+def test_a_file_past_the_gold_sets_cap_is_never_hashed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # The key hashes every byte: a sparse file one byte past the 4 GiB cap took 30-40 s to hash
+    # before the reader refused it at its size. Past the cap there is no key, and the reader
+    # refuses it at once.
+    from harness.inputs import GOLD
+    path = tmp_path / "gold.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(GOLD.cap + 1)  # sparse: no disk used
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("hashed a file past its cap")
+
+    monkeypatch.setattr(memo.hashlib, "file_digest", never)
+    assert memo.gold_key([path], path, None, "test", False) is None
+    with pytest.raises(GoldError, match="over harness's limit of 4 GiB"):
+        load_gold(path)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.inputs import pseudo_filesystem
+from harness.inputs import GOLD, QUERIES, pseudo_filesystem
 from harness.leftovers import cache_dir
 from harness.types import CorpusInfo, GoldQuery, GoldSet
 
@@ -85,6 +85,10 @@ def gold_key(files: Sequence[Path], path: Path, fmt: str | None, split: str,
             # mode, 0 bytes by its size, yet /proc/self/pagemap reads on for 256 GiB): the
             # reader refuses them, saying what they are.
             if not stat.S_ISREG(info.st_mode) or pseudo_filesystem(info.st_dev) is not None:
+                return None
+            # Nor hash a file past its reader's cap (a sparse 4 GiB file read whole before the
+            # reader refuses it at its size): the reader says so at once.
+            if info.st_size > min(GOLD.cap, QUERIES.cap):
                 return None
             with file.open("rb") as handle:
                 digest.update(hashlib.file_digest(handle, "sha256").digest())
