@@ -46,6 +46,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # --------------------------------------------------------------------------- random inputs
 
+@pytest.mark.slow  # 300 random cases, ~1 s of CPU each with the specials: fuzzing, not the inner loop
 def test_random_files_to_every_command_exit_0_to_4_without_a_traceback(
         workspace: Workspace) -> None:
     @settings(max_examples=300, deadline=None, database=None,
@@ -94,6 +95,7 @@ def _readers() -> dict[str, tuple[str, ...]]:
     return found
 
 
+@pytest.mark.slow  # each input as each special file: 60 subprocesses
 @pytest.mark.parametrize("name", sorted(_readers()))
 def test_each_special_file_in_place_of_each_input_is_refused_in_time(
         workspace: Workspace, name: str) -> None:

@@ -207,6 +207,7 @@ def test_the_false_alarm_rate_holds_over_null_series(tau: float, sigma: float) -
     assert flagged <= most, (flagged, most)
 
 
+@pytest.mark.slow  # 1,000 null series through the Monte Carlo scan
 def test_the_false_alarm_rate_holds_when_both_noises_are_alike() -> None:
     flagged, most = flag_rate(1000, 0.01, 0.01, 0.02)
     assert flagged <= most, (flagged, most)

@@ -80,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
         points_from_comparisons,
         points_from_records,
     )
-    from harness.history.render import render_history
-    from harness.history.table import aggregate
     from harness.results.files import write_text_new
 
     specs = metric_specs(args.metrics)
@@ -109,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
         points, notes = points_from_comparisons(args.results)
         source = f"the saved comparisons in {args.results} (no gold set: no interval per metric)"
     points, graph, ordered_by = commit_ordering(points, repo, args.ref)
+    # pandas and the page's code are imported once there is something to show (3-4 s of imports
+    # on a loaded machine before an error the results folder gives at once).
+    from harness.history.render import render_history
+    from harness.history.table import aggregate
+
     history = aggregate(
         points,
         [str(s) for s in specs],
