@@ -46,7 +46,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # --------------------------------------------------------------------------- random inputs
 
-@pytest.mark.slow  # 300 random cases, ~1 s of CPU each with the specials: fuzzing, not the inner loop
+@pytest.mark.slow  # 300 random cases: fuzzing, not the inner loop
 def test_random_files_to_every_command_exit_0_to_4_without_a_traceback(
         workspace: Workspace) -> None:
     @settings(max_examples=300, deadline=None, database=None,
