@@ -12,7 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,6 +20,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from serve_support import serving
 
 from harness.config import QueryConfig
 from harness.replay.client import Channel, ask, replay
@@ -383,17 +384,8 @@ class _Search(BaseHTTPRequestHandler):
 def server() -> Iterator[tuple[str, list[str]]]:
     served: list[str] = []
     handler = type("Search", (_Search,), {"served": served, "q3_served": threading.Event()})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", served
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-    assert not thread.is_alive()
+    with serving(handler) as url:
+        yield url, served
 
 
 def test_concurrent_replay_on_a_real_server_keeps_item_order(

@@ -13,10 +13,11 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from serve_support import serving
 
 from harness.config import QueryConfig
 from harness.demo import svc
@@ -86,16 +87,8 @@ class _Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echo() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(_Echo) as url:
+        yield url
 
 
 @pytest.mark.parametrize("concurrency", [1, 4, SIMULTANEOUS])

@@ -9,17 +9,16 @@ assertion on the service itself."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from serve_support import serving
 
 import harness.replay.wire as wire
 from harness.config import QueryConfig
@@ -62,24 +61,9 @@ class _KeepAliveButClose(_Closing):
         super().end_headers()
 
 
-@contextlib.contextmanager
-def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """An in-process server of `handler` on 127.0.0.1 (its port held open), its base URL."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
 @pytest.fixture(params=[_Closing, _KeepAliveButClose], ids=["http1.0", "connection-close"])
 def closing(request: pytest.FixtureRequest) -> Iterator[str]:
-    with _serving(request.param) as url:
+    with serving(request.param) as url:
         yield url
 
 
@@ -147,7 +131,7 @@ class _TwoWrites(_Closing):
 
 @pytest.fixture
 def two_services() -> Iterator[list[str]]:
-    with _serving(_TwoWrites) as one, _serving(_TwoWrites) as two:
+    with serving(_TwoWrites) as one, serving(_TwoWrites) as two:
         yield [one, two]
 
 
