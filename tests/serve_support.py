@@ -5,8 +5,9 @@ in-process server for a client's tests."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 # A service that answers every GET with 200 "ok": `python3 service.py PORT`.
@@ -41,6 +42,28 @@ def serve_json(port, answer, server=http.server.HTTPServer):
 
     server(("127.0.0.1", port), Handler).serve_forever()
 '''
+
+
+def send_json(
+    handler: BaseHTTPRequestHandler, answer: object, headers: Iterable[tuple[str, str]] = ()
+) -> None:
+    """Answers `handler`'s request with 200 and `answer` as JSON (its Content-Type and
+    Content-Length, then `headers`)."""
+    body = json.dumps(answer).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class Quiet(BaseHTTPRequestHandler):
+    """A request handler that logs nothing."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,7 +19,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from serve_support import serving
+from serve_support import Quiet, send_json, serving
 
 from harness.config import QueryConfig
 from harness.replay.client import Channel, ask, replay
@@ -352,7 +351,7 @@ def test_replay_rejects_a_concurrency_below_one() -> None:
 # --------------------------------------------------------------------------- a real server
 
 
-class _Search(BaseHTTPRequestHandler):
+class _Search(Quiet):
     """GET /search?q=X answers {"results": [{"id": X}]}; "q0" waits until "q3" was served."""
 
     protocol_version = "HTTP/1.1"
@@ -368,16 +367,8 @@ class _Search(BaseHTTPRequestHandler):
         self.served.append(q)
         if q == "q3":
             self.q3_served.set()
-        body = json.dumps({"results": [{"id": q}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"results": [{"id": q}]})
         self.wfile.flush()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture

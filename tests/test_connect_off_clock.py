@@ -9,16 +9,14 @@ assertion on the service itself."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from serve_support import serving
+from serve_support import Quiet, send_json, serving
 
 import harness.replay.wire as wire
 from harness.config import QueryConfig
@@ -29,7 +27,7 @@ QUERY = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"},
 SLOW_CONNECT_S = 0.05
 
 
-class _Closing(BaseHTTPRequestHandler):
+class _Closing(Quiet):
     """HTTP/1.0: every answer ends its connection (half of the services the issue names)."""
 
     protocol_version = "HTTP/1.0"
@@ -37,17 +35,8 @@ class _Closing(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         q = parse_qs(urlsplit(self.path).query)["q"][0]
-        body = json.dumps({"results": [{"id": q}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        if self.headers_sent_close:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        close = [("Connection", "close")] if self.headers_sent_close else []
+        send_json(self, {"results": [{"id": q}]}, close)
 
 
 class _KeepAliveButClose(_Closing):
