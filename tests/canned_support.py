@@ -16,8 +16,9 @@ BODY = b'{"results": [{"id": "a"}, {"id": "b"}]}'
 STALL = b"HTTP/1.1 2"  # ten bytes, then nothing: the client waits for the rest of the head
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    argv = [sys.executable, str(CANNED), *args]
+def start_listening(argv: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """A service program (canned, misbehaving) started in a session of its own: the process and
+    the base URL it says it listens on (its first line, "listening on URL")."""
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -25,11 +26,13 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
     return process, line.split()[-1]
 
 
-def _end(process: subprocess.Popen[str]) -> None:
+def end_listening(process: subprocess.Popen[str]) -> None:
+    """Ends a service start_listening started, with all its session."""
     os.killpg(process.pid, signal.SIGTERM)
     process.wait(timeout=10)
     if process.stdout is not None:
         process.stdout.close()
+    assert process.poll() is not None
 
 
 def canned_services() -> Iterator[Start]:
@@ -38,7 +41,7 @@ def canned_services() -> Iterator[Start]:
     started: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> str:
-        process, url = _start(*args)
+        process, url = start_listening([sys.executable, str(CANNED), *args])
         started.append(process)
         return url
 
@@ -46,7 +49,7 @@ def canned_services() -> Iterator[Start]:
         yield start
     finally:
         for process in started:
-            _end(process)
+            end_listening(process)
 
 
 def ok(body: bytes = BODY, head: bytes = b"") -> bytes:

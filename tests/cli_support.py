@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -28,3 +29,21 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command of `harness` ("" for the top one, then "compare", "gold build", ...) and
+    its parser, as harness.cli.parser builds them now."""
+    from harness.cli.parser import build_parser
+
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+
+    walk(build_parser(), "")
+    return found

@@ -169,6 +169,26 @@ def slower(rep: int, q: GoldQuery) -> float:
     return 1.5 * base_ms(rep, q) * (1 + 0.01 * ((rep + int(q.id[1:])) % 3))
 
 
+def slow(rep: int, q: GoldQuery) -> float:
+    """1.5x base_ms, give or take 8% per query and 1% per repeat."""
+    i = int(q.id[1:])
+    return 1.5 * base_ms(rep, q) * (1 + 0.04 * (i % 5 - 2)) * (1 + 0.01 * ((rep + i) % 3))
+
+
+def regressed_candidate(gold: GoldSet) -> RefRun:
+    """tests/test_report.py's regressed candidate (its golden reports; test_report_oracle.py
+    holds their numbers against references): it loses 12 howto answers and 2 rare ones, wins
+    back 2, pushes q05 to rank 7, is 1.5x slower (`slow`), errors once on q33 and answers q10
+    stale first."""
+    return candidate(
+        gold,
+        ranks({**buried(*range(41, 53), 71, 72), "q05": 7}),
+        ms=slow,
+        errors={(1, "q33"): ErrorKind.TIMEOUT},
+        stale_first=frozenset({"q10"}),
+    )
+
+
 def scored() -> tuple[Comparison, RefRun, RefRun]:
     """A regression (q41-q52 buried, 1.5x slower) whose services return scores: every plot of
     the HTML report has something to draw."""

@@ -443,3 +443,33 @@ def record_document(path: Path) -> dict[str, Any]:
             for r in read.results
         ]
     return document
+
+
+# The CLI as `python -m harness.cli.main` runs it, but with every write of a comparison's files
+# after comparison.json failing with ENOSPC: a full disk at saving, the services real.
+FULL_DISK_PY = (
+    "import errno, os, sys\n"
+    "import harness.results.comparisons as c\n"
+    "from harness.results import files\n"
+    "def full(path, text):\n"
+    "    raise files._write_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))\n"
+    "c.write_text_new = full\n"
+    "from harness.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def harness_on_a_full_disk(
+    sandbox: Sandbox, *args: str, results: Path, config: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`sandbox.harness(*args)` run to completion as FULL_DISK_PY (see Sandbox.command)."""
+    argv = sandbox.command(args, results, config)
+    return subprocess.run(
+        [sys.executable, "-c", FULL_DISK_PY, *argv[3:]],
+        cwd=sandbox.repo,
+        env=sandbox.env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )

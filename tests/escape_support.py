@@ -12,8 +12,8 @@ files in the folders the sandbox hides, a
 folder outside the repository given as service.data (used in place, bound read-only: every
 write to it must fail, though its owner is the service's user).
 
-Standard library and `harness` only: the driver runs under a system Python as user nobody,
-with the harness package copied next to this file.
+Standard library, `harness` and tests/serve_support.py only: the driver runs under a system
+Python as user nobody, with the harness package and serve_support.py copied next to this file.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-ESCAPE_PY = textwrap.dedent(
+from serve_support import SERVE_JSON_PY
+
+ESCAPE_PY = SERVE_JSON_PY + textwrap.dedent(
     '''
-    import ctypes, errno, http.server, json, os, platform, socket, stat, subprocess, sys
+    import ctypes, errno, json, os, platform, socket, stat, subprocess, sys
 
     port = int(sys.argv[1])
     plan = json.load(open(sys.argv[2]))
@@ -175,18 +177,7 @@ ESCAPE_PY = textwrap.dedent(
     attempt("unlink_data", lambda: (os.unlink(kept), "ok")[1])
     attempt("rename_data", lambda: (os.rename(kept, kept + ".moved"), "ok")[1])
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            raw = json.dumps(report).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *a):
-            pass
-
-    http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    serve_json(port, report)
     '''
 )
 

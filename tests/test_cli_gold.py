@@ -36,36 +36,13 @@ def test_check_exits_2_on_a_dangling_id_naming_query_and_line(tmp_path: Path) ->
 
 def test_build_then_check_then_convert_round_trip(tmp_path: Path) -> None:
     out = tmp_path / "built.jsonl"
-    done = run_cli(
-        "harness",
-        "gold",
-        "build",
-        "--corpus",
-        CORPUS,
-        "--out",
-        out,
-        "--exact-rare",
-        "3",
-        "--nonsense",
-        "2",
-        cwd=tmp_path,
-    )
+    build = ("harness", "gold", "build", "--corpus", CORPUS, "--out", out, "--exact-rare", "3")
+    done = run_cli(*build, "--nonsense", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (
         run_cli("harness", "gold", "check", out, "--corpus", CORPUS, cwd=tmp_path).returncode == 0
     )
-    again = run_cli(
-        "harness",
-        "gold",
-        "build",
-        "--corpus",
-        CORPUS,
-        "--out",
-        out,
-        "--exact-rare",
-        "3",
-        cwd=tmp_path,
-    )
+    again = run_cli(*build, cwd=tmp_path)
     assert again.returncode == 2 and "exists" in again.stderr  # never overwritten unasked
     trec = tmp_path / "trec"
     done = run_cli("harness", "gold", "convert", out, "--to", "trec", "--out", trec, cwd=tmp_path)

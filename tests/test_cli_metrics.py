@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,21 +21,13 @@ GOLD, RUN = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-run.jsonl"
 METRICS = "hit@5,recall@10,mrr@10,ndcg@10,p@5"
 
 
+def metrics(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`harness metrics --gold GOLD --run RUN *args`, run in `cwd`."""
+    return run_cli("harness", "metrics", "--gold", GOLD, "--run", RUN, *args, cwd=cwd)
+
+
 def test_json_output_equals_the_engine_per_query_and_per_slice(tmp_path: Path) -> None:
-    done = run_cli(
-        "harness",
-        "metrics",
-        "--gold",
-        GOLD,
-        "--run",
-        RUN,
-        "--metrics",
-        METRICS,
-        "--format",
-        "json",
-        "--per-query",
-        cwd=tmp_path,
-    )
+    done = metrics(tmp_path, "--metrics", METRICS, "--format", "json", "--per-query")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     gold = load_gold(GOLD)
@@ -50,7 +43,7 @@ def test_json_output_equals_the_engine_per_query_and_per_slice(tmp_path: Path) -
 
 
 def test_table_lists_overall_then_every_slice_with_n(tmp_path: Path) -> None:
-    done = run_cli("harness", "metrics", "--gold", GOLD, "--run", RUN, cwd=tmp_path)
+    done = metrics(tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["scope", "n", "hit@5"]
@@ -60,19 +53,7 @@ def test_table_lists_overall_then_every_slice_with_n(tmp_path: Path) -> None:
 
 
 def test_csv_has_one_row_per_scope_and_metric(tmp_path: Path) -> None:
-    done = run_cli(
-        "harness",
-        "metrics",
-        "--gold",
-        GOLD,
-        "--run",
-        RUN,
-        "--metrics",
-        "hit@5",
-        "--format",
-        "csv",
-        cwd=tmp_path,
-    )
+    done = metrics(tmp_path, "--metrics", "hit@5", "--format", "csv")
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(io.StringIO(done.stdout)))
     assert len(rows) > 1 and any("hit@5" in row for row in rows[1:])

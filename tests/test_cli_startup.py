@@ -11,26 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import commands
 
 from harness import __version__
 from harness.cli import parser as cli_parser
 
 HARNESS = [sys.executable, "-m", "harness.cli.main"]
 ENV = {**os.environ, "COLUMNS": "100"}
-
-
-def _tree() -> list[tuple[str, argparse.ArgumentParser]]:
-    found: list[tuple[str, argparse.ArgumentParser]] = []
-
-    def walk(parser: argparse.ArgumentParser, name: str) -> None:
-        found.append((name, parser))
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub, child in action.choices.items():
-                    walk(child, f"{name} {sub}".strip())
-
-    walk(cli_parser.build_parser(), "")
-    return found
 
 
 def _plain_argparse_help(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -40,7 +27,7 @@ def _plain_argparse_help(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setattr(
         cli_parser._Parser, "_get_formatter", argparse.ArgumentParser._get_formatter
     )
-    return {name: p.format_help() for name, p in _tree()}
+    return {name: p.format_help() for name, p in commands()}
 
 
 def test_every_command_help_is_what_plain_argparse_prints(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +217,7 @@ def test_numpy_is_imported_up_front_only_for_the_commands_that_import_it_anyway(
 
     from harness.cli import main as cli_main
 
-    names = [name for name, parser in _tree() if name and not _has_subcommands(parser)]
+    names = [name for name, parser in commands() if name and not _has_subcommands(parser)]
     assert "compare" in names and "gold convert" in names and "gold" not in names
     imports = {}
     for name in names:

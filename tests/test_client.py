@@ -12,7 +12,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,6 +19,7 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from serve_support import Quiet, send_json, serving
 
 from harness.config import QueryConfig
 from harness.replay.client import Channel, ask, replay
@@ -351,7 +351,7 @@ def test_replay_rejects_a_concurrency_below_one() -> None:
 # --------------------------------------------------------------------------- a real server
 
 
-class _Search(BaseHTTPRequestHandler):
+class _Search(Quiet):
     """GET /search?q=X answers {"results": [{"id": X}]}; "q0" waits until "q3" was served."""
 
     protocol_version = "HTTP/1.1"
@@ -367,33 +367,16 @@ class _Search(BaseHTTPRequestHandler):
         self.served.append(q)
         if q == "q3":
             self.q3_served.set()
-        body = json.dumps({"results": [{"id": q}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"results": [{"id": q}]})
         self.wfile.flush()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, list[str]]]:
     served: list[str] = []
     handler = type("Search", (_Search,), {"served": served, "q3_served": threading.Event()})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", served
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-    assert not thread.is_alive()
+    with serving(handler) as url:
+        yield url, served
 
 
 def test_concurrent_replay_on_a_real_server_keeps_item_order(

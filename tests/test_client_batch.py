@@ -6,8 +6,6 @@ exactly what the per-query path gave."""
 from __future__ import annotations
 
 import math
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from canned_support import BODY, CANNED, end_listening, start_listening
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -53,7 +52,6 @@ FORM = QueryConfig(path="/f", ids="hits", method="POST", form={"q": "{query}"})
 TEXTS = ["tea", "a b&c", "ünïcode ✓", "{query} {limit}", "x?y=z#frag"]
 
 MISBEHAVING = Path(__file__).parent / "fixtures" / "misbehaving" / "svc.py"
-CANNED = Path(__file__).parent / "fixtures" / "canned" / "svc.py"
 
 
 @pytest.mark.parametrize("query", [GET, POST, FORM], ids=["get", "post", "form"])
@@ -89,33 +87,18 @@ def test_a_channel_reuses_requests_of_its_own_query_only() -> None:
 # --------------------------------------------------------------------------- real services
 
 
-def _start(argv: list[str]) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert line.startswith("listening on "), line
-    return process, line.split()[-1]
-
-
-def _end(process: subprocess.Popen[str]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=10)
-    if process.stdout is not None:
-        process.stdout.close()
-    assert process.poll() is not None
-
-
 @pytest.fixture(scope="module")
 def misbehaving() -> Iterator[str]:
-    process, url = _start([sys.executable, str(MISBEHAVING), "--port", "0"])
+    process, url = start_listening([sys.executable, str(MISBEHAVING), "--port", "0"])
     try:
         yield url
     finally:
-        _end(process)
+        end_listening(process)
 
 
 def canned(answer: bytes, *, drip: bool = False) -> tuple[subprocess.Popen[str], str]:
-    return _start([sys.executable, str(CANNED), answer.hex(), *(["--drip"] if drip else [])])
+    drip_flag = ["--drip"] if drip else []
+    return start_listening([sys.executable, str(CANNED), answer.hex(), *drip_flag])
 
 
 def ask_canned(answer: bytes, *, drip: bool = False, query: QueryConfig = GET) -> QueryResult:
@@ -124,10 +107,9 @@ def ask_canned(answer: bytes, *, drip: bool = False, query: QueryConfig = GET) -
         with Channel(url, query) as channel:
             return channel.ask("q1", "tea")
     finally:
-        _end(process)
+        end_listening(process)
 
 
-BODY = b'{"results": [{"id": "a"}, {"id": "b"}]}'
 
 
 def ok(body: bytes = BODY, head: bytes = b"Content-Type: application/json\r\n") -> bytes:

@@ -7,16 +7,15 @@ deadlines below only stop a hang.
 
 from __future__ import annotations
 
-import json
 import select
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from serve_support import Quiet, send_json, serving
 
 from harness.config import QueryConfig
 from harness.demo import svc
@@ -32,7 +31,7 @@ def test_the_demo_service_takes_16_simultaneous_connects_before_it_answers_any()
     # a SYN retry (about 1 s each, at --concurrency 16), or here for ever.
     server = svc.Server(("127.0.0.1", 0), svc.Index("hybrid"))
     clients = [socket.socket() for _ in range(SIMULTANEOUS)]
-    serving = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    server_thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     try:
         for client in clients:
             client.setblocking(False)
@@ -48,7 +47,7 @@ def test_the_demo_service_takes_16_simultaneous_connects_before_it_answers_any()
             "accepted none: its listen backlog (request_queue_size) is too small"
         )
         # Then every one of them is served (the index is still loading: 503, as designed).
-        serving.start()
+        server_thread.start()
         for client in clients:
             client.setblocking(True)
             client.settimeout(HANG_S)
@@ -57,7 +56,7 @@ def test_the_demo_service_takes_16_simultaneous_connects_before_it_answers_any()
     finally:
         for client in clients:
             client.close()
-        if serving.is_alive():
+        if server_thread.is_alive():
             server.shutdown()
         server.server_close()
 
@@ -68,34 +67,18 @@ QUERY = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"},
 ITEMS = [(f"id{i}", f"q{i}") for i in range(40)]
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(Quiet):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         q = parse_qs(urlsplit(self.path).query)["q"][0]
-        body = json.dumps({"results": [{"id": q}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        send_json(self, {"results": [{"id": q}]})
 
 
 @pytest.fixture
 def echo() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(_Echo) as url:
+        yield url
 
 
 @pytest.mark.parametrize("concurrency", [1, 4, SIMULTANEOUS])

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from config_support import MINIMAL
 
 from harness.config import (
     CompareConfig,
@@ -24,19 +25,6 @@ from harness.errors import ConfigError, Problem
 DATA = Path(__file__).resolve().parent / "data" / "config"
 ROOT = Path(__file__).resolve().parent.parent
 
-MINIMAL = """\
-[service]
-start = "python3 svc.py --port {port}"
-ready = "/health"
-
-[query]
-path = "/search"
-params = { q = "{query}", k = "{limit}" }
-ids = "results[].id"
-
-[gold]
-path = "gold/gold.jsonl"
-"""
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from config_support import MINIMAL
 
 from harness.config import effective_side, load_config, side_hash
 from harness.config.inputs import build_inputs, inputs_hash
@@ -17,19 +18,6 @@ from harness.errors import ConfigError, Problem
 from harness.replay.hook import rewritten_items
 from harness.replay.request import encode_request, make_request
 
-BASE = """\
-[service]
-start = "python3 svc.py --port {port}"
-ready = "/health"
-
-[query]
-path = "/search"
-params = { q = "{query}", k = "{limit}" }
-ids = "results[].id"
-
-[gold]
-path = "gold/gold.jsonl"
-"""
 SHA = "abc1234" + "0" * 33
 
 
@@ -39,7 +27,7 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def write(repo: Path, extra: str, base: str = BASE) -> Path:
+def write(repo: Path, extra: str, base: str = MINIMAL) -> Path:
     path = repo / "harness.toml"
     path.write_text(base + extra, encoding="utf-8")
     return path
@@ -60,7 +48,7 @@ def line_of(path: Path, marker: str, after: int = 0) -> int:
 
 
 def test_a_form_body_is_read_and_sent_urlencoded(repo: Path) -> None:
-    text = BASE.replace('params = { q = "{query}", k = "{limit}" }', 'method = "POST"\nform = '
+    text = MINIMAL.replace('params = { q = "{query}", k = "{limit}" }', 'method = "POST"\nform = '
                         '{ q = "{query}", k = "{limit}", lang = "en" }')
     query = load_config(write(repo, "", base=text)).baseline.query
     assert query.form == {"q": "{query}", "k": "{limit}", "lang": "en"}
@@ -73,7 +61,7 @@ def test_a_form_body_is_read_and_sent_urlencoded(repo: Path) -> None:
 
 
 def test_a_content_type_header_replaces_the_harness_own(repo: Path) -> None:
-    text = BASE.replace('params = { q = "{query}", k = "{limit}" }', 'method = "POST"\n'
+    text = MINIMAL.replace('params = { q = "{query}", k = "{limit}" }', 'method = "POST"\n'
                         'form = { q = "{query}" }\nheaders = { Content-Type = "text/plain" }')
     query = load_config(write(repo, "", base=text)).baseline.query
     head = encode_request("http://127.0.0.1:9", make_request(query, "x")).partition(b"\r\n\r\n")[0]
@@ -95,7 +83,7 @@ def test_a_form_body_needs_post_and_excludes_json(repo: Path) -> None:
 def test_form_is_hashed_only_when_set(repo: Path) -> None:
     config = load_config(write(repo, '\n[candidate.query]\nmethod = "POST"\n'))
     assert config.candidate.query.form is None
-    text = BASE.replace("params =", 'method = "POST"\nform = { q = "{query}" }\nparams =')
+    text = MINIMAL.replace("params =", 'method = "POST"\nform = { q = "{query}" }\nparams =')
     with_form = load_config(write(repo, "", base=text)).baseline
     assert side_hash(with_form) != side_hash(config.candidate)
 
@@ -118,7 +106,7 @@ params = { only = "{query}" }
 
 
 def test_unset_a_scalar_restores_its_default(repo: Path) -> None:
-    text = BASE.replace("params =", 'limit = 20\nmethod = "POST"\njson = { q = "{query}" }\n'
+    text = MINIMAL.replace("params =", 'limit = 20\nmethod = "POST"\njson = { q = "{query}" }\n'
                         "params =")
     config = load_config(write(repo, '\n[candidate.query]\nunset = ["json", "limit", "method"]\n',
                                base=text))
@@ -146,7 +134,7 @@ unset = ["paramz", "path", "params.nope", "limit.x"]
 
 
 def test_unset_in_a_base_section_is_an_error(repo: Path) -> None:
-    path = write(repo, "", base=BASE.replace('ids = "', 'unset = ["limit"]\nids = "'))
+    path = write(repo, "", base=MINIMAL.replace('ids = "', 'unset = ["limit"]\nids = "'))
     (problem,) = problems(path)
     assert problem.field == "query.unset" and problem.line == line_of(path, "unset")
     assert "only goes in an override table" in problem.message
@@ -279,7 +267,7 @@ def test_a_ref_table_of_the_wrong_shape(repo: Path) -> None:
 
 def test_config_dir_in_commands_env_build_and_data(repo: Path) -> None:
     (repo / "shared").mkdir()
-    text = BASE.replace(
+    text = MINIMAL.replace(
         'ready = "/health"',
         'ready = "/health"\nprepare = ["{python} {config_dir}/load.py {url}"]\n'
         'env = { SETTINGS = "{config_dir}/settings.toml" }\ndata = "{config_dir}/shared"\n'
@@ -292,16 +280,16 @@ def test_config_dir_in_commands_env_build_and_data(repo: Path) -> None:
 
 
 def test_config_dir_data_must_stay_in_the_folder(repo: Path) -> None:
-    text = BASE.replace('ready = "/health"', 'ready = "/health"\ndata = "{config_dir}/../x"')
+    text = MINIMAL.replace('ready = "/health"', 'ready = "/health"\ndata = "{config_dir}/../x"')
     (problem,) = problems(write(repo, "", base=text))
     assert problem.field == "service.data" and "must stay in that folder" in problem.message
-    text = BASE.replace('ready = "/health"', 'ready = "/health"\ndata = "x/{config_dir}"')
+    text = MINIMAL.replace('ready = "/health"', 'ready = "/health"\ndata = "x/{config_dir}"')
     (problem,) = problems(write(repo, "", base=text))
     assert "only at its start" in problem.message
 
 
 def test_only_config_dir_is_filled_in_build(repo: Path) -> None:
-    text = BASE.replace('ready = "/health"', 'ready = "/health"\nbuild = "make {worktree}"')
+    text = MINIMAL.replace('ready = "/health"', 'ready = "/health"\nbuild = "make {worktree}"')
     (problem,) = problems(write(repo, "", base=text))
     assert "{worktree} is not filled in (only {config_dir} is)" in problem.message
 
@@ -310,7 +298,7 @@ def test_files_named_through_config_dir_are_hashed_by_content(repo: Path) -> Non
     (repo / "load.py").write_text("print(1)\n")
     (repo / "shared").mkdir()
     (repo / "shared" / "a.txt").write_text("a\n")
-    text = BASE.replace(
+    text = MINIMAL.replace(
         'ready = "/health"',
         'ready = "/health"\nprepare = ["{python} {config_dir}/load.py"]\n'
         'data = "{config_dir}/shared"',
@@ -328,7 +316,7 @@ def test_files_named_through_config_dir_are_hashed_by_content(repo: Path) -> Non
 def test_a_build_naming_config_dir_is_keyed_by_what_it_names(repo: Path) -> None:
     (repo / "build.sh").write_text("echo 1\n")
     build = 'build = "sh {config_dir}/build.sh"'
-    text = BASE.replace('ready = "/health"', f'ready = "/health"\n{build}')
+    text = MINIMAL.replace('ready = "/health"', f'ready = "/health"\n{build}')
     config = load_config(write(repo, "", base=text))
     service, key = build_inputs(config.baseline.service, "f" * 40, config)
     assert service.build == f"sh {repo}/build.sh"
@@ -342,7 +330,7 @@ def test_a_build_naming_config_dir_is_keyed_by_what_it_names(repo: Path) -> None
 # --------------------------------------------------------------------------- rewrite hooks
 
 
-HOOKED = BASE.replace('ids = "', 'rewrite = "hooks.topic:rewrite"\nids = "')
+HOOKED = MINIMAL.replace('ids = "', 'rewrite = "hooks.topic:rewrite"\nids = "')
 
 
 def hook(repo: Path, source: str) -> Path:
@@ -436,7 +424,7 @@ def test_a_hook_that_fails_on_a_query_names_it(repo: Path, body: str, expected: 
 
 
 def test_a_bad_hook_name_is_an_error(repo: Path) -> None:
-    path = write(repo, "", base=BASE.replace('ids = "', 'rewrite = "hooks/topic.py"\nids = "'))
+    path = write(repo, "", base=MINIMAL.replace('ids = "', 'rewrite = "hooks/topic.py"\nids = "'))
     (problem,) = problems(path)
     assert 'or a hook "module:function"' in problem.message
 
@@ -460,7 +448,7 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     )
     write(repo, '\n[ref."v1.*".service]\nenv = { MODE = "legacy", RRF_K = "10" }\n'
                 '\n[ref."v1.*".query]\npath = "/v1/search"\n',
-          base=BASE.replace('ids = "', 'rewrite = "lower"\nids = "'))
+          base=MINIMAL.replace('ids = "', 'rewrite = "lower"\nids = "'))
     git(repo, "init", "-q", "-b", "main", home=tmp_path)
     git(repo, "add", "-A", home=tmp_path)
     git(repo, "commit", "-q", "-m", "one", home=tmp_path)

@@ -9,17 +9,14 @@ assertion on the service itself."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from serve_support import Quiet, send_json, serving
 
 import harness.replay.wire as wire
 from harness.config import QueryConfig
@@ -30,7 +27,7 @@ QUERY = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"},
 SLOW_CONNECT_S = 0.05
 
 
-class _Closing(BaseHTTPRequestHandler):
+class _Closing(Quiet):
     """HTTP/1.0: every answer ends its connection (half of the services the issue names)."""
 
     protocol_version = "HTTP/1.0"
@@ -38,17 +35,8 @@ class _Closing(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         q = parse_qs(urlsplit(self.path).query)["q"][0]
-        body = json.dumps({"results": [{"id": q}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        if self.headers_sent_close:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        close = [("Connection", "close")] if self.headers_sent_close else []
+        send_json(self, {"results": [{"id": q}]}, close)
 
 
 class _KeepAliveButClose(_Closing):
@@ -62,24 +50,9 @@ class _KeepAliveButClose(_Closing):
         super().end_headers()
 
 
-@contextlib.contextmanager
-def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """An in-process server of `handler` on 127.0.0.1 (its port held open), its base URL."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
 @pytest.fixture(params=[_Closing, _KeepAliveButClose], ids=["http1.0", "connection-close"])
 def closing(request: pytest.FixtureRequest) -> Iterator[str]:
-    with _serving(request.param) as url:
+    with serving(request.param) as url:
         yield url
 
 
@@ -147,7 +120,7 @@ class _TwoWrites(_Closing):
 
 @pytest.fixture
 def two_services() -> Iterator[list[str]]:
-    with _serving(_TwoWrites) as one, _serving(_TwoWrites) as two:
+    with serving(_TwoWrites) as one, serving(_TwoWrites) as two:
         yield [one, two]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import signal
 
+from cli_support import commands
+
 from harness.cli.exits import (
     EXIT_INVALID,
     EXIT_OK,
@@ -48,26 +50,10 @@ def test_an_inconclusive_or_not_compared_latency_fails_nothing() -> None:
         assert exit_status([Verdict.INVALID, latency]) == EXIT_INVALID
 
 
-def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
-    from harness.cli.parser import build_parser
-
-    found: list[tuple[str, argparse.ArgumentParser]] = []
-
-    def walk(parser: argparse.ArgumentParser, name: str) -> None:
-        found.append((name, parser))
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub, child in action.choices.items():
-                    walk(child, f"{name} {sub}".strip())
-
-    walk(build_parser(), "")
-    return found
-
-
 def test_every_option_of_every_command_has_help_text() -> None:
     missing = [
         f"harness {name}: {action.option_strings or action.dest}"
-        for name, parser in _commands()
+        for name, parser in commands()
         for action in parser._actions
         if not action.help and not isinstance(action, argparse._SubParsersAction)
     ]
@@ -75,19 +61,19 @@ def test_every_option_of_every_command_has_help_text() -> None:
 
 
 def test_every_command_help_shows_its_exit_statuses_and_examples() -> None:
-    for name, parser in _commands():
+    for name, parser in commands():
         text = parser.format_help()
         assert "exit status:" in text, name
         if name not in ("gold", "judge"):
             assert "examples:" in text, name
-    compare = dict(_commands())["compare"].format_help()
+    compare = dict(commands())["compare"].format_help()
     floor = "\n  1 quality or latency regressed, or the candidate misses a [gate.floors] floor\n"
     assert floor in compare  # the layout is kept, and a missed floor is among the reasons for 1
     assert "\n  3 invalid:" in compare
-    gate = dict(_commands())["gate"].format_help()
+    gate = dict(commands())["gate"].format_help()
     fell = "1 a row fell below the baseline (or its margin), or a [gate.floors] floor is not met"
     assert f"\n  {fell}\n" in gate
     assert "\n  4 with --non-inferior: a row not shown within its margin (never a pass)" in gate
     unshown = "4 with --strict: quality inconclusive; with --non-inferior: a margin not shown"
     assert unshown in compare
-    assert "1 regressed or below a floor" in dict(_commands())[""].format_help()
+    assert "1 regressed or below a floor" in dict(commands())[""].format_help()

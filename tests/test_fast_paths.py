@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
-from harness.score.runfile import _parse_trec, load_run
+from harness.score.runfile import Run, _parse_trec, load_run
 
 _LINE = st.tuples(
     st.sampled_from(["q1", "q2", "001", "NA"]),
@@ -23,6 +23,18 @@ _LINE = st.tuples(
 )
 
 
+
+def _line_reader_unless_declined(text: str, fast: object) -> Run | None:
+    """The line reader's run of `text`; None where it names a problem in it, which the fast
+    path (its answer `fast`) must have declined. A fast path may decline a good file too (a hash
+    collision), never misread one."""
+    try:
+        return _parse_trec(text, "r")
+    except Exception:
+        assert fast is None
+        return None
+
+
 @settings(max_examples=300)
 @given(st.lists(_LINE, max_size=12), st.sampled_from([" ", "\t", "  "]))
 def test_column_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], sep: str) -> None:
@@ -30,12 +42,8 @@ def test_column_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], 
         sep.join([q, "Q0", d, "1", s, *([t] if t else [])]) + "\n" for q, d, s, t in rows
     )
     fast = read_trec_columns(text.encode())
-    try:
-        slow = _parse_trec(text, "r")
-    except Exception:  # a problem the line reader names: the fast path must have declined
-        assert fast is None
-        return
-    if fast is not None:  # it may decline a good file (a hash collision), never misread one
+    slow = _line_reader_unless_declined(text, fast)
+    if slow is not None and fast is not None:  # a good file may be declined, never misread
         assert list(fast[0]) == list(slow.rankings)
         assert dict(fast[0]) == dict(slow.rankings) and dict(fast[1]) == dict(slow.scores or {})
         assert all(type(s) is float for scores in fast[1].values() for s in scores)
@@ -89,12 +97,8 @@ def test_arrow_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], k
         for q, d, s, t, odd, before in rows
     )
     fast = read_trec_arrow(text.encode())
-    try:
-        slow = _parse_trec(text, "r")
-    except Exception:  # a problem the line reader names: the fast path must have declined
-        assert fast is None
-        return
-    if fast is not None:  # it may decline a good file (a hash collision), never misread one
+    slow = _line_reader_unless_declined(text, fast)
+    if slow is not None and fast is not None:  # a good file may be declined, never misread
         rankings, scores = fast
         assert list(rankings) == list(slow.rankings)
         assert dict(rankings) == dict(slow.rankings) and dict(scores) == dict(slow.scores or {})

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from e2e_support import Sandbox, build_sandbox, config_text, git
+from e2e_support import Sandbox, build_sandbox, config_text, git, harness_on_a_full_disk
 
 from harness.boot.isolation import scrubber
 from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
@@ -242,27 +242,9 @@ def test_a_full_disk_at_saving_leaves_no_comparison_and_still_prints_the_report(
     """Both sides measured, then the comparison's write fails with ENOSPC (simulated: the real
     CLI, its real services, one write function replaced)."""
     results = tmp_path / "r"
-    program = (
-        "import errno, os, sys\n"
-        "import harness.results.comparisons as c\n"
-        "from harness.results import files\n"
-        "def full(path, text):\n"  # the comparison.json went through; the report hits ENOSPC
-        "    raise files._write_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))\n"
-        "c.write_text_new = full\n"
-        "from harness.cli.main import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
-    argv = sandbox.command(
-        ["compare", "--baseline", "main", "--candidate", "main", "--repeats", "1"], results
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program, *argv[3:]],
-        cwd=sandbox.repo,
-        env=sandbox.env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    done = harness_on_a_full_disk(
+        sandbox, "compare", "--baseline", "main", "--candidate", "main", "--repeats", "1",
+        results=results,
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from compare_support import make_gold, ranks, run_pair
+from config_support import MINIMAL, config_with
 from e2e_support import Sandbox, config_text
 from knob_support import assert_clean, knob_sandbox
 
@@ -146,29 +147,8 @@ def test_a_comparison_carries_its_floors_through_the_document_and_the_exit_statu
 
 # --------------------------------------------------------------------------- the config
 
-MINIMAL = """\
-[service]
-start = "python3 svc.py --port {port}"
-ready = "/health"
-
-[query]
-path = "/search"
-ids = "results[].id"
-
-[gold]
-path = "gold.jsonl"
-"""
-
-
-def _config(tmp_path: Path, text: str) -> Path:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    path = tmp_path / "harness.toml"
-    path.write_text(MINIMAL + text)
-    return path
-
-
 def test_floors_are_read_overall_and_per_slice(tmp_path: Path) -> None:
-    path = _config(
+    path = config_with(
         tmp_path,
         '[gate.floors]\n"mrr@10" = 0.78\n"ndcg@10" = 0.75\nno_answer_fp = 0.34\n'
         '[gate.floors.slice.entity]\n"mrr@10" = 1\n',
@@ -179,12 +159,12 @@ def test_floors_are_read_overall_and_per_slice(tmp_path: Path) -> None:
 
 
 def test_floors_are_off_by_default(tmp_path: Path) -> None:
-    gate = load_config(_config(tmp_path, "")).gate
+    gate = load_config(config_with(tmp_path, "")).gate
     assert not gate.floors and not gate.slice_floors
 
 
 def test_floor_errors_are_located(tmp_path: Path) -> None:
-    path = _config(
+    path = config_with(
         tmp_path,
         '[gate.floors]\n"MRR@10" = 0.78\n"ndcg@10" = 1.5\nrecall = 0.5\n'
         '[gate.floors.slice.entity]\n"hit@5" = "high"\n[gate]\nfloor = 1\n',
@@ -192,12 +172,14 @@ def test_floor_errors_are_located(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     found = sorted(str(p).replace(str(path), "H") for p in caught.value.problems)
+    at = MINIMAL.count("\n")  # the lines above the test's own: the floors start at line at + 1
     expected = [
-        "H:12: gate.floors.MRR@10: unknown metric 'MRR@10' (did you mean mrr@10?); known metrics: ",
-        "H:13: gate.floors.ndcg@10: must be a number from 0 to 1, not 1.5",
-        "H:14: gate.floors.recall: unknown metric 'recall'; known metrics: ",
-        "H:16: gate.floors.slice.entity.hit@5: must be a number from 0 to 1, not 'high'",
-        "H:18: gate.floor: unknown key 'floor' in [gate]; did you mean 'floors'?",
+        f"H:{at + 2}: gate.floors.MRR@10: unknown metric 'MRR@10' (did you mean mrr@10?); "
+        "known metrics: ",
+        f"H:{at + 3}: gate.floors.ndcg@10: must be a number from 0 to 1, not 1.5",
+        f"H:{at + 4}: gate.floors.recall: unknown metric 'recall'; known metrics: ",
+        f"H:{at + 6}: gate.floors.slice.entity.hit@5: must be a number from 0 to 1, not 'high'",
+        f"H:{at + 8}: gate.floor: unknown key 'floor' in [gate]; did you mean 'floors'?",
     ]
     assert len(found) == len(expected), found
     for line, want in zip(found, expected, strict=True):

@@ -20,15 +20,21 @@ on 127.0.0.1, in a sandbox built once for the module.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
-from e2e_support import Sandbox, build_sandbox, config_text, git, gold_lines, query_ids
+from e2e_support import (
+    Sandbox,
+    build_sandbox,
+    config_text,
+    git,
+    gold_lines,
+    harness_on_a_full_disk,
+    query_ids,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -455,26 +461,9 @@ def test_a_full_disk_at_saving_does_not_hide_a_regression(sandbox: Sandbox, tmp_
     """As tests/test_fault_matrix.py's full disk, with a candidate that regressed: the report is
     printed, the save fails, and the exit status is still the regression's, said on stderr."""
     config = _write(sandbox, "full.toml")
-    program = (
-        "import errno, os, sys\n"
-        "import harness.results.comparisons as c\n"
-        "from harness.results import files\n"
-        "def full(path, text):\n"
-        "    raise files._write_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))\n"
-        "c.write_text_new = full\n"
-        "from harness.cli.main import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
-    argv = sandbox.command(["compare", "--baseline", "main", "--candidate", "bury40"], tmp_path)
-    argv += ["--config", str(config), "--repo", str(sandbox.repo)]
-    done = subprocess.run(
-        [sys.executable, "-c", program, *argv[3:]],
-        cwd=sandbox.repo,
-        env=sandbox.env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    done = harness_on_a_full_disk(
+        sandbox, "compare", "--baseline", "main", "--candidate", "bury40", results=tmp_path,
+        config=config,
     )
     assert done.returncode == EXIT_REGRESSED, done.stderr
     assert "regressed" in done.stdout  # the verdict, printed before the save

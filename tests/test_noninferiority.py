@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from compare_support import FAST, buried, make_gold, make_run, ranks, run_pair
+from config_support import config_with
 from oracles import tango_reference
 
 from harness.cli.exits import (
@@ -170,32 +171,12 @@ def test_the_command_lines_margins_parse_or_say_what_is_wrong() -> None:
     assert margin_problems({})[0][1].startswith("is an empty table")
 
 
-MINIMAL = """\
-[service]
-start = "python3 svc.py --port {port}"
-ready = "/health"
-
-[query]
-path = "/search"
-ids = "results[].id"
-
-[gold]
-path = "gold.jsonl"
-"""
-
-
-def _config(tmp_path: Path, text: str) -> Path:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    path = tmp_path / "harness.toml"
-    path.write_text(MINIMAL + text)
-    return path
-
-
 def test_the_config_reads_one_margin_or_a_table_and_nothing_by_default(tmp_path: Path) -> None:
-    assert load_config(_config(tmp_path, "")).gate.non_inferior is None
-    assert load_config(_config(tmp_path, "[gate]\nnon_inferior = 0.02\n")).gate.non_inferior == 0.02
+    assert load_config(config_with(tmp_path, "")).gate.non_inferior is None
+    margin = load_config(config_with(tmp_path, "[gate]\nnon_inferior = 0.02\n")).gate.non_inferior
+    assert margin == 0.02
     table = '[gate]\nnon_inferior = {"ndcg@10" = 0.02, "hit@5" = 0.03}\n'
-    assert dict(load_config(_config(tmp_path, table)).gate.non_inferior or {}) == {
+    assert dict(load_config(config_with(tmp_path, table)).gate.non_inferior or {}) == {
         "ndcg@10": 0.02,
         "hit@5": 0.03,
     }
@@ -213,7 +194,7 @@ def test_the_config_reads_one_margin_or_a_table_and_nothing_by_default(tmp_path:
     ],
 )
 def test_a_bad_config_margin_names_its_field(tmp_path: Path, value: str, said: str) -> None:
-    path = _config(tmp_path, f"[gate]\nnon_inferior = {value}\n")
+    path = config_with(tmp_path, f"[gate]\nnon_inferior = {value}\n")
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert any(said in str(p) for p in caught.value.problems), caught.value.problems

@@ -27,6 +27,7 @@ import pytest
 from e2e_support import Sandbox, build_sandbox, config_text, corpus_lines, query_ids
 from nobody_support import NOBODY, PATH, as_nobody, nobody_unavailable, readable_harness
 from nobody_support import system_python as nobody_python
+from serve_support import SERVE_JSON_PY
 
 from harness.boot import isolation, sandbox, service
 from harness.config import HarnessConfig, QueryConfig, ServiceConfig, SideConfig, load_config
@@ -39,9 +40,9 @@ SPARSE = 2 << 30  # 2 GiB, all holes: no disk used, and copying it would write 2
 
 # Reports where its data is, the inode of index.bin, and what became of each attempt to change
 # the data (GET /report); then serves.
-DATA_SVC = textwrap.dedent(
+DATA_SVC = SERVE_JSON_PY + textwrap.dedent(
     '''
-    import errno, http.server, json, os, sys
+    import errno, os, sys
     port, data = int(sys.argv[1]), sys.argv[2]
     kept = os.path.join(data, "index.bin")
     report = {"data": data, "inode": os.stat(kept).st_ino, "writes": {}}
@@ -67,18 +68,7 @@ DATA_SVC = textwrap.dedent(
     attempt("chmod", lambda: os.chmod(kept, 0o666))
     attempt("rename", lambda: os.rename(kept, kept + ".moved"))
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            raw = json.dumps(report).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *a):
-            pass
-
-    http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    serve_json(port, report)
     '''
 )
 WRITES = ("create", "append", "utime", "chmod", "rename")

@@ -12,34 +12,24 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_support import SERVE_JSON_PY
 
 from harness.boot import ports, processes, service
 from harness.config import ServiceConfig
 
 # Sleeps DELAY seconds before it binds (a service slow to start: the window in which another
 # boot's probe could be answered by it), then answers /health and /who with its NAME.
-SERVICE_PY = textwrap.dedent(
+SERVICE_PY = SERVE_JSON_PY + textwrap.dedent(
     """
-    import http.server, json, socketserver, sys, time
+    import http.server, sys, time
     port, name, delay, reuse = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
     time.sleep(delay)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            raw = json.dumps({"who": name}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *a):
-            pass
 
     class Server(http.server.HTTPServer):
         allow_reuse_address = reuse == "reuse"  # http.server's default is True
 
     print(f"{name} serving on {port}", flush=True)
-    Server(("127.0.0.1", port), Handler).serve_forever()
+    serve_json(port, {"who": name}, Server)
     """
 )
 

@@ -13,12 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_support import OK_SERVICE_PY
 
 from harness import leftovers
 from harness.boot import inside, processes, sandbox, service
@@ -26,17 +26,6 @@ from harness.config import ServiceConfig
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
-SERVICE_PY = textwrap.dedent(
-    """
-    import http.server, sys
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
-            self.wfile.write(b"ok")
-        def log_message(self, *a): pass
-    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-    """
-)
 
 
 @pytest.fixture
@@ -139,7 +128,7 @@ def test_a_boot_writes_its_leftovers_once_before_spawning_and_once_after_removal
     cache = tmp_path / "cache"
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(cache))
     (tmp_path / "wt").mkdir()
-    (tmp_path / "wt" / "svc.py").write_text(SERVICE_PY)
+    (tmp_path / "wt" / "svc.py").write_text(OK_SERVICE_PY)
     writes: list[dict[str, list[str]]] = []
     real_write = leftovers._write
 
@@ -209,7 +198,7 @@ def test_the_probes_sockets_come_a_few_per_round_trip_and_reach_the_service(
 ) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "wt").mkdir()
-    (tmp_path / "wt" / "svc.py").write_text(SERVICE_PY)
+    (tmp_path / "wt" / "svc.py").write_text(OK_SERVICE_PY)
     spec = ServiceConfig(start="{python} svc.py {port}", ready="/health", ready_timeout=20.0)
     ctx = service.running_service(
         spec,

@@ -11,6 +11,7 @@ import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 from cli_support import script
@@ -66,6 +67,29 @@ def read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def on_a_terminal(program: str, columns: int, stdout: IO[str] | int = subprocess.DEVNULL) -> str:
+    """What `python -c program` draws on its stderr, a pseudo-terminal `columns` wide, until it
+    exits (with 0)."""
+    parent, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", program],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=child,
+        env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
+    )
+    os.close(child)
+    try:
+        screen = read_all(parent).decode("utf-8", "replace")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(parent)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return screen
+
+
 DRIVE = """
 import sys, time
 from harness.cli.progress import Progress
@@ -87,25 +111,9 @@ print("REPORT", flush=True)
 
 
 def test_a_live_display_with_phase_boots_and_time_left_on_a_terminal(tmp_path: Path) -> None:
-    parent, child = pty.openpty()
     out = tmp_path / "stdout"
     with out.open("w") as stdout:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", DRIVE],
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=child,
-            env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
-        )
-        os.close(child)
-        try:
-            screen = read_all(parent).decode("utf-8", "replace")
-            assert proc.wait(timeout=60) == 0
-        finally:
-            os.close(parent)
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        screen = on_a_terminal(DRIVE, 160, stdout)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     for word in ("checkout", "build", "boot", "replay", "analysis"):
         assert word in text, (word, text)
@@ -133,23 +141,7 @@ p.close()
 def test_the_live_line_keeps_elapsed_and_time_left_whole(tmp_path: Path, columns: int) -> None:
     # Issue 27: a long detail made rich squeeze the time columns to "0:0...".  Every field but
     # the detail keeps its width; the detail ends in an ellipsis; no line is wider than the screen.
-    parent, child = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", LONG_LABEL],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=child,
-        env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
-    )
-    os.close(child)
-    try:
-        screen = read_all(parent).decode("utf-8", "replace")
-        assert proc.wait(timeout=60) == 0
-    finally:
-        os.close(parent)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    screen = on_a_terminal(LONG_LABEL, columns)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     # Each redraw of the line, between cursor moves; then without colours (SGR, "m").
     pieces = re.split(r"\x1b\[[0-9;?]*[A-Za-ln-z]|[\r\n]", screen)

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
+from serve_support import OK_SERVICE_PY
 
 from harness import leftovers
 from harness.boot import recovery
@@ -38,15 +39,6 @@ from harness.checkout.worktree import checkout, resolve_ref
 from harness.config import ServiceConfig
 from harness.results.files import check_writable, new_directory_atomic, remove_dead_temps
 
-SERVICE_PY = """
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
-        self.wfile.write(b"ok")
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
 SAVE_TEMP = re.compile(r"\.tmp-(\d+)-\d{8}T\d{6}Z_")
 KILL_ATTEMPTS = 3  # a save the poller did not see in time is tried again, not counted as a pass
 
@@ -252,7 +244,7 @@ def test_a_checkout_and_a_boot_root_are_recorded_before_their_mkdir(
 
     # A real boot (its root) and a real build (its throwaway HOME), as a run makes them.
     (tmp_path / "wt").mkdir()
-    (tmp_path / "wt" / "svc.py").write_text(SERVICE_PY)
+    (tmp_path / "wt" / "svc.py").write_text(OK_SERVICE_PY)
     spec = ServiceConfig(
         start="{python} svc.py {port}", ready="/health", ready_timeout=20.0, venv=False,
         build="true",

@@ -27,12 +27,13 @@ import pytest
 from compare_support import (
     BASE_SHA,
     CAND_SHA,
-    base_ms,
     buried,
     candidate,
     make_gold,
     make_run,
     ranks,
+    regressed_candidate,
+    slow,
 )
 from oracles import tango_reference
 from purity import imported_modules, imported_names, impurities
@@ -46,7 +47,7 @@ from harness.report.page import RENDERERS, render
 from harness.report.runs import render_evaluation, render_run
 from harness.results.comparisons import load_comparison, save_comparison
 from harness.score.evaluation import Evaluation, evaluate
-from harness.types import ErrorKind, GoldQuery, RefRun, RunFailure, Verdict
+from harness.types import ErrorKind, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
 from harness.verdict.comparison import CompareSettings, Comparison
 
@@ -68,12 +69,6 @@ def check_expected(name: str, text: str) -> None:
 # --------------------------------------------------------------------------- fixed comparisons
 
 
-def slow(rep: int, q: GoldQuery) -> float:
-    """1.5x base_ms, give or take 8% per query and 1% per repeat."""
-    i = int(q.id[1:])
-    return 1.5 * base_ms(rep, q) * (1 + 0.04 * (i % 5 - 2)) * (1 + 0.01 * ((rep + i) % 3))
-
-
 def regressed(reused: bool = False) -> Comparison:
     """Candidate loses 12 howto answers and 2 rare ones, wins back 2, pushes q05 to rank 7, is
     1.5x slower, errors once (within max_errors); both measured together (`reused`: the
@@ -84,13 +79,7 @@ def regressed(reused: bool = False) -> Comparison:
         reused=reused,
         record_path="results/runs/main.json",
     )
-    cand = candidate(
-        gold,
-        ranks({**buried(*range(41, 53), 71, 72), "q05": 7}),
-        ms=slow,
-        errors={(1, "q33"): ErrorKind.TIMEOUT},
-        stale_first=frozenset({"q10"}),
-    )
+    cand = regressed_candidate(gold)
     settings = CompareSettings(max_errors=1, query_differences=("query.params.boost",))
     return compare(gold, base, cand, settings)
 

@@ -5,8 +5,8 @@ that are not that code: pytrec_eval for the hit rates, scipy's exact binomial te
 McNemar's p, statsmodels' Holm for the adjusted p, scipy's trimmed mean of per-query log
 ratios for each round's latency ratio. The JSON file's numbers are checked in full; the text and
 Markdown files', as a reviewer reads them (headline hit lines, Holm's line, the latency ratio),
-rounded as the report rounds. The inputs are the synthetic runs test_report.py builds (rebuilt
-here from compare_support, the same spec), never its outputs.
+rounded as the report rounds. The inputs are the synthetic runs test_report.py builds (built
+here by the same compare_support functions), never its outputs.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 import pytest
 import pytrec_eval
-from compare_support import buried, candidate, make_gold, make_run, ranks
+from compare_support import buried, make_gold, make_run, ranks, regressed_candidate
 from oracles import multipletests
 from oracles import scipy_stats as stats
-from test_report import slow
 
-from harness.types import ErrorKind, GoldSet, RefRun
+from harness.types import GoldSet, RefRun
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "report"
 
@@ -33,14 +32,7 @@ def regressed_inputs() -> tuple[GoldSet, RefRun, RefRun, set[str]]:
     """test_report.regressed's runs, and the queries its analysis leaves out (q33 errored)."""
     gold = make_gold()
     base = make_run(gold, ranks(buried(1, 2)))
-    cand = candidate(
-        gold,
-        ranks({**buried(*range(41, 53), 71, 72), "q05": 7}),
-        ms=slow,
-        errors={(1, "q33"): ErrorKind.TIMEOUT},
-        stale_first=frozenset({"q10"}),
-    )
-    return gold, base, cand, {"q33"}
+    return gold, base, regressed_candidate(gold), {"q33"}
 
 
 def _success(gold: GoldSet, run: RefRun, k: int, ids: list[str]) -> dict[str, float]:

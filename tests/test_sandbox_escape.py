@@ -32,6 +32,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 SUPPORT = Path(__file__).with_name("escape_support.py")
+SERVE = Path(__file__).with_name("serve_support.py")  # the service program's head, imported
 
 
 def _plan(work: Path, home: Path, harness_pid: int, token: str, secret: str) -> dict[str, Any]:
@@ -133,6 +134,7 @@ def _as_nobody(base: Path) -> dict[str, Any]:
     try:
         lib = readable_harness(top)
         shutil.copy(SUPPORT, lib / SUPPORT.name)
+        shutil.copy(SERVE, lib / SERVE.name)
         work = top / "work"
         for folder in (work / "wt", work / "roots", home, top / "cache"):
             folder.mkdir(parents=True, exist_ok=True)

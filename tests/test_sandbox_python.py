@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_support import SERVE_JSON_PY
 
 from harness.boot import sandbox, service
 from harness.checkout.build import with_venv
@@ -28,23 +29,13 @@ pytestmark = pytest.mark.skipif(
     sandbox.sandbox_mode({}) != sandbox.BUBBLEWRAP, reason="no usable bubblewrap"
 )
 
-SERVICE_PY = textwrap.dedent(
+SERVICE_PY = SERVE_JSON_PY + textwrap.dedent(
     """
-    import http.server, json, os, sys
+    import json, os, sys
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            raw = json.dumps({"prefix": sys.prefix, "base_prefix": sys.base_prefix,
-                              "os": os.__file__, "json": json.__file__}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *a):
-            pass
-
-    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    where = {"prefix": sys.prefix, "base_prefix": sys.base_prefix,
+             "os": os.__file__, "json": json.__file__}
+    serve_json(int(sys.argv[1]), where)
     """
 )
 

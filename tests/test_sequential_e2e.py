@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,25 +32,22 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     )
 
 
+def _main_against_bury40(
+    sandbox: Sandbox, *flags: str, results: Path
+) -> subprocess.CompletedProcess[str]:
+    """`harness compare --baseline main --candidate bury40 *flags --quiet`."""
+    args = ("compare", "--baseline", "main", "--candidate", "bury40", *flags, "--quiet")
+    return sandbox.harness(*args, results=results)
+
+
 def _records(results: Path) -> list[dict[str, object]]:
     return [record_document(p) for p in sorted((results / "runs").glob("*.json"))]
 
 
 def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = sandbox.harness(
-        "compare",
-        "--baseline",
-        "main",
-        "--candidate",
-        "bury40",
-        "--sequential",
-        "--latency-budget",
-        "4",
-        "--format",
-        "json",
-        "--quiet",
-        results=results,
+    done = _main_against_bury40(
+        sandbox, "--sequential", "--latency-budget", "4", "--format", "json", results=results
     )
     assert done.returncode == 1, done.stderr  # regressed
     document = json.loads(done.stdout)
@@ -72,16 +70,7 @@ def test_a_clear_regression_stops_early_and_says_so(sandbox: Sandbox, tmp_path: 
 
 
 def test_text_report_names_the_queries_asked(sandbox: Sandbox, tmp_path: Path) -> None:
-    done = sandbox.harness(
-        "compare",
-        "--baseline",
-        "main",
-        "--candidate",
-        "bury40",
-        "--sequential",
-        "--quiet",
-        results=tmp_path / "results",
-    )
+    done = _main_against_bury40(sandbox, "--sequential", results=tmp_path / "results")
     assert done.returncode == 1, done.stderr
     match = LINE.search(done.stdout)
     assert match is not None, done.stdout
@@ -90,17 +79,8 @@ def test_text_report_names_the_queries_asked(sandbox: Sandbox, tmp_path: Path) -
 
 def test_without_the_flag_the_whole_gold_set_is_asked(sandbox: Sandbox, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = sandbox.harness(
-        "compare",
-        "--baseline",
-        "main",
-        "--candidate",
-        "bury40",
-        "--no-sequential",
-        "--format",
-        "json",
-        "--quiet",
-        results=results,
+    done = _main_against_bury40(
+        sandbox, "--no-sequential", "--format", "json", results=results
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["sequential"] is None
