@@ -18,13 +18,13 @@ streaks, progress and the batches. Exchanges are counted at `wire.Connection.exc
 wrapper that costs both trees alike: it reads the thread's CPU clock twice, a system call each
 on this kind of machine), whose own CPU is the "wire" part. What the wrapper costs is measured
 afterwards in the same process (the same wrapper around a function that does nothing, 20,000
-calls, against that function called directly) and taken off both figures: its whole cost off
-the loop's, the clock reads inside its bracket off the wire part's. Then, in the same process and on the same service (the
-tiny one; for the demo a service of its main booted afresh), a raw socket loop sends the same
-request bytes (`Requests.for_url`, the harness's own), as many exchanges (at most `RAW_MOST`),
-on one keep-alive TCP_NODELAY socket: send, recv until the head and Content-Length bytes of body
-are in (bench_client.py's native client). CPU is `time.thread_time_ns`: user and system of the
-one thread, the kernel's loopback work on our side included."""
+calls, against that function called directly) and taken off both figures: its whole cost off the
+loop's, the clock reads inside its bracket off the wire part's. Then, in the same process and on
+the same service (the tiny one; for the demo a service of its main booted afresh), a raw socket
+loop sends the same request bytes (`Requests.for_url`, the harness's own), as many exchanges (at
+most `RAW_MOST`), on one keep-alive TCP_NODELAY socket: send, recv until the head and Content-
+Length bytes of body are in (bench_client.py's native client). CPU is `time.thread_time_ns`:
+user and system of the one thread, the kernel's loopback work on our side included."""
 
 from __future__ import annotations
 
