@@ -98,6 +98,7 @@ class Connection:
         # service's way of writing, not the connection's.
         self._acking = False
         self._read_once = False  # this exchange has read from the socket
+        self._heads: dict[bytes, tuple[int, int, str]] = {}  # `_usual`'s heads, read
 
     def connect(self, query: QueryConfig) -> None:
         """Open the connection now, unless one is open: called before the clock starts, so the
@@ -220,36 +221,20 @@ class Connection:
         its head whole in the buffer, a final status on a keep-alive connection, a
         Content-Length and neither a Transfer-Encoding nor a Content-Encoding.  The same
         checks, the same header rule, the same Failures; the body taken as `_response` takes
-        it.  None, the buffer untouched, for any other answer: `_response` reads it."""
+        it.  None, the buffer untouched, for any other answer: `_response` reads it.  What a
+        head reads as (status, length, content type) is kept by its bytes (`_heads`): a
+        service's heads repeat, and one seen before is not parsed again."""
         buffer = self._buffer
-        eol = buffer.find(b"\r\n")
-        if eol < 0 or (end := buffer.find(b"\r\n\r\n", eol)) < 0:
+        end = buffer.find(b"\r\n\r\n")  # the first CRLF's or after: as `_head` finds it
+        if end < 0:
             return None
-        parts = buffer[:eol].split(None, 2)
-        if (
-            len(parts) < 2
-            or parts[0] == b"HTTP/1.0"
-            or not parts[0].startswith(b"HTTP/")
-            or not parts[1].isdigit()
-        ):
-            return None  # HTTP/1.0 closes; a bad status line's Failure is `_response`'s
-        status = int(parts[1])
-        if 100 <= status < 200:
-            return None
-        headers: dict[str, str] = {}
-        if end > eol:
-            for line in buffer[eol + 2 : end].decode("latin-1").split("\r\n"):
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-        text = headers.get("content-length")
-        if (
-            text is None
-            or "transfer-encoding" in headers
-            or "content-encoding" in headers
-            or headers.get("connection", "").lower() == "close"
-        ):
-            return None
-        length = _framing(text, 10, "Content-Length")
+        head = buffer[:end]
+        known = self._heads.get(head)
+        if known is None:
+            known = self._read_head(head)
+            if known is None:
+                return None
+        status, length, content_type = known
         if length > query.max_bytes:
             raise too_large(query)
         if len(buffer) - end - 4 == length:  # all in, nothing after it
@@ -258,7 +243,41 @@ class Connection:
             self._buffer = buffer[end + 4 :]
             body = self._take(sock, deadline, query, length)
         # Answer(status, content type, body), without the NamedTuple's Python-level __new__
-        return _new_tuple(Answer, (status, headers.get("content-type", ""), body))
+        return _new_tuple(Answer, (status, content_type, body))
+
+    def _read_head(self, head: bytes) -> tuple[int, int, str] | None:
+        """`_usual`'s head, read: its status, Content-Length and content type, kept in `_heads`
+        (at most _HEADS_KEPT heads, then forgotten all at once); None when the answer is not
+        the usual one. A bad Content-Length is `_response`'s Failure, and is not kept."""
+        eol = head.find(b"\r\n")
+        parts = head[: eol if eol >= 0 else len(head)].split(None, 2)
+        if (
+            len(parts) < 2
+            or parts[0] == b"HTTP/1.0"
+            or not parts[0].startswith(b"HTTP/")
+            or not parts[1].isdigit()
+        ):
+            return None  # HTTP/1.0 closes; a bad status line's Failure is `_response`'s
+        status = int(parts[1])
+        if 100 <= status < 200 or eol < 0:
+            return None  # no header line: no Content-Length
+        headers: dict[str, str] = {}
+        for line in head[eol + 2 :].decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        text = headers.get("content-length")
+        if (
+            text is None
+            or "transfer-encoding" in headers
+            or "content-encoding" in headers
+            or headers.get("connection", "").lower() == "close"
+        ):
+            return None
+        known = (status, _framing(text, 10, "Content-Length"), headers.get("content-type", ""))
+        if len(self._heads) >= _HEADS_KEPT:
+            self._heads.clear()
+        self._heads[head] = known
+        return known
 
     def _send(self, sock: socket.socket, raw: bytes, deadline: float) -> None:
         """Write `raw` within the deadline. A request fits the socket's send buffer: over plain
@@ -429,6 +448,7 @@ class Connection:
 
 
 _new_tuple = tuple.__new__
+_HEADS_KEPT = 256  # heads a connection keeps read (`Connection._usual`)
 _HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_bytes
 
 
