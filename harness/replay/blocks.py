@@ -194,6 +194,9 @@ def _quality_rounds(
                         side.positions.append(position)
                         one = channel.send(query_id, query_text)
                         exchanges.append((side, one))
+                        # An answer with no failure in a streak of none leaves it at none.
+                        if one.failure is None and one.result is None and not streak.count:
+                            continue
                         stop = streak.stops(one)
                         if stop is not None:
                             who = f"round {index + 1}/{repeats}: {side.session.side_name}"

@@ -206,6 +206,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                 side.positions.append(place)
                 one = channel.send(query_id, text)
                 exchanges.append((side, one))
+                # An answer with no failure in a streak of none leaves it at none.
+                if one.failure is None and one.result is None and not streak.count:
+                    continue
                 stop = streak.stops(one)
                 if stop is not None:  # this side stalls: the round ends with this query
                     who = f"{label}: {side.session.side_name} {side.session.ref}"
