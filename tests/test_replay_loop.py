@@ -184,6 +184,36 @@ def test_the_usual_answers_reader_reads_as_the_general_one(
     assert _outcome(Connection(url), url) == fast, name
 
 
+def test_an_answer_after_nine_tenths_of_the_timeout_is_read_and_the_timeout_kept(
+    serve: Callable[[Callable[[socket.socket], None]], str],
+) -> None:
+    """SO_RCVTIMEO is set to 9/10 of the time left and kept across exchanges (the next one
+    does not set it again); a read it wakes before the deadline waits again for exactly the
+    rest: an answer at 37/40 of the timeout is an answer."""
+    query = replace(GET, timeout=2.0)
+
+    def handler(conn: socket.socket) -> None:
+        for delay in (0.0, 0.0, 1.85):
+            _read_request(conn)
+            time.sleep(delay)
+            conn.sendall(OK)
+
+    url = serve(handler)
+    connection = Connection(url)
+    raw = encode_request(url, make_request(query, "q"))
+    try:
+        set_to = []
+        for _ in range(2):
+            assert connection.exchange(raw, query).body == BODY
+            sock = connection._sock
+            assert sock is not None
+            set_to.append(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
+        assert set_to[0] == set_to[1]  # kept, not set anew from the second exchange's time
+        assert connection.exchange(raw, query).body == BODY  # woken at 1.8 s, then read
+    finally:
+        connection.close()
+
+
 def test_quick_acks_start_with_the_first_answer_that_takes_two_reads(
     serve: Callable[[Callable[[socket.socket], None]], str],
 ) -> None:
