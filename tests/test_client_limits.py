@@ -179,11 +179,17 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
 ) -> None:
     """Every read within the deadline, the last one done, and yet the exchange as timed ended
     after it (as when the client was descheduled after its last read): not an answer."""
-    response = wire.Connection._response
+    response, usual = wire.Connection._response, wire.Connection._usual
 
     def late(self: wire.Connection, *args: Any) -> Any:
         answer = response(self, *args)
         time.sleep(0.1)  # the process descheduled past the deadline, the body read whole
+        return answer
+
+    def late_usual(self: wire.Connection, *args: Any) -> Any:  # the usual answer's reader
+        answer = usual(self, *args)
+        if answer is not None:
+            time.sleep(0.1)
         return answer
 
     url = canned(ok().hex())
@@ -192,6 +198,7 @@ def test_an_answer_that_came_whole_but_after_the_timeout_is_a_timeout(
     with Channel(url, query, answers=answers) as channel:
         assert channel.ask("q1", "tea").ids == ("a", "b")  # on time: an answer
         monkeypatch.setattr(wire.Connection, "_response", late)
+        monkeypatch.setattr(wire.Connection, "_usual", late_usual)
         result = channel.ask("q2", "tea")
         monkeypatch.undo()
         again = channel.ask("q3", "tea")  # on time again, on the same connection

@@ -128,6 +128,124 @@ def test_an_answer_reads_the_same_whatever_its_segments(
         assert got == Answer(200, content_type, BODY), (name, cuts)
 
 
+def _head_of(lines: list[bytes], body: bytes = BODY, status: bytes = b"HTTP/1.1 200 OK") -> bytes:
+    return b"\r\n".join([status, *lines]) + b"\r\n\r\n" + body
+
+
+LENGTH = b"Content-Length: %d" % len(BODY)
+CHUNKED = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+ODD_HEADS = {
+    "plain": OK,
+    "1xx first": b"HTTP/1.1 100 Continue\r\n\r\n" + OK,
+    "HTTP/1.0": _head_of([LENGTH], status=b"HTTP/1.0 200 OK"),
+    "connection close": _head_of([b"Connection: Close", LENGTH]),
+    "connection keep-alive": _head_of([b"Connection: keep-alive", LENGTH]),
+    "chunked and a length": _head_of([b"Transfer-Encoding: chunked", LENGTH], CHUNKED),
+    "identity coding": _head_of([b"Content-Encoding: identity", LENGTH]),
+    "two lengths, the last wins": _head_of([b"Content-Length: 3", LENGTH]),
+    "a length with a letter": _head_of([b"Content-Length: 1x"]),
+    "a superscript length": _head_of([b"Content-Length: \xb2"]),
+    "a length past max_bytes": _head_of([b"Content-Length: 99999999"]),
+    "a line without a colon": _head_of([b"Odd", b"Content-Type: text/plain", LENGTH]),
+    "a name in odd space": _head_of([b" content-length\xa0: %d" % len(BODY)]),
+    "204 with a length": _head_of([b"Content-Length: 0"], b"", b"HTTP/1.1 204 No Content"),
+    "more after the body": _head_of([LENGTH], BODY + b"HTTP/1.1"),
+    "status 099": _head_of([LENGTH], status=b"HTTP/1.1 099 Odd"),
+}
+
+
+def _outcome(connection: Connection, url: str) -> tuple[object, bool]:
+    raw = encode_request(url, make_request(GET, "q"))
+    try:
+        got: object = connection.exchange(raw, replace(GET, timeout=2.0, max_bytes=1 << 20))
+    except Failure as failure:
+        got = (failure.kind, failure.detail)
+    kept = connection._sock is not None
+    connection.close()
+    return got, kept
+
+
+@pytest.mark.parametrize("name", sorted(ODD_HEADS))
+@pytest.mark.parametrize("whole", [True, False], ids=["one segment", "head apart"])
+def test_the_usual_answers_reader_reads_as_the_general_one(
+    serve: Callable[[Callable[[socket.socket], None]], str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    whole: bool,
+) -> None:
+    """`Connection._usual` (the usual answer in one pass) gives what `_response` gives for the
+    same bytes: the same Answer or the same Failure, the connection kept or closed alike."""
+    answer = ODD_HEADS[name]
+    cuts = [] if whole else [answer.index(b"\r\n\r\n") + 4]
+    url = serve(_in_pieces(answer, cuts))
+    fast = _outcome(Connection(url), url)
+    monkeypatch.setattr(Connection, "_usual", lambda *args: None)
+    url = serve(_in_pieces(answer, cuts))
+    assert _outcome(Connection(url), url) == fast, name
+
+
+def test_an_answer_after_nine_tenths_of_the_timeout_is_read_and_the_timeout_kept(
+    serve: Callable[[Callable[[socket.socket], None]], str],
+) -> None:
+    """SO_RCVTIMEO is set to 9/10 of the time left and kept across exchanges (the next one
+    does not set it again); a read it wakes before the deadline waits again for exactly the
+    rest: an answer at 37/40 of the timeout is an answer."""
+    query = replace(GET, timeout=2.0)
+
+    def handler(conn: socket.socket) -> None:
+        for delay in (0.0, 0.0, 1.85):
+            _read_request(conn)
+            time.sleep(delay)
+            conn.sendall(OK)
+
+    url = serve(handler)
+    connection = Connection(url)
+    raw = encode_request(url, make_request(query, "q"))
+    try:
+        set_to = []
+        for _ in range(2):
+            assert connection.exchange(raw, query).body == BODY
+            sock = connection._sock
+            assert sock is not None
+            set_to.append(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
+        assert set_to[0] == set_to[1]  # kept, not set anew from the second exchange's time
+        assert connection.exchange(raw, query).body == BODY  # woken at 1.8 s, then read
+    finally:
+        connection.close()
+
+
+def test_quick_acks_start_with_the_first_answer_that_takes_two_reads(
+    serve: Callable[[Callable[[socket.socket], None]], str],
+) -> None:
+    """A service whose answers come whole in one read gets no quick ACK (the next request
+    carries the ACK); one whose answer came in pieces gets one before every read from its
+    second read on, for the rest of the connection (`wire._quickack`)."""
+
+    def answers(pieces: bool) -> Callable[[socket.socket], None]:
+        def handler(conn: socket.socket) -> None:
+            for _ in range(3):
+                _read_request(conn)
+                if pieces:
+                    conn.sendall(OK[:20])
+                    time.sleep(0.01)  # a segment of its own, read on its own
+                    conn.sendall(OK[20:])
+                else:
+                    conn.sendall(OK)
+
+        return handler
+
+    for pieces in (False, True):
+        url = serve(answers(pieces))
+        connection = Connection(url)
+        raw = encode_request(url, make_request(GET, "q"))
+        try:
+            for _ in range(3):
+                assert connection.exchange(raw, GET) == Answer(200, "application/json", BODY)
+                assert connection._acking is pieces
+        finally:
+            connection.close()
+
+
 def test_a_bad_status_line_fails_at_once_not_at_the_deadline(
     serve: Callable[[Callable[[socket.socket], None]], str],
 ) -> None:

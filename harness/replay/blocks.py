@@ -36,6 +36,7 @@ from harness.replay.pairs import (
     _probe,
     _quiet_exit,
     _read,
+    _sequence,
     _Side,
     collector_off,
     warm_pairs,
@@ -163,6 +164,8 @@ def _quality_rounds(
         elif plan.observer is not None:
             plan.observer.asking(label)
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}
+        # Per round, per rotation: each side's place in the pair, with its channel and streak.
+        orders = [[_sequence(in_rotation(a, r), streaks) for r in range(len(a))] for a in live]
         clock = [0.0] * repeats
         # Each round's own CPU (its exchanges and reads, not the looks): Machine.client_cpu_ns
         # was the CPU of every round and look since the first block, over one round's queries.
@@ -181,15 +184,20 @@ def _quality_rounds(
                     continue
                 t0, cpu0 = time.perf_counter(), time.thread_time_ns()
                 sent: list[list[tuple[_Side, Sent]]] = []
+                sequences = orders[index]
                 for offset, query_id in enumerate(chunk):
                     exchanges = []
-                    rotation = rotations[index][place[query_id]]
-                    for position, side in enumerate(in_rotation(asking, rotation)):
-                        assert side.channel is not None
+                    query_text = text[query_id]
+                    for position, side, channel, streak in sequences[
+                        rotations[index][place[query_id]]
+                    ]:
                         side.positions.append(position)
-                        one = side.channel.send(query_id, text[query_id])
+                        one = channel.send(query_id, query_text)
                         exchanges.append((side, one))
-                        stop = streaks[id(side)].stops(one)
+                        # An answer with no failure in a streak of none leaves it at none.
+                        if one.failure is None and one.result is None and not streak.count:
+                            continue
+                        stop = streak.stops(one)
                         if stop is not None:
                             who = f"round {index + 1}/{repeats}: {side.session.side_name}"
                             who += f" {side.session.ref}"

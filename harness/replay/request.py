@@ -194,6 +194,9 @@ class Requests:
         self.query = query
         self._texts = list(dict.fromkeys(text for _, text in items))
         self._parts: dict[str, dict[str, tuple[bytes, bytes]]] = {}  # URL path -> text -> parts
+        # (URL path, Host) -> text -> request: a service asked at the same URL round after
+        # round (a deployment) gets the same dict, joined once (the last few URLs kept).
+        self._joined: dict[tuple[str, bytes], dict[str, bytes]] = {}
 
     def for_url(self, base_url: str) -> dict[str, bytes]:
         url = _http_url(base_url)
@@ -204,4 +207,13 @@ class Requests:
                 for text in self._texts
             }
         host = _host(url, self.query.headers)
-        return {text: start + host + rest for text, (start, rest) in parts.items()}
+        joined = self._joined.get((url.path, host))
+        if joined is None:
+            if len(self._joined) >= _URLS_KEPT:
+                self._joined.clear()
+            joined = {text: start + host + rest for text, (start, rest) in parts.items()}
+            self._joined[url.path, host] = joined
+        return joined
+
+
+_URLS_KEPT = 4  # URLs whose joined requests `Requests.for_url` keeps

@@ -90,6 +90,15 @@ class Connection:
         # polls before each call and costs an ioctl per `settimeout` (a poll cost 8 us more per
         # read than a blocking recv on the demo's sandboxed loopback).
         self._plain = False
+        # The SO_RCVTIMEO now set on the plain socket, in seconds (inf: none): a read needs a new
+        # one only when this one would outlast its deadline, or wake it long before (`_recv`).
+        self._rcvtimeo = math.inf
+        # Plain TCP: acknowledge every segment at once (`_quickack`) only once an answer of
+        # this service has taken more than one read: kept across reconnects, as it is the
+        # service's way of writing, not the connection's.
+        self._acking = False
+        self._read_once = False  # this exchange has read from the socket
+        self._heads: dict[bytes, tuple[int, int, str]] = {}  # `_usual`'s heads, read
 
     def connect(self, query: QueryConfig) -> None:
         """Open the connection now, unless one is open: called before the clock starts, so the
@@ -110,7 +119,7 @@ class Connection:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        self._buffer, self._plain = b"", False
+        self._buffer, self._plain, self._rcvtimeo = b"", False, math.inf
 
     def _open(self, deadline: float) -> socket.socket:
         if self._open_socket is None:
@@ -134,27 +143,58 @@ class Connection:
         else:
             sock.settimeout(None)
         self._sock, self._buffer, self._fresh, self._plain = sock, b"", True, plain
+        self._rcvtimeo = math.inf
         return sock
 
     def exchange(self, raw: bytes, query: QueryConfig) -> Answer:
-        deadline = time.monotonic() + query.timeout
+        deadline = _monotonic() + query.timeout
+        sock = self._sock
         # Only a socket that carried an earlier request can be a stale keep-alive one.
-        reused = self._sock is not None and not self._fresh
+        reused = sock is not None and not self._fresh
         try:
             try:
-                sock = self._sock or self._open(deadline)
+                if sock is None:
+                    sock = self._open(deadline)
                 self._fresh = False
-                self._send(sock, raw, deadline)
-                self._fill(sock, deadline, query, 1)
+                self._read_once = False
+                if self._plain and not self._buffer:  # the usual exchange, its calls inline
+                    try:
+                        sent = sock.send(raw, _DONTWAIT)
+                    except BlockingIOError:
+                        sent = 0
+                    if sent < len(raw):
+                        self._send_rest(sock, raw, sent, deadline)
+                    left = deadline - _monotonic()
+                    if left * 0.5 <= self._rcvtimeo <= left:
+                        if self._acking and _QUICKACK is not None:  # `_quickack`, inline
+                            try:  # noqa: SIM105 (see `_quickack`)
+                                sock.setsockopt(_TCP, _QUICKACK, 1)
+                            except OSError:
+                                pass
+                        try:
+                            chunk = sock.recv(65536)
+                        except BlockingIOError:  # SO_RCVTIMEO ran out, before the deadline
+                            chunk = self._recv_rest(sock, deadline)
+                        self._read_once = True
+                    else:
+                        chunk = self._recv(sock, deadline)
+                    if not chunk:
+                        raise _Closed
+                    self._buffer = chunk
+                    if len(chunk) > query.max_bytes + _HEAD_ALLOWANCE:
+                        raise too_large(query)
+                else:
+                    self._send(sock, raw, deadline)
+                    self._fill(sock, deadline, query, 1)
             except (ConnectionError, ssl.SSLEOFError, _Closed):
                 if not reused:
                     raise
                 self.close()  # a stale keep-alive connection: the request never arrived
                 sock = self._open(deadline)
-                self._fresh = False
+                self._fresh = self._read_once = False
                 self._send(sock, raw, deadline)
                 self._fill(sock, deadline, query, 1)
-            return self._response(sock, deadline, query)
+            return self._usual(sock, deadline, query) or self._response(sock, deadline, query)
         except Failure:
             self.close()
             raise
@@ -176,6 +216,69 @@ class Connection:
             self.close()
             raise Failure(ErrorKind.CONNECTION, f"{type(error).__name__}: {error}") from None
 
+    def _usual(self, sock: socket.socket, deadline: float, query: QueryConfig) -> Answer | None:
+        """The usual answer, read as `_response` reads it, in one pass and without its calls:
+        its head whole in the buffer, a final status on a keep-alive connection, a
+        Content-Length and neither a Transfer-Encoding nor a Content-Encoding.  The same
+        checks, the same header rule, the same Failures; the body taken as `_response` takes
+        it.  None, the buffer untouched, for any other answer: `_response` reads it.  What a
+        head reads as (status, length, content type) is kept by its bytes (`_heads`): a
+        service's heads repeat, and one seen before is not parsed again."""
+        buffer = self._buffer
+        end = buffer.find(b"\r\n\r\n")  # the first CRLF's or after: as `_head` finds it
+        if end < 0:
+            return None
+        head = buffer[:end]
+        known = self._heads.get(head)
+        if known is None:
+            known = self._read_head(head)
+            if known is None:
+                return None
+        status, length, content_type = known
+        if length > query.max_bytes:
+            raise too_large(query)
+        if len(buffer) - end - 4 == length:  # all in, nothing after it
+            body, self._buffer = buffer[end + 4 :], b""
+        else:
+            self._buffer = buffer[end + 4 :]
+            body = self._take(sock, deadline, query, length)
+        # Answer(status, content type, body), without the NamedTuple's Python-level __new__
+        return _new_tuple(Answer, (status, content_type, body))
+
+    def _read_head(self, head: bytes) -> tuple[int, int, str] | None:
+        """`_usual`'s head, read: its status, Content-Length and content type, kept in `_heads`
+        (at most _HEADS_KEPT heads, then forgotten all at once); None when the answer is not
+        the usual one. A bad Content-Length is `_response`'s Failure, and is not kept."""
+        eol = head.find(b"\r\n")
+        parts = head[: eol if eol >= 0 else len(head)].split(None, 2)
+        if (
+            len(parts) < 2
+            or parts[0] == b"HTTP/1.0"
+            or not parts[0].startswith(b"HTTP/")
+            or not parts[1].isdigit()
+        ):
+            return None  # HTTP/1.0 closes; a bad status line's Failure is `_response`'s
+        status = int(parts[1])
+        if 100 <= status < 200 or eol < 0:
+            return None  # no header line: no Content-Length
+        headers: dict[str, str] = {}
+        for line in head[eol + 2 :].decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        text = headers.get("content-length")
+        if (
+            text is None
+            or "transfer-encoding" in headers
+            or "content-encoding" in headers
+            or headers.get("connection", "").lower() == "close"
+        ):
+            return None
+        known = (status, _framing(text, 10, "Content-Length"), headers.get("content-type", ""))
+        if len(self._heads) >= _HEADS_KEPT:
+            self._heads.clear()
+        self._heads[head] = known
+        return known
+
     def _send(self, sock: socket.socket, raw: bytes, deadline: float) -> None:
         """Write `raw` within the deadline. A request fits the socket's send buffer: over plain
         TCP it is written at once (one non-blocking send), without the readiness poll of a
@@ -185,15 +288,19 @@ class Connection:
             sock.sendall(raw)
             return
         try:
-            sent = sock.send(raw, socket.MSG_DONTWAIT)
+            sent = sock.send(raw, _DONTWAIT)
         except BlockingIOError:
             sent = 0
         if sent < len(raw):
-            sock.settimeout(_left(deadline))
-            try:
-                sock.sendall(raw[sent:] if sent else raw)
-            finally:
-                sock.settimeout(None)  # blocking again, for `_fill`
+            self._send_rest(sock, raw, sent, deadline)
+
+    def _send_rest(self, sock: socket.socket, raw: bytes, sent: int, deadline: float) -> None:
+        """What the first send did not write, by a timed `sendall`; blocking again after."""
+        sock.settimeout(_left(deadline))
+        try:
+            sock.sendall(raw[sent:] if sent else raw)
+        finally:
+            sock.settimeout(None)  # blocking again, for `_fill`
 
     def _fill(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> int:
         """Read until the buffer holds at least `size` bytes; raise _Closed at end of stream.
@@ -201,12 +308,7 @@ class Connection:
         plain = self._plain
         while len(self._buffer) < size:
             if plain:  # a blocking recv, within the time left
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(deadline))
-                _quickack(sock)
-                try:
-                    chunk = sock.recv(65536)
-                except BlockingIOError:  # SO_RCVTIMEO ran out
-                    raise TimeoutError from None
+                chunk = self._recv(sock, deadline)
             else:  # TLS: a timed socket
                 sock.settimeout(_left(deadline))
                 _quickack(sock)
@@ -217,6 +319,41 @@ class Connection:
             if len(self._buffer) > query.max_bytes + _HEAD_ALLOWANCE:
                 raise too_large(query)
         return len(self._buffer)
+
+    def _recv(self, sock: socket.socket, deadline: float) -> bytes:
+        """One read of the plain socket, blocking in recv under SO_RCVTIMEO, never past the
+        deadline.  The receive timeout is set anew only when the one set would outlast the time
+        left, or end the wait before half of it (then to 9/10 of it): kept as it is across
+        reads and exchanges, it costs no call per read.  A read it ends before the deadline
+        waits again with exactly the time left; one that ends at the deadline is a timeout.
+
+        An exchange's second read turns `_acking` on for good (see `_quickack`): the pending
+        ACK of what came is sent at once, and every later segment is acknowledged as it comes.
+        """
+        if self._read_once:
+            self._acking = True
+        left = _left(deadline)
+        if not left * 0.5 <= self._rcvtimeo <= left:
+            self._rcvtimeo = _set_rcvtimeo(sock, left * 0.9)
+        if self._acking:
+            _quickack(sock)
+        try:
+            chunk = sock.recv(65536)
+        except BlockingIOError:  # SO_RCVTIMEO ran out, before the deadline
+            chunk = self._recv_rest(sock, deadline)
+        self._read_once = True
+        return chunk
+
+    def _recv_rest(self, sock: socket.socket, deadline: float) -> bytes:
+        """`_recv`'s read again, SO_RCVTIMEO ended before the deadline: with exactly the time
+        left; the timeout at the deadline."""
+        self._rcvtimeo = _set_rcvtimeo(sock, _left(deadline))
+        if self._acking:
+            _quickack(sock)
+        try:
+            return sock.recv(65536)
+        except BlockingIOError:  # SO_RCVTIMEO ran out: the deadline
+            raise TimeoutError from None
 
     def _take(self, sock: socket.socket, deadline: float, query: QueryConfig, size: int) -> bytes:
         self._fill(sock, deadline, query, size)
@@ -310,6 +447,8 @@ class Connection:
             return body
 
 
+_new_tuple = tuple.__new__
+_HEADS_KEPT = 256  # heads a connection keeps read (`Connection._usual`)
 _HEAD_ALLOWANCE = 65536  # bytes of status line and headers read beyond max_bytes
 
 
@@ -328,6 +467,8 @@ def _framing(text: str, base: int, what: str) -> int:
 
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux
+_TCP, _DONTWAIT = socket.IPPROTO_TCP, socket.MSG_DONTWAIT
+_monotonic = time.monotonic
 
 
 def _quickack(sock: socket.socket) -> None:
@@ -336,9 +477,15 @@ def _quickack(sock: socket.socket) -> None:
     http.server does) holds the body back under Nagle's algorithm until the headers are
     acknowledged; with the client's ACK delayed, one side of a pair then waited 40 ms on top of
     its answer (a 4 ms handler measured 46 ms), and a handler 25% slower read as 1.11x.  The
-    kernel leaves quick-ack mode on its own, so it is set again before every read.  (Set only
-    once an answer's first bytes are in, it saves an ACK of a two-write answer, about 4 us of
-    CPU, but such a service's body then waits for the client to wake: 30 us more latency.)"""
+    kernel leaves quick-ack mode on its own, so it is set again before every read.
+
+    Over plain TCP, only once one of the service's answers has taken a second read
+    (`Connection._acking`): an answer that comes whole in one read needs no ACK of its own (the
+    next request carries it, as with any client), and setting quick-ack and sending that ACK
+    cost about 4 us of CPU per exchange.  The second read of the first answer that comes in
+    pieces sends the pending ACK at once; a service that holds its body for it waits for that
+    read once (about 30 us, in the warm-up or adapter probe when there is one), never again.
+    TLS connections set it before every read."""
     if _QUICKACK is not None:
         try:  # noqa: SIM105 (contextlib.suppress builds an object per read, on the clock)
             sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
@@ -353,11 +500,13 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _timeval(deadline: float) -> bytes:
-    """The time left before `deadline` as SO_RCVTIMEO's struct timeval, rounded up to the
-    microsecond and never 0 (which would mean no timeout at all)."""
-    micros = max(1, math.ceil(_left(deadline) * 1e6))
-    return struct.pack("@ll", micros // 1_000_000, micros % 1_000_000)
+def _set_rcvtimeo(sock: socket.socket, seconds: float) -> float:
+    """SO_RCVTIMEO set to `seconds` as a struct timeval, rounded up to the microsecond and never
+    0 (which would mean no timeout at all); the seconds set."""
+    micros = max(1, math.ceil(seconds * 1e6))
+    timeval = struct.pack("@ll", micros // 1_000_000, micros % 1_000_000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+    return micros / 1e6
 
 
 # The Content-Encodings decoded (zlib's window bits for each). The lean path sends no
