@@ -57,10 +57,15 @@ class Side:
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _deduped: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    _matrices: dict[str, FloatArray] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
-        """repeats x queries."""
-        return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
+        """repeats x queries (read-only: made once per metric, read by every row and scope)."""
+        if metric not in self._matrices:
+            found = np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
+            found.flags.writeable = False
+            self._matrices[metric] = found
+        return self._matrices[metric]
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
         """The first relevant rank of `query` (one of `ids`) in each repeat (None: not
