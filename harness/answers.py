@@ -25,6 +25,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
+from operator import eq
 from typing import Any, overload
 
 import numpy as np
@@ -86,13 +87,16 @@ class Strings:
     """Distinct strings: kept as UTF-8 bytes (joined by newlines) and the end of each, and
     decoded into Python strings once, when first asked for (`values`)."""
 
-    __slots__ = ("_blob", "_ends", "_objects", "_values")
+    __slots__ = ("_blob", "_ends", "_objects", "_rows", "_values")
 
     def __init__(self, values: list[str]) -> None:
         self._values: list[str] | None = values
         self._blob: bytes | None = None
         self._ends: Int64 | None = None
         self._objects: npt.NDArray[np.object_] | None = None
+        # The last `Answers.query_rows` made over this table, with the codes it was made from:
+        # the repeats of one record mostly ask the same queries in the same order.
+        self._rows: tuple[Int32, dict[str, int]] | None = None
 
     @classmethod
     def encoded(cls, blob: bytes, ends: Int64) -> Strings:
@@ -103,19 +107,42 @@ class Strings:
 
     def take(self, codes: npt.NDArray[np.integer[Any]]) -> list[Any]:
         """The string of each code (nested lists for a matrix of codes), gathered at C speed."""
+        found: list[Any] = self._array()[codes].tolist()
+        return found
+
+    def _array(self) -> npt.NDArray[np.object_]:
         if self._objects is None:
             objects = np.empty(len(self), dtype=object)
             objects[:] = self.values
             # Held once: as this array from now on, not as a list too.
             self._objects, self._values = objects, None
-        found: list[Any] = self._objects[codes].tolist()
-        return found
+        return self._objects
 
     def __len__(self) -> int:
         for held in (self._values, self._objects, self._ends):
             if held is not None:
                 return len(held)
         return 0
+
+    def share(self, other: Strings, mine: Int64, theirs: Int64) -> None:
+        """Decode this table (when it is not yet) holding entry mine[i] as the very string
+        object of other's entry theirs[i] wherever the two are equal (pairs that are not equal
+        are ignored): two records' tables of mostly the same ids then hold each once in
+        memory. The strings are equal either way; only their objects are shared."""
+        if self._values is not None or self._objects is not None:
+            return
+        assert self._blob is not None and self._ends is not None
+        objects = np.empty(len(self._ends), dtype=object)
+        objects[:] = _decode(self._blob, self._ends)
+        self._blob = self._ends = None
+        match = np.full(len(objects), -1, dtype=np.int64)
+        match[mine] = theirs
+        where = np.flatnonzero(match >= 0)
+        found = other._array()[match[where]]
+        same = np.fromiter(map(eq, found.tolist(), objects[where].tolist()), dtype=bool,
+                           count=len(where))  # fmt: skip
+        objects[where[same]] = found[same]
+        self._objects = objects
 
     @property
     def values(self) -> list[str]:
@@ -448,7 +475,13 @@ class Answers(Sequence[QueryResult]):
         """Each query id answered (in the order first asked) and the row of its answer: the
         last, when it was asked twice (as `{r.query_id: r for r in results}` keeps it)."""
         if self._index is None:
-            self._index = {q: i for i, q in enumerate(self.query_ids)}
+            c = self.columns
+            made = c.queries._rows
+            if made is not None and np.array_equal(made[0], c.query):
+                self._index = made[1]  # read-only here: shared with the repeats like this one
+            else:
+                self._index = {q: i for i, q in enumerate(self.query_ids)}
+                c.queries._rows = (c.query, self._index)
         return self._index
 
     def where(self, query_id: str) -> int | None:
@@ -542,6 +575,37 @@ class _ByQuery(Mapping[str, QueryResult]):
 
     def __len__(self) -> int:
         return len(self._answers.query_rows)
+
+
+def share_strings(repeats: Sequence[Answers]) -> None:
+    """Decode the tables of returned ids of `repeats` so that an id returned in several of
+    them is mostly one string object (`Strings.share`): the two sides of a compare are read
+    from two records, each with its own table of mostly the same ids (at 100k queries, 1.8
+    million of them a side, about 130 MB of strings each). The ids are paired by where they
+    were returned: the same place in the answers to the same query of each table's first
+    repeat (no table of every id is built to find them)."""
+    firsts = list({id(a.columns.docs): a for a in reversed(repeats)}.values())[::-1]
+    if len(firsts) < 2:
+        return
+    first = firsts[0]
+    for other in firsts[1:]:
+        mine, theirs = _places(other, first)
+        other.columns.docs.share(first.columns.docs, mine, theirs)
+
+
+def _places(a: Answers, b: Answers) -> tuple[Int64, Int64]:
+    """The codes of the ids at the same place of the answers of `a` and `b` to one query (in
+    rows where both answer it, in the same row, with as many ids): a's, then b's."""
+    ca, cb = a.columns, b.columns
+    n = min(len(ca), len(cb))
+    sizes = np.diff(ca.ids_at)[:n]
+    same = np.fromiter(map(eq, a.query_ids[:n], b.query_ids[:n]), dtype=bool, count=n)
+    rows = np.flatnonzero(same & (sizes == np.diff(cb.ids_at)[:n]))
+    counts = sizes[rows]
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    at_a = np.repeat(ca.ids_at[rows], counts) + offsets
+    at_b = np.repeat(cb.ids_at[rows], counts) + offsets
+    return ca.ids[at_a].astype(np.int64), cb.ids[at_b].astype(np.int64)
 
 
 def ok_rankings(repeats: Sequence[Answers]) -> list[dict[str, tuple[str, ...]]]:

@@ -19,7 +19,7 @@ is over its answerable queries only; a slice with none has n = 0 and no values.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, pairwise
@@ -163,6 +163,55 @@ class Evaluation:
     def per_query(self) -> Mapping[str, Mapping[str, float]]:
         return _Rows(self.query_ids, self.columns)
 
+    def column(self, name: str) -> FloatArray:
+        """`columns[name]`, without keeping it when the columns are gathered on demand
+        (`evaluate_runs`): for a reader that keeps what it makes of it."""
+        if isinstance(self.columns, _Gathered):
+            return self.columns.gather(name)
+        return self.columns[name]
+
+
+def stacked(evaluations: Sequence[Evaluation], name: str, rows: npt.NDArray[np.intp]) -> FloatArray:
+    """evaluations x rows: the `name` column of each evaluation at `rows` (positions in its
+    query_ids), gathered at once from the pool when they were scored together
+    (`evaluate_runs`), without a column of each."""
+    gathered = [ev.columns for ev in evaluations]
+    if gathered and all(isinstance(g, _Gathered) for g in gathered):
+        pools = {id(g._pool) for g in gathered if isinstance(g, _Gathered)}
+        if len(pools) == 1:
+            first = gathered[0]
+            assert isinstance(first, _Gathered)
+            at = np.stack([g._rows[rows] for g in gathered if isinstance(g, _Gathered)])
+            found: FloatArray = first._pool[name][at]
+            return found
+    return np.stack([ev.column(name)[rows] for ev in evaluations])
+
+
+class _Gathered(Mapping[str, FloatArray]):
+    """An evaluation's metric columns as rows of its pool's (`evaluate_runs`): each gathered
+    (read-only) when first asked for and kept from then on, so that a compare of several
+    runs holds each metric's values once, in the pool, and not again per run."""
+
+    def __init__(self, pool: Mapping[str, FloatArray], rows: npt.NDArray[np.intp]) -> None:
+        self._pool, self._rows = pool, rows
+        self._held: dict[str, FloatArray] = {}
+
+    def gather(self, name: str) -> FloatArray:
+        column = self._pool[name][self._rows]
+        column.flags.writeable = False
+        return column
+
+    def __getitem__(self, name: str) -> FloatArray:
+        if name not in self._held:
+            self._held[name] = self.gather(name)
+        return self._held[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pool)
+
+    def __len__(self) -> int:
+        return len(self._pool)
+
 
 def evaluate(
     gold: GoldSet,
@@ -225,7 +274,8 @@ def _assemble(
     index: _GoldIndex | None = None,
 ) -> Evaluation:
     """The Evaluation of a run whose metrics are `computed` (each a column over every gold
-    query, 0 where it has no grade >= 1); `answerable` is `GoldQuery.answerable` of each;
+    query, 0 where it has no grade >= 1; or, from `evaluate_runs`, a `_Gathered` already over
+    the answerable ones); `answerable` is `GoldQuery.answerable` of each;
     `index` is `_GoldIndex(gold)`, when already made."""
     queries = gold.queries
     index = index or _GoldIndex(gold)
@@ -234,12 +284,19 @@ def _assemble(
     if judged_as_zero:
         scored = answerable | np.array([bool(q.relevant) for q in queries], dtype=bool)
     ids = tuple(compress(all_ids, scored.tolist()))
-    columns: dict[str, FloatArray] = {}
-    for spec in chosen:
-        column = computed[str(spec)][scored]
-        column.flags.writeable = False
-        columns[str(spec)] = column
-    aggregate, slices = _scopes(columns, index.slice_owner[scored], index.slice_of)
+    columns: Mapping[str, FloatArray]
+    if isinstance(computed, _Gathered):  # already over the scored queries; read when asked
+        columns = computed
+        aggregate, slices = _scopes(computed, index.slice_owner[scored], index.slice_of,
+                                    computed.gather)  # fmt: skip
+    else:
+        columns = {}
+        for spec in chosen:
+            column = computed[str(spec)][scored]
+            column.flags.writeable = False
+            columns[str(spec)] = column
+        aggregate, slices = _scopes(columns, index.slice_owner[scored], index.slice_of)
+        columns = MappingProxyType(columns)
     no_ids, no_any, no_above = [], [], []
     for q in compress(queries, (~answerable).tolist()):
         got = no_answer_false_positive(
@@ -254,7 +311,7 @@ def _assemble(
         specs=chosen,
         rel_level=rel_level,
         query_ids=ids,
-        columns=MappingProxyType(columns),
+        columns=columns,
         aggregate=MappingProxyType(aggregate),
         slices=MappingProxyType(slices),
         no_answer=NoAnswerSummary(tuple(no_ids), tuple(no_any), tuple(no_above), threshold),
@@ -265,14 +322,22 @@ def _assemble(
 
 
 def _scopes(
-    columns: Mapping[str, FloatArray], owner: npt.NDArray[np.intp], slice_of: Mapping[str, int]
+    columns: Mapping[str, FloatArray],
+    owner: npt.NDArray[np.intp],
+    slice_of: Mapping[str, int],
+    read: Callable[[str], FloatArray] | None = None,
 ) -> tuple[dict[str, float], dict[str, SliceScore]]:
-    """The means of each column overall and per slice (`owner[i]`: row i's slice)."""
-    aggregate = {name: float(col.mean()) for name, col in columns.items()} if len(owner) else {}
+    """The means of each column overall and per slice (`owner[i]`: row i's slice); `read`:
+    how a column is read (default: `columns[name]`)."""
+    read = read or columns.__getitem__
+    aggregate: dict[str, float] = {}
+    sums: dict[str, npt.NDArray[Any]] = {}
+    for name in columns:
+        col = read(name)
+        if len(owner):
+            aggregate[name] = float(col.mean())
+        sums[name] = np.bincount(owner, weights=col, minlength=len(slice_of))
     sizes = np.bincount(owner, minlength=len(slice_of))
-    sums = {
-        m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
-    }
     slices = {
         name: SliceScore(
             n=int(sizes[i]),
@@ -425,9 +490,11 @@ def evaluate_runs(
     for run, row in zip(runs, rows, strict=True):
         width = judge_width(sizes[row], positive, max_k)
         if width not in by_width:
-            cut = judged.select(every, width)
+            # Every row at the pool's own width is the pool itself: not copied.
+            cut = judged if width == judged.width else judged.select(every, width)
             by_width[width] = {str(spec): _column(spec, cut) for spec in chosen}
-        computed = {name: column[row] for name, column in by_width[width].items()}
+            cut.__dict__.pop("condensed", None)  # made for the primed metrics: not kept
+        computed = _Gathered(by_width[width], row[index.answerable])
         evaluations.append(
             _assemble(
                 gold, run, chosen, rel_level, index.answerable, computed, index=index

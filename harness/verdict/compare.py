@@ -80,6 +80,7 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
+from harness.answers import share_strings
 from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, MetricSpec
 from harness.types import GoldSet, RefRun, Verdict
@@ -295,6 +296,8 @@ def _compare(
     comparisons: int = 1,
 ) -> Comparison:
     runs = (baseline, candidate)
+    # The two records' ids held once (the same documents, returned by both sides).
+    share_strings([rep.answers for run in runs for rep in validity.usable(run)])
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
     every = [rep.answers for reps in usable for rep in reps]

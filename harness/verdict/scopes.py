@@ -20,6 +20,7 @@ from harness.score.evaluation import (
     PooledEvaluations,
     evaluate_runs,
     returned_texts,
+    stacked,
 )
 from harness.score.judged import dedupe
 from harness.score.metrics import Kind, MetricSpec
@@ -57,15 +58,10 @@ class Side:
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _deduped: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
-    _matrices: dict[str, FloatArray] = field(default_factory=dict, compare=False)
 
     def matrix(self, metric: str) -> FloatArray:
-        """repeats x queries (read-only: made once per metric, read by every row and scope)."""
-        if metric not in self._matrices:
-            found = np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
-            found.flags.writeable = False
-            self._matrices[metric] = found
-        return self._matrices[metric]
+        """repeats x queries."""
+        return stacked(self.evaluations, metric, self.rows)
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
         """The first relevant rank of `query` (one of `ids`) in each repeat (None: not
