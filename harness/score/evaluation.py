@@ -171,20 +171,31 @@ class Evaluation:
         return self.columns[name]
 
 
-def stacked(evaluations: Sequence[Evaluation], name: str, rows: npt.NDArray[np.intp]) -> FloatArray:
+def stacked(
+    evaluations: Sequence[Evaluation], name: str, rows: npt.NDArray[np.intp]
+) -> FloatArray:
     """evaluations x rows: the `name` column of each evaluation at `rows` (positions in its
     query_ids), gathered at once from the pool when they were scored together
-    (`evaluate_runs`), without a column of each."""
-    gathered = [ev.columns for ev in evaluations]
-    if gathered and all(isinstance(g, _Gathered) for g in gathered):
-        pools = {id(g._pool) for g in gathered if isinstance(g, _Gathered)}
-        if len(pools) == 1:
-            first = gathered[0]
-            assert isinstance(first, _Gathered)
-            at = np.stack([g._rows[rows] for g in gathered if isinstance(g, _Gathered)])
-            found: FloatArray = first._pool[name][at]
-            return found
+    (`evaluate_runs`: `pool_rows`), without a column of each."""
+    found = pool_rows(evaluations, rows)
+    if found is not None:
+        pool, at = found
+        column: FloatArray = pool[name][at]
+        return column
     return np.stack([ev.column(name)[rows] for ev in evaluations])
+
+
+def pool_rows(
+    evaluations: Sequence[Evaluation], rows: npt.NDArray[np.intp]
+) -> tuple[Mapping[str, FloatArray], npt.NDArray[np.intp]] | None:
+    """When `evaluations` were scored together (`evaluate_runs`): their pool's columns and,
+    evaluations x rows, the pool row of each evaluation's query at `rows` (`pool[name][at]` is
+    `stacked`); None otherwise."""
+    gathered = [ev.columns for ev in evaluations]
+    held = [g for g in gathered if isinstance(g, _Gathered)]
+    if not held or len(held) != len(gathered) or len({id(g._pool) for g in held}) != 1:
+        return None
+    return held[0]._pool, np.stack([g._rows[rows] for g in held])
 
 
 class _Gathered(Mapping[str, FloatArray]):
@@ -474,6 +485,7 @@ def evaluate_runs(
                 owner.append(i)
             current[i] = seen[key]
         rows.append(np.array(current, dtype=np.intp))
+    del seen, keyed  # the pool is made: what it was found with is not kept while it is scored
     pool_rankings = pool if texts is None else [p[0] for p in pool]
     judged, sizes = judge_sized(
         pool_rankings,
@@ -484,16 +496,13 @@ def evaluate_runs(
         spans=None if texts is None else [queries[i].spans for i in owner],
     )
     positive = max((sum(g > 0 for g in rel.values()) for rel in relevant), default=0)
-    every = np.arange(len(pool), dtype=np.intp)
     by_width: dict[int, dict[str, FloatArray]] = {}
     evaluations = []
     for run, row in zip(runs, rows, strict=True):
         width = judge_width(sizes[row], positive, max_k)
         if width not in by_width:
             # Every row at the pool's own width is the pool itself: not copied.
-            cut = judged if width == judged.width else judged.select(every, width)
-            by_width[width] = {str(spec): _column(spec, cut) for spec in chosen}
-            cut.__dict__.pop("condensed", None)  # made for the primed metrics: not kept
+            by_width[width] = _columns(chosen, judged, width)
         computed = _Gathered(by_width[width], row[index.answerable])
         evaluations.append(
             _assemble(
@@ -508,6 +517,29 @@ def evaluate_runs(
         np.array(owner, dtype=np.intp),
         max_k,
     )
+
+
+CHUNK = 1 << 14
+"""Rows scored at a time by `_columns`: a metric's temporaries (a few arrays of rows x width)
+stay a few MB at any size of pool."""
+
+
+def _columns(
+    chosen: Sequence[MetricSpec], judged: JudgedRanks, width: int
+) -> dict[str, FloatArray]:
+    """Every metric of `chosen` on every row of `judged` cut to `width` (`JudgedRanks.select`),
+    CHUNK rows at a time: a metric scores a ranking the same in any batch
+    (`metrics._row_sums`), so the columns are those of the whole."""
+    n = len(judged.answerable)
+    parts: dict[str, list[FloatArray]] = {str(spec): [] for spec in chosen}
+    for start in range(0, n, CHUNK):
+        rows = np.arange(start, min(n, start + CHUNK), dtype=np.intp)
+        cut = judged.select(rows, width)
+        for spec in chosen:
+            parts[str(spec)].append(_column(spec, cut))
+    return {
+        name: np.concatenate(found) if found else np.zeros(0) for name, found in parts.items()
+    }
 
 
 def _column(spec: MetricSpec, ranks: JudgedRanks) -> FloatArray:

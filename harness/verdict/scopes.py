@@ -19,6 +19,7 @@ from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
     evaluate_runs,
+    pool_rows,
     returned_texts,
     stacked,
 )
@@ -58,10 +59,19 @@ class Side:
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _deduped: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    _pool: list[tuple[Mapping[str, FloatArray], npt.NDArray[np.intp]] | None] = field(
+        default_factory=list, compare=False
+    )
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
-        return stacked(self.evaluations, metric, self.rows)
+        if not self._pool:  # where each repeat's rows are in the pool's columns, found once
+            self._pool.append(pool_rows(self.evaluations, self.rows))
+        if self._pool[0] is None:
+            return stacked(self.evaluations, metric, self.rows)
+        pool, at = self._pool[0]
+        found: FloatArray = pool[metric][at]
+        return found
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
         """The first relevant rank of `query` (one of `ids`) in each repeat (None: not
