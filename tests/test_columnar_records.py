@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from records_v1 import run_to_dict_v1
 
-from harness.answers import Answers, share_strings
+from harness.answers import Answers
 from harness.errors import ResultsError
 from harness.results.comparisons import save_comparison
 from harness.results.files import json_text, read_json, write_json_new
@@ -35,6 +35,7 @@ from harness.results.records import encode_run, load_run, run_from_dict, save_ru
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.rankings import share_strings
 
 # Ids and texts as a service may send them: any text, newlines and the non-ASCII included.
 _ID = st.text(min_size=0, max_size=6) | st.sampled_from(["d1", "d2", "d\n3", "é", ""])

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from harness.errors import ConfigError, NotComparableError
 from harness.score.judged import JudgedRanks, judge, judge_heads, judge_sized, judge_width
 from harness.score.metrics import MetricSpec, as_specs, no_answer_false_positive, outranks_holds
+from harness.score.unanswered import NoAnswerSummary, OutranksSummary
 from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,65 +46,6 @@ class RankingHeads(Protocol):
     and how many each query has (`judged.judge_heads`); `evaluate` then builds no ranking."""
 
     def heads(self, ids: Sequence[str], k: int) -> tuple[Sequence[str], Sequence[int]]: ...
-
-
-# --------------------------------------------------------------------------- unanswerable, outranks
-
-
-@dataclass(frozen=True)
-class NoAnswerSummary:
-    """The unanswerable queries of a gold set, in gold order, and what the run did with them."""
-
-    query_ids: tuple[str, ...] = ()
-    returned_any: tuple[bool, ...] = ()
-    above_threshold: tuple[bool | None, ...] = ()
-    threshold: float | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.query_ids)
-
-    @property
-    def false_positives(self) -> int:
-        return sum(self.returned_any)
-
-    @property
-    def rate(self) -> float | None:
-        """Share of unanswerable queries that returned anything; None without any."""
-        return self.false_positives / self.n if self.n else None
-
-    @property
-    def n_scored(self) -> int:
-        return sum(a is not None for a in self.above_threshold)
-
-    @property
-    def above(self) -> int:
-        return sum(a is True for a in self.above_threshold)
-
-    @property
-    def above_rate(self) -> float | None:
-        """Share, of the queries that had scores, with a score above the threshold."""
-        return self.above / self.n_scored if self.n_scored else None
-
-
-@dataclass(frozen=True)
-class OutranksSummary:
-    """Every (query_id, correct, stale) pair in gold order, and whether it held."""
-
-    pairs: tuple[tuple[str, str, str], ...] = ()
-    held: tuple[bool, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def n_held(self) -> int:
-        return sum(self.held)
-
-    @property
-    def rate(self) -> float | None:
-        return self.n_held / self.n if self.n else None
 
 
 # --------------------------------------------------------------------------- evaluation

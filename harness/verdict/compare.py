@@ -80,7 +80,6 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from harness.answers import share_strings
 from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, MetricSpec
 from harness.types import GoldSet, RefRun, Verdict
@@ -104,6 +103,7 @@ from harness.verdict.headline import collapsed, quality_headline
 from harness.verdict.holes import judged_shares, pooled_gold, reach
 from harness.verdict.noninferiority import Interval, NonInferiority, decide_margins, interval_of
 from harness.verdict.overlap import ranking_changes
+from harness.verdict.rankings import share_strings
 from harness.verdict.resources import resources
 from harness.verdict.summary import summarise_run
 

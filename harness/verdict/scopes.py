@@ -14,7 +14,6 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
-from harness.answers import ok_rankings
 from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
@@ -31,6 +30,7 @@ from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.equivalence import Equivalence, equivalence
 from harness.verdict.power import power, repeat_noise
+from harness.verdict.rankings import ok_rankings
 from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
 
 FloatArray = npt.NDArray[np.float64]
