@@ -25,6 +25,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
+from operator import eq
 from typing import Any, overload
 
 import numpy as np
@@ -86,13 +87,16 @@ class Strings:
     """Distinct strings: kept as UTF-8 bytes (joined by newlines) and the end of each, and
     decoded into Python strings once, when first asked for (`values`)."""
 
-    __slots__ = ("_blob", "_ends", "_objects", "_values")
+    __slots__ = ("_blob", "_ends", "_objects", "_rows", "_values")
 
     def __init__(self, values: list[str]) -> None:
         self._values: list[str] | None = values
         self._blob: bytes | None = None
         self._ends: Int64 | None = None
         self._objects: npt.NDArray[np.object_] | None = None
+        # The last `Answers.query_rows` made over this table, with the codes it was made from:
+        # the repeats of one record mostly ask the same queries in the same order.
+        self._rows: tuple[Int32, dict[str, int]] | None = None
 
     @classmethod
     def encoded(cls, blob: bytes, ends: Int64) -> Strings:
@@ -103,19 +107,42 @@ class Strings:
 
     def take(self, codes: npt.NDArray[np.integer[Any]]) -> list[Any]:
         """The string of each code (nested lists for a matrix of codes), gathered at C speed."""
+        found: list[Any] = self._array()[codes].tolist()
+        return found
+
+    def _array(self) -> npt.NDArray[np.object_]:
         if self._objects is None:
             objects = np.empty(len(self), dtype=object)
             objects[:] = self.values
             # Held once: as this array from now on, not as a list too.
             self._objects, self._values = objects, None
-        found: list[Any] = self._objects[codes].tolist()
-        return found
+        return self._objects
 
     def __len__(self) -> int:
         for held in (self._values, self._objects, self._ends):
             if held is not None:
                 return len(held)
         return 0
+
+    def share(self, other: Strings, mine: Int64, theirs: Int64) -> None:
+        """Decode this table (when it is not yet) holding entry mine[i] as the very string
+        object of other's entry theirs[i] wherever the two are equal (pairs that are not equal
+        are ignored): two records' tables of mostly the same ids then hold each once in
+        memory. The strings are equal either way; only their objects are shared."""
+        if self._values is not None or self._objects is not None:
+            return
+        assert self._blob is not None and self._ends is not None
+        objects = np.empty(len(self._ends), dtype=object)
+        objects[:] = _decode(self._blob, self._ends)
+        self._blob = self._ends = None
+        match = np.full(len(objects), -1, dtype=np.int64)
+        match[mine] = theirs
+        where = np.flatnonzero(match >= 0)
+        found = other._array()[match[where]]
+        same = np.fromiter(map(eq, found.tolist(), objects[where].tolist()), dtype=bool,
+                           count=len(where))  # fmt: skip
+        objects[where[same]] = found[same]
+        self._objects = objects
 
     @property
     def values(self) -> list[str]:
@@ -448,7 +475,13 @@ class Answers(Sequence[QueryResult]):
         """Each query id answered (in the order first asked) and the row of its answer: the
         last, when it was asked twice (as `{r.query_id: r for r in results}` keeps it)."""
         if self._index is None:
-            self._index = {q: i for i, q in enumerate(self.query_ids)}
+            c = self.columns
+            made = c.queries._rows
+            if made is not None and np.array_equal(made[0], c.query):
+                self._index = made[1]  # read-only here: shared with the repeats like this one
+            else:
+                self._index = {q: i for i, q in enumerate(self.query_ids)}
+                c.queries._rows = (c.query, self._index)
         return self._index
 
     def where(self, query_id: str) -> int | None:
@@ -542,55 +575,3 @@ class _ByQuery(Mapping[str, QueryResult]):
 
     def __len__(self) -> int:
         return len(self._answers.query_rows)
-
-
-def ok_rankings(repeats: Sequence[Answers]) -> list[dict[str, tuple[str, ...]]]:
-    """Per repeat, the returned ids of each query whose answer (`Answers.query_rows`) did not
-    error. Repeats read from one record (one table of ids) mostly repeat their answers: an
-    answer equal to the one before it, for the same query, is the same tuple, built once."""
-    out: list[dict[str, tuple[str, ...]]] = []
-    before: tuple[Columns, Int64, list[tuple[str, ...]]] | None = None
-    for answers in repeats:
-        rows, last = answers.query_rows, answers.last_rows
-        keep = answers.ok[last]
-        picked = last[keep]
-        c = answers.columns
-        same = _same_rows(before, c, picked)
-        tuples: list[tuple[str, ...]] = [()] * len(picked)
-        if same is not None and before is not None:
-            for i, j in enumerate(same.tolist()):
-                if j >= 0:
-                    tuples[i] = before[2][j]
-            fresh = np.flatnonzero(same < 0)
-            for i, t in zip(fresh.tolist(), answers.rankings(picked[fresh]), strict=True):
-                tuples[i] = t
-        else:
-            tuples = answers.rankings(picked)
-        out.append(dict(zip(compress(rows, keep.tolist()), tuples, strict=True)))
-        before = (c, picked, tuples)
-    return out
-
-
-def _same_rows(
-    before: tuple[Columns, Int64, list[tuple[str, ...]]] | None, c: Columns, picked: Int64
-) -> Int64 | None:
-    """For each of `picked` (rows of `c`), the position in `before`'s picked rows of an equal
-    answer to the same query (-1: none); None when the two repeats share no table."""
-    if before is None:
-        return None
-    b, b_picked, _ = before
-    if b.docs is not c.docs or b.queries is not c.queries:
-        return None
-    where = np.full(len(b.queries), -1, dtype=np.int64)
-    where[b.query[b_picked]] = np.arange(len(b_picked))
-    match = where[c.query[picked]]
-    rows = b_picked[np.maximum(match, 0)]
-    size = np.diff(c.ids_at)[picked]
-    equal = (match >= 0) & (np.diff(b.ids_at)[rows] == size)
-    for n in np.unique(size[equal]).tolist():  # compared a length at a time, as matrices
-        group = np.flatnonzero(equal & (size == n))
-        if n:
-            mine = c.ids[c.ids_at[picked[group]][:, None] + np.arange(n)]
-            theirs = b.ids[b.ids_at[rows[group]][:, None] + np.arange(n)]
-            equal[group] = (mine == theirs).all(axis=1)
-    return np.where(equal, match, -1)

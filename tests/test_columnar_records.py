@@ -35,6 +35,7 @@ from harness.results.records import encode_run, load_run, run_from_dict, save_ru
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.rankings import share_strings
 
 # Ids and texts as a service may send them: any text, newlines and the non-ASCII included.
 _ID = st.text(min_size=0, max_size=6) | st.sampled_from(["d1", "d2", "d\n3", "é", ""])
@@ -321,3 +322,25 @@ def test_the_cli_reads_a_record_of_version_1_as_it_reads_a_columnar_one(tmp_path
         from_old = run_cli("harness", *args, old, cwd=tmp_path)
         assert from_new.returncode == from_old.returncode == 0, from_old.stderr
         assert from_new.stdout == from_old.stdout and from_new.stdout
+
+
+
+def test_two_records_read_together_hold_an_id_they_share_once(tmp_path: Path) -> None:
+    # What `share_strings` promises a compare: each id both records returned at the same place
+    # of the same query is one string object (memory at 100k queries), every answer unchanged.
+    def run(sha: str, second: str) -> RefRun:
+        results = (QueryResult("q1", ("d1", second, "d3"), status=200, latency_ns=5),
+                   QueryResult("q2", ("d4",), status=200, latency_ns=6))  # fmt: skip
+        return RefRun(sha, sha * 40, "c", "g" * 64, None, "t", {}, (Repeat(0, results),))
+
+    made = [run("a", "d2"), run("b", "x2")]
+    paths = [save_run(tmp_path / str(i), r) for i, r in enumerate(made)]
+    a, b = (load_run(p).repeats[0].answers for p in paths)
+    share_strings([a, b])
+    assert [list(x) for x in (a, b)] == [list(r.repeats[0].answers) for r in made]
+    (a1, a2), (b1, b2) = (a[0].ids, a[1].ids), (b[0].ids, b[1].ids)
+    assert b1[0] is a1[0] and b1[2] is a1[2] and b2[0] is a2[0]
+    assert b1[1] == "x2" and a1[1] == "d2"
+    # Read apart, the two tables hold two objects of each id.
+    c, d = (load_run(p).repeats[0].answers for p in paths)
+    assert c[0].ids[0] == d[0].ids[0] and c[0].ids[0] is not d[0].ids[0]

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from harness.results.records import load_run, save_run
 from harness.score import evaluation
 from harness.score.evaluation import Evaluation, evaluate, evaluate_runs
 from harness.score.judged import dedupe
 from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict import scopes, validity
+from harness.verdict import compare as compare_stage
+from harness.verdict import holes, overlap, scopes, validity
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 
@@ -189,3 +192,35 @@ def test_compare_with_pooled_scoring_equals_scoring_each_repeat(
     pooled = compare(gold, base, cand, settings)
     monkeypatch.setattr(scopes, "evaluate_runs", each_alone)
     assert compare(gold, base, cand, settings) == pooled
+
+
+
+def _pooled(n: int) -> GoldSet:
+    """`_gold` with a judged non-relevant document per query (a pool: the holes are read)."""
+    queries = tuple(replace(q, relevant={**q.relevant, f"x{i % 5}": 0})
+                    for i, q in enumerate(_gold(n).queries))  # fmt: skip
+    return replace(_gold(n), queries=queries)
+
+
+def test_the_analysis_shortcuts_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reach walking only the queries where an answer could count, RBO's table of the lists
+    both sides share, the pool scored CHUNK rows at a time and the two records' ids held once:
+    the whole Comparison (every p, interval, hole and overlap) as without them."""
+    gold = _pooled(300)
+    runs = (_run(gold, 5), replace(_run(gold, 6), sha="b" * 40))
+    paths = [save_run(tmp_path / str(i), run) for i, run in enumerate(runs)]
+    settings = CompareSettings(resamples=2000)
+    monkeypatch.setattr(evaluation, "CHUNK", 7)
+    fast = compare(gold, *map(load_run, paths), settings)
+    assert fast.holes is not None and fast.holes.reach and fast.holes.reach[0].queries
+    assert fast.changes is not None and 0 < fast.changes.scopes[0].rbo < 1
+    monkeypatch.setattr(evaluation, "CHUNK", 1 << 30)
+    monkeypatch.setattr(holes, "_open", lambda *args: None)
+    monkeypatch.setattr(
+        overlap, "_per_query",
+        lambda ids, b, c, k: overlap._pairs(ids, b, c, k, min(len(b.pool_rows), len(c.pool_rows))),
+    )  # fmt: skip
+    monkeypatch.setattr(compare_stage, "share_strings", lambda repeats: None)
+    assert compare(gold, *map(load_run, paths), settings) == fast

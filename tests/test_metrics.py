@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from purity import imported_modules
 
 from harness.errors import NotComparableError
-from harness.score import context, evaluation, judged, metrics
+from harness.score import context, evaluation, judged, metrics, unanswered
 from harness.score.evaluation import evaluate, paired, per_query_matrix
 from harness.score.judged import dedupe
 from harness.score.metrics import (
@@ -45,7 +45,8 @@ def gold_of(*queries: GoldQuery) -> GoldSet:
 
 def test_metrics_imports_nothing_that_does_io() -> None:
     imported = imported_modules(
-        metrics.__file__, judged.__file__, evaluation.__file__, context.__file__
+        metrics.__file__, judged.__file__, evaluation.__file__, context.__file__,
+        unanswered.__file__,
     )
     allowed = {
         "harness.score.context",
@@ -65,6 +66,7 @@ def test_metrics_imports_nothing_that_does_io() -> None:
         "harness.score.evaluation",
         "harness.score.judged",
         "harness.score.metrics",
+        "harness.score.unanswered",
         "harness.types",
     }
     assert imported <= allowed, f"metrics must stay pure, imports {sorted(imported - allowed)}"

@@ -19,7 +19,7 @@ is over its answerable queries only; a slice with none has n = 0 and no values.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, pairwise
@@ -33,6 +33,7 @@ import numpy.typing as npt
 from harness.errors import ConfigError, NotComparableError
 from harness.score.judged import JudgedRanks, judge, judge_heads, judge_sized, judge_width
 from harness.score.metrics import MetricSpec, as_specs, no_answer_false_positive, outranks_holds
+from harness.score.unanswered import NoAnswerSummary, OutranksSummary
 from harness.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,65 +46,6 @@ class RankingHeads(Protocol):
     and how many each query has (`judged.judge_heads`); `evaluate` then builds no ranking."""
 
     def heads(self, ids: Sequence[str], k: int) -> tuple[Sequence[str], Sequence[int]]: ...
-
-
-# --------------------------------------------------------------------------- unanswerable, outranks
-
-
-@dataclass(frozen=True)
-class NoAnswerSummary:
-    """The unanswerable queries of a gold set, in gold order, and what the run did with them."""
-
-    query_ids: tuple[str, ...] = ()
-    returned_any: tuple[bool, ...] = ()
-    above_threshold: tuple[bool | None, ...] = ()
-    threshold: float | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.query_ids)
-
-    @property
-    def false_positives(self) -> int:
-        return sum(self.returned_any)
-
-    @property
-    def rate(self) -> float | None:
-        """Share of unanswerable queries that returned anything; None without any."""
-        return self.false_positives / self.n if self.n else None
-
-    @property
-    def n_scored(self) -> int:
-        return sum(a is not None for a in self.above_threshold)
-
-    @property
-    def above(self) -> int:
-        return sum(a is True for a in self.above_threshold)
-
-    @property
-    def above_rate(self) -> float | None:
-        """Share, of the queries that had scores, with a score above the threshold."""
-        return self.above / self.n_scored if self.n_scored else None
-
-
-@dataclass(frozen=True)
-class OutranksSummary:
-    """Every (query_id, correct, stale) pair in gold order, and whether it held."""
-
-    pairs: tuple[tuple[str, str, str], ...] = ()
-    held: tuple[bool, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def n_held(self) -> int:
-        return sum(self.held)
-
-    @property
-    def rate(self) -> float | None:
-        return self.n_held / self.n if self.n else None
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -162,6 +104,66 @@ class Evaluation:
     @cached_property
     def per_query(self) -> Mapping[str, Mapping[str, float]]:
         return _Rows(self.query_ids, self.columns)
+
+    def column(self, name: str) -> FloatArray:
+        """`columns[name]`, without keeping it when the columns are gathered on demand
+        (`evaluate_runs`): for a reader that keeps what it makes of it."""
+        if isinstance(self.columns, _Gathered):
+            return self.columns.gather(name)
+        return self.columns[name]
+
+
+def stacked(
+    evaluations: Sequence[Evaluation], name: str, rows: npt.NDArray[np.intp]
+) -> FloatArray:
+    """evaluations x rows: the `name` column of each evaluation at `rows` (positions in its
+    query_ids), gathered at once from the pool when they were scored together
+    (`evaluate_runs`: `pool_rows`), without a column of each."""
+    found = pool_rows(evaluations, rows)
+    if found is not None:
+        pool, at = found
+        column: FloatArray = pool[name][at]
+        return column
+    return np.stack([ev.column(name)[rows] for ev in evaluations])
+
+
+def pool_rows(
+    evaluations: Sequence[Evaluation], rows: npt.NDArray[np.intp]
+) -> tuple[Mapping[str, FloatArray], npt.NDArray[np.intp]] | None:
+    """When `evaluations` were scored together (`evaluate_runs`): their pool's columns and,
+    evaluations x rows, the pool row of each evaluation's query at `rows` (`pool[name][at]` is
+    `stacked`); None otherwise."""
+    gathered = [ev.columns for ev in evaluations]
+    held = [g for g in gathered if isinstance(g, _Gathered)]
+    if not held or len(held) != len(gathered) or len({id(g._pool) for g in held}) != 1:
+        return None
+    return held[0]._pool, np.stack([g._rows[rows] for g in held])
+
+
+class _Gathered(Mapping[str, FloatArray]):
+    """An evaluation's metric columns as rows of its pool's (`evaluate_runs`): each gathered
+    (read-only) when first asked for and kept from then on, so that a compare of several
+    runs holds each metric's values once, in the pool, and not again per run."""
+
+    def __init__(self, pool: Mapping[str, FloatArray], rows: npt.NDArray[np.intp]) -> None:
+        self._pool, self._rows = pool, rows
+        self._held: dict[str, FloatArray] = {}
+
+    def gather(self, name: str) -> FloatArray:
+        column = self._pool[name][self._rows]
+        column.flags.writeable = False
+        return column
+
+    def __getitem__(self, name: str) -> FloatArray:
+        if name not in self._held:
+            self._held[name] = self.gather(name)
+        return self._held[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pool)
+
+    def __len__(self) -> int:
+        return len(self._pool)
 
 
 def evaluate(
@@ -225,7 +227,8 @@ def _assemble(
     index: _GoldIndex | None = None,
 ) -> Evaluation:
     """The Evaluation of a run whose metrics are `computed` (each a column over every gold
-    query, 0 where it has no grade >= 1); `answerable` is `GoldQuery.answerable` of each;
+    query, 0 where it has no grade >= 1; or, from `evaluate_runs`, a `_Gathered` already over
+    the answerable ones); `answerable` is `GoldQuery.answerable` of each;
     `index` is `_GoldIndex(gold)`, when already made."""
     queries = gold.queries
     index = index or _GoldIndex(gold)
@@ -234,12 +237,19 @@ def _assemble(
     if judged_as_zero:
         scored = answerable | np.array([bool(q.relevant) for q in queries], dtype=bool)
     ids = tuple(compress(all_ids, scored.tolist()))
-    columns: dict[str, FloatArray] = {}
-    for spec in chosen:
-        column = computed[str(spec)][scored]
-        column.flags.writeable = False
-        columns[str(spec)] = column
-    aggregate, slices = _scopes(columns, index.slice_owner[scored], index.slice_of)
+    columns: Mapping[str, FloatArray]
+    if isinstance(computed, _Gathered):  # already over the scored queries; read when asked
+        columns = computed
+        aggregate, slices = _scopes(computed, index.slice_owner[scored], index.slice_of,
+                                    computed.gather)  # fmt: skip
+    else:
+        columns = {}
+        for spec in chosen:
+            column = computed[str(spec)][scored]
+            column.flags.writeable = False
+            columns[str(spec)] = column
+        aggregate, slices = _scopes(columns, index.slice_owner[scored], index.slice_of)
+        columns = MappingProxyType(columns)
     no_ids, no_any, no_above = [], [], []
     for q in compress(queries, (~answerable).tolist()):
         got = no_answer_false_positive(
@@ -254,7 +264,7 @@ def _assemble(
         specs=chosen,
         rel_level=rel_level,
         query_ids=ids,
-        columns=MappingProxyType(columns),
+        columns=columns,
         aggregate=MappingProxyType(aggregate),
         slices=MappingProxyType(slices),
         no_answer=NoAnswerSummary(tuple(no_ids), tuple(no_any), tuple(no_above), threshold),
@@ -265,14 +275,22 @@ def _assemble(
 
 
 def _scopes(
-    columns: Mapping[str, FloatArray], owner: npt.NDArray[np.intp], slice_of: Mapping[str, int]
+    columns: Mapping[str, FloatArray],
+    owner: npt.NDArray[np.intp],
+    slice_of: Mapping[str, int],
+    read: Callable[[str], FloatArray] | None = None,
 ) -> tuple[dict[str, float], dict[str, SliceScore]]:
-    """The means of each column overall and per slice (`owner[i]`: row i's slice)."""
-    aggregate = {name: float(col.mean()) for name, col in columns.items()} if len(owner) else {}
+    """The means of each column overall and per slice (`owner[i]`: row i's slice); `read`:
+    how a column is read (default: `columns[name]`)."""
+    read = read or columns.__getitem__
+    aggregate: dict[str, float] = {}
+    sums: dict[str, npt.NDArray[Any]] = {}
+    for name in columns:
+        col = read(name)
+        if len(owner):
+            aggregate[name] = float(col.mean())
+        sums[name] = np.bincount(owner, weights=col, minlength=len(slice_of))
     sizes = np.bincount(owner, minlength=len(slice_of))
-    sums = {
-        m: np.bincount(owner, weights=col, minlength=len(slice_of)) for m, col in columns.items()
-    }
     slices = {
         name: SliceScore(
             n=int(sizes[i]),
@@ -409,6 +427,7 @@ def evaluate_runs(
                 owner.append(i)
             current[i] = seen[key]
         rows.append(np.array(current, dtype=np.intp))
+    del seen, keyed  # the pool is made: what it was found with is not kept while it is scored
     pool_rankings = pool if texts is None else [p[0] for p in pool]
     judged, sizes = judge_sized(
         pool_rankings,
@@ -419,15 +438,14 @@ def evaluate_runs(
         spans=None if texts is None else [queries[i].spans for i in owner],
     )
     positive = max((sum(g > 0 for g in rel.values()) for rel in relevant), default=0)
-    every = np.arange(len(pool), dtype=np.intp)
     by_width: dict[int, dict[str, FloatArray]] = {}
     evaluations = []
     for run, row in zip(runs, rows, strict=True):
         width = judge_width(sizes[row], positive, max_k)
         if width not in by_width:
-            cut = judged.select(every, width)
-            by_width[width] = {str(spec): _column(spec, cut) for spec in chosen}
-        computed = {name: column[row] for name, column in by_width[width].items()}
+            # Every row at the pool's own width is the pool itself: not copied.
+            by_width[width] = _columns(chosen, judged, width)
+        computed = _Gathered(by_width[width], row[index.answerable])
         evaluations.append(
             _assemble(
                 gold, run, chosen, rel_level, index.answerable, computed, index=index
@@ -441,6 +459,29 @@ def evaluate_runs(
         np.array(owner, dtype=np.intp),
         max_k,
     )
+
+
+CHUNK = 1 << 14
+"""Rows scored at a time by `_columns`: a metric's temporaries (a few arrays of rows x width)
+stay a few MB at any size of pool."""
+
+
+def _columns(
+    chosen: Sequence[MetricSpec], judged: JudgedRanks, width: int
+) -> dict[str, FloatArray]:
+    """Every metric of `chosen` on every row of `judged` cut to `width` (`JudgedRanks.select`),
+    CHUNK rows at a time: a metric scores a ranking the same in any batch
+    (`metrics._row_sums`), so the columns are those of the whole."""
+    n = len(judged.answerable)
+    parts: dict[str, list[FloatArray]] = {str(spec): [] for spec in chosen}
+    for start in range(0, n, CHUNK):
+        rows = np.arange(start, min(n, start + CHUNK), dtype=np.intp)
+        cut = judged.select(rows, width)
+        for spec in chosen:
+            parts[str(spec)].append(_column(spec, cut))
+    return {
+        name: np.concatenate(found) if found else np.zeros(0) for name, found in parts.items()
+    }
 
 
 def _column(spec: MetricSpec, ranks: JudgedRanks) -> FloatArray:

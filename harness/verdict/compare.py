@@ -103,6 +103,7 @@ from harness.verdict.headline import collapsed, quality_headline
 from harness.verdict.holes import judged_shares, pooled_gold, reach
 from harness.verdict.noninferiority import Interval, NonInferiority, decide_margins, interval_of
 from harness.verdict.overlap import ranking_changes
+from harness.verdict.rankings import share_strings
 from harness.verdict.resources import resources
 from harness.verdict.summary import summarise_run
 
@@ -295,6 +296,8 @@ def _compare(
     comparisons: int = 1,
 ) -> Comparison:
     runs = (baseline, candidate)
+    # The two records' ids held once (the same documents, returned by both sides).
+    share_strings([rep.answers for run in runs for rep in validity.usable(run)])
     invalid, warnings = validity.check(gold, runs, settings, corpus_ids)
     usable = [validity.usable(run) for run in runs]
     every = [rep.answers for reps in usable for rep in reps]

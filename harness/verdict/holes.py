@@ -184,17 +184,6 @@ def pooled_gold(gold: GoldSet) -> bool:
     return any(g <= 0 for q in gold.queries for g in q.relevant.values())
 
 
-def _tops(side: Side, ids: Sequence[str], k: int) -> list[list[tuple[str, ...]]]:
-    """Per query of `ids`, each usable repeat's deduplicated top k."""
-    rows = side.pool_rows
-    if side.pooled is not None and rows.shape[1] == len(ids):
-        return [[side.deduped(r)[:k] for r in rows[:, i].tolist()] for i in range(len(ids))]
-    return [
-        [dedupe(a[qid].ids)[:k] for a in side.answers if qid in a and a[qid].error is None]
-        for qid in ids
-    ]
-
-
 def reach(
     ids: Sequence[str], gold: GoldSet, base: Side, cand: Side, k: int, rel_level: int
 ) -> HoleReach:
@@ -206,14 +195,17 @@ def reach(
     up = down = 0.0
     queries: set[str] = set()
     documents: set[tuple[str, str]] = set()
-    sides = (_tops(base, ids, k), _tops(cand, ids, k))
-    for i, qid in enumerate(ids):
+    walked = _open(base, cand, ids, k, rel_level)
+    sides = (_Tops(base, ids, k), _Tops(cand, ids, k))
+    for i in range(n) if walked is None else walked:
+        qid = ids[i]
         grades = gold.by_id[qid].relevant
-        shown = [{d for top in tops[i] for d in top} for tops in sides]
-        for which, tops in enumerate(sides):
+        tops = [side[i] for side in sides]
+        shown = [{d for top in each for d in top} for each in tops]
+        for which in (0, 1):
             other = shown[1 - which]
             could = 0
-            for top in tops[i]:
+            for top in tops[which]:
                 if any(grades.get(d, 0) >= rel_level for d in top):
                     continue  # a hit already: judging more cannot raise it
                 new = [d for d in top if d not in grades and d not in other]
@@ -222,13 +214,51 @@ def reach(
                     documents.update((qid, d) for d in new)
             if could:
                 queries.add(qid)
-                share = could / max(1, len(tops[i]))
+                share = could / max(1, len(tops[which]))
                 if which:
                     up += share
                 else:
                     down += share
     return HoleReach(k, up / n if n else 0.0, down / n if n else 0.0, len(queries),
                      len(documents))  # fmt: skip
+
+
+class _Tops:
+    """`_tops` of one side, a query at a time (a query whose answers have no hole that could
+    count is never cut into lists)."""
+
+    def __init__(self, side: Side, ids: Sequence[str], k: int) -> None:
+        self.side, self.ids, self.k = side, ids, k
+        rows = side.pool_rows
+        self.pooled = side.pooled is not None and rows.shape[1] == len(ids)
+
+    def __getitem__(self, i: int) -> list[tuple[str, ...]]:
+        side, k = self.side, self.k
+        if self.pooled:
+            return [side.deduped(r)[:k] for r in side.pool_rows[:, i].tolist()]
+        qid = self.ids[i]
+        return [dedupe(a[qid].ids)[:k] for a in side.answers if qid in a and a[qid].error is None]
+
+
+def _open(base: Side, cand: Side, ids: Sequence[str], k: int, rel_level: int) -> list[int] | None:
+    """The positions of `ids` where `reach` must walk the lists: some usable answer of either
+    side misses at k and has an unjudged document in its top k (elsewhere no answer can count,
+    whatever the other side shows), read from the judged rankings; None (walk every query)
+    when a side has none."""
+    found = np.zeros(len(ids), dtype=bool)
+    for side in (base, cand):
+        pooled, rows = side.pooled, side.pool_rows
+        judged = None if pooled is None else pooled.judged
+        if (judged is None or judged.judged is None or judged.n_ranked is None
+                or side.rel_level != rel_level or rows.shape[1] != len(ids)):
+            return None
+        width = min(k, judged.width)
+        hit = np.any(judged.relevant[:, :width], axis=1)
+        inside: BoolArray = np.arange(width) < np.minimum(judged.n_ranked, k)[:, None]
+        holes = np.any(inside & ~judged.judged[:, :width], axis=1)
+        if rows.size:
+            found |= (~hit & holes)[rows].any(axis=0)
+    return np.flatnonzero(found).tolist()
 
 
 def hidden(holes: Holes | None, rows: Sequence[MetricRow], band: float) -> str | None:

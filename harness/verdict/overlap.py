@@ -96,8 +96,53 @@ def _per_query(
     if pooled is None or cand.pooled is not pooled or base.pool_rows.shape[1] != len(ids):
         return _walk(ids, base, cand, k)
     rounds = min(base.pool_rows.shape[0], cand.pool_rows.shape[0])
+    ranked = pooled.judged.n_ranked
+    if rounds == 0 or ranked is None or k > pooled.max_k:
+        return _pairs(ids, base, cand, k, rounds)
+    rows_b, rows_c = base.pool_rows[:rounds], cand.pool_rows[:rounds]
+    same = rows_b == rows_c
+    overlaps = np.zeros(rows_b.shape)
+    shared = np.ones(rows_b.shape)  # Jaccard@k of a list with itself (or of two empty ones)
+    # One answer on both sides: its RBO with itself depends only on its length (its top-d
+    # lists overlap in d documents at every depth), so it is worked out once per length.
+    lengths = np.minimum(ranked[rows_b[same]], k)
+    itself = {n: _itself(n) for n in np.unique(lengths).tolist()}
+    table = np.zeros(max(itself, default=0) + 1)
+    for n, value in itself.items():
+        table[n] = value
+    overlaps[same] = table[lengths]
     seen: dict[tuple[int, int], tuple[float, float]] = {}
+    where = np.nonzero(~same)
+    for r, i, row_b, row_c in zip(*(w.tolist() for w in where), rows_b[where].tolist(),
+                                  rows_c[where].tolist(), strict=True):
+        if (row_b, row_c) not in seen:
+            x, y = base.deduped(row_b)[:k], cand.deduped(row_c)[:k]
+            seen[row_b, row_c] = (rbo(x, y), jaccard(x, y, k))
+        overlaps[r, i], shared[r, i] = seen[row_b, row_c]
+    return _mean(overlaps), _mean(shared)
 
+
+def _itself(n: int) -> float:
+    """RBO of a list of `n` distinct ids with itself."""
+    ranking = tuple(map(str, range(n)))
+    return rbo(ranking, ranking)
+
+
+def _mean(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The mean over the rounds (rows) of each column, added round after round as
+    `sum(...) / len(...)` adds them."""
+    total = values[0].copy()
+    for more in values[1:]:
+        total += more
+    mean: npt.NDArray[np.float64] = total / len(values)
+    return mean
+
+
+def _pairs(
+    ids: Sequence[str], base: Side, cand: Side, k: int, rounds: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """`_per_query` pair by pair (the judged rankings have no ranked lengths)."""
+    seen: dict[tuple[int, int], tuple[float, float]] = {}
     overlaps = np.zeros(len(ids))
     shared = np.zeros(len(ids))
     pairs = np.stack([base.pool_rows[:rounds], cand.pool_rows[:rounds]], axis=-1)

@@ -14,12 +14,13 @@ from operator import ne
 import numpy as np
 import numpy.typing as npt
 
-from harness.answers import ok_rankings
 from harness.score.evaluation import (
     Evaluation,
     PooledEvaluations,
     evaluate_runs,
+    pool_rows,
     returned_texts,
+    stacked,
 )
 from harness.score.judged import dedupe
 from harness.score.metrics import Kind, MetricSpec
@@ -29,6 +30,7 @@ from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope
 from harness.verdict.equivalence import Equivalence, equivalence
 from harness.verdict.power import power, repeat_noise
+from harness.verdict.rankings import ok_rankings
 from harness.verdict.sequential import bootstrap_intervals, lattice_bootstrap_interval
 
 FloatArray = npt.NDArray[np.float64]
@@ -57,10 +59,19 @@ class Side:
     _varied: dict[tuple[str, ...], BoolArray] = field(default_factory=dict, compare=False)
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _deduped: dict[int, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    _pool: list[tuple[Mapping[str, FloatArray], npt.NDArray[np.intp]] | None] = field(
+        default_factory=list, compare=False
+    )
 
     def matrix(self, metric: str) -> FloatArray:
         """repeats x queries."""
-        return np.stack([ev.columns[metric][self.rows] for ev in self.evaluations])
+        if not self._pool:  # where each repeat's rows are in the pool's columns, found once
+            self._pool.append(pool_rows(self.evaluations, self.rows))
+        if self._pool[0] is None:
+            return stacked(self.evaluations, metric, self.rows)
+        pool, at = self._pool[0]
+        found: FloatArray = pool[metric][at]
+        return found
 
     def ranks(self, query: GoldQuery, rel_level: int) -> list[int | None]:
         """The first relevant rank of `query` (one of `ids`) in each repeat (None: not
