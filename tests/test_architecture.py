@@ -57,6 +57,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
+# The stages one way, lowest first, every import counted (inside functions and under
+# TYPE_CHECKING too): a stage imports only the stages before it here. Drawn from the imports:
+# gold reads the gold set and needs no other stage; score is pure and reads a memo of gold's;
+# config validates metric names with score's grammar; verdict takes config's values; results
+# stores comparisons; report renders what results reads back; checkout builds with boot's
+# isolation; replay drives them all.
+STAGE_ORDER: tuple[str, ...] = (
+    "gold", "score", "config", "verdict", "results", "report", "boot", "checkout", "replay",
+)
 RANK = {name: i for i, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
