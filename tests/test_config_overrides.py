@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.config import effective_side, load_config, side_hash
+from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.config.overrides import matches
 from harness.config.values import ServiceConfig
 from harness.errors import ConfigError, Problem
-from harness.replay.hook import rewritten_items
 from harness.replay.request import encode_request, make_request
 
 BASE = """\

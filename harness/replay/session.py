@@ -41,6 +41,7 @@ from harness.checkout.worktree import (
     tree_fingerprint,
 )
 from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
+from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
 from harness.replay.adapter_check import AdapterCheck, id_adapter
@@ -51,7 +52,6 @@ from harness.replay.client import (
     replay,
 )
 from harness.replay.ended import ended, exit_first, exited, unhinted
-from harness.replay.hook import rewritten_items
 from harness.replay.request import Requests, refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
