@@ -52,14 +52,14 @@ def package_edges(edges: list[graph.Edge]) -> dict[str, dict[str, list[graph.Edg
     return out
 
 
-def _as_module_graph(arrows: dict[str, dict[str, list[graph.Edge]]]) -> dict[str, dict[str, graph.Edge]]:
+Arrows = dict[str, dict[str, list[graph.Edge]]]
+
+
+def _as_module_graph(arrows: Arrows) -> dict[str, dict[str, graph.Edge]]:
     # tests/import_graph.py's cycle finder, run on packages: one representative edge per arrow,
     # renamed to its packages so the printed path reads package to package.
     return {
-        a: {
-            b: graph.Edge(a, b, es[0].kind, es[0].line, es[0].path)
-            for b, es in targets.items()
-        }
+        a: {b: graph.Edge(a, b, es[0].kind, es[0].line, es[0].path) for b, es in targets.items()}
         for a, targets in arrows.items()
     }
 
@@ -95,7 +95,7 @@ def _stage_rank(name: str) -> int:
     return STAGE_ORDER.index(name) if name in STAGE_ORDER else -1
 
 
-def upward(arrows: dict[str, dict[str, list[graph.Edge]]]) -> list[tuple[str, str, list[graph.Edge]]]:
+def upward(arrows: Arrows) -> list[tuple[str, str, list[graph.Edge]]]:
     """Each package arrow against the declared order: a layer importing a higher layer, or a
     stage importing a stage above it in STAGE_ORDER."""
     found = []
