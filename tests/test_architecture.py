@@ -36,6 +36,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "signals",
         "leftovers",
         "extras",
+        "budget",
     ),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (

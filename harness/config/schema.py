@@ -350,7 +350,7 @@ _QUERY: dict[str, Key] = {
 
 
 def _budget(value: str) -> list[tuple[str, str]]:
-    from harness.verdict.latency_rule import parse_budget
+    from harness.budget import parse_budget
 
     try:
         parse_budget(value)
