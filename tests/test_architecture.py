@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "leftovers",
         "extras",
         "budget",
+        "swing",
     ),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (
