@@ -110,7 +110,7 @@ def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: 
 
 def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import harness.results.comparisons as comparisons
-    from harness.report.document import comparison_to_dict
+    from harness.results.document import comparison_to_dict
     from harness.results.files import json_text
 
     results, gold, base, cand = stored

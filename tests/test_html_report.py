@@ -168,7 +168,7 @@ def test_a_comparison_saved_before_the_plots_renders_what_it_has(comparison: Com
     del old["repeats"], old["top_scores"], old["query_deltas"]
     for key in ("percentiles_baseline", "percentiles_candidate", "ratio_percentiles"):
         del old["latency"][key]
-    from harness.report.document import comparison_from_dict
+    from harness.results.document import comparison_from_dict
 
     html = render(comparison_from_dict(old), "html")
     assert re.findall(r'data-plot="(\w+)"', html) == ["quality", "latency"]

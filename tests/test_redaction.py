@@ -249,7 +249,7 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
 
 
 def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
-    from harness.report.document import redacted
+    from harness.results.document import redacted
     from harness.results.records import encode_run
     from harness.types import RunFailure
 

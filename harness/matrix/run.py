@@ -21,7 +21,7 @@ from harness.matrix.spec import apply_entry
 from harness.matrix.summary import MatrixResult
 from harness.matrix.values import Matrix
 from harness.replay.runner import RefSession, RunPlan, run_interleaved
-from harness.report.document import comparison_to_dict
+from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.run import _slug
 from harness.types import RefRun

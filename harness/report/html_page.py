@@ -30,10 +30,10 @@ from dataclasses import replace
 
 from harness.report import figures, layout, plotting
 from harness.report.blocks import margin_verdicts, page_blocks
-from harness.report.document import redacted
 from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
 from harness.report.layout import Block, escape_html
 from harness.report.numbers import queries, rank
+from harness.results.document import redacted
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flips
 

@@ -10,7 +10,7 @@ CompareSettings field, the gold set's and corpus's hashes and the harness versio
 re-compare of two reused runs with the same settings reads no answer and does no statistics at
 all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
 set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
-one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
+one `<key>.json` each (the comparison as `harness.results.document` writes it, never redacted:
 redaction happens when a report is rendered), written atomically, never overwritten. An entry
 is byte for byte the comparison.json `save_comparison` writes (`comparisons.comparison_bytes`):
 the comparison is encoded once, for both, and an entry read back is saved as it was read, not
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import ResultsError
-from harness.report.document import comparison_from_dict
 from harness.results.comparisons import comparison_bytes, remember_bytes
+from harness.results.document import comparison_from_dict
 from harness.results.files import read_json_bytes, write_bytes_new
 from harness.results.records import encode_run
 from harness.types import GoldSet, RefRun

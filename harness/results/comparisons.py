@@ -8,9 +8,9 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import html_available, render
 from harness.results.bundle import plotly_beside
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.results.files import (
     json_text,
     new_directory_atomic,

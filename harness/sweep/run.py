@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.config import HarnessConfig
 from harness.replay.runner import RefSession, RunPlan, run_interleaved
-from harness.report.document import comparison_to_dict
+from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
