@@ -64,7 +64,7 @@ IO_STAGES = (
     "harness.inputs",
     "harness.replay",
     # results/ but its JSON codec (document.py: the Comparison as a dict and back, no file)
-    "harness.results.bundle",
+    "harness.report.bundle",
     "harness.results.cache",
     "harness.results.comparisons",
     "harness.results.export",

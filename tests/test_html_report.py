@@ -221,7 +221,7 @@ def test_without_plotly_html_is_refused_with_the_fix(
 
 
 def test_the_bundle_is_written_once_and_a_damaged_copy_replaced(tmp_path: Path) -> None:
-    from harness.results.bundle import plotly_beside
+    from harness.report.bundle import plotly_beside
 
     name = plotly_beside(tmp_path)
     bundle = tmp_path / name

@@ -1,6 +1,6 @@
 """Saved comparisons: a directory per comparison holding comparison.json, report.md, report.html
 (the page, when plotly is installed; it loads ../plotly-<version>.min.js, written once in the
-results directory by `harness.results.bundle`) and a copy of each side's run record."""
+results directory by `harness.report.bundle`) and a copy of each side's run record."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.report.bundle import plotly_beside
 from harness.report.page import html_available, render
-from harness.results.bundle import plotly_beside
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.results.files import (
     json_text,
