@@ -46,7 +46,7 @@ folder = Path(sys.argv[1])
 from harness.gold.load import load_gold
 from harness.report.page import render
 from harness.results.cache import cached_compare
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.results.records import load_run
 from harness.verdict.comparison import CompareSettings
 gold = load_gold(folder / "gold.jsonl")

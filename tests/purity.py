@@ -65,6 +65,7 @@ IO_STAGES = (
     "harness.replay",
     # results/ but its JSON codec (document.py: the Comparison as a dict and back, no file)
     "harness.report.bundle",
+    "harness.report.saved",
     "harness.results.cache",
     "harness.results.comparisons",
     "harness.results.export",

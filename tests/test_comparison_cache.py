@@ -110,6 +110,7 @@ def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: 
 
 def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import harness.results.comparisons as comparisons
+    from harness.report.saved import save_comparison
     from harness.results.document import comparison_to_dict
     from harness.results.files import json_text
 
@@ -125,19 +126,19 @@ def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # t
         raise AssertionError("encoded again")
 
     monkeypatch.setattr(comparisons, "comparison_to_dict", no_encoding)
-    saved = comparisons.save_comparison(results / "saved", again, (base, cand))
+    saved = save_comparison(results / "saved", again, (base, cand))
     assert (saved / comparisons.COMPARISON_FILE).read_bytes() == expected
     monkeypatch.undo()
     # A comparison changed since it was read is encoded afresh, not written as the entry.
     changed = replace(again, warnings=(*again.warnings, "changed"))
-    saved = comparisons.save_comparison(results / "saved", changed, (base, cand))
+    saved = save_comparison(results / "saved", changed, (base, cand))
     assert (saved / comparisons.COMPARISON_FILE).read_bytes() == json_text(
         comparison_to_dict(changed)).encode()
 
 
 def test_an_unchanged_record_is_linked_into_the_saved_comparison(stored) -> None:  # type: ignore[no-untyped-def]
     from harness import scrub
-    from harness.results.comparisons import save_comparison
+    from harness.report.saved import save_comparison
     from harness.results.sidecar import sidecar_of
 
     results, gold, base, cand = stored

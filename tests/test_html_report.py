@@ -19,10 +19,11 @@ from compare_support import buried, candidate, make_gold, make_run, ranks, score
 
 from harness.cli.main import main
 from harness.report import page
+from harness.report import saved as saving
 from harness.report.page import render
 from harness.report.plotting import plotly_file, plotly_js, plotly_script
-from harness.results import comparisons
-from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison, save_comparison
+from harness.report.saved import save_comparison
+from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 
@@ -212,7 +213,7 @@ def test_without_plotly_html_is_refused_with_the_fix(
 ) -> None:
     c, base, cand = scored()
     monkeypatch.setattr(page, "html_available", lambda: False)
-    monkeypatch.setattr(comparisons, "html_available", lambda: False)
+    monkeypatch.setattr(saving, "html_available", lambda: False)
     saved = save_comparison(tmp_path, c, (base, cand))
     assert not (saved / HTML_FILE).exists() and (saved / REPORT_FILE).is_file()
     assert main(["report", str(saved), "--format", "html"]) == 2

@@ -22,7 +22,7 @@ import pytest
 from compare_support import buried, candidate, make_gold, make_run, ranks
 from e2e_support import Sandbox, build_sandbox, query_id, query_ids
 
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.results.records import load_run
 from harness.types import ErrorKind, GoldSet, RefRun
 from harness.verdict.compare import compare

@@ -43,8 +43,9 @@ from harness.report import page as report
 from harness.report.numbers import p_value
 from harness.report.page import RENDERERS, render
 from harness.report.runs import render_evaluation, render_run
+from harness.report.saved import save_comparison
 from harness.results import document
-from harness.results.comparisons import load_comparison, save_comparison
+from harness.results.comparisons import load_comparison
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.evaluation import Evaluation, evaluate
 from harness.types import ErrorKind, GoldQuery, RefRun, RunFailure, Verdict
