@@ -48,10 +48,14 @@ from harness.report.page import render
 from harness.results.cache import cached_compare
 from harness.report.saved import save_comparison
 from harness.results.records import load_run
+from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 gold = load_gold(folder / "gold.jsonl")
 base, cand = (load_run(p) for p in sorted((folder / "runs").glob("*.json")))
-comparison, hit = cached_compare(folder, gold, base, cand, CompareSettings())
+settings = CompareSettings()
+comparison, hit = cached_compare(
+    folder, gold, base, cand, settings, lambda: compare(gold, base, cand, settings)
+)
 render(comparison, "text")
 save_comparison(folder / "saved", comparison, (base, cand))
 sys.exit(0 if hit == (sys.argv[2] == "cached") else 3)
