@@ -50,6 +50,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "verdict",
         "report",
         "results",
+        "driver",
     ),
     # what is built from the stages: each a command's engine
     "tools": (
@@ -67,6 +68,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 # isolation; replay drives them all.
 STAGE_ORDER: tuple[str, ...] = (
     "gold", "score", "config", "verdict", "results", "report", "boot", "checkout", "replay",
+    "driver",
 )
 RANK = {name: i for i, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}

@@ -29,11 +29,11 @@ from typing import Protocol
 
 from harness import __version__
 from harness.boot.deployed import DeployedContext, deployed
+from harness.boot.interpreter import interpreter
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.editable import editable_paths
-from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import (
     checkout,
     resolve_option,
