@@ -1,4 +1,5 @@
-"""The house: no import cycle between harness modules, the layers one way, no module too long.
+"""The house: no import cycle between harness modules nor between its packages, the layers and
+the stages one way (STAGE_ORDER), no module too long.
 
 The import graph is read from the source (tests/import_graph.py): module-level and
 function-level imports both count (a cycle dodged by importing inside a function is still two
@@ -118,6 +119,35 @@ def test_the_layers_run_one_way() -> None:
     assert upward == [], "\n".join(
         ["imports against the layers (cli > tools > stages > types):", *upward]
     )
+
+
+def test_the_stages_run_one_way() -> None:
+    # Every import counts: a stage that imports a later stage inside a function, or only for a
+    # type, still needs it (and pulls it into every stage below).
+    stage_rank = {name: i for i, name in enumerate(STAGE_ORDER)}
+    assert sorted(STAGE_ORDER) == sorted(LAYERS["stages"]), "each stage once in STAGE_ORDER"
+    upward = [
+        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, a stage above it"
+        for edge in graph.edges()
+        if _top(edge.source) in stage_rank
+        and _top(edge.target) in stage_rank
+        and stage_rank[_top(edge.target)] > stage_rank[_top(edge.source)]
+    ]
+    assert upward == [], "\n".join(
+        [f"imports against the stage order ({' < '.join(STAGE_ORDER)}):", *upward]
+    )
+
+
+def test_no_cycle_between_packages() -> None:
+    # The module graph may be acyclic while two packages still need each other through
+    # different modules (a.x -> b.y and b.z -> a.w): fold each module into its package.
+    folded = [
+        graph.Edge(_top(e.source), _top(e.target), e.kind, e.line, e.path)
+        for e in graph.edges()
+        if _top(e.source) and _top(e.target) and _top(e.source) != _top(e.target)
+    ]
+    found = graph.cycles(graph.graph(folded))
+    assert not found, _cycle_report(found)
 
 
 def test_the_types_layer_imports_only_itself() -> None:
