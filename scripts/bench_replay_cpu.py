@@ -5,8 +5,8 @@
 
 Each demo compare runs in a fresh interpreter that runs the CLI in-process and reads
 getrusage(RUSAGE_SELF) around what `harness.compare.measure` calls to measure both sides: the
-default sequential compare's `harness.replay.blocks.run_sequential_pair` (the fixed design's
-`harness.replay.runner.run_pair`: checkouts, builds, the boots and teardowns, warm-up and
+default sequential compare's `harness.driver.blocks.run_sequential_pair` (the fixed design's
+`harness.driver.runner.run_pair`: checkouts, builds, the boots and teardowns, warm-up and
 measured queries, the run records), and counts the HTTP exchanges it made
 (`Connection.exchange` calls: both sides, warm-up included). Printed per compare: that
 measurement's harness CPU (user, system), the exchanges, the CPU per exchange, and the whole
@@ -54,10 +54,10 @@ def timing(module, name):
 # Whichever way the compare measures (harness.compare.measure imports these when it runs):
 # block by block (the default, compare.sequential) or whole rounds (the fixed design); a tree
 # from before the sequential design has no blocks module.
-import harness.replay.runner as runner
+import harness.driver.runner as runner
 timing(runner, "run_pair")
 try:
-    import harness.replay.blocks as blocks
+    import harness.driver.blocks as blocks
 except ImportError:
     pass
 else:

@@ -62,9 +62,9 @@ from pathlib import Path
 out, results, mode, raw_most = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 t0 = time.perf_counter()
 load_before = os.getloadavg()[0]
-import harness.replay.wire as wire, harness.replay.blocks as blocks
-import harness.replay.pairs as pairs, harness.replay.runner as runner
-import harness.replay.session as session, harness.verdict.asked as asked
+import harness.replay.wire as wire, harness.driver.blocks as blocks
+import harness.driver.pairs as pairs, harness.driver.runner as runner
+import harness.driver.session as session, harness.verdict.asked as asked
 from harness.boot.service import ServiceContext
 from harness.boot.deployed import DeployedContext
 tt = time.thread_time_ns

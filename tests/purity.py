@@ -63,6 +63,7 @@ IO_STAGES = (
     "harness.gold",
     "harness.inputs",
     "harness.replay",
+    "harness.driver",
     # results/ but its JSON codec (document.py: the Comparison as a dict and back, no file)
     "harness.report.bundle",
     "harness.report.saved",

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.config import QueryConfig
-from harness.replay import pairs
+from harness.driver import pairs
 from harness.replay.client import (
     READ_BATCH,
     AnswerCache,

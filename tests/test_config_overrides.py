@@ -448,8 +448,8 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     """What compare, run --ref, sweep and gate measure: RefSession(plan, side, ref)."""
     from e2e_support import git
 
+    from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
-    from harness.replay.runner import RefSession, RunPlan
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -479,8 +479,8 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
 def test_a_ref_table_lowering_the_limit_below_a_cutoff_is_refused(tmp_path: Path) -> None:
     from e2e_support import git
 
+    from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
-    from harness.replay.runner import RefSession, RunPlan
 
     repo = tmp_path / "repo"
     (repo / "gold").mkdir(parents=True)

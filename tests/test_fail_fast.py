@@ -17,8 +17,8 @@ import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import load_config
+from harness.driver.runner import RunPlan, run_deployed
 from harness.gold import check_files
-from harness.replay.runner import RunPlan, run_deployed
 from harness.types import ErrorKind, RunFailure
 
 GOLD_SIZE = 8

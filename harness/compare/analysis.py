@@ -16,7 +16,7 @@ from harness.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
-    from harness.replay.runner import RunPlan
+    from harness.driver.runner import RunPlan
 
 
 def analyse(

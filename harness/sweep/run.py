@@ -5,7 +5,7 @@
 
 A point reaches the service as environment pins on `side`'s service.env (`with_point`), so
 each value has its own config hash, run record and reusable measurements; the sessions of all
-points run with their repeats interleaved (`harness.replay.runner.run_interleaved`).
+points run with their repeats interleaved (`harness.driver.runner.run_interleaved`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.config import HarnessConfig
-from harness.replay.runner import RefSession, RunPlan, run_interleaved
+from harness.driver.runner import RefSession, RunPlan, run_interleaved
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.params import Param, Point, label

@@ -13,7 +13,7 @@ block `look(asked, answers)` (answers per side, per round: the verdict stage's r
 a callback) says whether to stop; the last block ends the gold set.  Then every service is torn
 down and each round's answers are recorded as that side's Repeat.
 
-Latency rounds past R (`harness.replay.latency_rounds`) replay only the queries asked (never more
+Latency rounds past R (`harness.driver.latency_rounds`) replay only the queries asked (never more
 than quality needed), until the latency rule decides or its budget is spent; quality's first look
 waits for `harness.verdict.asked.LATENCY_QUERIES` queries (`sequential_design`) so a latency round
 has queries enough to estimate from.  A round stopped because a side failed too many queries in a
@@ -27,11 +27,8 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 
-from harness.errors import ServiceError
-from harness.replay import latency_rounds
-from harness.replay.client import READ_BATCH, Channel, Sent, Streak
-from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.pairs import (
+from harness.driver import latency_rounds
+from harness.driver.pairs import (
     _cut_short,
     _probe,
     _quiet_exit,
@@ -40,8 +37,11 @@ from harness.replay.pairs import (
     collector_off,
     warm_pairs,
 )
-from harness.replay.runner import play_round
-from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
+from harness.driver.runner import play_round
+from harness.driver.session import RefSession, RunPlan, _load, _machine, _prepare_steps
+from harness.errors import ServiceError
+from harness.replay.client import READ_BATCH, Channel, Sent, Streak
+from harness.replay.order import draw_seed, in_rotation, pair_orders
 from harness.scrub import safe_url
 from harness.types import Machine, QueryResult, RefRun, RunFailure
 from harness.verdict.latency_rule import LatencyBudget

@@ -5,8 +5,8 @@
             session.run_repeat(i)                               # boot, replay, tear down
         run = session.finish()                                  # a RefRun, saved under results/
 
-`RunPlan` is what the runs of one invocation share; `harness.replay.runner` runs sessions
-(`run_ref`, `run_pair`, `run_interleaved`) and `harness.replay.pairs` plays their time-paired
+`RunPlan` is what the runs of one invocation share; `harness.driver.runner` runs sessions
+(`run_ref`, `run_pair`, `run_interleaved`) and `harness.driver.pairs` plays their time-paired
 rounds.  Each repeat records what the machine was doing (`types.Machine`: load average, CPU
 count, the client's CPU per query).
 Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
@@ -43,15 +43,15 @@ from harness.checkout.worktree import (
 from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
 from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
+from harness.driver.adapter_check import AdapterCheck, id_adapter
+from harness.driver.ended import ended, exit_first, exited, unhinted
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
-from harness.replay.adapter_check import AdapterCheck, id_adapter
 from harness.replay.client import (
     STOP_HINTS,
     AnswerCache,
     Stopped,
     replay,
 )
-from harness.replay.ended import ended, exit_first, exited, unhinted
 from harness.replay.request import Requests, refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
@@ -105,9 +105,9 @@ class RunPlan:
     redact: bool = False  # records under results/runs/ keep no error details (--redact)
     progress: Progress | None = field(default=None, compare=False)
     observer: Observer | None = field(default=None, compare=False)
-    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
+    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.driver.remote)
     ray: str | None = None
-    # What plays the rounds there: harness.replay.remote.run_rounds, handed down by the caller
+    # What plays the rounds there: harness.driver.remote.run_rounds, handed down by the caller
     # (remote imports this module, so this one never imports it).
     remote_rounds: RemoteRounds | None = field(default=None, compare=False)
     # The seed of the order within each pair (harness.replay.order): --seed, else None and a
@@ -183,7 +183,7 @@ class RefSession:
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
         self.order_seed: int | None = plan.order_seed
-        # Rounds from this index on are latency-only (harness.replay.latency_rounds); the plan
+        # Rounds from this index on are latency-only (harness.driver.latency_rounds); the plan
         # of rounds the latency rule was made for, when it ran sequentially.
         self.quality_rounds: int | None = None
         self.latency_budget: int | None = None
@@ -226,7 +226,7 @@ class RefSession:
         return f"{self.side_name} {self.ref} ({self.sha[:8]})"
 
     def check_adapter(self, answers: Sequence[QueryResult]) -> None:
-        """Its first answers held against the adapter (`harness.replay.adapter_check`): a
+        """Its first answers held against the adapter (`harness.driver.adapter_check`): a
         wrong query.ids stops the run here, before the next service boots."""
         self.adapter_check(answers, self.described)
 

@@ -4,12 +4,12 @@
     run_pair(plan, baseline, candidate, repeats=N)      both refs time-paired (compare)
     run_interleaved(sessions, repeats=N)                any sessions (sweep, matrix)
 
-`run_pair` (compare) and `harness.sweep.run` open several sessions (`harness.replay.session`)
-and measure them together (`run_interleaved`): time-paired rounds (`harness.replay.pairs`), each
+`run_pair` (compare) and `harness.sweep.run` open several sessions (`harness.driver.session`)
+and measure them together (`run_interleaved`): time-paired rounds (`harness.driver.pairs`), each
 booting every session's service and sending each query to all of them back to back, in an order
 balanced per round (`harness.replay.order`), so numbers that are compared were measured at the
 same moment.  With a latency budget, latency-only rounds follow until the latency rule decides
-(`harness.replay.latency_rounds`).
+(`harness.driver.latency_rounds`).
 """
 from __future__ import annotations
 
@@ -19,10 +19,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from harness.replay import latency_rounds
-from harness.replay.order import draw_seed
-from harness.replay.pairs import _cut, _paired_round
-from harness.replay.session import (
+from harness.driver import latency_rounds
+from harness.driver.pairs import _cut, _paired_round
+from harness.driver.session import (
     Observer,
     Progress,
     RefSession,
@@ -31,12 +30,13 @@ from harness.replay.session import (
     _query_config_dict,
     run_definition,
 )
+from harness.replay.order import draw_seed
 from harness.results.records import find_reusable
 from harness.scrub import safe_url
 from harness.types import RefRun, Repeat
 from harness.verdict.latency_rule import LatencyBudget
 
-__all__ = [  # what callers import from here (the sessions themselves: harness.replay.session)
+__all__ = [  # what callers import from here (the sessions themselves: harness.driver.session)
     "Observer",
     "Progress",
     "RefSession",
@@ -70,7 +70,7 @@ def run_interleaved(
 
     With a `latency_budget`, two sessions measured together at concurrency 1 go on past
     `repeats` one latency-only round at a time until the latency rule decides or the budget is
-    spent (`harness.replay.latency_rounds`); on Ray they run `repeats` rounds, one look.
+    spent (`harness.driver.latency_rounds`); on Ray they run `repeats` rounds, one look.
     """
     runs: dict[int, RefRun] = {}
     on_ray = bool(sessions) and sessions[0].plan.ray is not None

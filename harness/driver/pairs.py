@@ -17,8 +17,16 @@ from pathlib import Path
 
 from harness.boot.deployed import DeployedContext
 from harness.boot.service import ServiceContext
+from harness.driver.adapter_check import probe_count
+from harness.driver.session import (
+    STOPPED,
+    Progress,
+    RefSession,
+    _load,
+    _machine,
+    _prepare_steps,
+)
 from harness.errors import ServiceError
-from harness.replay.adapter_check import probe_count
 from harness.replay.client import (
     READ_BATCH,
     Channel,
@@ -27,14 +35,6 @@ from harness.replay.client import (
     warm_up,
 )
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.session import (
-    STOPPED,
-    Progress,
-    RefSession,
-    _load,
-    _machine,
-    _prepare_steps,
-)
 from harness.types import Machine, QueryResult, RunFailure
 
 
@@ -55,7 +55,7 @@ class _Side:
 
 def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
     """Round 1, right after this side's boot: its first warm-up answers read and held against
-    the adapter (`harness.replay.adapter_check`), so a wrong query.ids stops the run before the
+    the adapter (`harness.driver.adapter_check`), so a wrong query.ids stops the run before the
     next service boots; the warm-up requests sent (the rest are sent as usual)."""
     session, channel = side.session, side.channel
     assert channel is not None
@@ -125,7 +125,7 @@ def collector_off() -> Callable[[], None]:
 
 def round_words(session: RefSession, index: int, repeats: int) -> str:
     """ "round 3/5" when the rounds are fixed; "round 7 (of at most 15)" when latency rounds may
-    stop before the budget (`harness.replay.latency_rounds`)."""
+    stop before the budget (`harness.driver.latency_rounds`)."""
     most, quality = session.latency_budget, session.quality_rounds
     if most is not None and quality is not None and most > quality:
         return f"round {index + 1} (of at most {most})"
