@@ -29,16 +29,22 @@ from collections.abc import Callable, Sequence
 
 from harness.driver import latency_rounds
 from harness.driver.pairs import (
-    _cut_short,
-    _probe,
-    _quiet_exit,
-    _read,
-    _Side,
+    PairedSide,
     collector_off,
+    cut_short,
+    drain,
+    probe_adapter,
+    quiet_exit,
     warm_pairs,
 )
 from harness.driver.runner import play_round
-from harness.driver.session import RefSession, RunPlan, _load, _machine, _prepare_steps
+from harness.driver.session import (
+    RefSession,
+    RunPlan,
+    loadavg,
+    machine_during,
+    prepare_timings,
+)
 from harness.errors import ServiceError
 from harness.replay.client import READ_BATCH, Channel, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
@@ -89,7 +95,7 @@ def run_blocks(
     return asked
 
 
-def _boot(side: _Side, stack: contextlib.ExitStack) -> None:
+def _boot(side: PairedSide, stack: contextlib.ExitStack) -> None:
     session = side.session
     if not session.bootable:
         side.failure = session.build_failure
@@ -101,9 +107,9 @@ def _boot(side: _Side, stack: contextlib.ExitStack) -> None:
     except ServiceError as exc:
         side.failure = RunFailure(exc.stage, exc.message, exc.details)
         return
-    stack.push(_quiet_exit(cm, side))
+    stack.push(quiet_exit(cm, side))
     side.timings["boot"] = svc.boot_seconds
-    side.timings.update(_prepare_steps(svc))
+    side.timings.update(prepare_timings(svc))
     side.channel = stack.enter_context(
         Channel(
             svc.url,
@@ -130,7 +136,7 @@ def _quality_rounds(
     if sessions[0].order_seed is None:
         sessions[0].order_seed = draw_seed()
     seed = sessions[0].order_seed
-    rounds: list[list[_Side]] = []  # per round, the sides in the sessions' order
+    rounds: list[list[PairedSide]] = []  # per round, the sides in the sessions' order
     asked = 0
     machines: list[Machine | None] = [None] * repeats
     names = " + ".join(s.described for s in sessions)
@@ -140,7 +146,7 @@ def _quality_rounds(
     with contextlib.ExitStack() as stack:
         for index in range(repeats):
             boot_order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-            sides = {id(s): _Side(s, s._log_path(index)) for s in boot_order}
+            sides = {id(s): PairedSide(s, s._log_path(index)) for s in boot_order}
             for session in boot_order:
                 if plan.progress is not None:
                     plan.progress(label, 0, len(order), 0, None)  # booting
@@ -148,7 +154,7 @@ def _quality_rounds(
                 _boot(side, stack)
                 if index == 0 and side.channel is not None:
                     # A wrong query.ids stops the run here, before the next service boots.
-                    side.probed = _probe(side, items)
+                    side.probed = probe_adapter(side, items)
             rounds.append([sides[id(s)] for s in sessions])
             if any(side.failure is not None for side in rounds[-1]):
                 break  # the run is invalid: every later boot would fail the same way
@@ -167,9 +173,9 @@ def _quality_rounds(
         # Each round's own CPU (its exchanges and reads, not the looks): Machine.client_cpu_ns
         # was the CPU of every round and look since the first block, over one round's queries.
         cpu = [0] * repeats
-        loads = [_load() for _ in range(repeats)]
+        loads = [loadavg() for _ in range(repeats)]
         errors = [0] * repeats
-        stopped: list[_Side] = []
+        stopped: list[PairedSide] = []
         for start in range(0, len(order), block):
             chunk = order[start : start + block]
             if not live:
@@ -180,7 +186,7 @@ def _quality_rounds(
                 if not asking:
                     continue
                 t0, cpu0 = time.perf_counter(), time.thread_time_ns()
-                sent: list[list[tuple[_Side, Sent]]] = []
+                sent: list[list[tuple[PairedSide, Sent]]] = []
                 for offset, query_id in enumerate(chunk):
                     exchanges = []
                     rotation = rotations[index][place[query_id]]
@@ -198,7 +204,7 @@ def _quality_rounds(
                     sent.append(exchanges)
                     if len(sent) == READ_BATCH or offset == len(chunk) - 1 or stopped:
                         clock[index] += time.perf_counter() - t0
-                        errors[index] = _read(
+                        errors[index] = drain(
                             sent,
                             start + offset + 1 - len(sent),
                             len(order),
@@ -214,7 +220,7 @@ def _quality_rounds(
                         break
                 cpu[index] += time.thread_time_ns() - cpu0
                 if stopped:
-                    _cut_short([s for r in live for s in r], stopped)
+                    cut_short([s for r in live for s in r], stopped)
                     break
             gc_back_on()  # the look below allocates: collected as usual
             asked = min(start + block, len(order))
@@ -228,9 +234,9 @@ def _quality_rounds(
         if plan.progress is not None:  # the label's boots are done, however many were asked
             plan.progress(label, len(order), len(order), sum(errors), None)
         for index, asking in enumerate(live):
-            if asking:  # `_machine` counts the CPU since its second argument
+            if asking:  # `machine_during` counts the CPU since its second argument
                 since = time.thread_time_ns() - cpu[index]
-                machines[index] = _machine(loads[index], since, asked * len(asking))
+                machines[index] = machine_during(loads[index], since, asked * len(asking))
             for side in asking:
                 side.timings["queries"] = clock[index]
     for index, sides_of_round in enumerate(rounds):

@@ -22,9 +22,9 @@ from harness.driver.session import (
     STOPPED,
     Progress,
     RefSession,
-    _load,
-    _machine,
-    _prepare_steps,
+    loadavg,
+    machine_during,
+    prepare_timings,
 )
 from harness.errors import ServiceError
 from harness.replay.client import (
@@ -39,7 +39,7 @@ from harness.types import Machine, QueryResult, RunFailure
 
 
 @dataclass
-class _Side:
+class PairedSide:
     """One session's boot within a paired round."""
 
     session: RefSession
@@ -50,10 +50,10 @@ class _Side:
     results: list[QueryResult] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     positions: list[int] = field(default_factory=list)  # its place in each query's exchange
-    probed: int = 0  # warm-up requests already sent (and checked: `_probe`) in round 1
+    probed: int = 0  # warm-up requests already sent (and checked: `probe_adapter`) in round 1
 
 
-def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
+def probe_adapter(side: PairedSide, items: Sequence[tuple[str, str]]) -> int:
     """Round 1, right after this side's boot: its first warm-up answers read and held against
     the adapter (`harness.driver.adapter_check`), so a wrong query.ids stops the run before the
     next service boots; the warm-up requests sent (the rest are sent as usual)."""
@@ -75,7 +75,7 @@ GC_OFF = True
 
 
 def warm_pairs(
-    asking: Sequence[_Side], items: Sequence[tuple[str, str]], index: int = 0
+    asking: Sequence[PairedSide], items: Sequence[tuple[str, str]], index: int = 0
 ) -> None:
     """Each side's `query.warmup` requests, sent in pairs the way the timed loop sends its
     queries: warm-up i of round `index` goes to every side back to back, side (index + i) mod
@@ -86,7 +86,7 @@ def warm_pairs(
     Sent one side after the other (baseline's warm-up, then candidate's), the side warmed last
     met the first timed queries fresh from its warm-up while the other had sat idle through it:
     a side bias of the boot-order-independent kind, the same in every round of every compare.
-    Round 1's adapter probe (`_probe`, right after each boot, so the side booted second is
+    Round 1's adapter probe (`probe_adapter`, right after each boot, so the side booted second is
     probed last) does not count toward it: the warm-up in pairs follows in full."""
     if not WARM_IN_PAIRS:
         for side in asking:
@@ -132,7 +132,7 @@ def round_words(session: RefSession, index: int, repeats: int) -> str:
     return f"round {index + 1}/{repeats}"
 
 
-def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
+def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
     """One round: boot every session's service, then each query to all of them back to back
     (the order balanced per round: `harness.replay.order`), then tear them all down; one
     Repeat per session."""
@@ -142,7 +142,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         sessions[0].order_seed = draw_seed()
     seed = sessions[0].order_seed
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-    sides = [_Side(s, s._log_path(index)) for s in order]
+    sides = [PairedSide(s, s._log_path(index)) for s in order]
     names = " + ".join(s.described for s in sessions)
     label = f"{round_words(sessions[0], index, repeats)}: {names}"
     machine: Machine | None = None
@@ -161,9 +161,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             except ServiceError as exc:
                 side.failure = RunFailure(exc.stage, exc.message, exc.details)
                 continue
-            stack.push(_quiet_exit(cm, side))
+            stack.push(quiet_exit(cm, side))
             side.timings["boot"] = svc.boot_seconds
-            side.timings.update(_prepare_steps(svc))
+            side.timings.update(prepare_timings(svc))
             side.channel = stack.enter_context(
                 Channel(
                     svc.url,
@@ -174,7 +174,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     answers=session.answers,
                 )
             )
-            side.probed = _probe(side, items) if index == 0 else 0
+            side.probed = probe_adapter(side, items) if index == 0 else 0
         # In the sessions' order (baseline, candidate, ...), not the boot order: the rotations
         # of harness.replay.order are of this list.
         rank = {id(s): i for i, s in enumerate(sessions)}
@@ -188,12 +188,12 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             plan.observer.asking(label)
         gc_back_on = collector_off()
         stack.callback(gc_back_on)  # on any way out of the round
-        load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
+        load_before, cpu0, t0 = loadavg(), time.thread_time_ns(), time.perf_counter()
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
-        sent: list[list[tuple[_Side, Sent]]] = []
+        sent: list[list[tuple[PairedSide, Sent]]] = []
         streaks = {id(side): Streak(side.session.side.query) for side in asking}
-        stopped: list[_Side] = []
+        stopped: list[PairedSide] = []
         asked = 0  # queries sent to every side: all of them unless the round was stopped
         # Nothing to ask when every side failed to boot (or was never bootable).
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
@@ -211,17 +211,17 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     stopped.append(side)
             sent.append(exchanges)
             if len(sent) == READ_BATCH or done == len(items) or stopped:
-                errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
+                errors = drain(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
                 for side in asking:  # query.warmup = 0: no probe; the first answers instead
                     side.session.check_adapter(side.results)
             if stopped:
-                _cut_short(asking, stopped)
+                cut_short(asking, stopped)
                 break
         elapsed = time.perf_counter() - t0
         gc_back_on()
         if asking:
-            machine = _machine(load_before, cpu0, asked * len(asking))
+            machine = machine_during(load_before, cpu0, asked * len(asking))
         for side in asking:
             side.timings["queries"] = elapsed
     for side in sides:
@@ -237,7 +237,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
 
 
-def _cut(stopped: Sequence[RefSession]) -> RunFailure:
+def cut_off(stopped: Sequence[RefSession]) -> RunFailure:
     """The failure of the other sessions' repeats in a round stopped for `stopped`: cut short
     through no fault of theirs (their missing answers are not counted as their errors)."""
     names = " and ".join(f"{s.side_name} {s.ref}" for s in stopped)
@@ -245,16 +245,16 @@ def _cut(stopped: Sequence[RefSession]) -> RunFailure:
     return RunFailure(STOPPED, said)
 
 
-def _cut_short(asking: Sequence[_Side], stopped: Sequence[_Side]) -> None:
+def cut_short(asking: Sequence[PairedSide], stopped: Sequence[PairedSide]) -> None:
     """The other sides of a paired round stopped for `stopped`: their repeat failed too."""
-    failure = _cut([side.session for side in stopped])
+    failure = cut_off([side.session for side in stopped])
     for side in asking:
         if side.failure is None:
             side.failure = failure
 
 
-def _read(
-    sent: Sequence[Sequence[tuple[_Side, Sent]]],
+def drain(
+    sent: Sequence[Sequence[tuple[PairedSide, Sent]]],
     before: int,
     total: int,
     errors: int,
@@ -275,7 +275,7 @@ def _read(
     return errors
 
 
-def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[..., bool]:
+def quiet_exit(cm: ServiceContext | DeployedContext, side: PairedSide) -> Callable[..., bool]:
     """The exit of a booted service inside the round's stack: a ServiceError at teardown is the
     side's failure (as run_repeat records it), not the round's end."""
 

@@ -328,10 +328,10 @@ class RefSession:
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
-                timings.update(_prepare_steps(svc))
+                timings.update(prepare_timings(svc))
                 if self.plan.observer is not None:
                     self.plan.observer.asking(label)
-                load_before, cpu0, started = _load(), time.thread_time_ns(), [time.perf_counter()]
+                load_before, cpu0, started = loadavg(), time.thread_time_ns(), [time.perf_counter()]
                 try:
                     results = replay(
                         svc.url,
@@ -348,7 +348,7 @@ class RefSession:
                     results = stop.results
                     failure = self.stop(f"{label}:", stop.message, svc_cm)
                 timings["queries"] = time.perf_counter() - started[-1]
-                machine = _machine(load_before, cpu0, len(results))
+                machine = machine_during(load_before, cpu0, len(results))
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         if failure is None:  # torn down already: the first boot's answers, before the next boot
@@ -455,7 +455,7 @@ class RefSession:
             tool_version=__version__,
             host=self.host or host_fingerprint(),
             repeats=tuple(self.repeats),
-            query_config=_query_config_dict(self.side),
+            query_config=query_config_dict(self.side),
             build_failure=self.build_failure,
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
@@ -469,7 +469,7 @@ class RefSession:
             definition=run_definition(
                 self.plan.gold.hash,
                 self.plan.corpus_hash,
-                _query_config_dict(self.side),
+                query_config_dict(self.side),
                 self.config_hash,
                 self.plan.config.compare.k,
             ),
@@ -506,7 +506,7 @@ def run_definition(
     )
 
 
-def _query_config_dict(side: SideConfig) -> dict[str, object]:
+def query_config_dict(side: SideConfig) -> dict[str, object]:
     """The query settings a record keeps: a credential-named field's value as [scrubbed]
     (`harness.scrub.scrubbed_fields`), in memory as on disk, so that a record read back defines
     the same measurement as the run that wrote it."""
@@ -539,26 +539,26 @@ def _url_key(url: str) -> str:
     return "url-" + hashlib.sha256(safe_url(url).encode()).hexdigest()[:12]
 
 
-def _prepare_steps(svc: object) -> dict[str, float]:
+def prepare_timings(svc: object) -> dict[str, float]:
     """Each prepare command's and loader phase's seconds, keyed "prepare:<step>" in a Repeat's
     timings_s ("prepare:prepare[0]", "prepare:load", "prepare:index"): apart from the queries."""
     steps: dict[str, float] = dict(getattr(svc, "prepare_steps", {}))
     return {f"{PREPARE_STEP}{name}": seconds for name, seconds in steps.items()}
 
 
-def _load() -> float:
+def loadavg() -> float:
     try:
         return os.getloadavg()[0]
     except OSError:  # not every platform has one
         return -1.0
 
 
-def _machine(load_before: float, cpu0: int, queries: int) -> Machine:
+def machine_during(load_before: float, cpu0: int, queries: int) -> Machine:
     """What the machine was doing during a repeat's queries, measured now that they are done."""
     spent = time.thread_time_ns() - cpu0
     return Machine(
         load_before=load_before,
-        load_after=_load(),
+        load_after=loadavg(),
         cpu_count=os.cpu_count() or 0,
         client_cpu_ns=spent // max(queries, 1),
     )

@@ -23,7 +23,7 @@ from harness.matrix.summary import MatrixResult
 from harness.matrix.values import Matrix
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
-from harness.sweep.run import _slug
+from harness.sweep.run import slug
 from harness.types import RefRun
 from harness.verdict.comparison import Comparison
 
@@ -68,5 +68,5 @@ def save_matrix(
     write_text_new(directory / REPORT_FILE, render_matrix(result, "markdown"))
     for name, comparison in comparisons.items():
         document = comparison_to_dict(comparison, redact=redact)
-        write_json_new(directory / f"vs_{_slug(name)}.json", document)
+        write_json_new(directory / f"vs_{slug(name)}.json", document)
     return directory

@@ -71,7 +71,7 @@ def run_sweep(
     return run_interleaved(sessions, repeats=repeats, fresh=fresh)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=,-]+", "-", text).strip("-")[:80] or "value"
 
 
@@ -91,5 +91,5 @@ def save_sweep(
     write_text_new(directory / REPORT_FILE, render_sweep(sweep, "markdown"))
     for name, comparison in comparisons.items():
         document = comparison_to_dict(comparison, redact=redact)
-        write_json_new(directory / f"vs_{_slug(name)}.json", document)
+        write_json_new(directory / f"vs_{slug(name)}.json", document)
     return directory
