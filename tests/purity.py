@@ -1,8 +1,8 @@
 """What every purity test uses: the modules a source file imports, and the harness modules that
 importing a module loads.
 
-Pure (STYLE.md): no I/O, no clock, no subprocess, no unseeded randomness. Two cheap checks catch
-a pure module growing an impure dependency:
+Pure (docs/architecture.md, "The stages, one way"): no I/O, no clock, no subprocess, no
+unseeded randomness. Two cheap checks catch a pure module growing an impure dependency:
 
 - `imported_modules(*sources)`: every module named by an import statement of the files (under
   `if TYPE_CHECKING:` too), for a test to hold against an allowlist (`imported_names`: the

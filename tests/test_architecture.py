@@ -10,6 +10,7 @@ layers and the rules these tests hold.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -279,3 +280,62 @@ def test_every_spelling_of_an_import_is_an_edge(tmp_path: Path, statement: str) 
         {"pkg/__init__.py": "", "pkg/a.py": statement + "\n", "pkg/b.py": "import pkg.a\n"},
     )
     assert _found(root) == [["pkg.a", "pkg.b"]]
+
+
+# --------------------------------------------------------------------------- the docs
+
+
+DOCS = ("docs/architecture.md", "docs/develop.md")
+_DOTTED = re.compile(r"\bharness(?:\.[a-z_][a-z0-9_]*)+")
+_PATH = re.compile(r"\bharness/[a-z_/*]+(?:\.py)?")  # a glob (latency_bounds_*.py) must match
+# Not modules: the config file, and the page's `harness.x` / `harness/x/` placeholder examples.
+_NOT_MODULES = re.compile(r"harness(\.toml|\.x|\.x\..*|/x/.*)$")
+
+
+def _named_in(text: str) -> list[str]:
+    """Every harness module a page names, by the longest dotted prefix that could be one: in
+    `harness.driver.runner.play_round`, `harness.driver.runner` (a function is no module)."""
+    known = graph.modules()
+    found = []
+    for name in _DOTTED.findall(text):
+        if _NOT_MODULES.match(name):
+            continue
+        parts = name.split(".")
+        # the longest prefix that is a module; a name below a module is that module's attribute
+        for end in range(len(parts), 1, -1):
+            prefix = ".".join(parts[:end])
+            if prefix in known:
+                # below a package face only a name the face defines or imports (a module that
+                # moved away is no attribute of its old package)
+                face = known[prefix]
+                below = parts[end] if end < len(parts) else None
+                gone = (
+                    below is not None
+                    and face.name == "__init__.py"
+                    and not re.search(rf"^(?:def|class)? ?{below}\b|import .*\b{below}\b",
+                                      face.read_text(encoding="utf-8"), re.M)
+                )
+                found.append(f"{prefix}.{below}" if gone else prefix)
+                break
+        else:
+            found.append(".".join(parts[:2]))  # not even the package: reported as missing
+    return found
+
+
+def test_the_docs_name_only_what_exists() -> None:
+    known = graph.modules()
+    root = graph.ROOT
+    for doc in DOCS:
+        text = (root / doc).read_text(encoding="utf-8")
+        missing = sorted({n for n in _named_in(text) if n not in known})
+        paths = [p for p in _PATH.findall(text) if not _NOT_MODULES.match(p)]
+        missing += sorted({p for p in paths if not any(root.glob(p))})
+        assert missing == [], f"{doc} names what harness/ no longer has: {missing}"
+
+
+def test_every_package_and_loose_module_is_in_the_docs() -> None:
+    tops = sorted({_top(name) for name in graph.modules()} - {""})
+    for doc in DOCS:
+        text = (graph.ROOT / doc).read_text(encoding="utf-8")
+        absent = [t for t in tops if not re.search(rf"`{t}`|\b{t}/|\b{t}\.py|harness\.{t}\b", text)]
+        assert absent == [], f"{doc} does not name these parts of harness/: {absent}"
