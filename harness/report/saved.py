@@ -9,7 +9,7 @@ renders: every file is written by results (comparison.json, the run records, the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.report.bundle import plotly_beside
@@ -36,14 +36,15 @@ def save_comparison(
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
 
-    def pages() -> dict[str, str]:
-        rendered = {REPORT_FILE: render(comparison, "markdown", redact=redact)}
+    def pages() -> Iterator[tuple[str, str]]:
+        # One at a time, each written before the next is rendered: a full disk at report.md
+        # leaves no plotly.js behind either.
+        yield REPORT_FILE, render(comparison, "markdown", redact=redact)
         if html_available():
             from harness.report.html_page import render_html  # plotly is loaded only for HTML
 
             # The bundle first: a page is never there without what it loads.
             src = "../" + plotly_beside(results_dir)
-            rendered[HTML_FILE] = render_html(comparison, redact, plotly_src=src)
-        return rendered
+            yield HTML_FILE, render_html(comparison, redact, plotly_src=src)
 
     return store_comparison(results_dir, comparison, runs, pages, redact=redact)

@@ -8,7 +8,7 @@ to `store_comparison`, which writes them with the rest."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from harness.results.document import comparison_from_dict, comparison_to_dict
@@ -55,15 +55,16 @@ def store_comparison(
     results_dir: Path,
     comparison: Comparison,
     runs: Sequence[RefRun],
-    pages: Callable[[], Mapping[str, str]],
+    pages: Callable[[], Iterable[tuple[str, str]]],
     *,
     redact: bool = False,
 ) -> Path:
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
     gets a -2, -3, ... suffix) holding comparison.json, a copy of each run record (baseline.json
-    and .npz, candidate.json and .npz) and each page `pages()` renders (file name -> text: see
-    `harness.report.saved`); return the directory. With `redact`, the copies
-    lose the error details, which may quote response bodies (the pages are the renderer's).
+    and .npz, candidate.json and .npz) and each page `pages()` renders ((file name, text), each
+    written before the next is rendered: see `harness.report.saved`); return the directory.
+    With `redact`, the copies lose the error details, which may quote response bodies (the
+    pages are the renderer's).
 
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
@@ -80,7 +81,7 @@ def store_comparison(
                            json_text(comparison_to_dict(comparison, redact=True)))
         else:
             write_bytes_new(directory / COMPARISON_FILE, comparison_bytes(comparison))
-        for name, text in pages().items():
+        for name, text in pages():
             write_text_new(directory / name, text)
     assert saving.path is not None  # the block ended without an exception
     return saving.path
