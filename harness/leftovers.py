@@ -20,7 +20,7 @@ disk or a directory the state file names (a mkdtemp, then a track, left a window
 two that a SIGTERM hit).
 
 Reading the state files of runs that died, and cleaning up after them, is
-`harness.boot.recovery`'s (it ends processes and removes worktrees: the stages above this
+`harness.driver.recovery`'s (it ends processes and removes worktrees: the stages above this
 module). This module imports nothing of the harness but `harness.signals`: every stage that makes
 something on disk records it here.
 """
@@ -68,7 +68,7 @@ def live_dir() -> Path:
 
 
 def anything_left() -> bool:
-    """Whether any run left a state file here: only then need `harness.boot.recovery` (and
+    """Whether any run left a state file here: only then need `harness.driver.recovery` (and
     all it imports: psutil, git, the process table) be loaded to look at it."""
     try:
         return any(live_dir().glob("*.json"))

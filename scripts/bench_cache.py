@@ -45,13 +45,24 @@ from pathlib import Path
 folder = Path(sys.argv[1])
 from harness.gold.load import load_gold
 from harness.report.page import render
+import inspect
 from harness.results.cache import cached_compare
-from harness.results.comparisons import save_comparison
+try:
+    from harness.report.saved import save_comparison
+except ImportError:  # a tree (--tree OLD) from before results stopped rendering
+    from harness.results.comparisons import save_comparison
 from harness.results.records import load_run
+from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 gold = load_gold(folder / "gold.jsonl")
 base, cand = (load_run(p) for p in sorted((folder / "runs").glob("*.json")))
-comparison, hit = cached_compare(folder, gold, base, cand, CompareSettings())
+settings = CompareSettings()
+if "compute" in inspect.signature(cached_compare).parameters:  # handed the verdict's compare
+    comparison, hit = cached_compare(
+        folder, gold, base, cand, settings, lambda: compare(gold, base, cand, settings)
+    )
+else:
+    comparison, hit = cached_compare(folder, gold, base, cand, settings)
 render(comparison, "text")
 save_comparison(folder / "saved", comparison, (base, cand))
 sys.exit(0 if hit == (sys.argv[2] == "cached") else 3)

@@ -5,8 +5,8 @@
 
 Each demo compare runs in a fresh interpreter that runs the CLI in-process and reads
 getrusage(RUSAGE_SELF) around what `harness.compare.measure` calls to measure both sides: the
-default sequential compare's `harness.replay.blocks.run_sequential_pair` (the fixed design's
-`harness.replay.runner.run_pair`: checkouts, builds, the boots and teardowns, warm-up and
+default sequential compare's `harness.driver.blocks.run_sequential_pair` (the fixed design's
+`harness.driver.runner.run_pair`: checkouts, builds, the boots and teardowns, warm-up and
 measured queries, the run records), and counts the HTTP exchanges it made
 (`Connection.exchange` calls: both sides, warm-up included). Printed per compare: that
 measurement's harness CPU (user, system), the exchanges, the CPU per exchange, and the whole
@@ -29,7 +29,7 @@ from pathlib import Path
 from fresh import compile_tree, run_fresh
 
 INNER = """
-import json, resource, sys, time
+import importlib, json, resource, sys, time
 t0 = time.perf_counter()
 import harness.replay.client as client, harness.replay.wire as wire
 exchanges = [0]
@@ -53,11 +53,17 @@ def timing(module, name):
     setattr(module, name, timed)
 # Whichever way the compare measures (harness.compare.measure imports these when it runs):
 # block by block (the default, compare.sequential) or whole rounds (the fixed design); a tree
-# from before the sequential design has no blocks module.
-import harness.replay.runner as runner
+# from before the sequential design has no blocks module, and one from before harness.driver
+# has them in harness.replay.
+try:
+    import harness.driver.runner as runner
+    driver = "harness.driver"
+except ImportError:
+    import harness.replay.runner as runner
+    driver = "harness.replay"
 timing(runner, "run_pair")
 try:
-    import harness.replay.blocks as blocks
+    blocks = importlib.import_module(driver + ".blocks")
 except ImportError:
     pass
 else:

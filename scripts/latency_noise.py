@@ -15,14 +15,14 @@ chi-square interval), with the ratio of each spread to the bare loop's.
 
 Variants:
 
-    harness         the runner as it is (`harness.replay.runner.play_round`)
+    harness         the runner as it is (`harness.driver.runner.play_round`)
     bare            fresh pairs booted by Popen, one raw keep-alive socket each, the warm-up
                     interleaved like the timed loop, exactly half the queries baseline-first
     bare-fixed-warm the bare loop, warm-up always baseline then candidate (the runner before
-                    this script: `harness.replay.pairs.WARM_IN_PAIRS` off)
+                    this script: `harness.driver.pairs.WARM_IN_PAIRS` off)
     harness-fixed-warm  the runner with the warm-up always baseline first, then candidate
     harness-gc      the runner with the collector left on during the timed loop
-                    (`harness.replay.pairs.GC_OFF` off)
+                    (`harness.driver.pairs.GC_OFF` off)
     bare-warm0 / bare-warm20   the bare loop with 0 or 20 warm-up requests per side
     bare-hashseed   the bare loop with PYTHONHASHSEED=0 for both services
     bare-pin        the bare loop with the client on CPU 0 and both services on CPU 1
@@ -219,8 +219,8 @@ def bare_round(
 def harness_rounds(repo: Path, results: Path) -> Iterator[Round]:
     """The runner's own rounds of main against main (entered sessions, a pair id, a seed)."""
     from harness.config import load_config
+    from harness.driver import runner
     from harness.gold import check_files
-    from harness.replay import runner
     from harness.replay.order import draw_seed
 
     config = load_config(repo / "harness.toml", repo=repo)
@@ -349,7 +349,7 @@ def main() -> int:
             f"/search?q=topic+q{n:0{width}d}&k=10".encode() for n in range(1, args.queries + 1)
         ]
         with harness_rounds(repo, Path(tmp) / "results") as play:
-            from harness.replay import pairs
+            from harness.driver import pairs
 
             variants: dict[str, Round] = {
                 "harness": play,

@@ -10,7 +10,7 @@ another checkout), a compare runs in-process: `compare --demo` ("demo": the demo
 booted five rounds and more, as a user runs it), or `compare --baseline-url URL --candidate-url
 URL` of the tiny service with the demo's config and gold set ("tiny": nothing booted). Its
 replay loop's CPU is the thread CPU of the rounds (`blocks._quality_rounds`,
-`pairs._paired_round`) less what they call that is not the loop: the boots and teardowns (the
+`pairs.paired_round`) less what they call that is not the loop: the boots and teardowns (the
 service contexts' enter and exit), the sequential rule's looks (`verdict.asked.stop_rule`'s
 callback) and each round's record (`RefSession._record`, which fingerprints the checkout); what
 is left is every exchange (warm-up included), reading the answers, the order within pairs,
@@ -69,9 +69,13 @@ out, results, mode, raw_most = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.ar
 RAW_PARTS = 9
 t0 = time.perf_counter()
 load_before = os.getloadavg()[0]
-import harness.replay.wire as wire, harness.replay.blocks as blocks
-import harness.replay.pairs as pairs, harness.replay.runner as runner
-import harness.replay.session as session, harness.verdict.asked as asked
+import harness.replay.wire as wire, harness.verdict.asked as asked
+try:
+    import harness.driver.blocks as blocks, harness.driver.pairs as pairs
+    import harness.driver.runner as runner, harness.driver.session as session
+except ImportError:  # a tree (--tree OLD) from before the run driver left harness.replay
+    import harness.replay.blocks as blocks, harness.replay.pairs as pairs
+    import harness.replay.runner as runner, harness.replay.session as session
 from harness.boot.service import ServiceContext
 from harness.boot.deployed import DeployedContext
 tt = time.thread_time_ns
@@ -95,7 +99,9 @@ def timed(function, key):
             spent[key] += tt() - started
     return wrapper
 blocks._quality_rounds = timed(blocks._quality_rounds, "rounds")
-pairs._paired_round = runner._paired_round = timed(pairs._paired_round, "rounds")
+round_name = "paired_round" if hasattr(pairs, "paired_round") else "_paired_round"  # or older
+setattr(pairs, round_name, timed(getattr(pairs, round_name), "rounds"))
+setattr(runner, round_name, getattr(pairs, round_name))
 for cls in (ServiceContext, DeployedContext):
     cls.__enter__ = timed(cls.__enter__, "boots")
     cls.__exit__ = timed(cls.__exit__, "boots")

@@ -74,7 +74,7 @@ TARGETS = {
         ),
     ),
     "runner": Target(
-        ("harness/replay/runner.py", "harness/replay/session.py", "harness/replay/pairs.py"),
+        ("harness/driver/runner.py", "harness/driver/session.py", "harness/driver/pairs.py"),
         ("tests/test_interleave.py", "tests/test_runner.py"),
     ),
 }

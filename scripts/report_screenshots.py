@@ -37,7 +37,8 @@ from compare_support import (  # noqa: E402
 from history_support import forked  # noqa: E402
 
 from harness.report.page import render  # noqa: E402
-from harness.results.comparisons import HTML_FILE, save_comparison  # noqa: E402
+from harness.report.saved import save_comparison  # noqa: E402
+from harness.results.comparisons import HTML_FILE  # noqa: E402
 from harness.verdict.compare import compare  # noqa: E402
 from harness.verdict.comparison import CompareSettings  # noqa: E402
 

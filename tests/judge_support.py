@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.gold import load_gold, write_native
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings

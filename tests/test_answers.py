@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.config import load_config
+from harness.config.rewrite import rewritten
 from harness.errors import ConfigError
 from harness.replay.answers import IdAdapter, collapse, compile_pattern, field_index, html_document
-from harness.replay.rewrite import rewritten
 
 PAGE = b"""<html><body><ol>
   <li><a class="hit" href="file:///n/a1.txt" data-rank="1">First

@@ -1,4 +1,5 @@
-"""The house: no import cycle between harness modules, the layers one way, no module too long.
+"""The house: no import cycle between harness modules nor between its packages, the layers and
+the stages one way (STAGE_ORDER), no module too long.
 
 The import graph is read from the source (tests/import_graph.py): module-level and
 function-level imports both count (a cycle dodged by importing inside a function is still two
@@ -9,6 +10,7 @@ layers and the rules these tests hold.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -36,6 +38,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "signals",
         "leftovers",
         "extras",
+        "budget",
+        "swing",
     ),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (
@@ -48,6 +52,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "verdict",
         "report",
         "results",
+        "driver",
     ),
     # what is built from the stages: each a command's engine
     "tools": (
@@ -57,6 +62,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),
 }
+# The stages one way, lowest first, every import counted (inside functions and under
+# TYPE_CHECKING too): a stage imports only the stages before it here. Drawn from the imports:
+# gold reads the gold set and needs no other stage; score is pure and reads a memo of gold's;
+# config validates metric names with score's grammar; verdict takes config's values; results
+# stores comparisons; report renders what results reads back; checkout builds with boot's
+# isolation; replay drives them all.
+STAGE_ORDER: tuple[str, ...] = (
+    "gold", "score", "config", "verdict", "results", "report", "boot", "checkout", "replay",
+    "driver",
+)
 RANK = {name: i for i, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
@@ -105,6 +120,35 @@ def test_the_layers_run_one_way() -> None:
     assert upward == [], "\n".join(
         ["imports against the layers (cli > tools > stages > types):", *upward]
     )
+
+
+def test_the_stages_run_one_way() -> None:
+    # Every import counts: a stage that imports a later stage inside a function, or only for a
+    # type, still needs it (and pulls it into every stage below).
+    stage_rank = {name: i for i, name in enumerate(STAGE_ORDER)}
+    assert sorted(STAGE_ORDER) == sorted(LAYERS["stages"]), "each stage once in STAGE_ORDER"
+    upward = [
+        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, a stage above it"
+        for edge in graph.edges()
+        if _top(edge.source) in stage_rank
+        and _top(edge.target) in stage_rank
+        and stage_rank[_top(edge.target)] > stage_rank[_top(edge.source)]
+    ]
+    assert upward == [], "\n".join(
+        [f"imports against the stage order ({' < '.join(STAGE_ORDER)}):", *upward]
+    )
+
+
+def test_no_cycle_between_packages() -> None:
+    # The module graph may be acyclic while two packages still need each other through
+    # different modules (a.x -> b.y and b.z -> a.w): fold each module into its package.
+    folded = [
+        graph.Edge(_top(e.source), _top(e.target), e.kind, e.line, e.path)
+        for e in graph.edges()
+        if _top(e.source) and _top(e.target) and _top(e.source) != _top(e.target)
+    ]
+    found = graph.cycles(graph.graph(folded))
+    assert not found, _cycle_report(found)
 
 
 def test_the_types_layer_imports_only_itself() -> None:
@@ -236,3 +280,62 @@ def test_every_spelling_of_an_import_is_an_edge(tmp_path: Path, statement: str) 
         {"pkg/__init__.py": "", "pkg/a.py": statement + "\n", "pkg/b.py": "import pkg.a\n"},
     )
     assert _found(root) == [["pkg.a", "pkg.b"]]
+
+
+# --------------------------------------------------------------------------- the docs
+
+
+DOCS = ("docs/architecture.md", "docs/develop.md")
+_DOTTED = re.compile(r"\bharness(?:\.[a-z_][a-z0-9_]*)+")
+_PATH = re.compile(r"\bharness/[a-z_/*]+(?:\.py)?")  # a glob (latency_bounds_*.py) must match
+# Not modules: the config file, and the page's `harness.x` / `harness/x/` placeholder examples.
+_NOT_MODULES = re.compile(r"harness(\.toml|\.x|\.x\..*|/x/.*)$")
+
+
+def _named_in(text: str) -> list[str]:
+    """Every harness module a page names, by the longest dotted prefix that could be one: in
+    `harness.driver.runner.play_round`, `harness.driver.runner` (a function is no module)."""
+    known = graph.modules()
+    found = []
+    for name in _DOTTED.findall(text):
+        if _NOT_MODULES.match(name):
+            continue
+        parts = name.split(".")
+        # the longest prefix that is a module; a name below a module is that module's attribute
+        for end in range(len(parts), 1, -1):
+            prefix = ".".join(parts[:end])
+            if prefix in known:
+                # below a package face only a name the face defines or imports (a module that
+                # moved away is no attribute of its old package)
+                face = known[prefix]
+                below = parts[end] if end < len(parts) else None
+                gone = (
+                    below is not None
+                    and face.name == "__init__.py"
+                    and not re.search(rf"^(?:def|class)? ?{below}\b|import .*\b{below}\b",
+                                      face.read_text(encoding="utf-8"), re.M)
+                )
+                found.append(f"{prefix}.{below}" if gone else prefix)
+                break
+        else:
+            found.append(".".join(parts[:2]))  # not even the package: reported as missing
+    return found
+
+
+def test_the_docs_name_only_what_exists() -> None:
+    known = graph.modules()
+    root = graph.ROOT
+    for doc in DOCS:
+        text = (root / doc).read_text(encoding="utf-8")
+        missing = sorted({n for n in _named_in(text) if n not in known})
+        paths = [p for p in _PATH.findall(text) if not _NOT_MODULES.match(p)]
+        missing += sorted({p for p in paths if not any(root.glob(p))})
+        assert missing == [], f"{doc} names what harness/ no longer has: {missing}"
+
+
+def test_every_package_and_loose_module_is_in_the_docs() -> None:
+    tops = sorted({_top(name) for name in graph.modules()} - {""})
+    for doc in DOCS:
+        text = (graph.ROOT / doc).read_text(encoding="utf-8")
+        absent = [t for t in tops if not re.search(rf"`{t}`|\b{t}/|\b{t}\.py|harness\.{t}\b", text)]
+        assert absent == [], f"{doc} does not name these parts of harness/: {absent}"

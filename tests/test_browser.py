@@ -24,7 +24,8 @@ from history_support import forked, measured
 
 from harness.report.page import render
 from harness.report.plotting import plotly_file
-from harness.results.comparisons import HTML_FILE, save_comparison
+from harness.report.saved import save_comparison
+from harness.results.comparisons import HTML_FILE
 
 PLOTS = ["quality", "deltas", "latency", "scores", "repeats"]
 MiB = 1024 * 1024

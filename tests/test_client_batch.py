@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.config import QueryConfig
-from harness.replay import pairs
+from harness.driver import pairs
 from harness.replay.client import (
     READ_BATCH,
     AnswerCache,
@@ -207,13 +207,13 @@ class _Reading:
 
 def test_a_rounds_batch_is_read_query_by_query_and_told_as_when_asked() -> None:
     good, bad = QueryResult("x", ids=("a",)), QueryResult("x", error=ErrorKind.TIMEOUT)
-    a = pairs._Side(session=None, log_path=Path("a"))  # type: ignore[arg-type]
-    b = pairs._Side(session=None, log_path=Path("b"))  # type: ignore[arg-type]
+    a = pairs.PairedSide(session=None, log_path=Path("a"))  # type: ignore[arg-type]
+    b = pairs.PairedSide(session=None, log_path=Path("b"))  # type: ignore[arg-type]
     a.channel = _Reading([good, bad, good])  # type: ignore[assignment]
     b.channel = _Reading([bad, good, good])  # type: ignore[assignment]
     sent: Any = [[(a, 1), (b, 2)], [(b, 3), (a, 4)], [(a, 5), (b, 6)]]  # order drawn per query
     told: list[tuple[str, int, int, int, QueryResult | None]] = []
-    errors = pairs._read(sent, 10, 13, 4, lambda *args: told.append(args), "round 1/5")
+    errors = pairs.drain(sent, 10, 13, 4, lambda *args: told.append(args), "round 1/5")
     assert errors == 4 + 2
     assert a.results == [good, bad, good] and b.results == [bad, good, good]
     # each query's progress: its number, the errors so far, the last side asked's result

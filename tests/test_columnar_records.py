@@ -29,7 +29,7 @@ from records_v1 import run_to_dict_v1
 
 from harness.answers import Answers
 from harness.errors import ResultsError
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.results.files import json_text, read_json, write_json_new
 from harness.results.records import encode_run, load_run, run_from_dict, save_run
 from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure

@@ -4,6 +4,7 @@ and does no statistics; a changed record, setting, gold set, corpus or version r
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,22 +25,29 @@ def stored(tmp_path: Path) -> tuple[Path, object, object, object]:
     return tmp_path, gold, base, cand
 
 
+def _cached(results, gold, base, cand, settings, **options):  # type: ignore[no-untyped-def]
+    """cached_compare handed the verdict stage's compare, as the compare tool hands it."""
+    compute = lambda: compare(gold, base, cand, settings)  # noqa: E731
+    return cached_compare(results, gold, base, cand, settings, compute, **options)
+
+
 def _count_compares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
+    original = compare
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(1)
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
+        return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cache, "compare", counting)
+    monkeypatch.setattr(sys.modules[__name__], "compare", counting)
     return calls
 
 
 def test_a_second_compare_of_the_same_runs_is_read_back_equal(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     results, gold, base, cand = stored
     calls = _count_compares(monkeypatch)
-    first, hit1 = cached_compare(results, gold, base, cand, FAST)
-    second, hit2 = cached_compare(results, gold, base, cand, FAST)
+    first, hit1 = _cached(results, gold, base, cand, FAST)
+    second, hit2 = _cached(results, gold, base, cand, FAST)
     assert (hit1, hit2) == (False, True) and len(calls) == 1
     assert second == first
     assert len(list((results / CACHE_DIR).glob("*.json"))) == 1
@@ -64,7 +72,7 @@ def test_any_changed_input_recomputes(stored, monkeypatch, change: str) -> None:
     results, gold, base, cand = stored
     calls = _count_compares(monkeypatch)
     settings, corpus = FAST, "c1"
-    cached_compare(results, gold, base, cand, settings, corpus_hash=corpus)
+    _cached(results, gold, base, cand, settings, corpus_hash=corpus)
     if change == "alpha":
         settings = replace(settings, alpha=0.01)
     elif change == "seed":
@@ -85,63 +93,64 @@ def test_any_changed_input_recomputes(stored, monkeypatch, change: str) -> None:
         corpus = "c2"
     elif change == "version":
         monkeypatch.setattr(cache, "__version__", "9.9.9")
-    comparison, hit = cached_compare(results, gold, base, cand, settings, corpus_hash=corpus)
+    comparison, hit = _cached(results, gold, base, cand, settings, corpus_hash=corpus)
     assert not hit and len(calls) == 2
     assert comparison == compare(gold, base, cand, settings)
 
 
 def test_a_damaged_entry_is_recomputed_not_trusted(stored) -> None:  # type: ignore[no-untyped-def]
     results, gold, base, cand = stored
-    first, _ = cached_compare(results, gold, base, cand, FAST)
+    first, _ = _cached(results, gold, base, cand, FAST)
     (entry,) = (results / CACHE_DIR).glob("*.json")
     entry.write_text("{not json")
-    again, hit = cached_compare(results, gold, base, cand, FAST)
+    again, hit = _cached(results, gold, base, cand, FAST)
     assert not hit and again == first
 
 
 def test_unused_the_cache_is_neither_read_nor_written(stored) -> None:  # type: ignore[no-untyped-def]
     results, gold, base, cand = stored
-    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    _, hit = _cached(results, gold, base, cand, FAST, use=False)
     assert not hit and not (results / CACHE_DIR).exists()
-    cached_compare(results, gold, base, cand, FAST)
-    _, hit = cached_compare(results, gold, base, cand, FAST, use=False)
+    _cached(results, gold, base, cand, FAST)
+    _, hit = _cached(results, gold, base, cand, FAST, use=False)
     assert not hit
 
 
 def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import harness.results.comparisons as comparisons
-    from harness.report.document import comparison_to_dict
+    from harness.report.saved import save_comparison
+    from harness.results.document import comparison_to_dict
     from harness.results.files import json_text
 
     results, gold, base, cand = stored
-    first, _ = cached_compare(results, gold, base, cand, FAST)
+    first, _ = _cached(results, gold, base, cand, FAST)
     (entry,) = (results / CACHE_DIR).glob("*.json")
     expected = json_text(comparison_to_dict(first)).encode()
     assert entry.read_bytes() == expected  # the entry is the comparison.json, byte for byte
-    again, hit = cached_compare(results, gold, base, cand, FAST)
+    again, hit = _cached(results, gold, base, cand, FAST)
     assert hit
 
     def no_encoding(*args: object, **kwargs: object) -> object:
         raise AssertionError("encoded again")
 
     monkeypatch.setattr(comparisons, "comparison_to_dict", no_encoding)
-    saved = comparisons.save_comparison(results / "saved", again, (base, cand))
+    saved = save_comparison(results / "saved", again, (base, cand))
     assert (saved / comparisons.COMPARISON_FILE).read_bytes() == expected
     monkeypatch.undo()
     # A comparison changed since it was read is encoded afresh, not written as the entry.
     changed = replace(again, warnings=(*again.warnings, "changed"))
-    saved = comparisons.save_comparison(results / "saved", changed, (base, cand))
+    saved = save_comparison(results / "saved", changed, (base, cand))
     assert (saved / comparisons.COMPARISON_FILE).read_bytes() == json_text(
         comparison_to_dict(changed)).encode()
 
 
 def test_an_unchanged_record_is_linked_into_the_saved_comparison(stored) -> None:  # type: ignore[no-untyped-def]
     from harness import scrub
-    from harness.results.comparisons import save_comparison
+    from harness.report.saved import save_comparison
     from harness.results.sidecar import sidecar_of
 
     results, gold, base, cand = stored
-    comparison, _ = cached_compare(results, gold, base, cand, FAST)
+    comparison, _ = _cached(results, gold, base, cand, FAST)
     saved = save_comparison(results / "saved", comparison, (base, cand))
     source = sidecar_of(Path(base.record_path))
     assert (saved / "baseline.npz").stat().st_ino == source.stat().st_ino  # one file, two names

@@ -11,11 +11,11 @@ import pytest
 from config_support import MINIMAL
 
 from harness.config import effective_side, load_config, side_hash
+from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.config.overrides import matches
 from harness.config.values import ServiceConfig
 from harness.errors import ConfigError, Problem
-from harness.replay.hook import rewritten_items
 from harness.replay.request import encode_request, make_request
 
 SHA = "abc1234" + "0" * 33
@@ -436,8 +436,8 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     """What compare, run --ref, sweep and gate measure: RefSession(plan, side, ref)."""
     from e2e_support import git
 
+    from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
-    from harness.replay.runner import RefSession, RunPlan
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -467,8 +467,8 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
 def test_a_ref_table_lowering_the_limit_below_a_cutoff_is_refused(tmp_path: Path) -> None:
     from e2e_support import git
 
+    from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
-    from harness.replay.runner import RefSession, RunPlan
 
     repo = tmp_path / "repo"
     (repo / "gold").mkdir(parents=True)

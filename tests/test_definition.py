@@ -15,7 +15,7 @@ from harness.errors import NotComparableError
 from harness.gate.baseline_file import baseline_from_dict, baseline_to_dict
 from harness.gate.measure import gate_definition, measure
 from harness.gate.rule import Outcome, check
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.results.records import run_from_dict
 from harness.score.definition import PARTS, definition, definition_from_dict, differing
 from harness.score.metrics import METRICS_VERSION

@@ -13,8 +13,8 @@ import pytest
 from compare_support import FAST, candidate, make_gold, make_run, ranks
 from e2e_support import build_sandbox, config_text, git, load_json, record_paths
 
-from harness.report.document import comparison_to_dict
 from harness.report.page import render
+from harness.results.document import comparison_to_dict
 from harness.types import ErrorKind, RefRun
 from harness.verdict import validity
 from harness.verdict.compare import compare, summarise_run
@@ -204,7 +204,7 @@ def test_a_service_refusing_every_json_body_explains_itself_and_redact_hides_the
 
 
 def test_a_comparison_saved_before_errors_and_prepare_existed_reads_back() -> None:
-    from harness.report.document import comparison_from_dict
+    from harness.results.document import comparison_from_dict
 
     gold = make_gold()
     c = compare(gold, make_run(gold, ranks()), candidate(gold, ranks()), FAST)

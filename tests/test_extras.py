@@ -15,10 +15,10 @@ from cli_support import run_cli
 from test_export import record
 
 from harness.config.values import QueryConfig
+from harness.driver.remote import require_ray
 from harness.errors import HarnessError
 from harness.extras import EXTRAS, require
 from harness.replay.client import Requests
-from harness.replay.remote import require_ray
 from harness.results.export import to_table
 from harness.results.records import save_run
 from harness.score.runfile import load_run

@@ -17,8 +17,8 @@ import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import load_config
+from harness.driver.runner import RunPlan, run_deployed
 from harness.gold import check_files
-from harness.replay.runner import RunPlan, run_deployed
 from harness.types import ErrorKind, RunFailure
 
 GOLD_SIZE = 8
@@ -80,7 +80,7 @@ def compare(
 def test_a_stalled_side_stops_the_round_and_the_run_is_invalid(
     canned: Start, tmp_path: Path, concurrency: str, stalls: str
 ) -> None:
-    """At concurrency 1 the rounds are time-paired (runner._paired_round); at 2 each side
+    """At concurrency 1 the rounds are time-paired (pairs.paired_round); at 2 each side
     replays on its own (RefSession.run_repeat, the client's thread pool), the baseline first
     in the first round."""
     good, stalled = tmp_path / "good.count", tmp_path / "stalled.count"

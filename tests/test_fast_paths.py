@@ -186,7 +186,7 @@ def test_a_compare_boots_and_replays_without_httpx_or_gitpython() -> None:
     """The readiness probe and the replay client are harness's own sockets; git finds the
     working tree itself: httpx, httpcore and gitpython are imported only on their own paths."""
     imports = (
-        "harness.boot.service, harness.replay.runner, harness.replay.client, "
+        "harness.boot.service, harness.driver.runner, harness.replay.client, "
         "harness.checkout.worktree"
     )
     assert _loaded_after(imports, ("httpx", "httpcore", "git")) == []

@@ -22,8 +22,8 @@ from harness.config import load_config
 from harness.errors import ConfigError
 from harness.gate.floors import Floor, check_floors, floors_from, unknown_slices
 from harness.gate.rule import GateResult, Outcome, with_floors
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.metrics import lower_is_better
 from harness.types import FloorRow, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 

@@ -727,7 +727,7 @@ PURE = ["text", "documents", "check", "build", "summary", "render"]
 PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "functools",
                 "json", "random", "re", "statistics", "typing", "unicodedata", "harness.errors",
                 "harness.control_chars",
-                "harness.verdict.stats", "harness.types", *(f"harness.gold.{m}" for m in PURE)}
+                "harness.swing", "harness.types", *(f"harness.gold.{m}" for m in PURE)}
 
 
 @pytest.mark.parametrize("module", PURE)

@@ -17,7 +17,7 @@ from purity import impurities
 
 from harness.history.graph import measured_graph
 from harness.report.plotting import plotly_file, plotly_js
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 

@@ -19,10 +19,11 @@ from compare_support import buried, candidate, make_gold, make_run, ranks, score
 
 from harness.cli.main import main
 from harness.report import page
+from harness.report import saved as saving
 from harness.report.page import render
 from harness.report.plotting import plotly_file, plotly_js, plotly_script
-from harness.results import comparisons
-from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison, save_comparison
+from harness.report.saved import save_comparison
+from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 
@@ -168,7 +169,7 @@ def test_a_comparison_saved_before_the_plots_renders_what_it_has(comparison: Com
     del old["repeats"], old["top_scores"], old["query_deltas"]
     for key in ("percentiles_baseline", "percentiles_candidate", "ratio_percentiles"):
         del old["latency"][key]
-    from harness.report.document import comparison_from_dict
+    from harness.results.document import comparison_from_dict
 
     html = render(comparison_from_dict(old), "html")
     assert re.findall(r'data-plot="(\w+)"', html) == ["quality", "latency"]
@@ -212,7 +213,7 @@ def test_without_plotly_html_is_refused_with_the_fix(
 ) -> None:
     c, base, cand = scored()
     monkeypatch.setattr(page, "html_available", lambda: False)
-    monkeypatch.setattr(comparisons, "html_available", lambda: False)
+    monkeypatch.setattr(saving, "html_available", lambda: False)
     saved = save_comparison(tmp_path, c, (base, cand))
     assert not (saved / HTML_FILE).exists() and (saved / REPORT_FILE).is_file()
     assert main(["report", str(saved), "--format", "html"]) == 2
@@ -221,7 +222,7 @@ def test_without_plotly_html_is_refused_with_the_fix(
 
 
 def test_the_bundle_is_written_once_and_a_damaged_copy_replaced(tmp_path: Path) -> None:
-    from harness.results.bundle import plotly_beside
+    from harness.report.bundle import plotly_beside
 
     name = plotly_beside(tmp_path)
     bundle = tmp_path / name

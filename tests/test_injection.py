@@ -42,11 +42,11 @@ from harness.checkout.worktree import resolve_ref
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, unsaved_status
 from harness.config import QueryConfig, load_config
 from harness.control_chars import control_chars, header_problem, one_line, shown
+from harness.driver.adapter_check import AdapterCheck
 from harness.errors import AdapterError, ConfigError, GoldError, RefError, ServiceError
 from harness.gold import load_gold
 from harness.gold.check import check_gold
 from harness.gold.render import render_check
-from harness.replay.adapter_check import AdapterCheck
 from harness.replay.client import ask
 from harness.replay.request import header_injections, make_request
 from harness.report import layout

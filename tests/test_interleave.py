@@ -1,7 +1,7 @@
-"""harness.replay.runner.run_interleaved: repeats go round by round, the boot order alternating
+"""harness.driver.runner.run_interleaved: repeats go round by round, the boot order alternating
 (baseline r1, candidate r1, candidate r2, baseline r2, ...), so that machine drift hits both refs
 alike, and a reusable record boots nothing.  At concurrency 1 a round is time-paired
-(`_paired_round`: both booted, every query to both back to back); the recording sessions below
+(`paired_round`: both booted, every query to both back to back); the recording sessions below
 run at concurrency 2, where each session's `run_repeat` is called in turn, and the real compare
 reads the paired rounds' boots back from the services' logs.
 
@@ -24,7 +24,7 @@ from test_reuse import clean_run
 
 from harness import __version__
 from harness.config import CompareConfig, QueryConfig, ServiceConfig, SideConfig
-from harness.replay.runner import RefSession, run_interleaved
+from harness.driver.runner import RefSession, run_interleaved
 from harness.results.records import save_run
 from harness.types import RefRun, Repeat
 

@@ -8,7 +8,7 @@
 - the design: boundaries that fall look by look, a single look that is today's t test, the error
   spent by the boundaries (numerical integration, checked by a seeded Monte Carlo);
 - the budget: "12", "5m", "300s" and what is refused; a time budget turned into rounds;
-- the runner's loop (harness.replay.latency_rounds through run_interleaved): rounds past
+- the runner's loop (harness.driver.latency_rounds through run_interleaved): rounds past
   `repeats` are latency-only, stop once decided or at the budget, and quality never sees them;
 - the CLI flag and the config key (a bad value is a usage or configuration error).
 """
@@ -409,7 +409,7 @@ def _run(
     """run_interleaved's sequential loop over fake rounds (the second request of a pair `order`
     times slower, the order recorded as the runner records it); the first `errored` queries of
     the candidate's every round answer HTTP 500."""
-    from harness.replay import runner
+    from harness.driver import runner
     from harness.types import ErrorKind
 
     draws = _fake_rounds(effect, seed=11, order=order)
@@ -515,7 +515,7 @@ def test_no_latency_round_after_errored_answers_made_the_run_invalid(
 def test_progress_says_at_most_when_latency_rounds_may_stop_early() -> None:
     from types import SimpleNamespace
 
-    from harness.replay.pairs import round_words
+    from harness.driver.pairs import round_words
 
     fixed = SimpleNamespace(latency_budget=None, quality_rounds=None)
     assert round_words(fixed, 1, 5) == "round 2/5"  # type: ignore[arg-type]

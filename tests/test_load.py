@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.config import QueryConfig
-from harness.replay.load_rounds import round_order
+from harness.driver.load_rounds import round_order
 from harness.replay.open_loop import fire
 from harness.replay.schedule import arrival_schedule, parse_duration, parse_rates
 from harness.types import LoadRound, Verdict

@@ -154,7 +154,7 @@ def test_the_summary_and_render_of_a_matrix_are_pure() -> None:
             "harness.matrix.render")  # fmt: skip
     found = impurities(*pure, "harness.matrix.run")
     assert {module: found[module] for module in pure} == {module: [] for module in pure}
-    assert "harness.replay.runner" in found["harness.matrix.run"]
+    assert "harness.driver.runner" in found["harness.matrix.run"]
 
 
 # --------------------------------------------------------------------------- applying one

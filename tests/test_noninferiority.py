@@ -37,8 +37,8 @@ from harness.gate.paired import gate_margins
 from harness.gate.render import render_gate
 from harness.gate.rows import GateRow
 from harness.gate.rule import GateResult, Outcome, Statistics, check
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.types import FloorRow, Verdict
 from harness.verdict.asked import compare_asked, headline_values, plan_for
 from harness.verdict.comparison import CompareSettings, Comparison

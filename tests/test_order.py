@@ -24,12 +24,13 @@ import pytest
 from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text
 
 from harness.config import load_config
+from harness.driver import runner, session
+from harness.driver.adapter_check import probe_count
+from harness.driver.runner import RunPlan, run_pair
 from harness.gold import check_files
-from harness.replay import client, runner, session
-from harness.replay.adapter_check import probe_count
+from harness.replay import client
 from harness.replay.order import in_rotation, pair_orders
 from harness.replay.request import Requests
-from harness.replay.runner import RunPlan, run_pair
 from harness.results.records import load_run
 from harness.types import RefRun
 from harness.verdict.order_effect import order_effect, order_words

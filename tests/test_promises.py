@@ -3,7 +3,7 @@ against something the code under test does not compute:
 
 - the per-query send order of a paired round is the seeded random draw, as the services
   themselves saw their requests arrive (not "baseline first, always"), in the fixed design
-  (harness.replay.pairs) and in `--sequential`'s quality rounds (harness.replay.blocks);
+  (harness.driver.pairs) and in `--sequential`'s quality rounds (harness.driver.blocks);
 - `compare.max_unknown_ids`, from the config file to the verdict: that many unknown ids are a
   warning, one more makes the comparison invalid;
 - an unkillable survivor (a process frozen by the cgroup freezer, where SIGKILL waits) makes
@@ -85,7 +85,7 @@ def test_each_pair_is_sent_in_the_drawn_order_as_the_services_saw_it(tmp_path: P
 
 @pytest.mark.slow
 def test_sequential_rounds_send_each_pair_in_the_drawn_order_too(tmp_path: Path) -> None:
-    # `compare --sequential` asks block by block (harness.replay.blocks), a second place that
+    # `compare --sequential` asks block by block (harness.driver.blocks), a second place that
     # sends pairs: its quality rounds follow the same draw, by the query's place in the gold set.
     arrivals = tmp_path / "arrivals.log"
     sandbox = build_sandbox(

@@ -14,8 +14,8 @@ import pytest
 from e2e_support import build_sandbox, config_text
 
 from harness.boot import service
+from harness.boot.interpreter import interpreter
 from harness.checkout.build import build_key
-from harness.checkout.interpreter import interpreter
 from harness.config import QueryConfig, ServiceConfig, SideConfig, side_hash
 from harness.config.inputs import referenced_paths
 from harness.errors import ConfigError, ServiceError

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from oracles import tango_reference
 
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import asked
 from harness.verdict.asked import (

@@ -201,7 +201,7 @@ def test_ray_missing_is_a_clear_error_before_anything_runs(
 
 
 def test_harness_help_does_not_import_ray() -> None:
-    code = "import sys, harness.cli.main, harness.replay.runner; print('ray' in sys.modules)"
+    code = "import sys, harness.cli.main, harness.driver.runner; print('ray' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "False"
 
@@ -246,7 +246,7 @@ def test_an_error_raised_on_a_worker_reaches_the_driver_whole(
 ) -> None:
     import ray
 
-    from harness.replay.remote import _get
+    from harness.driver.remote import _get
 
     def fails() -> None:  # nested: pickled by value, so the worker needs no tests/ on its path
         raise RefError("main is abc on w1 but def here", ["update the repository"])

@@ -31,7 +31,8 @@ from records_v1 import run_to_dict_v1
 from test_reuse import clean_run
 
 from harness.errors import ResultsError
-from harness.results.comparisons import load_comparison, save_comparison
+from harness.report.saved import save_comparison
+from harness.results.comparisons import load_comparison
 from harness.results.files import (
     json_text,
     read_json,

@@ -31,12 +31,12 @@ from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 from serve_support import OK_SERVICE_PY
 
 from harness import leftovers
-from harness.boot import recovery
 from harness.boot.service import running_service
 from harness.checkout import worktree as worktree_module
 from harness.checkout.build import build
 from harness.checkout.worktree import checkout, resolve_ref
 from harness.config import ServiceConfig
+from harness.driver import recovery
 from harness.results.files import check_writable, new_directory_atomic, remove_dead_temps
 
 SAVE_TEMP = re.compile(r"\.tmp-(\d+)-\d{8}T\d{6}Z_")

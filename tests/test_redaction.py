@@ -22,7 +22,7 @@ import pytest
 from compare_support import buried, candidate, make_gold, make_run, ranks
 from e2e_support import Sandbox, build_sandbox, query_id, query_ids
 
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.results.records import load_run
 from harness.types import ErrorKind, GoldSet, RefRun
 from harness.verdict.compare import compare
@@ -249,7 +249,7 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
 
 
 def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
-    from harness.report.document import redacted
+    from harness.results.document import redacted
     from harness.results.records import encode_run
     from harness.types import RunFailure
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from harness.config import QueryConfig
+from harness.driver.session import RunPlan, shared_reading
 from harness.replay.client import AnswerCache
 from harness.replay.request import Requests, encode_request, make_request
-from harness.replay.session import RunPlan, shared_reading
 from harness.replay.wire import Answer, Connection, Failure
 from harness.types import ErrorKind, QueryResult
 

@@ -39,13 +39,15 @@ from oracles import tango_reference
 from purity import imported_modules, imported_names, impurities
 
 from harness.errors import ResultsError
-from harness.report import blocks, document, runs
+from harness.report import blocks, runs
 from harness.report import page as report
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.numbers import p_value
 from harness.report.page import RENDERERS, render
 from harness.report.runs import render_evaluation, render_run
-from harness.results.comparisons import load_comparison, save_comparison
+from harness.report.saved import save_comparison
+from harness.results import document
+from harness.results.comparisons import load_comparison
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.evaluation import Evaluation, evaluate
 from harness.types import ErrorKind, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
@@ -349,10 +351,11 @@ def test_report_computes_nothing(source: str) -> None:
 
 def test_the_page_and_the_document_are_built_without_io() -> None:
     pages = (
-        "layout", "numbers", "blocks", "page", "runs", "document", "html_page", "html_sections",
-        "figures", "plotting",
+        "layout", "numbers", "blocks", "page", "runs", "html_page", "html_sections", "figures",
+        "plotting",
     )  # fmt: skip
-    assert impurities(*(f"harness.report.{page}" for page in pages)) == {
+    modules = (*(f"harness.report.{page}" for page in pages), "harness.results.document")
+    assert impurities(*modules) == {
         "harness.report.layout": [],
         "harness.report.numbers": [],
         "harness.report.blocks": [],
@@ -364,7 +367,7 @@ def test_the_page_and_the_document_are_built_without_io() -> None:
         # template from the plotly package, nothing else
         "harness.report.plotting": ["importlib"],
         "harness.report.runs": ["csv", "io"],  # the CSV of `harness metrics`, into an io.StringIO
-        "harness.report.document": [],
+        "harness.results.document": [],
     }
 
 

@@ -11,7 +11,7 @@ from cli_support import run_cli
 from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 
 from harness.report.against import render_against
-from harness.results.comparisons import save_comparison
+from harness.report.saved import save_comparison
 from harness.verdict.compare import compare
 
 

@@ -14,9 +14,9 @@ from compare_support import CAND_SHA, make_gold, make_run, ranks
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.report.document import comparison_from_dict, comparison_to_dict
 from harness.report.page import render
 from harness.report.resources import size
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.types import RefRun, RunFailure, Usage, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings

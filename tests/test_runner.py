@@ -1,4 +1,4 @@
-"""harness.replay.runner in-process, on the real fixture service: what a RefSession measures and
+"""harness.driver.runner in-process, on the real fixture service: what a RefSession measures and
 writes (the record's fields, the logs, the timings), how a build or boot failure is recorded, and
 what the progress callback is told. The CLI tests drive the same code in a subprocess, where a
 mutation tool (scripts/mutate.py) cannot see it; these run it in the test process.
@@ -21,9 +21,9 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text, git
 from harness import __version__
 from harness.boot.processes import TeardownReport
 from harness.config import load_config, side_hash
+from harness.driver.runner import RefSession, RunPlan, run_pair, run_ref
 from harness.gold import check_files
 from harness.replay.client import Stopped
-from harness.replay.runner import RefSession, RunPlan, run_pair, run_ref
 from harness.results.records import host_fingerprint, load_run
 from harness.types import ErrorKind, QueryResult, Repeat, RunFailure
 
@@ -243,7 +243,7 @@ def _repeat(
     teardown: TeardownReport | None,
     calls: list[Call] | None = None,
 ) -> Repeat:
-    import harness.replay.session as runner  # where RefSession boots and replays
+    import harness.driver.session as runner  # where RefSession boots and replays
 
     p = plan(isolated, tmp_path / "results", calls if calls is not None else [])
     monkeypatch.setattr(runner, "running_service", lambda *a, **kw: FakeService(teardown))
@@ -275,7 +275,7 @@ def _stalled_replay(url: str, query: object, items: Any, **kw: Any) -> tuple[Que
 def test_a_stopped_repeat_keeps_its_answers_and_a_crash_is_said_first(
     isolated: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, died: bool
 ) -> None:
-    import harness.replay.session as runner  # where RefSession boots and replays
+    import harness.driver.session as runner  # where RefSession boots and replays
 
     p = plan(isolated, tmp_path / "results", [])
     service = FakeService(_report(died_before_teardown=died))

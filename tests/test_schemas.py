@@ -17,8 +17,8 @@ from records_v1 import run_to_dict_v1
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (test extra) is not installed")
 
-from harness.report.document import comparison_to_dict  # noqa: E402
-from harness.results.comparisons import save_comparison  # noqa: E402
+from harness.report.saved import save_comparison  # noqa: E402
+from harness.results.document import comparison_to_dict  # noqa: E402
 from harness.results.records import encode_run, save_run  # noqa: E402
 from harness.schemas import NAMES, load_schema, schema_text  # noqa: E402
 from harness.schemas.generate import GENERATED, render  # noqa: E402

@@ -268,7 +268,7 @@ def test_all_but_running_and_saving_a_sweep_is_pure() -> None:
     pure = tuple(f"harness.sweep{part}" for part in ("", ".params", ".summary", ".render"))
     found = impurities(*pure, "harness.sweep.run")
     assert {module: found[module] for module in pure} == {module: [] for module in pure}
-    assert "harness.replay.runner" in found["harness.sweep.run"]  # the check sees what is not pure
+    assert "harness.driver.runner" in found["harness.sweep.run"]  # the check sees what is not pure
 
 
 # --------------------------------------------------------------------------- the real CLI

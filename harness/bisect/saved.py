@@ -21,7 +21,7 @@ def save_bisection(results_dir: Path, bisection: Bisection) -> Path:
         for fmt, name in (("markdown", "report.md"), ("json", "report.json")):
             write_text_new(tmp / name, render_bisection(bisection, fmt))
         if html_available():
-            from harness.results.bundle import plotly_beside
+            from harness.report.bundle import plotly_beside
 
             # plotly.js once in the results directory, as compare's pages load it (4.8 MB each
             # inlined); `harness report`-style self-contained pages come from render_bisection.

@@ -17,7 +17,8 @@
     probe.py      the readiness GET over a plain socket (no httpx on a compare's path)
     transport.py  the httpx transport over sandbox sockets (`RunningService.transport()`)
     processes.py  finding every process of a boot and killing the whole tree
-    recovery.py   cleaning up after a run that died holding worktrees, temp dirs, processes
+    interpreter.py  service.python found and identified (the venv's interpreter, in the build
+                  key; {python} in `start`)
     deployed.py   a service already running at a URL: readiness checked, nothing started
     loader.py     [service.load]: the corpus posted over HTTP in batches, then an index call
 

@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING
 from harness import leftovers
 from harness.boot.advice import import_hints, limit_hints, unconfirmed
 from harness.boot.enclosure import enclose
+from harness.boot.interpreter import interpreter
 from harness.boot.isolation import (
     NO_ENV,
     allowlisted_env,
@@ -100,7 +101,6 @@ from harness.boot.sandbox import (
 )
 from harness.boot.spawn import log_header, log_tail, log_text, spawn
 from harness.boot.usage import UsageMeter
-from harness.checkout.interpreter import interpreter
 from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.config.values import DATA_READ_ONLY, data_mode

@@ -5,7 +5,9 @@
     build.py     the build command (and the optional venv) run once per SHA, cached by its key
     delta.py     what a build wrote into its checkout, stored with the cached build and restored
                  into each fresh checkout
-    interpreter.py  service.python found and identified (the venv's interpreter, in the key)
+
+The build runs isolated as a service does (`harness.boot.isolation`, `harness.boot.processes`,
+`harness.boot.interpreter`): checkout imports boot, never the reverse.
 
 In: the user's repository, a ref, the side's ServiceConfig. Out: a path holding that commit,
 built. Never touches the user's own working tree or index.

@@ -14,7 +14,7 @@ Layout under `harness.leftovers.cache_dir()`:
 
 `key = sha256(sha_key, build command, venv flag, interpreter, platform.platform())[:16]`, the
 fields joined by NUL, where the interpreter is the harness's own `sys.version`, or, with
-`service.python`, that interpreter's resolved path and version (`harness.checkout.interpreter`);
+`service.python`, that interpreter's resolved path and version (`harness.boot.interpreter`);
 `service.build_outputs`, when set, is a field too. A later build with the same key and the marker
 present (and, for a venv, its interpreter still there) runs nothing and returns `cached=True`.
 
@@ -61,10 +61,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import leftovers
+from harness.boot.interpreter import Interpreter, interpreter
 from harness.boot.isolation import allowlisted_env, scrub_file, scrubber
 from harness.boot.processes import kill_group
 from harness.checkout.delta import Delta, MissingOutputs, capture, restore, tree_state, verify
-from harness.checkout.interpreter import Interpreter, interpreter
 from harness.config import ServiceConfig
 from harness.errors import BuildError, clip
 from harness.leftovers import cache_dir

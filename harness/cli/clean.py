@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         text = render_clean(cache, removable, kept).replace("  removed ", "  would remove ")
         print(text.replace("\nremoved ", "\nwould remove "), end="")
         if anything_left():  # recovery is skipped under --dry-run: said instead
-            from harness.boot.recovery import left_by_dead_runs
+            from harness.driver.recovery import left_by_dead_runs
 
             for line in left_by_dead_runs():
                 print(line)

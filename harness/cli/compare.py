@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.gate.floors import config_floors
     from harness.report.page import render
     from harness.report.runs import render_failures
-    from harness.results.comparisons import save_comparison
+    from harness.report.saved import save_comparison
     from harness.signals import signals_unwind
 
     require_html(args.format)

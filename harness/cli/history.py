@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     history = replace(history, notes=(*notes, *history.notes))
     src = None
     if args.format == "html" and args.output is not None:  # plotly.js beside the page, once
-        from harness.results.bundle import plotly_beside
+        from harness.report.bundle import plotly_beside
 
         src = plotly_beside(args.output.parent)
     text = render_history(history, args.format, plotly_src=src)

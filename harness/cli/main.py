@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
         check_args(args)
         dry_run = name == "clean" and getattr(args, "dry_run", False)  # it says, removes nothing
         if anything_left() and not dry_run:
-            from harness.boot.recovery import recover
+            from harness.driver.recovery import recover
 
             recover()  # what an earlier run killed with SIGKILL left: its worktrees and temp dirs
         try:
@@ -146,7 +146,7 @@ def _say_torn_down(what: str, *, exiting: bool) -> None:
     # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program),
     # nor the import of the recovery, not loaded at the start when nothing was left to recover.
     with signals_ignored(restore=not exiting):
-        from harness.boot.recovery import remaining
+        from harness.driver.recovery import remaining
 
         left = remaining()
         if not left:

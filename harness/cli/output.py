@@ -132,7 +132,7 @@ def invalid_document(fmt: str) -> Iterator[None]:
     except HarnessError as exc:
         if fmt == "json" and exc.exit_status == EXIT_INVALID:
             from harness.control_chars import shown
-            from harness.report.document import SCHEMA, SCHEMA_VERSION
+            from harness.results.document import SCHEMA, SCHEMA_VERSION
 
             document = {
                 "schema": SCHEMA,

@@ -15,7 +15,7 @@ import argparse
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for `harness --help`
 if TYPE_CHECKING:
-    from harness.replay.runner import RemoteRounds, RunPlan
+    from harness.driver.runner import RemoteRounds, RunPlan
     from harness.score.metrics import MetricSpec
     from harness.types import RefRun
     from harness.verdict.comparison import CompareSettings
@@ -29,8 +29,8 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     from harness.cli.progress import Progress
     from harness.compare.settings import check_cutoffs, context_metrics
     from harness.config import load_config
+    from harness.driver.runner import RunPlan
     from harness.gold import check_files
-    from harness.replay.runner import RunPlan
     from harness.results.files import check_writable
     from harness.verdict.comparison import CompareSettings
 
@@ -96,8 +96,8 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
 def _check_ray(address: str, deployed: bool) -> RemoteRounds:
     """--ray: Ray importable and an address given, before anything is read or built; what plays
     the rounds on it."""
+    from harness.driver.remote import require_ray, run_rounds
     from harness.errors import HarnessError
-    from harness.replay.remote import require_ray, run_rounds
 
     if deployed:
         raise HarnessError(
@@ -117,7 +117,7 @@ def repeats(args: argparse.Namespace, plan: RunPlan) -> int:
 
 def run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
     """`args.ref` run on its own, `args.repeats` times (default compare.repeats)."""
-    from harness.replay.runner import run_ref as run
+    from harness.driver.runner import run_ref as run
     from harness.signals import signals_unwind
 
     with signals_unwind():

@@ -183,7 +183,7 @@ class Progress:
                         self._asking_at, self._pace, self._phase = None, None, ""
                         self._done, self._total, self._errors, self._line_done = 0, total, 0, 0
                         then = "" if self._boot == "ready" else "booting, then "
-                        # Asked block by block (harness.replay.blocks' label), it may stop
+                        # Asked block by block (harness.driver.blocks' label), it may stop
                         # before all.
                         most = "up to " if "block by block" in label else ""
                         self._say(f"harness: {label}: {then}{most}{total} queries")

@@ -90,8 +90,8 @@ def _write_page(path: Path, comparison: Comparison, fmt: str, *, redact: bool) -
     from harness.results.files import write_text_new
 
     if fmt == "html":
+        from harness.report.bundle import plotly_beside
         from harness.report.html_page import render_html
-        from harness.results.bundle import plotly_beside
 
         page = render_html(comparison, redact, plotly_src=plotly_beside(path.parent))
     else:

@@ -90,11 +90,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.plan import close, load_plan, metric_specs, repeats
     from harness.compare.analysis import analyse
     from harness.compare.measure import measure
+    from harness.driver.runner import run_ref
     from harness.errors import BuildError, HarnessError, ServiceError
     from harness.history.points import from_run
     from harness.history.table import LATENCY
-    from harness.replay.runner import run_ref
-    from harness.results.comparisons import save_comparison
+    from harness.report.saved import save_comparison
     from harness.signals import signals_unwind
     from harness.watch.changepoint import Detection
     from harness.watch.commits import branch_path, choose, measured_points

@@ -15,7 +15,7 @@ compare.sequential, two deployments by URL, or two refs checked out, built and b
 runner's I/O), `analysis` (scored and tested, read back from the comparison cache when nothing
 changed, the [gate.floors] checked on the candidate) and `answers` (the retrieval/generation
 2x2 of each side and the movement between them, from the answer grades).  Saving and rendering
-are the stages' (`harness.results.comparisons.save_comparison`, `harness.report.page.render`).
+are the stages' (`harness.report.saved.save_comparison`, `harness.report.page.render`).
 
 What enters: a RunPlan (config, gold set, results directory, progress), CompareSettings and the
 two refs or URLs.  What leaves: the two RefRuns and the Comparison.  What it never does: print

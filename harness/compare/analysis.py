@@ -16,7 +16,7 @@ from harness.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
-    from harness.replay.runner import RunPlan
+    from harness.driver.runner import RunPlan
 
 
 def analyse(
@@ -33,6 +33,7 @@ def analyse(
     cache entry is read or written (an entry holds query texts)."""
     from harness.gold.corpus import load_corpus_ids
     from harness.results.cache import cached_compare
+    from harness.verdict.compare import compare
 
     baseline, candidate = runs
     if plan.observer is not None:
@@ -54,7 +55,7 @@ def analyse(
             baseline,
             candidate,
             settings,
-            corpus_ids,
+            lambda: compare(gold, baseline, candidate, settings, corpus_ids),
             corpus_hash=plan.corpus_hash,
             use=not redact,
         )

@@ -1,5 +1,5 @@
 """compare --rate: the load phase after the timed rounds, both sides open loop at each rate on
-the same arrival schedule (`harness.replay.load_rounds`), judged by `harness.verdict.load`.
+the same arrival schedule (`harness.driver.load_rounds`), judged by `harness.verdict.load`.
 
     load = measure_load(plan, settings, "main", "feat/x", LoadAsk(rates=(10.0, 80.0)))
     comparison = with_load(comparison, load)       # harness.verdict.load_join
@@ -16,7 +16,7 @@ from harness.verdict.comparison import CompareSettings
 from harness.verdict.load import Load, Slo, load_verdict
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
-    from harness.replay.runner import RunPlan
+    from harness.driver.runner import RunPlan
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ def measure_load(
 ) -> Load:
     """Both sides at every rate of `ask`, one service at a time, rounds alternating; the
     schedule's seed is the comparison's (--seed), recorded in the Load."""
-    from harness.replay.load_rounds import play_load
-    from harness.replay.session import RefSession
+    from harness.driver.load_rounds import play_load
+    from harness.driver.session import RefSession
     from harness.scrub import safe_url
 
     if plan.observer is not None:

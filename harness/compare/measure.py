@@ -17,7 +17,7 @@ from harness.verdict.latency_rule import MIN_LOOK, LatencyBudget, parse_budget
 from harness.verdict.latency_rule import plan as design
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
-    from harness.replay.runner import RunPlan
+    from harness.driver.runner import RunPlan
 
 
 def _latency_budget(plan: RunPlan) -> LatencyBudget:
@@ -108,11 +108,11 @@ def measure(
     """Both sides, measured together: `baseline` and `candidate` are refs, or with `urls` the
     base URLs of two deployments; with `order` (`sequential_order`), block by block until the
     sequential rule decides; with `reuse`, stored runs that match are reused (quality only)."""
-    from harness.replay.runner import run_deployed, run_pair
+    from harness.driver.runner import run_deployed, run_pair
 
     budget = _latency_budget(plan)
     if order is not None:
-        from harness.replay.blocks import run_sequential_pair
+        from harness.driver.blocks import run_sequential_pair
         from harness.verdict.asked import sequential_design
 
         block, look = sequential_design(plan.gold, settings, order)

@@ -4,6 +4,12 @@
     side_hash(side) -> str                 what makes two runs of one side comparable
     inputs.inputs_hash(side, config)       the contents of the files it names outside the checkout
     substitute(template, values) -> str    literal {name} substitution, shared with the stages
+    rewrite.py, hook.py                    `query.rewrite`: a named rewrite or the user's hook,
+                                           loaded and checked here, applied to each query text
+
+The first stage but one: it imports no stage except `harness.score`'s metric grammar (a
+[gate.floors] or non_inferior name is checked with `parse_metric`); what it validates for
+another stage is a value below the stages (`harness.budget`) or lives here (`rewrite`, `hook`).
 
 Discovery: with no path, `harness.toml` in cwd, then `pyproject.toml` there if it has a
 `[tool.harness]` table. `gold.path` and `gold.corpus` are relative to the config file's directory

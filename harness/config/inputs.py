@@ -19,7 +19,7 @@ into the throwaway boot root or the worktree, except {config_dir}: a word under 
 (`{config_dir}/load.py`, `data = "{config_dir}/corpus"`) is the configuration's folder, the
 user's tree rather than the ref's checkout, so it is hashed even when inside the repository (a
 bare `{config_dir}`, the whole folder, is not).  A `query.rewrite` hook's source file is hashed
-too (`harness.replay.hook`).  A file is hashed by its bytes (over 64 MiB: by
+too (`harness.config.hook`).  A file is hashed by its bytes (over 64 MiB: by
 size and mtime, so a model file is not read on every compare); a folder by every file under it,
 with its relative path, up to 10,000 files.
 
@@ -165,7 +165,7 @@ def _kernel_folder(path: Path) -> bool:
 
 def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:
     """sha256 over every referenced path and the digest of its contents (see the docstring)."""
-    from harness.replay.hook import hook_file, is_hook
+    from harness.config.hook import hook_file, is_hook
 
     digest = hashlib.sha256()
     for path in referenced_paths(side, config.repo, config.config_dir):
@@ -190,8 +190,8 @@ def inputs_hash(side: SideConfig, config: HarnessConfig) -> str:
 def _hook_imports(rewrite: str, folder: Path) -> list[tuple[str, str]]:
     """(path relative to `folder`, sha256) of the modules the hook's import pulled in from under
     `folder` (none for a self-contained hook: its key is what it was before this was hashed)."""
+    from harness.config.hook import load_hook
     from harness.errors import ConfigError
-    from harness.replay.hook import load_hook
 
     try:
         hook = load_hook(rewrite, folder)  # loaded once per process: cached

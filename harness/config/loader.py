@@ -407,7 +407,7 @@ def _gold_path(base: Path, value: str) -> Path:
 
 def _check_hook(reader: Reader, base: Path, spec: str) -> None:
     """query.rewrite = "module:function": importable from the config's folder, and callable."""
-    from harness.replay.hook import load_hook
+    from harness.config.hook import load_hook
 
     try:
         load_hook(spec, base)

@@ -244,7 +244,7 @@ _HOOK = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
 def _rewrite(value: str) -> list[tuple[str, str]]:
-    from harness.replay.rewrite import REWRITES
+    from harness.config.rewrite import REWRITES
 
     if value in REWRITES or _HOOK.match(value):
         return []
@@ -350,7 +350,7 @@ _QUERY: dict[str, Key] = {
 
 
 def _budget(value: str) -> list[tuple[str, str]]:
-    from harness.verdict.latency_rule import parse_budget
+    from harness.budget import parse_budget
 
     try:
         parse_budget(value)

@@ -39,7 +39,7 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
   says how to tell them apart (the native header's "judged", a query's "answerable").
 - power: per slice and overall, `answerable` queries (`GoldQuery.answerable`: the ones a
   quality metric scores) and the smallest net swing of a binary metric the McNemar exact test
-  can call at `alpha` (`harness.verdict.stats.detectable_swing`); a warning for each slice (and
+  can call at `alpha` (`harness.swing.detectable_swing`); a warning for each slice (and
   for the whole set) with answerable queries but fewer than that swing.
 
 Without a corpus the corpus checks are skipped, which one info finding says.
@@ -55,8 +55,8 @@ from harness.control_chars import control_chars
 from harness.errors import GoldError, Problem
 from harness.gold.documents import Corpus
 from harness.gold.text import content_words, phrase_of, terms, tokens
+from harness.swing import detectable_swing, min_detectable_swing
 from harness.types import CorpusInfo, GoldQuery, GoldSet
-from harness.verdict.stats import detectable_swing, min_detectable_swing
 
 Severity = Literal["error", "warning", "info"]
 CHECKS = ("integrity", "staleness", "winnability", "leak", "characters", "controls", "power")

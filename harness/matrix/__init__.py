@@ -11,7 +11,7 @@ A separate command, not `sweep --matrix`: a sweep's rows are the values of knobs
 the best; a matrix's rows are named, hand-written configurations (env pins and service/query
 overrides), compared with one reference, Holm-corrected across the rows, and gated by
 constraints. The machinery is the sweep's: one RefSession per configuration, repeats
-interleaved (`harness.replay.runner.run_interleaved`), every configuration compared with the
+interleaved (`harness.driver.runner.run_interleaved`), every configuration compared with the
 reference by `harness.verdict.compare` (the paired tests of `harness compare`), and the records
 saved like a sweep's (`results/matrix_<stamp>/`).
 

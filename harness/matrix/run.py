@@ -7,7 +7,7 @@ Each configuration is the side's config with its overrides and env pins applied
 (`harness.matrix.spec.apply_entry`; a matching `[ref."PATTERN"]` table applies over its
 service/query overrides, and its env pins come last, as a sweep's), so each has its own config
 hash, run record and reusable measurements; the sessions of all configurations run with their
-repeats interleaved (`harness.replay.runner.run_interleaved`), as a sweep's values do.
+repeats interleaved (`harness.driver.runner.run_interleaved`), as a sweep's values do.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from harness.driver.runner import RefSession, RunPlan, run_interleaved
 from harness.matrix.render import matrix_to_dict, render_matrix
 from harness.matrix.spec import apply_entry
 from harness.matrix.summary import MatrixResult
 from harness.matrix.values import Matrix
-from harness.replay.runner import RefSession, RunPlan, run_interleaved
-from harness.report.document import comparison_to_dict
+from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
-from harness.sweep.run import _slug
+from harness.sweep.run import slug
 from harness.types import RefRun
 from harness.verdict.comparison import Comparison
 
@@ -68,5 +68,5 @@ def save_matrix(
     write_text_new(directory / REPORT_FILE, render_matrix(result, "markdown"))
     for name, comparison in comparisons.items():
         document = comparison_to_dict(comparison, redact=redact)
-        write_json_new(directory / f"vs_{_slug(name)}.json", document)
+        write_json_new(directory / f"vs_{slug(name)}.json", document)
     return directory

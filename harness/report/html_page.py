@@ -16,7 +16,7 @@ Self-contained: plotly.js is inlined once, in the head (`plotting.plotly_js()`: 
 plotly package ships), and nothing else is referenced, so the page opens without a network.
 With `plotly_src` the head loads that file instead (`plotting.plotly_script`): a saved
 report.html is then some hundred kB, and the bundle is written once per results folder
-(`harness.results.bundle`); the page still opens offline from its folder.
+(`harness.report.bundle`); the page still opens offline from its folder.
 Each plot is the <div> plotly.io.to_html writes, written by `plotting.div` without loading plotly.
 The output is deterministic (fixed plot ids).  With `redact`, no query text and no path: flips
 lose their text (as in every format), run record paths are dropped and the gold set is named
@@ -30,10 +30,10 @@ from dataclasses import replace
 
 from harness.report import figures, layout, plotting
 from harness.report.blocks import margin_verdicts, page_blocks
-from harness.report.document import redacted
 from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
 from harness.report.layout import Block, escape_html
 from harness.report.numbers import queries, rank
+from harness.results.document import redacted
 from harness.types import Verdict
 from harness.verdict.comparison import Comparison, Flips
 

@@ -5,7 +5,7 @@
 
 Text (a terminal) and Markdown (a PR comment) share one page, built once as layout blocks
 (`harness.report.blocks`): the verdicts in words first, any reason the run is invalid above
-everything, then the numbers.  JSON is the Comparison itself (`harness.report.document`:
+everything, then the numbers.  JSON is the Comparison itself (`harness.results.document`:
 schema-versioned, reads back into an equal Comparison), with sorted keys.  `redact=True` leaves
 every query text out of every format (a Comparison holds no document text: ids, hashes and
 numbers only).  Saving a comparison to a results directory, and loading it back, is
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from harness.errors import HarnessError
 from harness.report import layout
 from harness.report.blocks import page_blocks
-from harness.report.document import comparison_to_dict, redacted
+from harness.results.document import comparison_to_dict, redacted
 from harness.verdict.comparison import Comparison
 
 

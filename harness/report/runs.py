@@ -111,7 +111,7 @@ def render_run(summary: RunSummary, fmt: str, *, redact: bool = False) -> str:
     from tabulate import tabulate
 
     from harness.report.diagnosis import error_lines, prepare_lines
-    from harness.report.document import jsonable
+    from harness.results.document import jsonable
 
     run = summary.run
     if fmt == "json":

@@ -8,7 +8,7 @@ The page opens with every candidate at once (its quality verdict and reason; eac
 of every metric, the baseline first, as ranx's table shows them; each headline test with its p
 and its p Holm-adjusted across systems x cutoffs), then each candidate's full comparison page as
 `harness compare` renders it, flips included.  JSON is every Comparison as
-`harness.report.document` writes it, under one schema-versioned object.
+`harness.results.document` writes it, under one schema-versioned object.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import json
 import re
 
 from harness.report import layout
-from harness.report.document import comparison_to_dict
 from harness.report.layout import Block
 from harness.report.numbers import p_value, queries, rate, signed
 from harness.report.page import render
+from harness.results.document import comparison_to_dict
 from harness.verdict.comparison import Comparison
 from harness.verdict.systems import NO_LATENCY, Systems
 

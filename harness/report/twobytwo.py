@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 
 from harness.report import layout
-from harness.report.document import jsonable
 from harness.report.layout import Block
+from harness.results.document import jsonable
 from harness.verdict.twobytwo import Cell, TwoByTwo, TwoByTwoComparison
 
 _SHOWN = 10  # query ids listed per cell in text and Markdown (JSON lists all)

@@ -1,7 +1,10 @@
 """The comparison cache: a comparison computed once is read back, not recomputed.
 
     comparison = cached_compare(results_dir, gold, baseline, candidate, settings,
-                                corpus_ids, corpus_hash=...)
+                                compute, corpus_hash=...)
+
+`compute` makes the comparison when no entry holds it: the caller hands down the verdict stage's
+`compare` (results stores a comparison, it never decides one).
 
 Key (`comparison_key`): sha256 of both run records (each record's JSON header, which names the
 sha256 of its answers file, with the repeats and the reuse and pairing marks the comparison
@@ -10,7 +13,7 @@ CompareSettings field, the gold set's and corpus's hashes and the harness versio
 re-compare of two reused runs with the same settings reads no answer and does no statistics at
 all; any change to a record, a setting (alpha, seed, k, gate_on, resamples, ...), the gold
 set, the corpus or the harness recomputes. Entries live in `results_dir/cache/comparisons/`,
-one `<key>.json` each (the comparison as `harness.report.document` writes it, never redacted:
+one `<key>.json` each (the comparison as `harness.results.document` writes it, never redacted:
 redaction happens when a report is rendered), written atomically, never overwritten. An entry
 is byte for byte the comparison.json `save_comparison` writes (`comparisons.comparison_bytes`):
 the comparison is encoded once, for both, and an entry read back is saved as it was read, not
@@ -22,17 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from harness import __version__
 from harness.errors import ResultsError
-from harness.report.document import comparison_from_dict
 from harness.results.comparisons import comparison_bytes, remember_bytes
+from harness.results.document import comparison_from_dict
 from harness.results.files import read_json_bytes, write_bytes_new
 from harness.results.records import encode_run
 from harness.types import GoldSet, RefRun
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 
 CACHE_DIR = Path("cache") / "comparisons"
@@ -80,17 +83,17 @@ def cached_compare(
     baseline: RefRun,
     candidate: RefRun,
     settings: CompareSettings,
-    corpus_ids: frozenset[str] | None = None,
+    compute: Callable[[], Comparison],
     *,
     corpus_hash: str | None = None,
     use: bool = True,
 ) -> tuple[Comparison, bool]:
-    """(the comparison, whether it came from the cache): `compare` unless an entry for exactly
+    """(the comparison, whether it came from the cache): `compute()` unless an entry for exactly
     these inputs exists; a new result is stored for next time (a full disk only skips that).
     `use=False` (a --redact compare: an entry holds query texts and error details) neither reads
     nor writes the cache."""
     if not use:
-        return compare(gold, baseline, candidate, settings, corpus_ids), False
+        return compute(), False
     key = comparison_key(gold, baseline, candidate, settings, corpus_hash)
     path = results_dir / CACHE_DIR / f"{key}.json"
     if path.is_file():
@@ -102,7 +105,7 @@ def cached_compare(
         else:
             remember_bytes(found, data)
             return found, True
-    comparison = compare(gold, baseline, candidate, settings, corpus_ids)
+    comparison = compute()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_new(path, comparison_bytes(comparison))

@@ -1,16 +1,17 @@
-"""Saved comparisons: a directory per comparison holding comparison.json, report.md, report.html
-(the page, when plotly is installed; it loads ../plotly-<version>.min.js, written once in the
-results directory by `harness.results.bundle`) and a copy of each side's run record."""
+"""Saved comparisons: a directory per comparison holding comparison.json, the pages rendered for
+it (report.md; report.html when plotly is installed, loading ../plotly-<version>.min.js, written
+once in the results directory by `harness.report.bundle`) and a copy of each side's run record.
+
+Stores, never renders: `harness.report.saved.save_comparison` renders the pages and hands them
+to `store_comparison`, which writes them with the rest."""
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from harness.report.document import comparison_from_dict, comparison_to_dict
-from harness.report.page import html_available, render
-from harness.results.bundle import plotly_beside
+from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.results.files import (
     json_text,
     new_directory_atomic,
@@ -50,19 +51,20 @@ def remember_bytes(comparison: Comparison, data: bytes) -> None:
     _encoded = (weakref.ref(comparison), data)
 
 
-def save_comparison(
+def store_comparison(
     results_dir: Path,
     comparison: Comparison,
-    runs: Sequence[RefRun] = (),
+    runs: Sequence[RefRun],
+    pages: Callable[[], Iterable[tuple[str, str]]],
     *,
     redact: bool = False,
 ) -> Path:
     """Write results_dir/<UTC stamp>_<base sha8>_<cand sha8>/ (a new directory: an existing one
-    gets a -2, -3, ... suffix) holding comparison.json, report.md, report.html (unless plotly is
-    missing: `html_available()`; plotly.js beside it in `results_dir`, once) and a copy of each
-    run record (baseline.json and .npz, candidate.json and .npz); return the directory. With
-    `redact`, the copies lose the error details, which may quote response bodies, and the
-    reports hold no query text (nor, in the page, any path).
+    gets a -2, -3, ... suffix) holding comparison.json, a copy of each run record (baseline.json
+    and .npz, candidate.json and .npz) and each page `pages()` renders ((file name, text), each
+    written before the next is rendered: see `harness.report.saved`); return the directory.
+    With `redact`, the copies lose the error details, which may quote response bodies (the
+    pages are the renderer's).
 
     Everything is written into a hidden temporary directory renamed into place at the end, so a
     failure (a full disk) leaves no empty or partial comparison: ResultsError, nothing saved."""
@@ -79,13 +81,8 @@ def save_comparison(
                            json_text(comparison_to_dict(comparison, redact=True)))
         else:
             write_bytes_new(directory / COMPARISON_FILE, comparison_bytes(comparison))
-        write_text_new(directory / REPORT_FILE, render(comparison, "markdown", redact=redact))
-        if html_available():
-            from harness.report.html_page import render_html  # plotly is loaded only for HTML
-
-            # The bundle first: a page is never there without what it loads.
-            src = "../" + plotly_beside(results_dir)
-            write_text_new(directory / HTML_FILE, render_html(comparison, redact, plotly_src=src))
+        for name, text in pages():
+            write_text_new(directory / name, text)
     assert saving.path is not None  # the block ended without an exception
     return saving.path
 

@@ -37,7 +37,7 @@ from typing import Any
 from harness import __version__
 from harness.errors import ResultsError, require_schema
 from harness.inputs import RESULTS, read_input
-from harness.report.document import without_paths
+from harness.results.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
 from harness.results.sidecar import Sidecar, encode, sidecar_of
 from harness.score.definition import Definition, definition_from_dict, differing

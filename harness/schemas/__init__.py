@@ -6,7 +6,7 @@
                  "evenBetterToml.schema", validate), and [tool.harness] in pyproject.toml
 
 `comparison` is generated from the `Comparison` dataclass tree (`harness.schemas.generate`, the
-same field annotations `harness.report.document` reads back with), `config` from the key table
+same field annotations `harness.results.document` reads back with), `config` from the key table
 of `harness.config.schema`; `run` is written by hand beside `harness.results.records` and a test
 checks it against the records it writes.  `python -m harness.schemas.generate` rewrites the
 generated files; a test fails when they are stale.  `harness schema NAME` prints one.

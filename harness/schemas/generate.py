@@ -67,7 +67,7 @@ def _dataclass_schema(tp: type, defs: dict[str, Any]) -> dict[str, Any]:
 def comparison_schema() -> dict[str, Any]:
     """comparison.json: `comparison_to_dict`'s document (the Comparison's fields, its two
     verdicts lifted into {"verdict": {"quality", "latency"}}, plus schema, version and valid)."""
-    from harness.report.document import SCHEMA, SCHEMA_VERSION
+    from harness.results.document import SCHEMA, SCHEMA_VERSION
     from harness.verdict.comparison import Comparison
 
     defs: dict[str, Any] = {}

@@ -5,7 +5,7 @@
 
 A point reaches the service as environment pins on `side`'s service.env (`with_point`), so
 each value has its own config hash, run record and reusable measurements; the sessions of all
-points run with their repeats interleaved (`harness.replay.runner.run_interleaved`).
+points run with their repeats interleaved (`harness.driver.runner.run_interleaved`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.config import HarnessConfig
-from harness.replay.runner import RefSession, RunPlan, run_interleaved
-from harness.report.document import comparison_to_dict
+from harness.driver.runner import RefSession, RunPlan, run_interleaved
+from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
@@ -71,7 +71,7 @@ def run_sweep(
     return run_interleaved(sessions, repeats=repeats, fresh=fresh)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=,-]+", "-", text).strip("-")[:80] or "value"
 
 
@@ -91,5 +91,5 @@ def save_sweep(
     write_text_new(directory / REPORT_FILE, render_sweep(sweep, "markdown"))
     for name, comparison in comparisons.items():
         document = comparison_to_dict(comparison, redact=redact)
-        write_json_new(directory / f"vs_{_slug(name)}.json", document)
+        write_json_new(directory / f"vs_{slug(name)}.json", document)
     return directory

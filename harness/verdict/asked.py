@@ -43,7 +43,7 @@ from harness.verdict.stats import format_p
 
 LATENCY_QUERIES = 20
 """The fewest queries a latency round is estimated from.  The latency rounds past R replay the
-queries quality asked (`harness.replay.blocks`), and each round's estimate is a trimmed mean of
+queries quality asked (`harness.driver.blocks`), and each round's estimate is a trimmed mean of
 their per-query log ratios with its within-round variance (`harness.verdict.latency_rule`: 20%
 off each end, so 20 queries keep 12), so quality never stops before this many, whatever its own
 rule's first look."""
@@ -54,7 +54,7 @@ Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]
 def sequential_design(
     gold: GoldSet, settings: CompareSettings, order: Sequence[str]
 ) -> tuple[int, Look]:
-    """What the runner asks by (`harness.replay.blocks.run_blocks`): the block size and the
+    """What the runner asks by (`harness.driver.blocks.run_blocks`): the block size and the
     look after each block, the first look waiting for `LATENCY_QUERIES` (as `compare_asked`'s,
     so the analysis stops where the runner did)."""
     plan = plan_for(gold, settings, first=LATENCY_QUERIES)

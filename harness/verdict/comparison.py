@@ -1,7 +1,7 @@
 """The values of the compare stage: the settings a comparison is made under, the `Comparison`
 tree it produces (everything a report shows, nothing it must compute), and the `RunSummary` of
 one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill them are in
-`harness.verdict.compare`, the JSON form in `harness.report.document`.
+`harness.verdict.compare`, the JSON form in `harness.results.document`.
 
     Comparison
     ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)
@@ -21,7 +21,7 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
 They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
 Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
 `harness.score.metrics.parse_metric`, while stats and metrics import `harness.types`; and
-`harness.report.document` reads these annotations back at run time, so importing the types only for
+`harness.results.document` reads these annotations back at run time, so importing the types only for
 the type checker would not do.
 """
 

@@ -68,6 +68,10 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from harness.budget import DEFAULT_BUDGET as DEFAULT_BUDGET
+from harness.budget import MOST_ROUNDS as MOST_ROUNDS
+from harness.budget import LatencyBudget as LatencyBudget
+from harness.budget import parse_budget as parse_budget
 from harness.types import Verdict
 from harness.verdict import latency_bounds
 from harness.verdict.distributions import t_quantile
@@ -82,7 +86,6 @@ GAMMA = -4.0  # Hwang-Shih-DeCani spending shape (scripts/latency_calibration.py
 TRIM = 0.2  # share trimmed off each end of a round's per-query log ratios
 MIN_LOOK = 2  # one round shows nothing of the spread between boots
 MIN_STRATUM = 5  # queries of each order for a round's estimate by order (round_estimate)
-MOST_ROUNDS = 100  # beyond this "more rounds" is not advice
 _GRID = 401  # points of the running-sum grid per look: boundaries to about 1e-4 in z
 _NORMAL = NormalDist()
 
@@ -532,49 +535,3 @@ def decide(
         budget=design.budget,
         stop=stop,
     )
-
-
-DEFAULT_BUDGET = "15"  # rounds: 86% of simulated heavy-load A/As end "no difference" (README)
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-@dataclass(frozen=True)
-class LatencyBudget:
-    """The most latency rounds a compare may run: a count, or a time their rounds must fit in."""
-
-    rounds: int | None = None
-    seconds: float | None = None
-
-    def rounds_within(self, repeats: int, first_round_seconds: float) -> int:
-        """The rounds the sequential plan is made for, fixed before its first look: at least
-        `repeats` (quality needs them), at most MOST_ROUNDS; a time budget is divided by the
-        first round's duration (boots included), which says nothing of the latency ratio."""
-        if self.rounds is not None:
-            wanted = self.rounds
-        else:
-            assert self.seconds is not None
-            per_round = max(first_round_seconds, 1e-3)
-            wanted = int(self.seconds // per_round)
-        return max(repeats, min(wanted, MOST_ROUNDS))
-
-
-def parse_budget(value: str | int) -> LatencyBudget:
-    """ "12" (rounds), "300s", "5m" or "1h" (a time) into a LatencyBudget; ValueError naming the
-    accepted forms otherwise."""
-    text = str(value).strip().lower()
-    forms = f"a round count (1 to {MOST_ROUNDS}, like 12) or a time like 300s or 5m"
-    if text.isdigit():
-        rounds = int(text)
-        # 1 is allowed: `--repeats 1 --latency-budget 1` is exactly one round (whose latency
-        # verdict says it is too few to tell boots from a change).
-        if not 1 <= rounds <= MOST_ROUNDS:
-            raise ValueError(f"{value!r} is not {forms}")
-        return LatencyBudget(rounds=rounds)
-    number, unit = text[:-1], text[-1:]
-    try:
-        seconds = float(number) * _UNITS[unit]
-    except (KeyError, ValueError):
-        raise ValueError(f"{value!r} is not {forms}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{value!r} is not {forms}")
-    return LatencyBudget(seconds=seconds)

@@ -4,11 +4,13 @@ a bug in the caller, not user input)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
+
+from harness.swing import check_alpha as check_alpha
+from harness.swing import check_count as check_count
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -53,16 +55,6 @@ def percentile_interval(values: FloatArray, confidence: float) -> tuple[float, f
     tail = 100 * (1 - confidence) / 2
     lo, hi = np.percentile(values, [tail, 100 - tail], method="linear")
     return float(lo), float(hi)
-
-
-def check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
-
-
-def check_alpha(alpha: float) -> None:
-    if not 0 < alpha < 1 or math.isnan(alpha):
-        raise ValueError(f"alpha must be in (0, 1), not {alpha}")
 
 
 def check_confidence(confidence: float) -> None:

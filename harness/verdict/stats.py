@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from harness.swing import detectable_swing as detectable_swing
+from harness.swing import min_detectable_swing as min_detectable_swing
 from harness.types import Verdict
 from harness.verdict.boots import BootComponent, boot_p, widen
 from harness.verdict.distributions import half_binomial_cdf, half_binomial_pmf
@@ -57,30 +59,6 @@ def mcnemar_exact(b: int, c: int) -> float:
     if b + c == 0 or b == c:
         return 1.0
     return min(1.0, 2.0 * half_binomial_cdf(min(b, c), b + c))
-
-
-def min_detectable_swing(alpha: float = 0.05) -> int:
-    """Smallest n such that n discordant pairs all one way give p < alpha.
-
-    p(0, n) = 2 * 0.5**n, so n = 6 at alpha 0.05 (2/64 = 0.03125; n = 5 gives 0.0625) and 8 at
-    0.01 (2/256 = 0.0078; n = 7 gives 0.0156).  No smaller net swing can ever be significant.
-    """
-    check_alpha(alpha)
-    n = 1
-    while min(1.0, 2 * 0.5**n) >= alpha:  # mcnemar_exact(0, n), in closed form
-        n += 1
-    return n
-
-
-def detectable_swing(n_queries: int, alpha: float = 0.05) -> int | None:
-    """`min_detectable_swing(alpha)` for a gold set of `n_queries`, or None when it never can be.
-
-    A swing cannot exceed the number of queries: None means the gold set is too small for any
-    change in a binary metric to be called at this alpha (report that, not "no difference").
-    """
-    check_count("n_queries", n_queries)
-    swing = min_detectable_swing(alpha)
-    return swing if swing <= n_queries else None
 
 
 @dataclass(frozen=True)

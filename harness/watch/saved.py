@@ -41,7 +41,7 @@ def save_watch(
             write_text_new(tmp / name, render_watch(w, fmt, measured_now, failed))
         if html_available():
             from harness.history.render import render_history
-            from harness.results.bundle import plotly_beside
+            from harness.report.bundle import plotly_beside
 
             order = [c.sha for c in w.path]
             kept = [p for p in points if p.sha in set(order)]

@@ -13,7 +13,7 @@ block `look(asked, answers)` (answers per side, per round: the verdict stage's r
 a callback) says whether to stop; the last block ends the gold set.  Then every service is torn
 down and each round's answers are recorded as that side's Repeat.
 
-Latency rounds past R (`harness.replay.latency_rounds`) replay only the queries asked (never more
+Latency rounds past R (`harness.driver.latency_rounds`) replay only the queries asked (never more
 than quality needed), until the latency rule decides or its budget is spent; quality's first look
 waits for `harness.verdict.asked.LATENCY_QUERIES` queries (`sequential_design`) so a latency round
 has queries enough to estimate from.  A round stopped because a side failed too many queries in a
@@ -27,22 +27,28 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 
-from harness.errors import ServiceError
-from harness.replay import latency_rounds
-from harness.replay.client import READ_BATCH, Channel, Sent, Streak
-from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.pairs import (
-    _cut_short,
-    _probe,
-    _quiet_exit,
-    _read,
-    _sequence,
-    _Side,
+from harness.driver import latency_rounds
+from harness.driver.pairs import (
+    PairedSide,
     collector_off,
+    cut_short,
+    drain,
+    probe_adapter,
+    quiet_exit,
+    side_sequence,
     warm_pairs,
 )
-from harness.replay.runner import play_round
-from harness.replay.session import RefSession, RunPlan, _load, _machine, _prepare_steps
+from harness.driver.runner import play_round
+from harness.driver.session import (
+    RefSession,
+    RunPlan,
+    loadavg,
+    machine_during,
+    prepare_timings,
+)
+from harness.errors import ServiceError
+from harness.replay.client import READ_BATCH, Channel, Sent, Streak
+from harness.replay.order import draw_seed, in_rotation, pair_orders
 from harness.scrub import safe_url
 from harness.types import Machine, QueryResult, RefRun, RunFailure
 from harness.verdict.latency_rule import LatencyBudget
@@ -90,7 +96,7 @@ def run_blocks(
     return asked
 
 
-def _boot(side: _Side, stack: contextlib.ExitStack) -> None:
+def _boot(side: PairedSide, stack: contextlib.ExitStack) -> None:
     session = side.session
     if not session.bootable:
         side.failure = session.build_failure
@@ -102,9 +108,9 @@ def _boot(side: _Side, stack: contextlib.ExitStack) -> None:
     except ServiceError as exc:
         side.failure = RunFailure(exc.stage, exc.message, exc.details)
         return
-    stack.push(_quiet_exit(cm, side))
+    stack.push(quiet_exit(cm, side))
     side.timings["boot"] = svc.boot_seconds
-    side.timings.update(_prepare_steps(svc))
+    side.timings.update(prepare_timings(svc))
     side.channel = stack.enter_context(
         Channel(
             svc.url,
@@ -131,7 +137,7 @@ def _quality_rounds(
     if sessions[0].order_seed is None:
         sessions[0].order_seed = draw_seed()
     seed = sessions[0].order_seed
-    rounds: list[list[_Side]] = []  # per round, the sides in the sessions' order
+    rounds: list[list[PairedSide]] = []  # per round, the sides in the sessions' order
     asked = 0
     machines: list[Machine | None] = [None] * repeats
     names = " + ".join(s.described for s in sessions)
@@ -141,7 +147,7 @@ def _quality_rounds(
     with contextlib.ExitStack() as stack:
         for index in range(repeats):
             boot_order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-            sides = {id(s): _Side(s, s._log_path(index)) for s in boot_order}
+            sides = {id(s): PairedSide(s, s._log_path(index)) for s in boot_order}
             for session in boot_order:
                 if plan.progress is not None:
                     plan.progress(label, 0, len(order), 0, None)  # booting
@@ -149,7 +155,7 @@ def _quality_rounds(
                 _boot(side, stack)
                 if index == 0 and side.channel is not None:
                     # A wrong query.ids stops the run here, before the next service boots.
-                    side.probed = _probe(side, items)
+                    side.probed = probe_adapter(side, items)
             rounds.append([sides[id(s)] for s in sessions])
             if any(side.failure is not None for side in rounds[-1]):
                 break  # the run is invalid: every later boot would fail the same way
@@ -165,14 +171,14 @@ def _quality_rounds(
             plan.observer.asking(label)
         streaks = {id(side): Streak(side.session.side.query) for r in live for side in r}
         # Per round, per rotation: each side's place in the pair, with its channel and streak.
-        orders = [[_sequence(in_rotation(a, r), streaks) for r in range(len(a))] for a in live]
+        orders = [[side_sequence(in_rotation(a, r), streaks) for r in range(len(a))] for a in live]
         clock = [0.0] * repeats
         # Each round's own CPU (its exchanges and reads, not the looks): Machine.client_cpu_ns
         # was the CPU of every round and look since the first block, over one round's queries.
         cpu = [0] * repeats
-        loads = [_load() for _ in range(repeats)]
+        loads = [loadavg() for _ in range(repeats)]
         errors = [0] * repeats
-        stopped: list[_Side] = []
+        stopped: list[PairedSide] = []
         for start in range(0, len(order), block):
             chunk = order[start : start + block]
             if not live:
@@ -183,7 +189,7 @@ def _quality_rounds(
                 if not asking:
                     continue
                 t0, cpu0 = time.perf_counter(), time.thread_time_ns()
-                sent: list[list[tuple[_Side, Sent]]] = []
+                sent: list[list[tuple[PairedSide, Sent]]] = []
                 sequences = orders[index]
                 for offset, query_id in enumerate(chunk):
                     exchanges = []
@@ -206,7 +212,7 @@ def _quality_rounds(
                     sent.append(exchanges)
                     if len(sent) == READ_BATCH or offset == len(chunk) - 1 or stopped:
                         clock[index] += time.perf_counter() - t0
-                        errors[index] = _read(
+                        errors[index] = drain(
                             sent,
                             start + offset + 1 - len(sent),
                             len(order),
@@ -222,7 +228,7 @@ def _quality_rounds(
                         break
                 cpu[index] += time.thread_time_ns() - cpu0
                 if stopped:
-                    _cut_short([s for r in live for s in r], stopped)
+                    cut_short([s for r in live for s in r], stopped)
                     break
             gc_back_on()  # the look below allocates: collected as usual
             asked = min(start + block, len(order))
@@ -236,9 +242,9 @@ def _quality_rounds(
         if plan.progress is not None:  # the label's boots are done, however many were asked
             plan.progress(label, len(order), len(order), sum(errors), None)
         for index, asking in enumerate(live):
-            if asking:  # `_machine` counts the CPU since its second argument
+            if asking:  # `machine_during` counts the CPU since its second argument
                 since = time.thread_time_ns() - cpu[index]
-                machines[index] = _machine(loads[index], since, asked * len(asking))
+                machines[index] = machine_during(loads[index], since, asked * len(asking))
             for side in asking:
                 side.timings["queries"] = clock[index]
     for index, sides_of_round in enumerate(rounds):

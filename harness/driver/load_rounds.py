@@ -5,7 +5,7 @@ the gold queries (cycled) open loop on the rate's schedule, the same schedule fo
     rounds = play_load(sessions, rates=(10.0, 80.0), duration=RateDuration(seconds=10),
                        pairs=3, seed=7, arrivals="poisson")        # LoadRounds, in play order
 
-`sessions` are entered `RefSession`s (checked out and built: `harness.replay.session`); each
+`sessions` are entered `RefSession`s (checked out and built: `harness.driver.session`); each
 round boots its service as a timed round does (`RefSession.boot`), warms it with
 `query.warmup` requests off the clock, fires (`harness.replay.open_loop.fire`) and tears it
 down.  One service runs at a time: the client and the service share the machine, and a second
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.driver.session import RefSession
 from harness.errors import ServiceError
 from harness.replay.open_loop import fire
 from harness.replay.schedule import RateDuration, arrival_schedule
-from harness.replay.session import RefSession
 from harness.types import LoadRound
 
 

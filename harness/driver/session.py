@@ -5,8 +5,8 @@
             session.run_repeat(i)                               # boot, replay, tear down
         run = session.finish()                                  # a RefRun, saved under results/
 
-`RunPlan` is what the runs of one invocation share; `harness.replay.runner` runs sessions
-(`run_ref`, `run_pair`, `run_interleaved`) and `harness.replay.pairs` plays their time-paired
+`RunPlan` is what the runs of one invocation share; `harness.driver.runner` runs sessions
+(`run_ref`, `run_pair`, `run_interleaved`) and `harness.driver.pairs` plays their time-paired
 rounds.  Each repeat records what the machine was doing (`types.Machine`: load average, CPU
 count, the client's CPU per query).
 Nothing here turns a failure into a score: a build or boot failure is recorded as a RunFailure
@@ -29,11 +29,11 @@ from typing import Protocol
 
 from harness import __version__
 from harness.boot.deployed import DeployedContext, deployed
+from harness.boot.interpreter import interpreter
 from harness.boot.isolation import data_source
 from harness.boot.service import ServiceContext, running_service
 from harness.checkout.build import build, with_venv
 from harness.checkout.editable import editable_paths
-from harness.checkout.interpreter import interpreter
 from harness.checkout.worktree import (
     checkout,
     resolve_option,
@@ -41,17 +41,17 @@ from harness.checkout.worktree import (
     tree_fingerprint,
 )
 from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
+from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
+from harness.driver.adapter_check import AdapterCheck, id_adapter
+from harness.driver.ended import ended, exit_first, exited, unhinted
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
-from harness.replay.adapter_check import AdapterCheck, id_adapter
 from harness.replay.client import (
     STOP_HINTS,
     AnswerCache,
     Stopped,
     replay,
 )
-from harness.replay.ended import ended, exit_first, exited, unhinted
-from harness.replay.hook import rewritten_items
 from harness.replay.request import Requests, refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
@@ -105,9 +105,9 @@ class RunPlan:
     redact: bool = False  # records under results/runs/ keep no error details (--redact)
     progress: Progress | None = field(default=None, compare=False)
     observer: Observer | None = field(default=None, compare=False)
-    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.replay.remote)
+    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.driver.remote)
     ray: str | None = None
-    # What plays the rounds there: harness.replay.remote.run_rounds, handed down by the caller
+    # What plays the rounds there: harness.driver.remote.run_rounds, handed down by the caller
     # (remote imports this module, so this one never imports it).
     remote_rounds: RemoteRounds | None = field(default=None, compare=False)
     # The seed of the order within each pair (harness.replay.order): --seed, else None and a
@@ -183,7 +183,7 @@ class RefSession:
         self.inputs_hash = inputs_hash(self.side, plan.config)
         self.pair_id: str | None = None
         self.order_seed: int | None = plan.order_seed
-        # Rounds from this index on are latency-only (harness.replay.latency_rounds); the plan
+        # Rounds from this index on are latency-only (harness.driver.latency_rounds); the plan
         # of rounds the latency rule was made for, when it ran sequentially.
         self.quality_rounds: int | None = None
         self.latency_budget: int | None = None
@@ -226,7 +226,7 @@ class RefSession:
         return f"{self.side_name} {self.ref} ({self.sha[:8]})"
 
     def check_adapter(self, answers: Sequence[QueryResult]) -> None:
-        """Its first answers held against the adapter (`harness.replay.adapter_check`): a
+        """Its first answers held against the adapter (`harness.driver.adapter_check`): a
         wrong query.ids stops the run here, before the next service boots."""
         self.adapter_check(answers, self.described)
 
@@ -328,10 +328,10 @@ class RefSession:
         try:
             with svc_cm as svc:
                 timings["boot"] = svc.boot_seconds
-                timings.update(_prepare_steps(svc))
+                timings.update(prepare_timings(svc))
                 if self.plan.observer is not None:
                     self.plan.observer.asking(label)
-                load_before, cpu0, started = _load(), time.thread_time_ns(), [time.perf_counter()]
+                load_before, cpu0, started = loadavg(), time.thread_time_ns(), [time.perf_counter()]
                 try:
                     results = replay(
                         svc.url,
@@ -348,7 +348,7 @@ class RefSession:
                     results = stop.results
                     failure = self.stop(f"{label}:", stop.message, svc_cm)
                 timings["queries"] = time.perf_counter() - started[-1]
-                machine = _machine(load_before, cpu0, len(results))
+                machine = machine_during(load_before, cpu0, len(results))
         except ServiceError as exc:  # a stop is the repeat's failure even if teardown fails
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         if failure is None:  # torn down already: the first boot's answers, before the next boot
@@ -455,7 +455,7 @@ class RefSession:
             tool_version=__version__,
             host=self.host or host_fingerprint(),
             repeats=tuple(self.repeats),
-            query_config=_query_config_dict(self.side),
+            query_config=query_config_dict(self.side),
             build_failure=self.build_failure,
             timings_s=dict(self.timings),
             build_cached=self.build_cached,
@@ -469,7 +469,7 @@ class RefSession:
             definition=run_definition(
                 self.plan.gold.hash,
                 self.plan.corpus_hash,
-                _query_config_dict(self.side),
+                query_config_dict(self.side),
                 self.config_hash,
                 self.plan.config.compare.k,
             ),
@@ -506,7 +506,7 @@ def run_definition(
     )
 
 
-def _query_config_dict(side: SideConfig) -> dict[str, object]:
+def query_config_dict(side: SideConfig) -> dict[str, object]:
     """The query settings a record keeps: a credential-named field's value as [scrubbed]
     (`harness.scrub.scrubbed_fields`), in memory as on disk, so that a record read back defines
     the same measurement as the run that wrote it."""
@@ -539,26 +539,26 @@ def _url_key(url: str) -> str:
     return "url-" + hashlib.sha256(safe_url(url).encode()).hexdigest()[:12]
 
 
-def _prepare_steps(svc: object) -> dict[str, float]:
+def prepare_timings(svc: object) -> dict[str, float]:
     """Each prepare command's and loader phase's seconds, keyed "prepare:<step>" in a Repeat's
     timings_s ("prepare:prepare[0]", "prepare:load", "prepare:index"): apart from the queries."""
     steps: dict[str, float] = dict(getattr(svc, "prepare_steps", {}))
     return {f"{PREPARE_STEP}{name}": seconds for name, seconds in steps.items()}
 
 
-def _load() -> float:
+def loadavg() -> float:
     try:
         return os.getloadavg()[0]
     except OSError:  # not every platform has one
         return -1.0
 
 
-def _machine(load_before: float, cpu0: int, queries: int) -> Machine:
+def machine_during(load_before: float, cpu0: int, queries: int) -> Machine:
     """What the machine was doing during a repeat's queries, measured now that they are done."""
     spent = time.thread_time_ns() - cpu0
     return Machine(
         load_before=load_before,
-        load_after=_load(),
+        load_after=loadavg(),
         cpu_count=os.cpu_count() or 0,
         client_cpu_ns=spent // max(queries, 1),
     )

@@ -17,8 +17,16 @@ from pathlib import Path
 
 from harness.boot.deployed import DeployedContext
 from harness.boot.service import ServiceContext
+from harness.driver.adapter_check import probe_count
+from harness.driver.session import (
+    STOPPED,
+    Progress,
+    RefSession,
+    loadavg,
+    machine_during,
+    prepare_timings,
+)
 from harness.errors import ServiceError
-from harness.replay.adapter_check import probe_count
 from harness.replay.client import (
     READ_BATCH,
     Channel,
@@ -27,19 +35,11 @@ from harness.replay.client import (
     warm_up,
 )
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.replay.session import (
-    STOPPED,
-    Progress,
-    RefSession,
-    _load,
-    _machine,
-    _prepare_steps,
-)
 from harness.types import Machine, QueryResult, RunFailure
 
 
 @dataclass
-class _Side:
+class PairedSide:
     """One session's boot within a paired round."""
 
     session: RefSession
@@ -50,12 +50,12 @@ class _Side:
     results: list[QueryResult] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     positions: list[int] = field(default_factory=list)  # its place in each query's exchange
-    probed: int = 0  # warm-up requests already sent (and checked: `_probe`) in round 1
+    probed: int = 0  # warm-up requests already sent (and checked: `probe_adapter`) in round 1
 
 
-def _probe(side: _Side, items: Sequence[tuple[str, str]]) -> int:
+def probe_adapter(side: PairedSide, items: Sequence[tuple[str, str]]) -> int:
     """Round 1, right after this side's boot: its first warm-up answers read and held against
-    the adapter (`harness.replay.adapter_check`), so a wrong query.ids stops the run before the
+    the adapter (`harness.driver.adapter_check`), so a wrong query.ids stops the run before the
     next service boots; the warm-up requests sent (the rest are sent as usual)."""
     session, channel = side.session, side.channel
     assert channel is not None
@@ -75,7 +75,7 @@ GC_OFF = True
 
 
 def warm_pairs(
-    asking: Sequence[_Side], items: Sequence[tuple[str, str]], index: int = 0
+    asking: Sequence[PairedSide], items: Sequence[tuple[str, str]], index: int = 0
 ) -> None:
     """Each side's `query.warmup` requests, sent in pairs the way the timed loop sends its
     queries: warm-up i of round `index` goes to every side back to back, side (index + i) mod
@@ -86,7 +86,7 @@ def warm_pairs(
     Sent one side after the other (baseline's warm-up, then candidate's), the side warmed last
     met the first timed queries fresh from its warm-up while the other had sat idle through it:
     a side bias of the boot-order-independent kind, the same in every round of every compare.
-    Round 1's adapter probe (`_probe`, right after each boot, so the side booted second is
+    Round 1's adapter probe (`probe_adapter`, right after each boot, so the side booted second is
     probed last) does not count toward it: the warm-up in pairs follows in full."""
     if not WARM_IN_PAIRS:
         for side in asking:
@@ -126,14 +126,14 @@ def collector_off() -> Callable[[], None]:
 
 def round_words(session: RefSession, index: int, repeats: int) -> str:
     """ "round 3/5" when the rounds are fixed; "round 7 (of at most 15)" when latency rounds may
-    stop before the budget (`harness.replay.latency_rounds`)."""
+    stop before the budget (`harness.driver.latency_rounds`)."""
     most, quality = session.latency_budget, session.quality_rounds
     if most is not None and quality is not None and most > quality:
         return f"round {index + 1} (of at most {most})"
     return f"round {index + 1}/{repeats}"
 
 
-def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
+def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
     """One round: boot every session's service, then each query to all of them back to back
     (the order balanced per round: `harness.replay.order`), then tear them all down; one
     Repeat per session."""
@@ -143,7 +143,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         sessions[0].order_seed = draw_seed()
     seed = sessions[0].order_seed
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-    sides = [_Side(s, s._log_path(index)) for s in order]
+    sides = [PairedSide(s, s._log_path(index)) for s in order]
     names = " + ".join(s.described for s in sessions)
     label = f"{round_words(sessions[0], index, repeats)}: {names}"
     machine: Machine | None = None
@@ -162,9 +162,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             except ServiceError as exc:
                 side.failure = RunFailure(exc.stage, exc.message, exc.details)
                 continue
-            stack.push(_quiet_exit(cm, side))
+            stack.push(quiet_exit(cm, side))
             side.timings["boot"] = svc.boot_seconds
-            side.timings.update(_prepare_steps(svc))
+            side.timings.update(prepare_timings(svc))
             side.channel = stack.enter_context(
                 Channel(
                     svc.url,
@@ -175,7 +175,7 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     answers=session.answers,
                 )
             )
-            side.probed = _probe(side, items) if index == 0 else 0
+            side.probed = probe_adapter(side, items) if index == 0 else 0
         # In the sessions' order (baseline, candidate, ...), not the boot order: the rotations
         # of harness.replay.order are of this list.
         rank = {id(s): i for i, s in enumerate(sessions)}
@@ -189,16 +189,16 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
             plan.observer.asking(label)
         gc_back_on = collector_off()
         stack.callback(gc_back_on)  # on any way out of the round
-        load_before, cpu0, t0 = _load(), time.thread_time_ns(), time.perf_counter()
+        load_before, cpu0, t0 = loadavg(), time.thread_time_ns(), time.perf_counter()
         errors = 0
         # Each query's exchanges, in the order sent; read every READ_BATCH queries, off the clock.
-        sent: list[list[tuple[_Side, Sent]]] = []
+        sent: list[list[tuple[PairedSide, Sent]]] = []
         streaks = {id(side): Streak(side.session.side.query) for side in asking}
-        stopped: list[_Side] = []
+        stopped: list[PairedSide] = []
         asked = 0  # queries sent to every side: all of them unless the round was stopped
         # Nothing to ask when every side failed to boot (or was never bootable).
         # Per rotation: each side's place in the pair, with its channel and streak.
-        sequences = [_sequence(in_rotation(asking, r), streaks) for r in range(len(asking))]
+        sequences = [side_sequence(in_rotation(asking, r), streaks) for r in range(len(asking))]
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
             asked = done
             exchanges = []
@@ -216,17 +216,17 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
                     stopped.append(side)
             sent.append(exchanges)
             if len(sent) == READ_BATCH or done == len(items) or stopped:
-                errors = _read(sent, done - len(sent), len(items), errors, plan.progress, label)
+                errors = drain(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
                 for side in asking:  # query.warmup = 0: no probe; the first answers instead
                     side.session.check_adapter(side.results)
             if stopped:
-                _cut_short(asking, stopped)
+                cut_short(asking, stopped)
                 break
         elapsed = time.perf_counter() - t0
         gc_back_on()
         if asking:
-            machine = _machine(load_before, cpu0, asked * len(asking))
+            machine = machine_during(load_before, cpu0, asked * len(asking))
         for side in asking:
             side.timings["queries"] = elapsed
     for side in sides:
@@ -242,9 +242,9 @@ def _paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> N
         )
 
 
-def _sequence(
-    sides: Sequence[_Side], streaks: dict[int, Streak]
-) -> list[tuple[int, _Side, Channel, Streak]]:
+def side_sequence(
+    sides: Sequence[PairedSide], streaks: dict[int, Streak]
+) -> list[tuple[int, PairedSide, Channel, Streak]]:
     """`sides` in the order a pair sends to them: each one's place, channel and streak (looked
     up once per round, not once per exchange)."""
     sequence = []
@@ -254,7 +254,7 @@ def _sequence(
     return sequence
 
 
-def _cut(stopped: Sequence[RefSession]) -> RunFailure:
+def cut_off(stopped: Sequence[RefSession]) -> RunFailure:
     """The failure of the other sessions' repeats in a round stopped for `stopped`: cut short
     through no fault of theirs (their missing answers are not counted as their errors)."""
     names = " and ".join(f"{s.side_name} {s.ref}" for s in stopped)
@@ -262,16 +262,16 @@ def _cut(stopped: Sequence[RefSession]) -> RunFailure:
     return RunFailure(STOPPED, said)
 
 
-def _cut_short(asking: Sequence[_Side], stopped: Sequence[_Side]) -> None:
+def cut_short(asking: Sequence[PairedSide], stopped: Sequence[PairedSide]) -> None:
     """The other sides of a paired round stopped for `stopped`: their repeat failed too."""
-    failure = _cut([side.session for side in stopped])
+    failure = cut_off([side.session for side in stopped])
     for side in asking:
         if side.failure is None:
             side.failure = failure
 
 
-def _read(
-    sent: Sequence[Sequence[tuple[_Side, Sent]]],
+def drain(
+    sent: Sequence[Sequence[tuple[PairedSide, Sent]]],
     before: int,
     total: int,
     errors: int,
@@ -293,7 +293,7 @@ def _read(
     return errors
 
 
-def _quiet_exit(cm: ServiceContext | DeployedContext, side: _Side) -> Callable[..., bool]:
+def quiet_exit(cm: ServiceContext | DeployedContext, side: PairedSide) -> Callable[..., bool]:
     """The exit of a booted service inside the round's stack: a ServiceError at teardown is the
     side's failure (as run_repeat records it), not the round's end."""
 

@@ -4,12 +4,12 @@
     run_pair(plan, baseline, candidate, repeats=N)      both refs time-paired (compare)
     run_interleaved(sessions, repeats=N)                any sessions (sweep, matrix)
 
-`run_pair` (compare) and `harness.sweep.run` open several sessions (`harness.replay.session`)
-and measure them together (`run_interleaved`): time-paired rounds (`harness.replay.pairs`), each
+`run_pair` (compare) and `harness.sweep.run` open several sessions (`harness.driver.session`)
+and measure them together (`run_interleaved`): time-paired rounds (`harness.driver.pairs`), each
 booting every session's service and sending each query to all of them back to back, in an order
 balanced per round (`harness.replay.order`), so numbers that are compared were measured at the
 same moment.  With a latency budget, latency-only rounds follow until the latency rule decides
-(`harness.replay.latency_rounds`).
+(`harness.driver.latency_rounds`).
 """
 from __future__ import annotations
 
@@ -19,24 +19,24 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from harness.replay import latency_rounds
-from harness.replay.order import draw_seed
-from harness.replay.pairs import _cut, _paired_round
-from harness.replay.session import (
+from harness.driver import latency_rounds
+from harness.driver.pairs import cut_off, paired_round
+from harness.driver.session import (
     Observer,
     Progress,
     RefSession,
     RemoteRounds,
     RunPlan,
-    _query_config_dict,
+    query_config_dict,
     run_definition,
 )
+from harness.replay.order import draw_seed
 from harness.results.records import find_reusable
 from harness.scrub import safe_url
 from harness.types import RefRun, Repeat
 from harness.verdict.latency_rule import LatencyBudget
 
-__all__ = [  # what callers import from here (the sessions themselves: harness.replay.session)
+__all__ = [  # what callers import from here (the sessions themselves: harness.driver.session)
     "Observer",
     "Progress",
     "RefSession",
@@ -63,14 +63,14 @@ def run_interleaved(
     A session whose record already exists for exactly these inputs is reused unless `fresh`
     (its RefRun has `reused=True`, no pair_id) and boots nothing: its ref is resolved, but no
     worktree is made.  The sessions measured now share a `pair_id` and, at concurrency 1, run
-    time-paired rounds (`_paired_round`: each round boots all of them, then sends each query to all
+    time-paired rounds (`paired_round`: each round boots all of them, then sends each query to all
     back to back, half of the queries baseline-first, drawn per compare); under `concurrency > 1`,
     or with one session, each round boots them one after the other (order alternating), each sending
     its queries as a burst.
 
     With a `latency_budget`, two sessions measured together at concurrency 1 go on past
     `repeats` one latency-only round at a time until the latency rule decides or the budget is
-    spent (`harness.replay.latency_rounds`); on Ray they run `repeats` rounds, one look.
+    spent (`harness.driver.latency_rounds`); on Ray they run `repeats` rounds, one look.
     """
     runs: dict[int, RefRun] = {}
     on_ray = bool(sessions) and sessions[0].plan.ray is not None
@@ -148,15 +148,15 @@ def _sequential_rounds(
 
 
 def play_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
-    """Round `index` of entered sessions: time-paired (`_paired_round`) when there are several
+    """Round `index` of entered sessions: time-paired (`paired_round`) when there are several
     at concurrency 1, else each session's repeat in turn (order alternating by round)."""
     if len(sessions) > 1 and sessions[0].plan.concurrency == 1:
-        _paired_round(sessions, index, repeats)
+        paired_round(sessions, index, repeats)
     else:
         stopped: list[RefSession] = []
         for session in sessions if index % 2 == 0 else sessions[::-1]:
             if stopped:  # not booted: the round ended with the stalled session's repeat
-                session.repeats.append(Repeat(index=index, results=(), failure=_cut(stopped)))
+                session.repeats.append(Repeat(index=index, results=(), failure=cut_off(stopped)))
                 continue
             session.run_repeat(index)
             if session.stopped:
@@ -238,7 +238,7 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
         definition=run_definition(
             plan.gold.hash,
             plan.corpus_hash,
-            _query_config_dict(session.side),
+            query_config_dict(session.side),
             session.config_hash,
             plan.config.compare.k,
         ),

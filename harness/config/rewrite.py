@@ -7,7 +7,7 @@ Some services cannot take a question as typed: SQLite FTS5's MATCH rejects punct
 operators in raw text (`what's new?` is a syntax error), so each term must be quoted and the
 terms joined with OR. A rewrite is part of how the gold set is asked, so both sides get the same
 one (the loader refuses a per-side or per-ref `rewrite`); the gold set and the reports keep the
-text as written. A user's own function, `rewrite = "module:function"`, is `harness.replay.hook`.
+text as written. A user's own function, `rewrite = "module:function"`, is `harness.config.hook`.
 Pure.
 """
 

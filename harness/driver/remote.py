@@ -34,9 +34,9 @@ from typing import Any
 
 from harness import __version__
 from harness.config import HarnessConfig
+from harness.driver.runner import RefSession, RunPlan, play_round
 from harness.errors import HarnessError, RefError, clip
 from harness.extras import require
-from harness.replay.runner import RefSession, RunPlan, play_round
 from harness.results.records import host_fingerprint
 from harness.types import Repeat, RunFailure
 

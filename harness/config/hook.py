@@ -136,7 +136,7 @@ def rewritten_items(
     queries: Iterable[tuple[str, str]], rewrite: str | None, config_path: Path
 ) -> list[tuple[str, str]]:
     """(query id, text as sent) for each (id, text): the named rewrite or the hook applied."""
-    from harness.replay.rewrite import rewritten
+    from harness.config.rewrite import rewritten
 
     items = list(queries)
     if not is_hook(rewrite):
