@@ -7,12 +7,14 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from oracles import tango_reference
 
+from harness.answers import ErrorKind
 from harness.report.page import render
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
@@ -395,3 +397,73 @@ def test_a_compare_that_stopped_early_warns_that_the_rest_went_unchecked() -> No
     warning = f"{unasked} queries were not asked (the rule decided first): an error or a hang"
     assert any(w.startswith(warning) for w in comparison.warnings)  # type: ignore[attr-defined]
     assert warning in render(comparison, "text")  # type: ignore[arg-type]
+
+
+def _graded_gold(n: int, seed: int) -> GoldSet:
+    rng = np.random.default_rng(seed)
+    queries = tuple(
+        GoldQuery(
+            id=f"q{i:03d}",
+            text=f"query {i}",
+            relevant={f"d{j}": int(rng.integers(0, 4)) for j in rng.choice(30, 4, replace=False)},
+            slice=f"s{i % 3}",
+        )
+        if i % 7
+        else GoldQuery(id=f"q{i:03d}", text=f"query {i}", relevant={}, slice="none")
+        for i in range(n)
+    )
+    return GoldSet(queries, "simulated", "native", "0" * 64)
+
+
+def _answer(qid: str, rng: np.random.Generator) -> QueryResult:
+    if rng.random() < 0.05:  # errored in this round
+        return QueryResult(qid, (), status=500, latency_ns=1_000_000, error=ErrorKind.HTTP_STATUS)
+    ids = tuple(f"d{j}" for j in rng.choice(30, 10, replace=False))
+    return QueryResult(qid, ids, status=200, latency_ns=1_000_000)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_looks_score_each_answer_once_and_say_what_scoring_all_says(seed: int) -> None:
+    """LooksScored: a look scores only the answers since the last one, and its values are
+    headline_values' over every query asked, look after look: answers appended (some errored,
+    a side's round stopped short), and answers that are not the last look's (new objects, an
+    answer replaced), which it scores afresh."""
+    rng = np.random.default_rng(seed)
+    gold = _graded_gold(120, seed)
+    settings = CompareSettings(resamples=200, gate_on=("mrr@10", "ndcg@10"))
+    order = list(query_order([q.id for q in gold.queries], seed))
+    answers: list[list[list[QueryResult]]] = [[[], [], []], [[], [], []]]
+    scored = asked.LooksScored(gold, settings, order)
+    scoring: list[int] = []
+    before = 0
+    real = asked.headline_values
+
+    def counted(gold, sides, order, settings):  # type: ignore[no-untyped-def]
+        scoring.append(sum(len(rep.results) for reps in sides for rep in reps))
+        return real(gold, sides, order, settings)
+
+    for end in range(10, len(order) + 1, 10):
+        for side in answers:
+            for index, results in enumerate(side):
+                if seed == 1 and index == 2 and end > 60:
+                    continue  # this round stopped at 60 queries
+                results.extend(_answer(qid, rng) for qid in order[end - 10 : end])
+        if end == 80:  # every answer a new object: scored afresh
+            answers = [[[replace(r) for r in results] for results in side] for side in answers]
+        if end == 100:  # one earlier answer replaced
+            answers[1][0][3] = _answer(answers[1][0][3].query_id, rng)
+        asked.headline_values = counted
+        try:
+            got = scored.values(end, answers)
+        finally:
+            asked.headline_values = real
+        sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in answers]
+        want = real(gold, sides, order[:end], settings)
+        assert got.keys() == want.keys()
+        for metric in want:
+            for a, b in zip(got[metric], want[metric], strict=True):
+                assert a.shape == b.shape and np.array_equal(a, b), (metric, end)
+        on_hand = sum(len(r) for side in answers for r in side)
+        # Scored: every answer at the first look and after a change, else those since the last.
+        assert scoring[-1] == (on_hand if end in (10, 80, 100) else on_hand - before)
+        before = on_hand

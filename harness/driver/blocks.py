@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 from harness.driver import latency_rounds
 from harness.driver.pairs import (
     PairedSide,
+    boot_side,
     collector_off,
     cut_short,
     drain,
     probe_adapter,
-    quiet_exit,
     side_sequence,
     warm_pairs,
 )
@@ -44,13 +44,11 @@ from harness.driver.session import (
     RunPlan,
     loadavg,
     machine_during,
-    prepare_timings,
 )
-from harness.errors import ServiceError
-from harness.replay.client import READ_BATCH, Channel, Sent, Streak
+from harness.replay.client import READ_BATCH, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
 from harness.scrub import safe_url
-from harness.types import Machine, QueryResult, RefRun, RunFailure
+from harness.types import Machine, QueryResult, RefRun
 from harness.verdict.latency_rule import LatencyBudget
 
 Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]
@@ -96,33 +94,6 @@ def run_blocks(
     return asked
 
 
-def _boot(side: PairedSide, stack: contextlib.ExitStack) -> None:
-    session = side.session
-    if not session.bootable:
-        side.failure = session.build_failure
-        return
-    cm = session.boot(side.log_path)
-    side.svc_cm = cm
-    try:
-        svc = cm.__enter__()
-    except ServiceError as exc:
-        side.failure = RunFailure(exc.stage, exc.message, exc.details)
-        return
-    stack.push(quiet_exit(cm, side))
-    side.timings["boot"] = svc.boot_seconds
-    side.timings.update(prepare_timings(svc))
-    side.channel = stack.enter_context(
-        Channel(
-            svc.url,
-            session.side.query,
-            session.items(),
-            open_socket=svc.open_socket,
-            requests=session.requests,
-            answers=session.answers,
-        )
-    )
-
-
 def _quality_rounds(
     sessions: Sequence[RefSession],
     repeats: int,
@@ -152,7 +123,7 @@ def _quality_rounds(
                 if plan.progress is not None:
                     plan.progress(label, 0, len(order), 0, None)  # booting
                 side = sides[id(session)]
-                _boot(side, stack)
+                boot_side(side, stack, side.session.items())
                 if index == 0 and side.channel is not None:
                     # A wrong query.ids stops the run here, before the next service boots.
                     side.probed = probe_adapter(side, items)

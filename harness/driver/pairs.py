@@ -133,6 +133,37 @@ def round_words(session: RefSession, index: int, repeats: int) -> str:
     return f"round {index + 1}/{repeats}"
 
 
+def boot_side(
+    side: PairedSide, stack: contextlib.ExitStack, items: Sequence[tuple[str, str]]
+) -> None:
+    """Boot `side`'s service into `stack` and open its channel to it; a side that was not built
+    or did not boot gets its failure instead, and no channel."""
+    session = side.session
+    if not session.bootable:
+        side.failure = session.build_failure
+        return
+    cm = session.boot(side.log_path)
+    side.svc_cm = cm
+    try:
+        svc = cm.__enter__()
+    except ServiceError as exc:
+        side.failure = RunFailure(exc.stage, exc.message, exc.details)
+        return
+    stack.push(quiet_exit(cm, side))
+    side.timings["boot"] = svc.boot_seconds
+    side.timings.update(prepare_timings(svc))
+    side.channel = stack.enter_context(
+        Channel(
+            svc.url,
+            session.side.query,
+            items,
+            open_socket=svc.open_socket,
+            requests=session.requests,
+            answers=session.answers,
+        )
+    )
+
+
 def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> None:
     """One round: boot every session's service, then each query to all of them back to back
     (the order balanced per round: `harness.replay.order`), then tear them all down; one
@@ -149,33 +180,11 @@ def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> No
     machine: Machine | None = None
     with contextlib.ExitStack() as stack:
         for side in sides:
-            session = side.session
-            if not session.bootable:
-                side.failure = session.build_failure
-                continue
-            if plan.progress is not None:
+            if side.session.bootable and plan.progress is not None:
                 plan.progress(label, 0, len(items), 0, None)  # booting
-            cm = session.boot(side.log_path)
-            side.svc_cm = cm
-            try:
-                svc = cm.__enter__()
-            except ServiceError as exc:
-                side.failure = RunFailure(exc.stage, exc.message, exc.details)
-                continue
-            stack.push(quiet_exit(cm, side))
-            side.timings["boot"] = svc.boot_seconds
-            side.timings.update(prepare_timings(svc))
-            side.channel = stack.enter_context(
-                Channel(
-                    svc.url,
-                    session.side.query,
-                    items,
-                    open_socket=svc.open_socket,
-                    requests=session.requests,
-                    answers=session.answers,
-                )
-            )
-            side.probed = probe_adapter(side, items) if index == 0 else 0
+            boot_side(side, stack, items)
+            if side.channel is not None:
+                side.probed = probe_adapter(side, items) if index == 0 else 0
         # In the sessions' order (baseline, candidate, ...), not the boot order: the rotations
         # of harness.replay.order are of this list.
         rank = {id(s): i for i, s in enumerate(sessions)}

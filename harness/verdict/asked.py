@@ -124,17 +124,81 @@ def stop_rule(
     """The runner's look after a block: given the number of queries of `order` asked and each
     side's answers per round so far, whether the rule has decided."""
     plan = plan_for(gold, settings, first=first)
+    scored = LooksScored(gold, settings, order)
 
     def look(asked: int, answers: Sequence[Sequence[Sequence[QueryResult]]]) -> bool:
         if asked >= len(order):
             return True
-        sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in answers]
-        values = headline_values(gold, sides, order[:asked], settings)
+        values = scored.values(asked, answers)
         deltas = {m: c.mean(axis=0) - b.mean(axis=0) for m, (b, c) in values.items()}
         # Decided at any look so far: the first deciding look is the one reported.
         return decide(deltas, plan, values).verdict is not None
 
     return look
+
+
+class LooksScored:
+    """`headline_values` of the queries asked so far, look after look, each answer scored once:
+    a look scores only the answers that came since the last one (a query's values are its own
+    answers' alone) and appends them to the columns it holds. Exactly `headline_values(gold,
+    sides, order[:asked], settings)`: when the answers are not the last look's with more
+    appended, only for queries newly asked (another side or round, an answer replaced), it
+    scores them all again."""
+
+    def __init__(self, gold: GoldSet, settings: CompareSettings, order: Sequence[str]) -> None:
+        self.gold, self.settings, self.order = gold, settings, order
+        self._reset()
+
+    def _reset(self) -> None:
+        self.asked = 0
+        self.seen: list[list[list[QueryResult]]] = []
+        self.columns: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+
+    def values(
+        self, asked: int, answers: Sequence[Sequence[Sequence[QueryResult]]]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        new = self._new_answers(asked, answers)
+        if new is None:  # not the last look's answers with more: all of them afresh
+            self._reset()
+            new = [[list(r) for r in rounds] for rounds in answers]
+        sides = [[Repeat(i, tuple(r)) for i, r in enumerate(rounds)] for rounds in new]
+        piece = headline_values(self.gold, sides, self.order[self.asked : asked], self.settings)
+        for metric, (base, cand) in piece.items():
+            held = self.columns.setdefault(metric, ([], []))
+            if base.shape[1]:
+                held[0].append(base)
+                held[1].append(cand)
+        self.asked = asked
+        self.seen = [[list(r) for r in rounds] for rounds in answers]
+        return {
+            m: (np.hstack(b), np.hstack(c)) if b else (np.zeros((1, 0)), np.zeros((1, 0)))
+            for m, (b, c) in self.columns.items()
+        }
+
+    def _new_answers(
+        self, asked: int, answers: Sequence[Sequence[Sequence[QueryResult]]]
+    ) -> list[list[list[QueryResult]]] | None:
+        """Each round's answers since the last look, or None when the answers are not the last
+        look's (the same objects) with answers to newly asked queries appended."""
+        if not self.seen or asked < self.asked:
+            return None
+        if [len(rounds) for rounds in answers] != [len(rounds) for rounds in self.seen]:
+            return None
+        fresh = set(self.order[self.asked : asked])
+        new = []
+        for rounds, seen_rounds in zip(answers, self.seen, strict=True):
+            side = []
+            for results, seen in zip(rounds, seen_rounds, strict=True):
+                if len(results) < len(seen) or any(
+                    a is not b for a, b in zip(results, seen, strict=False)
+                ):
+                    return None
+                tail = list(results[len(seen) :])
+                if any(r.query_id not in fresh for r in tail):
+                    return None
+                side.append(tail)
+            new.append(side)
+        return new
 
 
 def asked_ids(order: Sequence[str], runs: Sequence[RefRun]) -> list[str]:
