@@ -41,6 +41,7 @@ class Bench:
 FAST = [
     Bench("bench_advice.py", ("--quick",), ("budget_for (", "power.power", "<= 50 ms: met")),
     Bench("bench_stages.py", ("--runs", "1"), ("generate()", "gold check_files")),
+    Bench("bench_looks.py", ("--queries", "60", "--runs", "1"), ("60 queries, blocks of 10",)),
     Bench(
         "bench_overhead.py",
         ("--runs", "1", "--skip-demo"),
