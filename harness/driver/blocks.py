@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from harness.driver import latency_rounds
 from harness.driver.pairs import (
     PairedSide,
+    ask_pair,
     boot_side,
     collector_off,
     cut_short,
@@ -162,25 +163,12 @@ def _quality_rounds(
                 t0, cpu0 = time.perf_counter(), time.thread_time_ns()
                 sent: list[list[tuple[PairedSide, Sent]]] = []
                 sequences = orders[index]
+                round_label = f"round {index + 1}/{repeats}"
                 for offset, query_id in enumerate(chunk):
-                    exchanges = []
-                    query_text = text[query_id]
-                    for position, side, channel, streak in sequences[
-                        rotations[index][place[query_id]]
-                    ]:
-                        side.positions.append(position)
-                        one = channel.send(query_id, query_text)
-                        exchanges.append((side, one))
-                        # An answer with no failure in a streak of none leaves it at none.
-                        if one.failure is None and one.result is None and not streak.count:
-                            continue
-                        stop = streak.stops(one)
-                        if stop is not None:
-                            who = f"round {index + 1}/{repeats}: {side.session.side_name}"
-                            who += f" {side.session.ref}"
-                            side.failure = side.session.stop(who, stop, side.svc_cm)
-                            stopped.append(side)
-                    sent.append(exchanges)
+                    sequence = sequences[rotations[index][place[query_id]]]
+                    sent.append(
+                        ask_pair(sequence, query_id, text[query_id], round_label, stopped)
+                    )
                     if len(sent) == READ_BATCH or offset == len(chunk) - 1 or stopped:
                         clock[index] += time.perf_counter() - t0
                         errors[index] = drain(

@@ -210,20 +210,7 @@ def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> No
         sequences = [side_sequence(in_rotation(asking, r), streaks) for r in range(len(asking))]
         for done, (query_id, text) in enumerate(items if asking else (), start=1):
             asked = done
-            exchanges = []
-            for place, side, channel, streak in sequences[rotations[done - 1]]:
-                side.positions.append(place)
-                one = channel.send(query_id, text)
-                exchanges.append((side, one))
-                # An answer with no failure in a streak of none leaves it at none.
-                if one.failure is None and one.result is None and not streak.count:
-                    continue
-                stop = streak.stops(one)
-                if stop is not None:  # this side stalls: the round ends with this query
-                    who = f"{label}: {side.session.side_name} {side.session.ref}"
-                    side.failure = side.session.stop(who, stop, side.svc_cm)
-                    stopped.append(side)
-            sent.append(exchanges)
+            sent.append(ask_pair(sequences[rotations[done - 1]], query_id, text, label, stopped))
             if len(sent) == READ_BATCH or done == len(items) or stopped:
                 errors = drain(sent, done - len(sent), len(items), errors, plan.progress, label)
                 sent.clear()
@@ -261,6 +248,32 @@ def side_sequence(
         assert side.channel is not None
         sequence.append((place, side, side.channel, streaks[id(side)]))
     return sequence
+
+
+def ask_pair(
+    sequence: Sequence[tuple[int, PairedSide, Channel, Streak]],
+    query_id: str,
+    text: str,
+    label: str,
+    stopped: list[PairedSide],
+) -> list[tuple[PairedSide, Sent]]:
+    """One query to each side of a pair, in `sequence`'s order (`side_sequence`), back to back:
+    the exchanges, unread. A side whose streak of failures stops it is stopped (its failure
+    named "`label`: side ref") and added to `stopped`: the round ends with this query."""
+    exchanges = []
+    for place, side, channel, streak in sequence:
+        side.positions.append(place)
+        one = channel.send(query_id, text)
+        exchanges.append((side, one))
+        # An answer with no failure in a streak of none leaves it at none.
+        if one.failure is None and one.result is None and not streak.count:
+            continue
+        stop = streak.stops(one)
+        if stop is not None:
+            who = f"{label}: {side.session.side_name} {side.session.ref}"
+            side.failure = side.session.stop(who, stop, side.svc_cm)
+            stopped.append(side)
+    return exchanges
 
 
 def cut_off(stopped: Sequence[RefSession]) -> RunFailure:
