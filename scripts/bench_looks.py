@@ -6,9 +6,10 @@ side by side, in fresh interpreters.
 
 A sequential compare looks after every block (`harness.verdict.asked.stop_rule`, as the driver
 calls it: the queries asked so far and each side's answers per round). Here a gold set of graded
-judgments (3 relevant documents of 50 a query, grades 1-3, 4 slices) is asked block by block,
-2 sides x 5 rounds of 10 random ids an answer (alike on both sides: an A/A, so the rule looks
-to the end, at most 29 looks), and each look's CPU (time.thread_time) is summed. Before
+judgments (of 50 documents, 3 relevant a query at grades 1-3 and 3 judged non-relevant, grade 0;
+4 slices) is asked block by block, 2 sides x 5 rounds of 10 distinct random ids an answer, drawn
+afresh each round (drift between repeats; alike on both sides: an A/A, so the rule looks to the
+end, at most 29 looks), and each look's CPU (time.thread_time) is summed. Before
 `LooksScored` every look scored every answer so far again (29 looks re-scored the gold set about
 15 times over); now each answer is scored once. `--tree DIR` also measures DIR/harness (e.g.
 `git worktree add /tmp/old <commit>`), interleaved run by run so the machine's load falls on
@@ -35,7 +36,8 @@ out, n = sys.argv[1], int(sys.argv[3])
 rng = np.random.default_rng(0)
 gold = GoldSet(tuple(
     GoldQuery(id=f"q{i:05d}", text=f"query {i}", slice=f"s{i % 4}",
-              relevant={f"d{j}": int(rng.integers(1, 4)) for j in rng.choice(50, 3, replace=False)})
+              relevant={f"d{j}": int(g) for j, g in zip(rng.choice(50, 6, replace=False),
+                                                        [*rng.integers(1, 4, 3), 0, 0, 0])})
     for i in range(n)), "simulated", "native", "0" * 64)
 settings = CompareSettings(resamples=200)
 order = list(query_order([q.id for q in gold.queries], 0))
