@@ -13,10 +13,22 @@ import pytest
 from hypothesis import settings
 
 # No per-example deadline anywhere: the machine is shared and loaded, and a property either holds
-# or not whatever an example costs. "mutate" (scripts/mutate.py) runs fewer examples per test.
+# or not whatever an example costs. "mutate" (scripts/mutate.py) runs fewer examples per test;
+# so does the inner loop, `pytest -m "not slow"` ("inner", chosen in pytest_configure below): a
+# quarter of each property test's examples. The whole `pytest` (CI) runs every one of them.
 settings.register_profile("default", deadline=None)
 settings.register_profile("mutate", deadline=None, max_examples=25)
-settings.load_profile(os.environ.get("HARNESS_HYPOTHESIS_PROFILE", "default"))
+settings.register_profile("inner", deadline=None, max_examples=25)
+PROFILE = os.environ.get("HARNESS_HYPOTHESIS_PROFILE")
+settings.load_profile(PROFILE or "default")
+
+
+def examples(n: int) -> int:
+    """A property test's `max_examples`: `n` under the default profile (100 examples a test), in
+    proportion under a smaller one (the inner loop's and mutate's 25: a quarter of `n`, never
+    fewer than min(n, 25))."""
+    base = settings().max_examples
+    return n if base >= 100 else max(min(n, base), n * base // 100)
 
 # A test run started in the background by a shell without job control (`pytest &`, `nohup ... &`,
 # some CI runners) inherits SIGINT ignored, and every process it starts would too: the Ctrl-C
@@ -67,6 +79,14 @@ def chromium() -> Iterator[Any]:
 
     with launched() as browser:
         yield browser
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The inner loop (a -m expression that leaves the slow tests out) runs the "inner" profile,
+    unless HARNESS_HYPOTHESIS_PROFILE names one. Test modules are imported after this, so their
+    `examples(n)` read the profile chosen here (in each xdist worker alike)."""
+    if PROFILE is None and "not slow" in (config.option.markexpr or ""):
+        settings.load_profile("inner")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 from compare_support import buried, candidate, make_gold, make_run, ranks, with_scores
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from records_v1 import run_to_dict_v1
@@ -85,7 +86,7 @@ def _runs(draw: st.DrawFn) -> RefRun:
     )  # fmt: skip
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(run=_runs())
 def test_a_record_reads_back_as_its_json_record_of_version_1_reads(
     tmp_path_factory: pytest.TempPathFactory, run: RefRun
@@ -223,7 +224,7 @@ def _resigned(record: Path, data: bytes) -> None:
     record.write_text(json_text(header))
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(0, 10_000), flips=st.lists(st.integers(0, 10_000), max_size=4))
 def test_an_answers_file_that_passes_its_check_is_read_or_refused_never_a_traceback(
     tmp_path_factory: pytest.TempPathFactory, cut: int, flips: list[int]

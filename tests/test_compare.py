@@ -28,6 +28,7 @@ from compare_support import (
     ranks,
     run_pair,
 )
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import mcnemar, multipletests, tango_reference
@@ -254,7 +255,7 @@ def test_a_against_itself_is_no_measurable_difference_on_both() -> None:
     assert not c.collapses
 
 
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(
     st.lists(st.one_of(st.none(), st.integers(1, 12)), min_size=80, max_size=80),
     st.integers(0, 2**16),
@@ -266,7 +267,7 @@ def test_a_against_itself_never_calls_a_change(table: list[int | None], seed: in
     assert (c.verdict_quality, c.verdict_latency) == (Verdict.NO_DIFFERENCE,) * 2
 
 
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(st.sets(st.integers(1, 80), max_size=20), st.sets(st.integers(1, 80), max_size=20))
 def test_swapping_the_sides_swaps_b_and_c_and_the_verdict(lost: set[int], won: set[int]) -> None:
     gold = make_gold()

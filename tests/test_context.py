@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,7 +125,7 @@ def case(draw: st.DrawFn) -> tuple[list[str], list[str], dict[str, tuple[str, ..
 REL = {"d1": 1, "d2": 2}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case(), st.data())
 def test_duplicates_and_overlaps_never_raise_either_ratio(drawn, data) -> None:
     ranking, texts, spans, k = drawn
@@ -148,7 +149,7 @@ def test_duplicates_and_overlaps_never_raise_either_ratio(drawn, data) -> None:
     assert after[0] <= before[0] and after[1] <= before[1]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case())
 def test_found_never_exceeds_the_text_nor_the_sum_of_found_spans(drawn) -> None:
     ranking, texts, spans, _ = drawn

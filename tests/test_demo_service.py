@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import examples
 from e2e_support import leased_port
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -428,7 +429,7 @@ FTS_SYNTAX = ["NEAR", "OR", "AND", "NOT", '"', "*", ":", "^", "-", "+", "(", ")"
 FRAGMENTS = [*FTS_SYNTAX, "title", "text", "ledger-sync", "reboot", "ab", "é", "\x00", " "]
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.one_of(st.text(max_size=30), st.lists(st.sampled_from(FRAGMENTS)).map("".join)))
 def test_no_user_text_is_read_as_fts_syntax(tiny_index: svc.Index, text: str) -> None:
     results = tiny_index.search(text, 5)

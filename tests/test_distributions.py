@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import bdtr, betaincinv, gammaln, stdtrit
@@ -63,7 +64,7 @@ def test_past_the_exact_limit_the_half_binomial_is_scipys() -> None:
     assert np.array_equal(pmf, expected)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     n=st.integers(1, 12_000),
     share=st.floats(0.0, 1.0),

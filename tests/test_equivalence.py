@@ -13,6 +13,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import tango_reference
@@ -27,7 +28,7 @@ from harness.verdict.equivalence import (
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(2, 400).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))).flatmap(
     lambda nd: st.tuples(st.just(nd[0]), st.integers(0, nd[1]), st.just(nd[1]))
 ))  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import pytrec_eval
 from cli_support import run_cli
@@ -89,6 +88,8 @@ def test_ids_with_whitespace_and_unknown_repeats_are_errors() -> None:
 
 
 def test_per_query_table_has_a_row_per_repeat_and_query_with_metrics() -> None:
+    import pandas as pd  # here, not at collection: every xdist worker collects every file
+
     run = record(
         QueryResult("q1", ("d2", "d1"), status=200, latency_ns=1_500_000),
         QueryResult("q2", (), error=ErrorKind.TIMEOUT, latency_ns=10),
@@ -107,6 +108,8 @@ def test_per_query_table_has_a_row_per_repeat_and_query_with_metrics() -> None:
 
 
 def test_parquet_without_pyarrow_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd  # here, not at collection: every xdist worker collects every file
+
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
     with pytest.raises(HarnessError, match="needs pyarrow") as info:
         to_table(pd.DataFrame({"a": [1]}), "parquet")
@@ -114,6 +117,8 @@ def test_parquet_without_pyarrow_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
 
 
 def test_cli_exports_trec_csv_and_parquet(tmp_path: Path) -> None:
+    import pandas as pd  # here, not at collection: every xdist worker collects every file
+
     pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) is not installed")
     run = record(QueryResult("q1", ("d2", "d1"), status=200), QueryResult("q2", ("d3",)))
     path = save_run(tmp_path / "results", run)

@@ -9,7 +9,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from cli_support import run_cli
 from test_export import record
@@ -73,6 +72,8 @@ def test_a_missing_module_is_one_line_naming_its_extra(
 
 
 def test_each_optional_feature_asks_for_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd  # here, not at collection: every xdist worker collects every file
+
     for module in EXTRAS:
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(HarnessError, match=r"--format parquet needs pyarrow.*\[arrow\]"):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +36,7 @@ def _line_reader_unless_declined(text: str, fast: object) -> Run | None:
         return None
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(_LINE, max_size=12), st.sampled_from([" ", "\t", "  "]))
 def test_column_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], sep: str) -> None:
     text = "".join(
@@ -52,7 +53,7 @@ def test_column_reader_agrees_with_the_line_reader(rows: list[tuple[str, ...]], 
 _ARROW_ID = st.sampled_from(["q1", "q2", "001", "NA", "a", "b", "B", "é", "10", "9", "null", '"x'])
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.lists(
         st.tuples(
@@ -192,7 +193,7 @@ def test_a_compare_boots_and_replays_without_httpx_or_gitpython() -> None:
     assert _loaded_after(imports, ("httpx", "httpcore", "git")) == []
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from e2e_support import build_sandbox
-from scipy import stats
 
 from harness.compare.measure import fewer_repeats
 from harness.verdict.latency_rule import ALPHA, plan
@@ -36,6 +35,8 @@ def test_below_the_default_it_says_the_rules_first_looks_and_how_to_stop_there()
         f"±{first:.0f} rounds' standard errors at round 2, ±{second:.0f} at round 3)"
     ) in said
     # One look with the whole error rate: the t quantile at 1 degree of freedom (scipy).
+    from scipy import stats  # here, not at collection: each xdist worker collects every file
+
     alone = stats.t.ppf(1 - ALPHA / 2, 1)
     assert round(alone) == 18
     assert said.endswith(f"--latency-budget 2 ends latency at round 2 (one look, ±{alone:.0f})")

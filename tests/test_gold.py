@@ -11,7 +11,7 @@ from pathlib import Path
 from random import Random
 
 import pytest
-from conftest import ROOT, shared_collection
+from conftest import ROOT, examples, shared_collection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -493,7 +493,7 @@ queries_strategy = st.lists(
     min_size=1, max_size=6, unique_by=lambda q: q.id)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(queries_strategy, st.randoms())
 def test_write_then_load_gives_the_same_queries_and_hash(
         queries: list[GoldQuery], rng: Random) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,7 +46,7 @@ def _terms(documents: tuple[Document, ...]) -> list[str]:
     return sorted(found)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(_TEXT, _TEXT), min_size=1, max_size=6))
 def test_prepared_terms_agree_with_the_whole_index(fields: list[tuple[str, str]]) -> None:
     documents = tuple(Document(f"d{i}", title, text) for i, (title, text) in enumerate(fields))
@@ -117,7 +118,7 @@ _LINES = [
 ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lines=st.lists(st.sampled_from(_LINES), max_size=8))
 def test_the_quick_reading_of_a_line_changes_nothing(
     lines: list[bytes], tmp_path_factory: pytest.TempPathFactory

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, shared_collection
+from conftest import ROOT, examples, shared_collection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,7 +125,7 @@ def test_the_phrase_of_a_query_is_its_quoted_part_else_all_of_it() -> None:
     assert phrase_of("consumer lag") == "consumer lag"
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.text())
 def test_the_tokeniser_is_a_fixed_point_on_its_own_output(text: str) -> None:
     # build writes words and check re-reads them: both must see the same words.
@@ -629,7 +629,7 @@ _queries = st.builds(
     st.none() | st.text(max_size=10))
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(st.lists(_queries, min_size=1, max_size=5, unique_by=lambda x: x.id),
        st.sampled_from(["beir", "trec"]))
 def test_any_judged_gold_set_round_trips_through_the_table_formats(

@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 from cli_support import run_cli
-from conftest import shared_collection
+from conftest import examples, shared_collection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_metrics_generated_oracle import SEEDS, synthetic
@@ -430,7 +430,7 @@ def judged_reference(ranking: Sequence[str], relevant: Mapping[str, int], k: int
     return sum(d in relevant for d in top) / len(top) if top else 0.0
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(rankings_st, judgements_st, primes_st, st.integers(1, 3))
 def test_a_prime_is_the_metric_of_the_ranking_without_its_unjudged_ids(
     ranking: list[str], relevant: dict[str, int], specs: list[MetricSpec], level: int
@@ -444,7 +444,7 @@ def test_a_prime_is_the_metric_of_the_ranking_without_its_unjudged_ids(
         assert 0.0 <= got[str(spec)] <= 1.0
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(rankings_st, judgements_st, st.integers(1, 15), st.integers(1, 3), st.data())
 def test_bpref_and_judged_equal_their_references_and_ignore_inserted_unjudged_ids(
     ranking: list[str], relevant: dict[str, int], k: int, level: int, data: st.DataObject

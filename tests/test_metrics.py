@@ -12,6 +12,7 @@ from math import log2
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from purity import imported_modules
@@ -433,7 +434,7 @@ def reference(
     }[spec.name]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(rankings_st, judgements_st, specs_st, st.integers(1, 3))
 def test_vectorised_metrics_equal_the_scalar_reference(
     ranking: list[str], relevant: dict[str, int], specs: list[MetricSpec], level: int
@@ -444,7 +445,7 @@ def test_vectorised_metrics_equal_the_scalar_reference(
         assert 0.0 <= got[str(spec)] <= 1.0
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(st.tuples(rankings_st, judgements_st), min_size=1, max_size=8), specs_st)
 def test_a_batch_scores_each_row_as_if_alone(
     cases: list[tuple[list[str], dict[str, int]]], specs: list[MetricSpec]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jmespath
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +42,7 @@ def _answers(draw: st.DrawFn) -> Any:
     }
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(_expressions(), _answers() | _JSON)
 def test_the_fast_path_reads_as_jmespath(expression: str, answer: Any) -> None:
     compiled = compile_path(expression)

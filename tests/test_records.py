@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from compare_support import make_gold, make_run, ranks
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from records_v1 import run_to_dict_v1
@@ -581,7 +582,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(document=_JSON, levels=st.integers(0, 6))
 def test_json_text_reads_back_equal_and_indents_only_the_top_levels(
     document: object, levels: int

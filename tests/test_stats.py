@@ -11,6 +11,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracles import mcnemar, multipletests, scipy_stats
@@ -581,7 +582,7 @@ def test_holm_by_hand() -> None:
         max_size=30,
     )
 )
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 def test_holm_matches_statsmodels(pvalues: list[float]) -> None:
     # Oracle: statsmodels multipletests(method="holm"), second element = adjusted p-values.
     # It runs a full gc.collect() at every call (80-250 ms in a test process holding the

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 import pytrec_eval
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -315,7 +316,7 @@ def _regular(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in text.split("\n") if line.split()) + "\n"
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(run_text(), st.booleans())
 def test_the_column_wise_run_reader_reads_what_the_line_reader_reads(text: str,
                                                                      tidy: bool) -> None:
@@ -341,7 +342,7 @@ def test_the_column_wise_run_reader_reads_what_the_line_reader_reads(text: str,
     assert list(got) == list(want)  # queries in the order the file first names them
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(qrels_text(), st.booleans())
 def test_the_column_wise_qrels_reader_reads_what_the_gold_reader_reads(
     tmp_path_factory: pytest.TempPathFactory, text: str, tidy: bool
@@ -366,7 +367,7 @@ def test_the_column_wise_qrels_reader_reads_what_the_gold_reader_reads(
     assert trec.qrels_hash(fast) == gold.hash
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(qrels_text(), run_text())
 def test_the_cli_says_what_the_exact_path_says(
     tmp_path_factory: pytest.TempPathFactory, qrels: str, run: str
