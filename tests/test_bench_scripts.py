@@ -70,7 +70,8 @@ FAST = [
     ),
 ]
 SLOW = [
-    Bench("bench_replay_cpu.py", ("--demos", "1"), ("us of measuring CPU per exchange",)),
+    Bench("bench_replay_cpu.py", ("--demos", "1", "--phases"),
+          ("us of measuring CPU per exchange", "of which the boots", "the analysis")),
     Bench(
         "bench_overhead.py",
         ("--runs", "1", "--demos", "1"),
