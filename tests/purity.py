@@ -74,6 +74,7 @@ IO_STAGES = (
     "harness.results.records",
     "harness.results.sidecar",
     "harness.score.runfile",
+    "harness.variants.run",
     "harness.sweep.run",
     "harness.matrix.spec",
     "harness.matrix.run",

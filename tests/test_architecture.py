@@ -56,8 +56,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     # what is built from the stages: each a command's engine
     "tools": (
-        "compare", "sweep", "gate", "matrix", "history", "bisect", "watch", "judge", "demo",
-        "schemas",
+        "compare", "variants", "sweep", "gate", "matrix", "history", "bisect", "watch", "judge",
+        "demo", "schemas",
     ),
     # parsing, calling, mapping errors to exit codes
     "cli": ("cli",),

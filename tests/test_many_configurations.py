@@ -72,5 +72,5 @@ def test_a_matrix_gives_no_verdict_its_family_does_not_hold() -> None:
     entries = tuple(Entry(f"t{v}", env={"J": f"t{v}"}) for v in range(VALUES))
     matrix = Matrix("m.toml", "t0", entries, ("mrr@10",), ())
     result, _ = summarise_matrix(GOLD, matrix, RUNS, ("mrr@10",), SETTINGS)
-    verdicts = {r.name: r.quality for r in result.rows if not r.reference}
+    verdicts = {r.name: r.quality for r in result.table.rows if not r.reference}
     assert not [n for n, q in verdicts.items() if q in ("improved", "regressed")], verdicts

@@ -192,10 +192,10 @@ def _sweep(
 
 def test_summary_marks_best_and_flags_a_collapsed_slice() -> None:
     sweep, comparisons = _sweep((0, 1, 20))
-    assert [r.label for r in sweep.rows] == ["SINK=0", "SINK=1", "SINK=20"]
-    assert sweep.scopes == ("overall", "common", "rare")
+    assert [r.name for r in sweep.table.rows] == ["SINK=0", "SINK=1", "SINK=20"]
+    assert sweep.table.scopes == ("overall", "common", "rare")
     assert set(comparisons) == {"SINK=1", "SINK=20"}
-    ref, one, twenty = sweep.rows
+    ref, one, twenty = sweep.table.rows
     assert ref.reference and ref.quality == "reference"
     # rare mrr@10: 1 at SINK=0, 1/2 at SINK=1, 0 at SINK=20.
     assert ref.cells["rare"]["mrr@10"].value == 1.0
@@ -221,20 +221,20 @@ def test_the_swept_metrics_are_computed_even_when_compare_does_not_gate_on_them(
     plain = CompareSettings(k=(10,), resamples=200)  # gate_on: none
     sweep, comparisons = summarise(GOLD, points, runs, 0, ("mrr@10",), plain)
     assert comparisons["SINK=1"].settings.gate_on == ("mrr@10",)
-    assert sweep.rows[1].cells["rare"]["mrr@10"].value == 1 / 2  # the answer at rank 2
+    assert sweep.table.rows[1].cells["rare"]["mrr@10"].value == 1 / 2  # the answer at rank 2
 
 
 def test_the_reference_can_be_any_value() -> None:
     sweep, comparisons = _sweep((20, 0), reference=1)
-    worse, ref = sweep.rows
+    worse, ref = sweep.table.rows
     assert ref.reference and set(comparisons) == {"SINK=20"}
     assert worse.cells["rare"]["mrr@10"].verdict is Verdict.REGRESSED
-    assert sweep.reference == "SINK=0"
+    assert sweep.table.reference == "SINK=0"
 
 
 def test_an_invalid_value_is_shown_invalid_and_never_best() -> None:
     sweep, _ = _sweep((1, 0), broken=frozenset({1}))
-    _, broken = sweep.rows
+    _, broken = sweep.table.rows
     assert not sweep.valid and not broken.valid
     assert any("exited at boot" in reason for reason in broken.reasons)
     assert all(not c.best for scope in broken.cells.values() for c in scope.values())

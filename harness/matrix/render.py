@@ -7,24 +7,35 @@ The page: what ran on what; the constraints (failing first) with what was found;
 row per configuration and one column per metric (overall: the mean, then against the reference
 the difference, its 95% interval and the mark); the paired tests of each row against the
 reference, one line per metric, with the Holm-adjusted p across the rows; each row's verdicts.
+What the sweep's page shares is in `harness.variants.render`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.matrix.summary import Cell, MatrixResult, Row
-from harness.report import layout
+from harness.matrix.summary import MatrixResult
+from harness.matrix.values import Entry
 from harness.report.layout import Block
-from harness.types import OVERALL, Verdict
+from harness.types import OVERALL
+from harness.variants.render import (
+    cell_text,
+    gold_line,
+    invalid_lines,
+    mark,
+    render,
+    renderers,
+    row_name,
+    row_to_dict,
+    table_to_dict,
+)
+from harness.variants.summary import Cell, Row
 from harness.verdict.stats import format_p
 
 SCHEMA = "harness-matrix"
 SCHEMA_VERSION = 1
 
-_MARKS = {Verdict.IMPROVED: " +", Verdict.REGRESSED: " -"}
 LEGEND = (
     "each cell: the mean over the analysed queries; against the reference, the difference and "
     "its 95% paired-bootstrap interval (none for hit@k, tested by McNemar's exact test), then + / "
@@ -33,35 +44,27 @@ LEGEND = (
 )
 
 
-def _cell_text(row: Row, cell: Cell) -> str:
-    if not row.valid:
-        return "invalid"
-    if cell.value is None:
-        return "-"
-    text = f"{cell.value:.3f}"
+def _marks(row: Row, cell: Cell) -> str:
+    """Against the reference: the difference, its interval, the verdict's mark."""
     if row.reference or cell.delta is None:
-        return text
-    text += f" {cell.delta:+.3f}"
+        return ""
+    text = f" {cell.delta:+.3f}"
     if cell.ci_low is not None and cell.ci_high is not None:
         text += f" [{cell.ci_low:+.3f}, {cell.ci_high:+.3f}]"
-    return text + (_MARKS.get(cell.verdict, "") if cell.verdict else "")
+    return text + mark(cell)
 
 
-def _name(row: Row) -> str:
-    return f"{row.name} (reference)" if row.reference else row.name
-
-
-def _what(row: Row) -> str:
-    parts = [f"{k}={v}" for k, v in row.env.items()] + list(row.overrides)
-    return ", ".join(parts) + (f" ({row.description})" if row.description else "")
+def _what(entry: Entry) -> str:
+    parts = [f"{k}={v}" for k, v in entry.env.items()] + list(entry.overrides())
+    return ", ".join(parts) + (f" ({entry.description})" if entry.description else "")
 
 
 def _tests(r: MatrixResult) -> tuple[tuple[str, ...], ...]:
     out = []
-    for row in r.rows:
+    for row in r.table.rows:
         if row.reference or not row.valid:
             continue
-        for m in r.metrics:
+        for m in r.table.metrics:
             c = row.cells[OVERALL][m]
             if c.p is None:
                 continue
@@ -82,16 +85,15 @@ def _tests(r: MatrixResult) -> tuple[tuple[str, ...], ...]:
 
 
 def _layout(r: MatrixResult) -> list[Block]:
+    t = r.table
     title = (
-        f"harness matrix: {r.ref} ({r.sha[:8]}), {len(r.rows)} configurations; "
-        f"reference {r.reference}"
+        f"harness matrix: {t.ref} ({t.sha[:8]}), {len(t.rows)} configurations; "
+        f"reference {t.reference}"
     )
     about = [
-        f"matrix: {r.source}; gold set: {r.gold_source} (sha256 {r.gold_hash[:12]}), "
-        f"{r.n_answerable} answerable queries; {r.repeats} repeat{'s' * (r.repeats != 1)} per "
-        f"configuration; alpha {r.alpha:g}; seed {r.seed}",
-        *(f"{row.name}: {_what(row)}" for row in r.rows),
-        *(f"{row.name} is invalid: {why}" for row in r.rows for why in row.reasons),
+        f"matrix: {r.matrix.source}; {gold_line(t, 'configuration')}",
+        *(f"{entry.name}: {_what(entry)}" for entry in r.matrix.entries),
+        *invalid_lines(t),
     ]
     out = [Block("title", (title,)), Block("lines", tuple(about))]
     if r.constraints:
@@ -110,24 +112,27 @@ def _layout(r: MatrixResult) -> list[Block]:
             Block("table", headers=("", "constraint", "found"), rows=rows),
         ]
     table = tuple(
-        (_name(row), *(_cell_text(row, row.cells[OVERALL][m]) for m in r.metrics)) for row in r.rows
+        (row_name(row), *(cell_text(row, row.cells[OVERALL][m], _marks) for m in t.metrics))
+        for row in t.rows
     )
     out += [
-        Block("heading", (f"Every metric, overall (against {r.reference})",)),
-        Block("table", headers=("configuration", *r.metrics), rows=table),
+        Block("heading", (f"Every metric, overall (against {t.reference})",)),
+        Block("table", headers=("configuration", *t.metrics), rows=table),
         Block("lines", (LEGEND,)),
     ]
     tests = _tests(r)
     if tests:
         out += [
-            Block("heading", (f"Paired tests against {r.reference} (Holm across the rows)",)),
+            Block("heading", (f"Paired tests against {t.reference} (Holm across the rows)",)),
             Block(
                 "table",
                 headers=("configuration", "metric", "delta", "95% CI", "p", "Holm p", "verdict"),
                 rows=tests,
             ),
         ]
-    verdicts = tuple((_name(row), row.quality, row.latency) for row in r.rows if not row.reference)
+    verdicts = tuple(
+        (row_name(row), row.quality, row.latency) for row in t.rows if not row.reference
+    )
     out += [
         Block("heading", ("Each configuration's verdicts",)),
         Block("table", headers=("configuration", "quality", "latency"), rows=verdicts),
@@ -135,36 +140,28 @@ def _layout(r: MatrixResult) -> list[Block]:
     return out
 
 
-def matrix_to_dict(r: MatrixResult) -> dict[str, Any]:
-    def cell(c: Cell) -> dict[str, Any]:
-        return {
-            "value": c.value,
-            "n": c.n,
-            "delta": c.delta,
-            "ci_low": c.ci_low,
-            "ci_high": c.ci_high,
-            "p": c.p,
-            "p_holm": c.p_holm,
-            "verdict": None if c.verdict is None else c.verdict.value,
-            "note": c.note,
-        }
+def _cell_dict(c: Cell) -> dict[str, Any]:
+    return {
+        "value": c.value,
+        "n": c.n,
+        "delta": c.delta,
+        "ci_low": c.ci_low,
+        "ci_high": c.ci_high,
+        "p": c.p,
+        "p_holm": c.p_holm,
+        "verdict": None if c.verdict is None else c.verdict.value,
+        "note": c.note,
+    }
 
+
+def matrix_to_dict(r: MatrixResult) -> dict[str, Any]:
+    """The JSON document: schema, version, then every field; cells by scope then metric."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "valid": r.valid,
+        **table_to_dict(r.table),
         "passed": r.valid and not r.failed,
-        "ref": r.ref,
-        "sha": r.sha,
-        "side": r.side,
-        "matrix": r.source,
-        "reference": r.reference,
-        "metrics": list(r.metrics),
-        "scopes": list(r.scopes),
-        "repeats": r.repeats,
-        "gold": {"source": r.gold_source, "hash": r.gold_hash, "n_answerable": r.n_answerable},
-        "alpha": r.alpha,
-        "seed": r.seed,
+        "matrix": r.matrix.source,
         "constraints": [
             {
                 "config": c.constraint.config,
@@ -181,38 +178,20 @@ def matrix_to_dict(r: MatrixResult) -> dict[str, Any]:
         ],
         "rows": [
             {
+                **row_to_dict(row, _cell_dict),
                 "name": row.name,
-                "reference": row.reference,
-                "valid": row.valid,
-                "invalid_reasons": list(row.reasons),
-                "env": dict(row.env),
-                "overrides": list(row.overrides),
-                "description": row.description,
-                "quality": row.quality,
-                "latency": row.latency,
-                "record_path": row.record_path,
-                "cells": {
-                    scope: {m: cell(c) for m, c in by_metric.items()}
-                    for scope, by_metric in row.cells.items()
-                },
+                "env": dict(entry.env),
+                "overrides": list(entry.overrides()),
+                "description": entry.description,
             }
-            for row in r.rows
+            for row, entry in zip(r.table.rows, r.matrix.entries, strict=True)
         ],
     }
 
 
-RENDERERS: Mapping[str, Callable[[MatrixResult], str]] = {
-    "text": lambda r: layout.text(_layout(r), underline_title=True),
-    "markdown": lambda r: layout.markdown(_layout(r)),
-    "json": lambda r: (
-        json.dumps(matrix_to_dict(r), sort_keys=True, indent=2, allow_nan=False) + "\n"
-    ),
-}
+RENDERERS: Mapping[str, Callable[[MatrixResult], str]] = renderers(_layout, matrix_to_dict)
 
 
 def render_matrix(result: MatrixResult, fmt: str) -> str:
     """The matrix as `fmt`, a key of RENDERERS."""
-    try:
-        return RENDERERS[fmt](result)
-    except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(RENDERERS)}") from None
+    return render(RENDERERS, result, fmt)

@@ -1,5 +1,6 @@
-"""The matrix's numbers: every configuration compared with the reference by compare's paired
-tests, Holm across the rows, and the constraints. Pure (`harness.matrix` states every rule).
+"""The matrix's numbers: every configuration compared with the reference by the variants'
+engine (`harness.variants.summary`), Holm across the rows, and the constraints. Pure
+(`harness.matrix` states every rule).
 """
 
 from __future__ import annotations
@@ -9,47 +10,11 @@ from dataclasses import dataclass, replace
 
 from harness.matrix.values import Constraint, Matrix
 from harness.types import OVERALL, GoldSet, RefRun, Verdict
+from harness.variants.summary import Row, Table, compare_variants
 from harness.verdict import stats
-from harness.verdict.compare import compare
-from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
-from harness.verdict.systems import judged_together
+from harness.verdict.comparison import CompareSettings, Comparison
 
 _DIGITS = 6
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One configuration's number for one metric in one scope, against the reference.
-
-    `ci_low`/`ci_high` bound the paired difference (continuous metrics: compare's paired
-    bootstrap; None for hit@k, whose test is McNemar's); `p` is compare's raw p; `p_holm` is
-    Holm-adjusted across the rows of the matrix (overall only); `verdict` is None on the
-    reference row."""
-
-    value: float | None
-    n: int = 0
-    delta: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p: float | None = None
-    p_holm: float | None = None
-    verdict: Verdict | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    reference: bool
-    valid: bool
-    reasons: tuple[str, ...]
-    quality: str  # "reference", or the comparison's quality verdict
-    latency: str
-    env: Mapping[str, str]
-    overrides: tuple[str, ...]  # "service.start", "query.params" ... the entry overrides
-    description: str
-    record_path: str | None
-    cells: Mapping[str, Mapping[str, Cell]]  # scope -> metric -> Cell
 
 
 @dataclass(frozen=True)
@@ -63,50 +28,24 @@ class ConstraintResult:
 
 @dataclass(frozen=True)
 class MatrixResult:
-    ref: str
-    sha: str
-    side: str
-    source: str
-    reference: str
-    metrics: tuple[str, ...]
-    scopes: tuple[str, ...]
-    repeats: int
-    gold_source: str
-    gold_hash: str
-    n_answerable: int
-    alpha: float
-    seed: int
-    rows: tuple[Row, ...]
+    """Everything a matrix report shows: the table of configurations (one row per entry of
+    `matrix`, in order; overall, each cell's `p_holm` is adjusted across the rows) and each
+    constraint checked."""
+
+    table: Table
+    matrix: Matrix
     constraints: tuple[ConstraintResult, ...]
 
     @property
     def valid(self) -> bool:
-        return all(r.valid for r in self.rows)
+        return self.table.valid
 
     @property
     def failed(self) -> tuple[ConstraintResult, ...]:
         return tuple(c for c in self.constraints if not c.passed)
 
 
-def _scope_rows(c: Comparison, scope: str) -> Mapping[str, MetricRow]:
-    found = c.overall if scope == OVERALL else next((s for s in c.slices if s.name == scope), None)
-    return {} if found is None else {r.metric: r for r in found.rows}
-
-
-def _cell(row: MetricRow) -> Cell:
-    return Cell(
-        value=row.candidate,
-        n=row.n,
-        delta=row.delta,
-        ci_low=row.ci_low,
-        ci_high=row.ci_high,
-        p=row.p,
-        verdict=row.verdict,
-        note=row.note,
-    )
-
-
-def _holm(rows: list[Row], metrics: Sequence[str], alpha: float) -> list[Row]:
+def _holm(rows: Sequence[Row], metrics: Sequence[str], alpha: float) -> list[Row]:
     """Adjust each overall metric's p across the non-reference rows that have one; take back an
     improved/regressed call Holm no longer supports."""
     out = list(rows)
@@ -157,90 +96,22 @@ def summarise(
     """Compare every configuration's run (in matrix order) with the reference's, then Holm and
     the constraints. `metrics` are canonical names; they are added to `settings.gate_on` so
     that compare computes them at any k. Returns the result and each comparison by name."""
-    settings = replace(settings, gate_on=tuple(dict.fromkeys([*settings.gate_on, *metrics])))
     names = [e.name for e in matrix.entries]
-    ref_index = names.index(matrix.reference)
-    ref_run = runs[ref_index]
-    others = [i for i in range(len(names)) if i != ref_index]
-    # Holm across the configurations decides each one's verdict too (judged_together), as it
-    # does the table of paired tests: the verdicts table called 13 of 39 equal ones regressed.
-    judged, _ = judged_together(
-        [compare(gold, ref_run, runs[i], settings, comparisons=len(others)) for i in others],
-        "configurations",
+    # Holm across the configurations decides each one's verdict too (judged_together, in the
+    # engine), as it does the table of paired tests: the verdicts table called 13 of 39 equal
+    # ones regressed.
+    table, comparisons = compare_variants(
+        gold,
+        names,
+        runs,
+        names.index(matrix.reference),
+        metrics,
+        settings,
+        side=side,
+        family="configurations",
+        unmatched="no configuration could be compared with it",
     )
-    comparisons = {names[i]: c for i, c in zip(others, judged, strict=True)}
-    answerable = {q.slice for q in gold.queries if q.answerable}
-    scopes = (OVERALL, *(s for s in gold.slices if s in answerable))
-    first_valid = next((c for c in comparisons.values() if c.valid), None)
-    rows: list[Row] = []
-    for i, entry in enumerate(matrix.entries):
-        overrides = tuple(f"service.{k}" for k in entry.service) + tuple(
-            f"query.{k}" for k in entry.query
-        )
-        if i == ref_index:
-            cells = {
-                scope: {
-                    m: Cell(r.baseline, r.n) if (r := by.get(m)) else Cell(None) for m in metrics
-                }
-                for scope in scopes
-                for by in [_scope_rows(first_valid, scope) if first_valid else {}]
-            }
-            reasons = () if first_valid else ("no configuration could be compared with it",)
-            rows.append(
-                Row(
-                    name=entry.name,
-                    reference=True,
-                    valid=first_valid is not None,
-                    reasons=reasons,
-                    quality="reference",
-                    latency="reference",
-                    env=entry.env,
-                    overrides=overrides,
-                    description=entry.description,
-                    record_path=runs[i].record_path,
-                    cells=cells,
-                )
-            )
-            continue
-        c = comparisons[entry.name]
-        cells = {
-            scope: {m: _cell(r) if (r := by.get(m)) else Cell(None) for m in metrics}
-            for scope in scopes
-            for by in [_scope_rows(c, scope) if c.valid else {}]
-        }
-        rows.append(
-            Row(
-                name=entry.name,
-                reference=False,
-                valid=c.valid,
-                reasons=c.invalid_reasons,
-                quality=c.verdict_quality.value,
-                latency=f"{c.verdict_latency.value}: {c.latency.words}",
-                env=entry.env,
-                overrides=overrides,
-                description=entry.description,
-                record_path=runs[i].record_path,
-                cells=cells,
-            )
-        )
-    rows = _holm(rows, metrics, settings.alpha)
+    rows = _holm(table.rows, metrics, settings.alpha)
     by_name = {r.name: r for r in rows}
     checked = tuple(_check(c, by_name, matrix.reference) for c in matrix.constraints)
-    result = MatrixResult(
-        ref=ref_run.ref.partition(" [")[0],
-        sha=ref_run.sha,
-        side=side,
-        source=matrix.source,
-        reference=matrix.reference,
-        metrics=tuple(metrics),
-        scopes=scopes,
-        repeats=max(len(run.repeats) for run in runs),
-        gold_source=gold.source,
-        gold_hash=gold.hash,
-        n_answerable=sum(q.answerable for q in gold.queries),
-        alpha=settings.alpha,
-        seed=settings.seed,
-        rows=tuple(rows),
-        constraints=checked,
-    )
-    return result, comparisons
+    return MatrixResult(replace(table, rows=tuple(rows)), matrix, checked), comparisons

@@ -18,6 +18,10 @@ class Entry:
     query: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
 
+    def overrides(self) -> tuple[str, ...]:
+        """The keys it overrides: "service.start", "query.params" ..."""
+        return tuple(f"service.{k}" for k in self.service) + tuple(f"query.{k}" for k in self.query)
+
 
 @dataclass(frozen=True)
 class Constraint:

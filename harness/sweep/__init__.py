@@ -7,10 +7,13 @@
     save_sweep(results_dir, sweep, comparisons)                          # run: files (I/O)
 
 The package, in the order a sweep goes through it: `params` (parsing --param and --reference
-into grid points; pure), `run` (pinning a point on the service and running every point, then
-saving the results: the I/O), `summary` (every value compared with the reference; pure) and
-`render` (text, Markdown and the JSON document; pure).  Nothing is imported from here: import
-each name from its module, so that loading a pure module never loads the runner.
+into grid points; pure), `run` (each point a variant, run and saved by the engine: the I/O),
+`summary` (every value compared with the reference, the best of each column marked; pure) and
+`render` (text, Markdown and the JSON document; pure). What a sweep and a matrix both do (run
+the variants, compare each with the reference, lay out and save the table) is the engine in
+`harness.variants`; this package says only what a sweep's variants are and what its page
+shows. Nothing is imported from here: import each name from its module, so that loading a pure
+module never loads the runner.
 
 How a value reaches the service: as an environment pin NAME=value on the side's
 `service.env` (replacing any pin of that name from the config), so each value has its own
@@ -20,7 +23,8 @@ command runs under /bin/sh); `{NAME}` placeholders are not supported, since the 
 accepts only the harness's own placeholders.
 
 Runs: one RefSession per value, opened together, repeats interleaved (v1, v2, ..., v1, v2, ...)
-so that machine drift hits every value alike, as `run_pair` does for two refs.
+so that machine drift hits every value alike, as `run_pair` does for two refs
+(`harness.variants.run`).
 
 Statistics: every value is compared with the reference value (the first, or `--reference`) by
 `harness.verdict.compare`, the reference playing the baseline: the same paired tests, power

@@ -6,24 +6,33 @@
 The page: what was swept and on what, why any value is invalid, the verdicts of each value
 against the reference, then one table per metric (values down, scopes across; the marks are
 explained in the legend under them, see `harness.sweep`), and per metric the best value overall
-and whether it is distinguishable from the reference.
+and whether it is distinguishable from the reference. What the matrix's page shares is in
+`harness.variants.render`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.report import layout
 from harness.report.layout import Block
-from harness.sweep.summary import Cell, Sweep, SweepRow
-from harness.types import Verdict
+from harness.sweep.summary import Sweep
+from harness.variants.render import (
+    cell_text,
+    gold_line,
+    invalid_lines,
+    mark,
+    render,
+    renderers,
+    row_name,
+    row_to_dict,
+    table_to_dict,
+)
+from harness.variants.summary import Cell, Row
 
 SCHEMA = "harness-sweep"
 SCHEMA_VERSION = 1
 
-_MARKS = {Verdict.IMPROVED: " +", Verdict.REGRESSED: " -"}
 LEGEND = (
     "* best in its column; + / - improved / regressed against the reference (the paired tests "
     "of compare, Holm-corrected across every value's headline tests overall, across slices "
@@ -31,20 +40,8 @@ LEGEND = (
 )
 
 
-def _cell_text(row: SweepRow, cell: Cell) -> str:
-    if not row.valid:
-        return "invalid"
-    if cell.value is None:
-        return "-"
-    text = f"{cell.value:.3f}"
-    text += _MARKS.get(cell.verdict, "") if cell.verdict else ""
-    text += " *" if cell.best else ""
-    text += " !" if cell.collapse else ""
-    return text
-
-
-def _row_name(row: SweepRow) -> str:
-    return f"{row.label} (reference)" if row.reference else row.label
+def _marks(_row: Row, cell: Cell) -> str:
+    return mark(cell) + (" *" if cell.best else "") + (" !" if cell.collapse else "")
 
 
 def _best_lines(s: Sweep) -> list[str]:
@@ -57,15 +54,16 @@ def _best_lines(s: Sweep) -> list[str]:
             f"which value to keep (read it in the service, or put {{{s.params[0].name}}} in "
             "service.start)"
         ]
+    t = s.table
     lines = []
-    by_label = {r.label: r for r in s.rows}
-    for m in s.metrics:
+    by_label = {r.name: r for r in t.rows}
+    for m in t.metrics:
         best = s.best("overall", m)
         if not best:
             lines.append(f"{m}: no valid value")
             continue
-        if s.reference in best:
-            lines.append(f"{m}: the reference {s.reference} is (one of) the best; keep it")
+        if t.reference in best:
+            lines.append(f"{m}: the reference {t.reference} is (one of) the best; keep it")
             continue
         parts = []
         for name in best:
@@ -79,114 +77,74 @@ def _best_lines(s: Sweep) -> list[str]:
 
 def _layout(s: Sweep) -> list[Block]:
     """The report, shared by text and Markdown: what was swept, verdicts, one table per metric."""
+    t = s.table
     values = ", ".join(f"{p.name} = {', '.join(p.values)}" for p in s.params)
-    title = f"harness sweep: {s.ref} ({s.sha[:8]}), {values}; reference {s.reference}"
+    title = f"harness sweep: {t.ref} ({t.sha[:8]}), {values}; reference {t.reference}"
     about = [
-        f"gold set: {s.gold_source} (sha256 {s.gold_hash[:12]}), {s.n_answerable} answerable "
-        f"queries; {s.repeats} repeat{'s' * (s.repeats != 1)} per value; alpha {s.alpha:g}; "
-        f"seed {s.seed}",
-        f"each value is set as an environment pin on the {s.side} side's service",
+        gold_line(t, "value"),
+        f"each value is set as an environment pin on the {t.side} side's service",
+        *(f"warning: the sweep overrides the config's pin service.env.{n}" for n in s.overridden),
+        *invalid_lines(t),
     ]
-    about += [
-        f"warning: the sweep overrides the config's pin service.env.{n}" for n in s.overridden
-    ]
-    about += [f"{row.label} is invalid: {why}" for row in s.rows for why in row.reasons]
     verdicts = tuple(
-        (_row_name(r), r.quality, r.latency, ", ".join(r.collapses) or "-") for r in s.rows
+        (row_name(r), r.quality, r.latency, ", ".join(r.collapses) or "-") for r in t.rows
     )
     out = [
         Block("title", (title,)),
         Block("lines", tuple(about)),
         Block("heading", ("Against the reference",)),
         Block("table", headers=("value", "quality", "latency", "slice collapses"), rows=verdicts),
-        Block("lines", tuple(f"{r.label}: {r.quality_reason}" for r in s.rows if r.quality_reason)),
+        Block("lines", tuple(f"{r.name}: {r.quality_reason}" for r in t.rows if r.quality_reason)),
     ]
-    for m in s.metrics:
+    for m in t.metrics:
         rows = tuple(
-            (_row_name(r), *(_cell_text(r, r.cells[scope][m]) for scope in s.scopes))
-            for r in s.rows
+            (row_name(r), *(cell_text(r, r.cells[scope][m], _marks) for scope in t.scopes))
+            for r in t.rows
         )
         out.append(Block("heading", (f"{m} by slice",)))
-        out.append(Block("table", headers=("value", *s.scopes), rows=rows))
+        out.append(Block("table", headers=("value", *t.scopes), rows=rows))
     out.append(Block("lines", (LEGEND, *_best_lines(s))))
     return out
 
 
-def _render_text(s: Sweep) -> str:
-    return layout.text(_layout(s), underline_title=True)
-
-
-def _render_markdown(s: Sweep) -> str:
-    return layout.markdown(_layout(s))
+def _cell_dict(c: Cell) -> dict[str, Any]:
+    return {
+        "value": c.value,
+        "delta": c.delta,
+        "p": c.p_adjusted if c.p_adjusted is not None else c.p,  # Holm-adjusted where compare is
+        "verdict": None if c.verdict is None else c.verdict.value,
+        "best": c.best,
+        "collapse": c.collapse,
+    }
 
 
 def sweep_to_dict(s: Sweep) -> dict[str, Any]:
     """The JSON document: schema, version, then every field; cells by scope then metric."""
-
-    def cell(c: Cell) -> dict[str, Any]:
-        return {
-            "value": c.value,
-            "delta": c.delta,
-            "p": c.p,
-            "verdict": None if c.verdict is None else c.verdict.value,
-            "best": c.best,
-            "collapse": c.collapse,
-        }
-
+    t = s.table
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "valid": s.valid,
-        "ref": s.ref,
-        "sha": s.sha,
-        "side": s.side,
+        **table_to_dict(t),
         "params": {p.name: list(p.values) for p in s.params},
-        "reference": s.reference,
-        "metrics": list(s.metrics),
-        "scopes": list(s.scopes),
-        "repeats": s.repeats,
-        "gold": {"source": s.gold_source, "hash": s.gold_hash, "n_answerable": s.n_answerable},
-        "alpha": s.alpha,
-        "seed": s.seed,
         "overridden_env": list(s.overridden),
         "identical_rankings": s.identical_rankings,
-        "best": {scope: {m: list(s.best(scope, m)) for m in s.metrics} for scope in s.scopes},
+        "best": {scope: {m: list(s.best(scope, m)) for m in t.metrics} for scope in t.scopes},
         "rows": [
             {
-                "label": r.label,
-                "params": dict(r.point),
-                "reference": r.reference,
-                "valid": r.valid,
-                "invalid_reasons": list(r.reasons),
-                "quality": r.quality,
+                **row_to_dict(r, _cell_dict),
+                "label": r.name,
+                "params": dict(point),
                 "quality_reason": r.quality_reason,
-                "latency": r.latency,
                 "collapses": list(r.collapses),
-                "record_path": r.record_path,
-                "cells": {
-                    scope: {m: cell(c) for m, c in by_metric.items()}
-                    for scope, by_metric in r.cells.items()
-                },
             }
-            for r in s.rows
+            for r, point in zip(t.rows, s.points, strict=True)
         ],
     }
 
 
-def _render_json(s: Sweep) -> str:
-    return json.dumps(sweep_to_dict(s), sort_keys=True, indent=2, allow_nan=False) + "\n"
-
-
-RENDERERS: Mapping[str, Callable[[Sweep], str]] = {
-    "text": _render_text,
-    "markdown": _render_markdown,
-    "json": _render_json,
-}
+RENDERERS: Mapping[str, Callable[[Sweep], str]] = renderers(_layout, sweep_to_dict)
 
 
 def render_sweep(sweep: Sweep, fmt: str) -> str:
     """The sweep as `fmt`, a key of RENDERERS."""
-    try:
-        return RENDERERS[fmt](sweep)
-    except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(RENDERERS)}") from None
+    return render(RENDERERS, sweep, fmt)

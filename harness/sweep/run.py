@@ -1,32 +1,28 @@
-"""Running a sweep and saving it: the I/O of `harness sweep`.
+"""Running a sweep and saving it: the I/O of `harness sweep`, on the variants' engine
+(`harness.variants.run`).
 
     run_sweep(plan, side, ref, points, repeats=3, fresh=False) -> tuple[RefRun, ...]
     save_sweep(results_dir, sweep, comparisons) -> Path
 
-A point reaches the service as environment pins on `side`'s service.env (`with_point`), so
-each value has its own config hash, run record and reusable measurements; the sessions of all
-points run with their repeats interleaved (`harness.driver.runner.run_interleaved`).
+A point is a variant named by its label, run under the plan as it is, its values pinned on
+`side`'s service.env (as `with_point` does to a config), so each value has its own config hash,
+run record and reusable measurements.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from harness.config import HarnessConfig
-from harness.driver.runner import RefSession, RunPlan, run_interleaved
-from harness.results.document import comparison_to_dict
-from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
+from harness.driver.runner import RunPlan
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.summary import Sweep
 from harness.types import RefRun
+from harness.variants.run import Variant, run_variants, save_variants
 from harness.verdict.comparison import Comparison
-
-SWEEP_FILE = "sweep.json"
-REPORT_FILE = "report.md"
 
 
 def overridden_pins(config: HarnessConfig, side: str, params: Sequence[Param]) -> tuple[str, ...]:
@@ -58,21 +54,8 @@ def run_sweep(
     A point whose record already exists for exactly these inputs (its env pin is part of the
     config hash) is reused unless `fresh`. Each record's `ref` is "REF [NAME=value]".
     """
-    sessions = [
-        RefSession(
-            plan,
-            side,
-            ref,
-            label=f"{ref} [{label(point)}]",  # names the value in progress lines and records
-            pins=dict(point),  # over the side's and the ref's settings, last
-        )
-        for point in points
-    ]
-    return run_interleaved(sessions, repeats=repeats, fresh=fresh)
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=,-]+", "-", text).strip("-")[:80] or "value"
+    variants = [Variant(label(point), plan, dict(point)) for point in points]
+    return run_variants(side, ref, variants, repeats=repeats, fresh=fresh)
 
 
 def save_sweep(
@@ -86,10 +69,5 @@ def save_sweep(
     report.md and vs_<value>.json, each value's comparison with the reference, which
     `harness report PATH` renders in full; with `redact`, those hold no query text. Return the
     directory."""
-    directory = new_directory(results_dir, f"sweep_{utc_stamp()}")
-    write_json_new(directory / SWEEP_FILE, sweep_to_dict(sweep))
-    write_text_new(directory / REPORT_FILE, render_sweep(sweep, "markdown"))
-    for name, comparison in comparisons.items():
-        document = comparison_to_dict(comparison, redact=redact)
-        write_json_new(directory / f"vs_{slug(name)}.json", document)
-    return directory
+    document, report = sweep_to_dict(sweep), render_sweep(sweep, "markdown")
+    return save_variants(results_dir, "sweep", document, report, comparisons, redact=redact)
