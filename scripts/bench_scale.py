@@ -59,7 +59,7 @@ sys.path.insert(0, sys.argv[1])
 import realistic_data as rd
 from harness.gold.load import load_gold
 from harness.results.records import save_run
-from harness.types import QueryResult, RefRun, Repeat
+from harness.values.types import QueryResult, RefRun, Repeat
 
 n, folder, repeats = int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 shape = rd.Shape(queries=n, depth=20)

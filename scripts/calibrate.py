@@ -61,7 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.score.metrics import Kind
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict import compare as compare_module
 from harness.verdict import scopes, stats
 from harness.verdict.boots import boot_component

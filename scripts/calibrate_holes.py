@@ -49,7 +49,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import compare as compare_module
 from harness.verdict import headline as headline_module
 from harness.verdict.comparison import CompareSettings

@@ -56,7 +56,7 @@ from harness.bisect.run import Commit, StepResult
 from harness.history.points import Point, from_run
 from harness.history.table import LATENCY
 from harness.score.metrics import parse_metrics
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 from harness.watch.changepoint import Detection, Kind, changes

@@ -20,7 +20,7 @@ As a module (`sys.path.insert(0, "scripts"); import realistic_data as rd`):
     shape = rd.Shape(queries=20_000, depth=100, seed=0)   # every knob; frozen
     rd.qrels(shape)   -> Qrels     (query, doc, grade) arrays, one row a judgement
     rd.run(shape)     -> Ranking   (queries, depth) doc codes and scores, trec_eval's order
-    rd.gold(shape)    -> GoldSet   harness's gold set (harness.types), with slices
+    rd.gold(shape)    -> GoldSet   harness's gold set (harness.values.types), with slices
     rd.repeats(shape, 5) -> Iterator[Answers]: baseline repeats 0..4, then candidate 0..4
     rd.query_ids(shape), rd.doc_ids(codes), rd.slice_of(shape)
     rd.write(shape, folder, repeats=0) -> {name: path}
@@ -242,7 +242,7 @@ def slice_of(shape: Shape) -> Ints:
 def gold(shape: Shape) -> Any:
     """harness's GoldSet of these judgements (ids "q0".., slices "s0".., text "query i")."""
     from harness.gold.canonical import canonical_hash
-    from harness.types import GoldQuery, GoldSet
+    from harness.values.types import GoldQuery, GoldSet
 
     queries = tuple(
         GoldQuery(id=q, text=f"query {i}", slice=f"s{s}", relevant=rel)

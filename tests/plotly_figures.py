@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from harness.report.numbers import p_value, rate
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, MetricRow, Scope
 
 SIDE_COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}

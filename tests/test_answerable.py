@@ -28,7 +28,7 @@ from harness.gold.check import check_gold
 from harness.gold.render import render_check
 from harness.gold.summary import gold_stats
 from harness.score.evaluation import evaluate, evaluate_runs
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 from harness.verdict.compare import compare
 
 OLD = ROOT / "tests" / "fixtures" / "answerable" / "old.jsonl"

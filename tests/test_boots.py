@@ -12,7 +12,7 @@ import pytest
 from compare_support import FAST, candidate, make_gold, make_run
 from oracles import scipy_stats
 
-from harness.types import GoldQuery, Verdict
+from harness.values.types import GoldQuery, Verdict
 from harness.verdict.boots import (
     MIN_DF,
     BootComponent,

@@ -21,7 +21,7 @@ import calibrate_noninferior
 import calibrate_sequential
 from calibrate_headline import headline, metric_values
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.compare import compare
 
 SCENARIOS = [

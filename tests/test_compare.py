@@ -37,7 +37,7 @@ from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
 from harness.report.page import render
-from harness.types import (
+from harness.values.types import (
     ErrorKind,
     GoldQuery,
     Machine,
@@ -61,11 +61,13 @@ def test_compare_imports_nothing_that_does_io() -> None:
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
-    pure = {"harness", "harness.types", "harness.answers", "harness.errors", "harness.verdict"}
+    pure = {"harness", "harness.values.types", "harness.values.answers", "harness.errors"}
+    pure |= {"harness.verdict"}
     pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.verdict.threshold"}
     pure |= {"harness.score.judged"}
-    pure |= {"harness.score.definition", "harness.control_chars"}  # re only: text made safe
-    pure |= {"harness.swing", "harness.budget"}  # values moved below the stages, pure too
+    pure |= {"harness.score.definition", "harness.text.control_chars"}  # re only: text made safe
+    # values moved below the stages, pure too
+    pure |= {"harness.values.swing", "harness.values.budget"}
     pure |= {f"harness.verdict.{source.stem}" for source in sources if source.parent == package}
     runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only
     assert runtime <= pure | PURE_LIBRARIES, sorted(imported)

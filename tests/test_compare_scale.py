@@ -16,7 +16,7 @@ from harness.results.records import load_run, save_run
 from harness.score import evaluation
 from harness.score.evaluation import Evaluation, evaluate, evaluate_runs
 from harness.score.judged import dedupe
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.values.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict import compare as compare_stage
 from harness.verdict import holes, overlap, scopes, validity
 from harness.verdict.compare import compare

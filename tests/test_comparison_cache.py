@@ -145,9 +145,9 @@ def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # t
 
 
 def test_an_unchanged_record_is_linked_into_the_saved_comparison(stored) -> None:  # type: ignore[no-untyped-def]
-    from harness import scrub
     from harness.report.saved import save_comparison
     from harness.results.sidecar import sidecar_of
+    from harness.text import scrub
 
     results, gold, base, cand = stored
     comparison, _ = _cached(results, gold, base, cand, FAST)

@@ -19,7 +19,7 @@ from harness.gate.baseline_file import baseline_from_dict, baseline_to_dict, bas
 from harness.gate.measure import measure
 from harness.gate.render import render_gate
 from harness.gate.rule import Outcome, Statistics, check
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 

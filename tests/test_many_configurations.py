@@ -13,7 +13,7 @@ from __future__ import annotations
 from harness.matrix.summary import summarise as summarise_matrix
 from harness.matrix.values import Entry, Matrix
 from harness.sweep.summary import summarise as summarise_sweep
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.comparison import CompareSettings
 
 N = 120

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from oracles import tango_reference
 
-from harness.answers import ErrorKind
 from harness.report.page import render
 from harness.results.document import comparison_from_dict, comparison_to_dict
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.answers import ErrorKind
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import asked
 from harness.verdict.asked import (
     LATENCY_QUERIES,
@@ -373,7 +373,7 @@ def test_an_invalid_run_says_how_far_its_asking_got() -> None:
     # for nothing), but how far the furthest repeat got.
     from dataclasses import replace as changed
 
-    from harness.types import RunFailure
+    from harness.values.types import RunFailure
 
     gold = _gold(200)
     settings = CompareSettings(resamples=200)

@@ -49,7 +49,7 @@ from harness.results import document
 from harness.results.comparisons import load_comparison
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.evaluation import Evaluation, evaluate
-from harness.types import ErrorKind, RefRun, RunFailure, Verdict
+from harness.values.types import ErrorKind, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
 from harness.verdict.comparison import CompareSettings, Comparison
 

@@ -7,7 +7,7 @@ import json
 from compare_support import FAST, buried, make_gold, make_run, ranks
 
 from harness.report.runs import render_failures, render_run
-from harness.types import ErrorKind, RunFailure
+from harness.values.types import ErrorKind, RunFailure
 from harness.verdict.compare import summarise_run
 
 

@@ -11,7 +11,7 @@ import pytest
 from compare_support import make_gold, make_run
 
 from harness.config.values import CompareConfig
-from harness.types import GoldQuery, GoldSet, RefRun
+from harness.values.types import GoldQuery, GoldSet, RefRun
 from harness.verdict.compare import summarise_run
 from harness.verdict.comparison import CompareSettings
 

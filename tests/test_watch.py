@@ -27,7 +27,7 @@ from harness.bisect.run import Commit, Outcome, StepResult
 from harness.bisect.walk import Mark
 from harness.history.points import Point
 from harness.history.table import LATENCY, Drawn, History, aggregate
-from harness.types import RefRun, Verdict
+from harness.values.types import RefRun, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.watch.changepoint import Detection, Kind, Series, changes

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.gate.floors import Floor, check_floors
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured

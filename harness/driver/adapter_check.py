@@ -32,7 +32,7 @@ from harness.config.reader import key_line
 from harness.errors import AdapterError, clip
 from harness.gold.corpus import document_fields, load_corpus_ids
 from harness.replay.answers import IdAdapter, adapter_for
-from harness.types import ErrorKind, GoldSet, QueryResult
+from harness.values.types import ErrorKind, GoldSet, QueryResult
 
 PROBE_ANSWERS = 3
 """Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""

@@ -18,7 +18,7 @@ from typing import Any
 from harness.matrix.summary import Cell, MatrixResult, Row
 from harness.report import layout
 from harness.report.layout import Block
-from harness.types import OVERALL, Verdict
+from harness.values.types import OVERALL, Verdict
 from harness.verdict.stats import format_p
 
 SCHEMA = "harness-matrix"

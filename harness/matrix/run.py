@@ -24,7 +24,7 @@ from harness.matrix.values import Matrix
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.run import slug
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 MATRIX_FILE = "matrix.json"

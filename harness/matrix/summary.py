@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.matrix.values import Constraint, Matrix
-from harness.types import OVERALL, GoldSet, RefRun, Verdict
+from harness.values.types import OVERALL, GoldSet, RefRun, Verdict
 from harness.verdict import stats
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow

@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.report.numbers import p_value, rate
 from harness.report.plotting import PLOTS_TOP, Figure, Grid
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, MetricRow, Scope
 
 SIDE_COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}

@@ -18,7 +18,7 @@ from typing import Any
 from harness.report import layout
 from harness.report.layout import Block
 from harness.sweep.summary import Cell, Sweep, SweepRow
-from harness.types import Verdict
+from harness.values.types import Verdict
 
 SCHEMA = "harness-sweep"
 SCHEMA_VERSION = 1

@@ -22,7 +22,7 @@ from harness.results.files import new_directory, utc_stamp, write_json_new, writ
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.summary import Sweep
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 SWEEP_FILE = "sweep.json"

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.sweep.params import Param, Point, label, params_of
-from harness.types import GoldSet, RefRun, Verdict
+from harness.values.types import GoldSet, RefRun, Verdict
 from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
 from harness.verdict.systems import judged_together

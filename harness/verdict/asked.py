@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import scopes, validity
 from harness.verdict.compare import (
     compare,

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.score.evaluation import Evaluation
-from harness.types import GoldSet, RefRun, Repeat, Verdict
+from harness.values.types import GoldSet, RefRun, Repeat, Verdict
 from harness.verdict import stats, threshold, validity
 from harness.verdict.comparison import (
     CompareSettings,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import CompareSettings, Holes, MetricRow, Scope
 from harness.verdict.condensed import unheld
 from harness.verdict.holes import hidden

@@ -24,7 +24,7 @@ from harness.score.evaluation import (
 )
 from harness.score.judged import dedupe
 from harness.score.metrics import Kind, MetricSpec
-from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope

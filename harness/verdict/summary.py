@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import Kind
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict import latency, stats, validity
 from harness.verdict.comparison import CompareSettings, RunSummary
 
