@@ -14,7 +14,7 @@ Each side writes its own run records with its own `save_run` (so `--before` a ch
 before issue 28 writes JSON records, this tree columnar ones), from the same generated answers,
 beside a gold.jsonl. Then each measurement is a fresh process: the gold set loaded from the file
 (`harness.gold.load_gold`), both records loaded (`harness.results.records.load_run`) and
-compared (`harness.verdict.compare.compare`, default settings: 10,000 resamples). The row's
+compared (`harness.verdict.decide.compare`, default settings: 10,000 resamples). The row's
 figure is the wall (and CPU) of loading the records and comparing them; the peak RSS is the
 process's (ru_maxrss), gold set included. The sides alternate run by run (before, after,
 before, ...) so the machine's load falls on both alike; medians and ranges are printed, with the
@@ -92,7 +92,7 @@ from pathlib import Path
 folder = Path(sys.argv[1])
 from harness.gold.load import load_gold
 from harness.results.records import load_run
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 from harness.verdict.comparison import CompareSettings
 t = time.perf_counter()
 gold = load_gold(folder / "gold.jsonl")

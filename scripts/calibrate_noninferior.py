@@ -51,8 +51,8 @@ from harness.verdict.asked import (
     plan_for,
     stop_rule,
 )
-from harness.verdict.compare import compare, margin_intervals, noninferiority
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare, margin_intervals, noninferiority
 from harness.verdict.noninferiority import Claim, NonInferiority
 from harness.verdict.quality_sequential import decide, query_order
 

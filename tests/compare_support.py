@@ -22,8 +22,8 @@ from harness.values.types import (
     Repeat,
     RunFailure,
 )
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 
 Rank = Callable[[int, GoldQuery], int | None]
 Millis = Callable[[int, GoldQuery], float]

@@ -193,7 +193,7 @@ def _judged(criterion: Criterion, **candidate_kw: Any) -> Judgement:
     from compare_support import FAST, candidate, make_gold, make_run, ranks
 
     from harness.bisect.judge import judge
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     gold = make_gold()
     rank = candidate_kw.pop("rank", ranks())

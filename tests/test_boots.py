@@ -23,7 +23,7 @@ from harness.verdict.boots import (
     margin,
     widen,
 )
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 from harness.verdict.distributions import chi2_sf, t_sf
 from harness.verdict.power import power
 from harness.verdict.stats import hit_rate_test, sign_flip_exact

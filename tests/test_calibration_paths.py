@@ -22,7 +22,7 @@ import calibrate_sequential
 from calibrate_headline import headline, metric_values
 
 from harness.values.types import Verdict
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 
 SCENARIOS = [
     calibrate.Scenario("A/A", 120, 1, "deterministic", Verdict.IMPROVED),

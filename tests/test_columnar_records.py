@@ -33,8 +33,8 @@ from harness.results.files import json_text, read_json, write_json_new
 from harness.results.records import encode_run, load_run, run_from_dict, save_run
 from harness.values.answers import Answers
 from harness.values.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 from harness.verdict.rankings import share_strings
 
 # Ids and texts as a service may send them: any text, newlines and the non-ASCII included.

@@ -1,4 +1,4 @@
-"""harness.verdict.compare: verdicts from in-memory RefRuns of a synthetic gold set (no services).
+"""harness.verdict.decide: verdicts from in-memory RefRuns of a synthetic gold set (no services).
 
 The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
 q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
@@ -45,11 +45,11 @@ from harness.values.types import (
     RunFailure,
     Verdict,
 )
-from harness.verdict import compare as compare_module
 from harness.verdict import comparison as comparison_module
-from harness.verdict.compare import compare
+from harness.verdict import decide
 from harness.verdict.comparison import CompareSettings, Direction
 from harness.verdict.comparison import Machine as ComparisonMachine
+from harness.verdict.decide import compare
 from harness.verdict.latency_rule import ALPHA
 from harness.verdict.power import detectable_exact, exact_power
 
@@ -57,7 +57,7 @@ from harness.verdict.power import detectable_exact, exact_power
 
 
 def test_compare_imports_nothing_that_does_io() -> None:
-    package = Path(compare_module.__file__).parent  # harness/verdict/: the rules
+    package = Path(decide.__file__).parent  # harness/verdict/: the rules
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
@@ -71,7 +71,7 @@ def test_compare_imports_nothing_that_does_io() -> None:
     pure |= {f"harness.verdict.{source.stem}" for source in sources if source.parent == package}
     runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only
     assert runtime <= pure | PURE_LIBRARIES, sorted(imported)
-    assert "CompareConfig" not in vars(compare_module)  # so not imported at run time
+    assert "CompareConfig" not in vars(decide)  # so not imported at run time
     assert "CompareConfig" not in vars(comparison_module)
 
 

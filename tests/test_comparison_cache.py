@@ -14,7 +14,7 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 import harness.results.cache as cache
 from harness.results.cache import CACHE_DIR, cached_compare
 from harness.results.records import load_run, save_run
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from harness.report.page import render
 from harness.results.document import comparison_to_dict
 from harness.values.types import ErrorKind, RefRun
 from harness.verdict import validity
-from harness.verdict.compare import compare, summarise_run
+from harness.verdict.decide import compare, summarise_run
 
 
 def with_status(run: RefRun, status: int, body: str) -> RefRun:

@@ -17,8 +17,8 @@ import calibrate
 
 from harness.values.types import Verdict
 from harness.verdict.asked import compare_asked
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 @pytest.mark.parametrize(

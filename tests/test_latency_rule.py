@@ -456,7 +456,7 @@ def test_the_runner_and_compare_estimate_each_round_by_its_order(
     all 15 rounds and stayed inconclusive."""
     from compare_support import make_gold
 
-    from harness.verdict.compare import CompareSettings, compare
+    from harness.verdict.decide import CompareSettings, compare
 
     base, cand = _run(monkeypatch, 0.0, "15", repeats=5, order=5.0)
     assert len(base.repeats) < 15

@@ -52,7 +52,7 @@ RUNS = [_run(v) for v in range(VALUES)]
 
 def test_each_configuration_alone_would_be_called() -> None:
     # The case the tests below guard: without the family, every one of them is "regressed".
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     settings = CompareSettings(resamples=2000, gate_on=("mrr@10",))
     alone = compare(GOLD, RUNS[0], RUNS[1], settings)

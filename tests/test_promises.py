@@ -36,8 +36,8 @@ from harness.errors import ServiceError
 from harness.process import leftovers
 from harness.replay.order import pair_orders
 from harness.values.types import GoldQuery
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 from harness.verdict.latency_rule import TRIM, round_estimate
 
 # --------------------------------------------------------------------------- send order

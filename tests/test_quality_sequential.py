@@ -356,8 +356,8 @@ def test_a_sequential_compare_has_the_definition_of_a_whole_gold_set_compare() -
     # The same gold set, runs and settings: one asked block by block (its last test at the
     # alpha the looks left), one of every query. `report --against` refused to diff them, "the
     # configuration differs": the definition carried the last test's alpha, 0.025, not 0.05.
-    from harness.verdict.comparable import same_definition
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
+    from harness.verdict.same_definition import same_definition
 
     gold, _, comparison = _asked_compare(lost_every=4)
     order = [q.id for q in gold.queries]

@@ -50,8 +50,8 @@ from harness.results.records import (
     write_record,
 )
 from harness.values.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure, Usage
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 def full_run() -> RefRun:

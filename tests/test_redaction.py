@@ -25,8 +25,8 @@ from e2e_support import Sandbox, build_sandbox, query_id, query_ids
 from harness.report.saved import save_comparison
 from harness.results.records import load_run
 from harness.values.types import ErrorKind, GoldSet, RefRun
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 SECRET = "told to fail on"  # every error detail below starts with this
 

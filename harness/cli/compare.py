@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from harness.cli.plan import close, load_plan, repeats
     from harness.compare.analysis import analyse
-    from harness.compare.answers import answer_grades, with_twobytwo
+    from harness.compare.answer_grades import answer_grades, with_twobytwo
     from harness.compare.measure import fewer_repeats, measure, sequential_order
     from harness.compare.settings import ref_differences
     from harness.errors import ResultsError

@@ -33,7 +33,7 @@ def analyse(
     cache entry is read or written (an entry holds query texts)."""
     from harness.gold.corpus import load_corpus_ids
     from harness.results.cache import cached_compare
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     baseline, candidate = runs
     if plan.observer is not None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from harness.matrix.values import Constraint, Matrix
 from harness.values.types import OVERALL, GoldSet, RefRun, Verdict
 from harness.verdict import stats
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
+from harness.verdict.decide import compare
 from harness.verdict.systems import judged_together
 
 _DIGITS = 6

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from harness.boot.probe import OpenSocket
 from harness.config import QueryConfig
-from harness.replay.answers import html_document
+from harness.replay.ids import html_document
 from harness.replay.paths import compile_path
 from harness.replay.request import Requests, encode_request, make_request
 from harness.replay.wire import Answer, Connection, Failure, check_late, timeout_detail, too_large

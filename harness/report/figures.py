@@ -1,6 +1,6 @@
 """The plots of the HTML report: a Comparison in, plotly figures out, as the JSON plotly.js draws
 (`{"data": [...], "layout": {...}}`).  They draw; they compute nothing (every number is the
-Comparison's: `harness.verdict.compare` says how each is made).
+Comparison's: `harness.verdict.decide` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with
                   its interval (bootstrap; the verdict is the row's test), coloured by verdict

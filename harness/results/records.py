@@ -487,7 +487,7 @@ def find_reusable(
     corpus, query settings, configuration: `REUSE_PARTS`; a record made before definitions
     were recorded is judged by the keys above alone).  A
     reused record serves quality only: its latencies were measured at another time and are
-    never paired with new ones (see `harness.verdict.compare`).
+    never paired with new ones (see `harness.verdict.decide`).
     """
     for run in iter_runs(results_dir):
         if (

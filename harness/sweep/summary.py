@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 
 from harness.sweep.params import Param, Point, label, params_of
 from harness.values.types import GoldSet, RefRun, Verdict
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
+from harness.verdict.decide import compare
 from harness.verdict.systems import judged_together
 
 _BEST_DIGITS = 6

@@ -1,7 +1,7 @@
 """The values of the compare stage: the settings a comparison is made under, the `Comparison`
 tree it produces (everything a report shows, nothing it must compute), and the `RunSummary` of
 one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill them are in
-`harness.verdict.compare`, the JSON form in `harness.results.document`.
+`harness.verdict.decide`, the JSON form in `harness.results.document`.
 
     Comparison
     ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)

@@ -1,7 +1,7 @@
 """The parts of a Comparison beside the metric rows: flips, unanswerable queries, outranks
 pairs and latency.
 
-Part of `harness.verdict.compare` (its docstring states every rule: flip ranks as the upper median
+Part of `harness.verdict.decide` (its docstring states every rule: flip ranks as the upper median
 over repeats, impact order, modal counts, paired latency); pure.
 """
 

@@ -1,6 +1,6 @@
 """Each side's repeats scored, and the metric rows of a scope (overall or one slice) from them.
 
-Part of `harness.verdict.compare` (its docstring states every rule: per-query hit rates and the
+Part of `harness.verdict.decide` (its docstring states every rule: per-query hit rates and the
 exact paired test, per-query means and the randomization test, power, Holm across slices,
 collapses); pure.
 """

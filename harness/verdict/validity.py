@@ -1,7 +1,7 @@
 """Every reason a comparison of two runs is invalid, and which repeats of a run are used
 (`usable` and `by_query`, from `harness.verdict.repeats`).
 
-Part of `harness.verdict.compare` (its docstring states every rule); pure.  `harness gate` and
+Part of `harness.verdict.decide` (its docstring states every rule); pure.  `harness gate` and
 `harness threshold` use the same usable repeats, and the gate the same failures and errored
 answers.
 """
