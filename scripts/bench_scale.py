@@ -59,7 +59,10 @@ sys.path.insert(0, sys.argv[1])
 import realistic_data as rd
 from harness.gold.load import load_gold
 from harness.results.records import save_run
-from harness.values.types import QueryResult, RefRun, Repeat
+try:
+    from harness.values.types import QueryResult, RefRun, Repeat
+except ImportError:  # a tree (--tree OLD) from before the values moved into harness/values/
+    from harness.types import QueryResult, RefRun, Repeat
 
 n, folder, repeats = int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 shape = rd.Shape(queries=n, depth=20)
@@ -92,7 +95,10 @@ from pathlib import Path
 folder = Path(sys.argv[1])
 from harness.gold.load import load_gold
 from harness.results.records import load_run
-from harness.verdict.decide import compare
+try:
+    from harness.verdict.decide import compare
+except ImportError:  # a tree (--tree OLD) from before the module was named for what it does
+    from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 t = time.perf_counter()
 gold = load_gold(folder / "gold.jsonl")

@@ -55,6 +55,7 @@ effect < 0 the first relevant document in the ranking moves to the last rank.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -242,7 +243,11 @@ def slice_of(shape: Shape) -> Ints:
 def gold(shape: Shape) -> Any:
     """harness's GoldSet of these judgements (ids "q0".., slices "s0".., text "query i")."""
     from harness.gold.canonical import canonical_hash
-    from harness.values.types import GoldQuery, GoldSet
+    try:
+        from harness.values.types import GoldQuery, GoldSet
+    except ImportError:  # a tree (bench_scale.py --tree OLD) from before harness/values/
+        old = importlib.import_module("harness.types")  # by name: this tree has no such module
+        GoldQuery, GoldSet = old.GoldQuery, old.GoldSet
 
     queries = tuple(
         GoldQuery(id=q, text=f"query {i}", slice=f"s{s}", relevant=rel)
