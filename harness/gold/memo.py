@@ -16,18 +16,16 @@ own GoldError (file:line); only a load that succeeded is ever stored. A load wit
 never cached (the corpus check needs where each judged id was read).
 
 Entries: `<cache dir>/gold/<key>.gold` (`harness.process.leftovers.cache_dir`: $HARNESS_CACHE_DIR,
-...):
-a JSON header line {"schema", "key", "python", "sha256"}, then the payload, the GoldSet's fields
-and its queries as rows (their judgements in the file's order) in `marshal`'s format, which
-reads back 2-3 times faster than JSON and keeps tuples as tuples. The payload is unmarshalled
-only once the header names this key, this schema and this Python's marshal format, and the
-payload's sha256 matches the header's: a damaged entry never reaches marshal (whose reader
-trusts its input), one written by another Python or harness is never read.
-Written to a temp file in the folder and renamed over the entry (atomic: two writers of one
-key write the same bytes, the last rename wins; a reader sees a whole entry or none). An entry
-that cannot be read, is for another key or schema, or whose payload does not match its sha256 or
-its shape is ignored and written again: never trusted. The cache is an optimisation: a folder
-that cannot be written only means the next load parses again.
+...): a JSON header line {"schema", "key", "python", "sha256"}, then the payload, the GoldSet's
+fields and its queries as rows (their judgements in the file's order) in `marshal`'s format, which
+reads back 2-3 times faster than JSON and keeps tuples as tuples. The payload is unmarshalled only
+once the header names this key, this schema and this Python's marshal format, and the payload's
+sha256 matches the header's: a damaged entry never reaches marshal (whose reader trusts its input),
+one written by another Python or harness is never read. Written to a temp file in the folder and
+renamed over the entry (atomic: two writers of one key write the same bytes, the last rename wins; a
+reader sees a whole entry or none). An entry that cannot be read, is for another key or schema, or
+whose payload does not match its sha256 or its shape is ignored and written again: never trusted.
+The cache is an optimisation: a folder that cannot be written only means the next load parses again.
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ Every OSError of a write (a full disk, a read-only mount) is a ResultsError nami
 
 Temp names carry the pid of the process writing them (`.tmp-<pid>-...`), and a temp directory is
 in that process's leftovers state from before it exists (`harness.process.leftovers.make_dir`):
-what a
-SIGKILL mid-save leaves is removed by the next invocation's `recover()` (any command, `harness
-clean` too), and `check_writable` removes the `.tmp-<pid>-*` of dead pids it finds in the
+what a SIGKILL mid-save leaves is removed by the next invocation's `recover()` (any command,
+`harness clean` too), and `check_writable` removes the `.tmp-<pid>-*` of dead pids it finds in the
 results directory (and its runs/) even without that state.
 """
 

@@ -19,8 +19,7 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     └── twobytwo: TwoByTwoComparison | None   the retrieval/generation 2x2 per side, movement
 
 They live here, not in `harness.values.types`: they hold `harness.verdict.stats` results
-(BinaryTest,
-Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
+(BinaryTest, Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
 `harness.score.metrics.parse_metric`, while stats and metrics import `harness.values.types`; and
 `harness.results.document` reads these annotations back at run time, so importing the types only for
 the type checker would not do.
