@@ -52,7 +52,10 @@ try:
 except ImportError:  # a tree (--tree OLD) from before results stopped rendering
     from harness.results.comparisons import save_comparison
 from harness.results.records import load_run
-from harness.verdict.compare import compare
+try:
+    from harness.verdict.decide import compare
+except ImportError:  # a tree (--tree OLD) from before the module was named for what it does
+    from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 gold = load_gold(folder / "gold.jsonl")
 base, cand = (load_run(p) for p in sorted((folder / "runs").glob("*.json")))

@@ -28,7 +28,10 @@ from fresh import compile_tree, run_fresh
 CODE = r"""
 import json, sys, time
 import numpy as np
-from harness.types import GoldQuery, GoldSet, QueryResult
+try:
+    from harness.values.types import GoldQuery, GoldSet, QueryResult
+except ImportError:  # a tree (--tree OLD) from before the values moved into harness/values/
+    from harness.types import GoldQuery, GoldSet, QueryResult
 from harness.verdict.asked import plan_for, stop_rule
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.quality_sequential import query_order

@@ -14,7 +14,7 @@ Each side writes its own run records with its own `save_run` (so `--before` a ch
 before issue 28 writes JSON records, this tree columnar ones), from the same generated answers,
 beside a gold.jsonl. Then each measurement is a fresh process: the gold set loaded from the file
 (`harness.gold.load_gold`), both records loaded (`harness.results.records.load_run`) and
-compared (`harness.verdict.compare.compare`, default settings: 10,000 resamples). The row's
+compared (`harness.verdict.decide.compare`, default settings: 10,000 resamples). The row's
 figure is the wall (and CPU) of loading the records and comparing them; the peak RSS is the
 process's (ru_maxrss), gold set included. The sides alternate run by run (before, after,
 before, ...) so the machine's load falls on both alike; medians and ranges are printed, with the
@@ -59,7 +59,10 @@ sys.path.insert(0, sys.argv[1])
 import realistic_data as rd
 from harness.gold.load import load_gold
 from harness.results.records import save_run
-from harness.types import QueryResult, RefRun, Repeat
+try:
+    from harness.values.types import QueryResult, RefRun, Repeat
+except ImportError:  # a tree (--tree OLD) from before the values moved into harness/values/
+    from harness.types import QueryResult, RefRun, Repeat
 
 n, folder, repeats = int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 shape = rd.Shape(queries=n, depth=20)
@@ -92,7 +95,10 @@ from pathlib import Path
 folder = Path(sys.argv[1])
 from harness.gold.load import load_gold
 from harness.results.records import load_run
-from harness.verdict.compare import compare
+try:
+    from harness.verdict.decide import compare
+except ImportError:  # a tree (--tree OLD) from before the module was named for what it does
+    from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
 t = time.perf_counter()
 gold = load_gold(folder / "gold.jsonl")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Calibrate the quality verdict: its false-positive rate and power, by simulation through the
-project's own decision code (`harness.verdict.compare.compare`: GoldSet and RefRuns in, the
+project's own decision code (`harness.verdict.decide.compare`: GoldSet and RefRuns in, the
 headline verdict out).
 
     python scripts/calibrate.py [--sims 200] [--seed 0] [--jobs 2]
@@ -61,9 +61,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibrate_headline import headline, metric_values

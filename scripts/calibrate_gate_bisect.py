@@ -2,7 +2,7 @@
 """Calibrate `harness gate` (compare's paired test on the baseline file's per-query values) and
 `harness bisect` (a compare per step, skips, git bisect's rule), by simulation through the
 project's own decision code: `harness.gate.measure` + `harness.gate.rule.check` for the gate,
-`harness.bisect.run.bisect` over `harness.verdict.compare.compare` for bisect.
+`harness.bisect.run.bisect` over `harness.verdict.decide.compare` for bisect.
 
     python scripts/calibrate_gate_bisect.py [--sims 200] [--seed 0] [--only gate|bisect]
 
@@ -39,8 +39,8 @@ from harness.bisect.run import Commit, Outcome, StepResult, bisect
 from harness.gate.measure import measure
 from harness.gate.rule import Outcome as GateOutcome
 from harness.gate.rule import Statistics, check
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 QUERIES, REPEATS, COMMITS = 100, 3, 16
 SETTINGS = CompareSettings(resamples=100, k=(10,))  # hit@10 decides: exact, nothing resampled

@@ -4,7 +4,7 @@
     verdict, reason, power = headline(base, cand, settings)
 
 `scripts/calibrate.py` and `scripts/calibrate_sequential.py` simulate thousands of compares.
-Through `harness.verdict.compare.compare` each one first scores its simulated rankings (the score
+Through `harness.verdict.decide.compare` each one first scores its simulated rankings (the score
 stage: judge each answer, compute every metric at every cutoff) and then decides.  Here the
 simulated answers become their per-query values directly (one relevant document of grade 1 at
 a known rank: hit@k is whether it is returned at rank <= k, mrr@k 1/rank, ndcg@k
@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.score.metrics import Kind
-from harness.types import Verdict
-from harness.verdict import compare as compare_module
-from harness.verdict import scopes, stats
+from harness.values.types import Verdict
+from harness.verdict import decide, scopes, stats
 from harness.verdict.boots import boot_component
 from harness.verdict.comparison import CompareSettings, Scope
 from harness.verdict.headline import quality_headline
@@ -78,7 +77,7 @@ def headline_scope(
 ) -> Scope:
     """The overall scope's headline rows `compare` makes of these per-query values, Holm-adjusted
     across each other (`compare._family`): what the headline and the margins read."""
-    decisive = compare_module.decisive_metrics(settings)
+    decisive = decide.decisive_metrics(settings)
     kinds = {str(s): s.kind for s in settings.specs}
     n = next(iter(base.values())).shape[1]
     sel = np.ones(n, dtype=bool)
@@ -108,4 +107,4 @@ def headline_scope(
         else scopes._continuous_row(m, b, c, sel, settings, power_alpha, tests[m], boots[m])
         for m in decisive
     ]
-    return compare_module._family(Scope("overall", n, tuple(rows)), settings)
+    return decide._family(Scope("overall", n, tuple(rows)), settings)

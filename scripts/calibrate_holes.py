@@ -34,7 +34,7 @@ The scenarios (the pool made from the baseline's first run, except the last):
   candidate's first run, and the baseline ranks 10 unjudged documents above its relevant one
   on 30 queries (the rate: an unsupported "improved").
 
-Each row is decided by `harness.verdict.compare.compare` (the whole compare, scoring included)
+Each row is decided by `harness.verdict.decide.compare` (the whole compare, scoring included)
 with the default settings (band 0.05), and printed with its Wilson 95% interval; "without the
 bound" repeats a row with the holes' reach removed, "without the check" with the condensed
 lists' check removed: what the rules said before.
@@ -49,8 +49,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
-from harness.verdict import compare as compare_module
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.verdict import decide
 from harness.verdict import headline as headline_module
 from harness.verdict.comparison import CompareSettings
 
@@ -196,7 +196,7 @@ def _decide(row: str, gold: GoldSet, base: Answers, cand: Answers) -> Verdict:
             stack.enter_context(_patched("hidden", lambda *_a, **_k: None))
         if row.endswith("without the check"):
             stack.enter_context(_patched("unheld", lambda *_a, **_k: None))
-        c = compare_module.compare(gold, _run(base, gold, "a"), _run(cand, gold, "b"), SETTINGS)
+        c = decide.compare(gold, _run(base, gold, "a"), _run(cand, gold, "b"), SETTINGS)
         return c.verdict_quality
 
 

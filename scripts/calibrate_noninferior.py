@@ -43,7 +43,7 @@ from calibrate import as_run, boot_spread, draw_hits, gold_set, hit_probabilitie
 from calibrate_headline import headline_scope, metric_values
 
 from harness.compare.settings import with_margins
-from harness.types import GoldSet, QueryResult, Repeat
+from harness.values.types import GoldSet, QueryResult, Repeat
 from harness.verdict.asked import (
     LATENCY_QUERIES,
     compare_asked,
@@ -51,8 +51,8 @@ from harness.verdict.asked import (
     plan_for,
     stop_rule,
 )
-from harness.verdict.compare import compare, margin_intervals, noninferiority
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare, margin_intervals, noninferiority
 from harness.verdict.noninferiority import Claim, NonInferiority
 from harness.verdict.quality_sequential import decide, query_order
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibrate import as_run, boot_spread, draw_hits, gold_set, hit_probabilities, wilson
 from calibrate_headline import headline, metric_values
 
-from harness.types import RefRun, Verdict
+from harness.values.types import RefRun, Verdict
 from harness.verdict.asked import LATENCY_QUERIES, compare_asked, headline_values, plan_for
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.quality_sequential import decide, default_block, query_order

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.latency_rule import decide, look, plan, round_estimate
 from harness.verdict.latency_tail import headline, tail_rows
 

@@ -17,7 +17,7 @@ series are hit@10, ndcg@10 and latency p50; the false-alarm rate is 0.01 a serie
 0.05 and 10%.
 
 A fresh compare is simulated as `harness compare` would give it: quality by
-`harness.verdict.compare.compare` on both commits' true hit probabilities, drawn afresh; latency
+`harness.verdict.decide.compare` on both commits' true hit probabilities, drawn afresh; latency
 by scripts/latency_simulation.py (the loaded noise level, the real sequential latency rule) at
 the true ratio of the two commits' costs (no load: the compare measures both together).
 
@@ -56,9 +56,9 @@ from harness.bisect.run import Commit, StepResult
 from harness.history.points import Point, from_run
 from harness.history.table import LATENCY
 from harness.score.metrics import parse_metrics
-from harness.types import GoldSet, RefRun
-from harness.verdict.compare import compare
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 from harness.watch.changepoint import Detection, Kind, changes
 from harness.watch.run import Watch, watch
 from harness.watch.series import build

@@ -54,7 +54,7 @@ def main() -> int:
     )
     print(f"import cycles: {len(cycles)} through {len(in_cycles)} modules")
     print(f"import cycles among module-level imports alone: {len(module_level)}")
-    print(f"imports against the layers (cli > tools > stages > types): {len(upward)}")
+    print(f"imports against the layers (cli > tools > stages > base): {len(upward)}")
     if unplaced:
         print(f"top-level modules in no layer: {', '.join(unplaced)}")
     print(f"modules over {MAX_LINES} lines: {len(long)}")

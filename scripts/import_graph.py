@@ -6,15 +6,16 @@
 
 Every `import` statement counts: at module level, inside a function, under `if TYPE_CHECKING:`,
 and the package faces an import runs (tests/import_graph.py reads them with `ast`). The modules
-are folded into their top-level package (`harness.verdict.stats` is `verdict`; a loose module such
-as `harness.types` is its own node), and the script prints:
+are folded into their top-level package (`harness.verdict.stats` is `verdict`; the one loose module,
+`harness.errors`, is its own node), and the script prints:
 
 1. the package order drawn from the imports, lowest first: a package is listed after every
    package it imports; packages that import each other are listed together in braces, as one
    cycle;
 2. the cycles between packages, each with the import lines of one closed path through it;
 3. the arrows that go up: an import from a stage package to a stage above it in
-   `STAGE_ORDER`, or from a layer to a layer above it in `LAYERS` (both in
+   `STAGE_ORDER`, from a base package to one above it in `BASE_ORDER` (errors < text < values <
+   process), or from a layer to a layer above it in `LAYERS` (all in
    tests/test_architecture.py, which fails on any of them).
 
 Exit status 0 always: the test is what fails; this prints the figures.
@@ -30,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import import_graph as graph
-from test_architecture import LAYER_OF, RANK, STAGE_ORDER
+from test_architecture import BASE_ORDER, LAYER_OF, RANK, STAGE_ORDER
 
 
 def top(module: str) -> str:
@@ -83,7 +84,7 @@ def order(nodes: set[str], arrows: dict[str, dict[str, list[graph.Edge]]]) -> li
         # Lowest first; among those ready, by layer (then stage order, then name), so that the
         # printed order reads like the declared one wherever the imports allow it.
         ready = [g for g in remaining if needs[g] <= done]
-        ready.sort(key=lambda g: (RANK.get(g[0], -1), _stage_rank(g[0]), g))
+        ready.sort(key=lambda g: (RANK.get(g[0], -1), _base_rank(g[0]), _stage_rank(g[0]), g))
         chosen = ready[0]
         placed.append(list(chosen))
         done.add(chosen)
@@ -95,16 +96,22 @@ def _stage_rank(name: str) -> int:
     return STAGE_ORDER.index(name) if name in STAGE_ORDER else -1
 
 
+def _base_rank(name: str) -> int:
+    return BASE_ORDER.index(name) if name in BASE_ORDER else -1
+
+
 def upward(arrows: Arrows) -> list[tuple[str, str, list[graph.Edge]]]:
-    """Each package arrow against the declared order: a layer importing a higher layer, or a
-    stage importing a stage above it in STAGE_ORDER."""
+    """Each package arrow against the declared order: a layer importing a higher layer, a stage
+    importing a stage above it in STAGE_ORDER, or a base package one above it in BASE_ORDER."""
     found = []
     for a, targets in sorted(arrows.items()):
         for b, edges in sorted(targets.items()):
             if a not in RANK or b not in RANK:
                 continue
-            if RANK[b] > RANK[a] or (
-                a in STAGE_ORDER and b in STAGE_ORDER and _stage_rank(b) > _stage_rank(a)
+            if (
+                RANK[b] > RANK[a]
+                or (a in STAGE_ORDER and b in STAGE_ORDER and _stage_rank(b) > _stage_rank(a))
+                or (a in BASE_ORDER and b in BASE_ORDER and _base_rank(b) > _base_rank(a))
             ):
                 found.append((a, b, edges))
     return found
@@ -133,11 +140,12 @@ def main() -> int:
         f"{sum(len(t) for t in arrows.values())}, made by {sum(kinds.values())} imports "
         f"({kinds['module']} module-level, {kinds['function']} inside functions)"
     )
+    print(f"base order declared (lowest first): {' < '.join(BASE_ORDER)}")
     print(f"stage order declared (lowest first): {' < '.join(STAGE_ORDER)}")
     print(f"cycles between packages: {len(cycles)} ({len(stage_cycles)} through stage packages)")
     print(f"arrows up: {len(up)}, made by {sum(len(es) for _, _, es in up)} imports")
     print("package order drawn from the imports (lowest first; {..} = a cycle):")
-    for layer in ("types", "stages", "tools", "cli"):
+    for layer in ("base", "stages", "tools", "cli"):
         groups = [g for g in order(nodes, arrows) if LAYER_OF.get(g[0]) == layer]
         shown = [g[0] if len(g) == 1 else "{" + " ".join(g) + "}" for g in groups]
         print(f"  {layer}: {' < '.join(shown)}")

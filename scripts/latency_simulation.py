@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict import latency, latency_rule
 
 

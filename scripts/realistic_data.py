@@ -20,7 +20,7 @@ As a module (`sys.path.insert(0, "scripts"); import realistic_data as rd`):
     shape = rd.Shape(queries=20_000, depth=100, seed=0)   # every knob; frozen
     rd.qrels(shape)   -> Qrels     (query, doc, grade) arrays, one row a judgement
     rd.run(shape)     -> Ranking   (queries, depth) doc codes and scores, trec_eval's order
-    rd.gold(shape)    -> GoldSet   harness's gold set (harness.types), with slices
+    rd.gold(shape)    -> GoldSet   harness's gold set (harness.values.types), with slices
     rd.repeats(shape, 5) -> Iterator[Answers]: baseline repeats 0..4, then candidate 0..4
     rd.query_ids(shape), rd.doc_ids(codes), rd.slice_of(shape)
     rd.write(shape, folder, repeats=0) -> {name: path}
@@ -55,6 +55,7 @@ effect < 0 the first relevant document in the ranking moves to the last rank.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -242,7 +243,11 @@ def slice_of(shape: Shape) -> Ints:
 def gold(shape: Shape) -> Any:
     """harness's GoldSet of these judgements (ids "q0".., slices "s0".., text "query i")."""
     from harness.gold.canonical import canonical_hash
-    from harness.types import GoldQuery, GoldSet
+    try:
+        from harness.values.types import GoldQuery, GoldSet
+    except ImportError:  # a tree (bench_scale.py --tree OLD) from before harness/values/
+        old = importlib.import_module("harness.types")  # by name: this tree has no such module
+        GoldQuery, GoldSet = old.GoldQuery, old.GoldSet
 
     queries = tuple(
         GoldQuery(id=q, text=f"query {i}", slice=f"s{s}", relevant=rel)

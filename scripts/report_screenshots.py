@@ -39,8 +39,8 @@ from history_support import forked  # noqa: E402
 from harness.report.page import render  # noqa: E402
 from harness.report.saved import save_comparison  # noqa: E402
 from harness.results.comparisons import HTML_FILE  # noqa: E402
-from harness.verdict.compare import compare  # noqa: E402
 from harness.verdict.comparison import CompareSettings  # noqa: E402
+from harness.verdict.decide import compare  # noqa: E402
 
 KiB = 1024
 

@@ -13,9 +13,17 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
-from harness.verdict.compare import compare
+from harness.values.types import (
+    ErrorKind,
+    GoldQuery,
+    GoldSet,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+)
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 
 Rank = Callable[[int, GoldQuery], int | None]
 Millis = Callable[[int, GoldQuery], float]
@@ -201,7 +209,7 @@ def scored() -> tuple[Comparison, RefRun, RefRun]:
 def with_every_section(c: Comparison) -> Comparison:
     """`c` with what the HTML page shows in sections of its own: floors (one not met), errored
     answers with a sample body, prepare steps and the retrieval/generation 2x2."""
-    from harness.types import FloorRow
+    from harness.values.types import FloorRow
     from harness.verdict.comparison import ErrorKindSummary, PrepareStep
     from harness.verdict.twobytwo import Cell, CellQueries, Move, TwoByTwo, TwoByTwoComparison
 

@@ -218,8 +218,8 @@ def contents(draw: st.DrawFn, good: str, mutated: st.SearchStrategy[str]) -> byt
 
 SPECIALS = ("fifo", "/dev/zero", "/dev/null", "folder", "oversized", "long line")
 """What a special case puts where a file is expected: a named pipe nobody writes to, a symlink
-to a device, a folder, a sparse file one byte past its kind's cap (`harness.inputs`), a sparse
-file of zeros with no newline, past a streamed line's cap."""
+to a device, a folder, a sparse file one byte past its kind's cap (`harness.process.inputs`), a
+sparse file of zeros with no newline, past a streamed line's cap."""
 
 
 @dataclass(frozen=True)
@@ -251,8 +251,8 @@ class Outcome:
 
 
 def _cap(name: str) -> int:
-    """The size cap (bytes) of the kind of input `name` is (`harness.inputs`)."""
-    from harness import inputs
+    """The size cap (bytes) of the kind of input `name` is (`harness.process.inputs`)."""
+    from harness.process import inputs
 
     kinds = {"harness.toml": inputs.CONFIG, "matrix.toml": inputs.MATRIX,
              "gold.jsonl": inputs.GOLD, "qrels.txt": inputs.GOLD, "topics.tsv": inputs.QUERIES,

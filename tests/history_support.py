@@ -18,7 +18,7 @@ from compare_support import base_ms, buried, make_gold, make_run, ranks
 
 from harness.gold import load_gold, write_native
 from harness.results.records import save_run
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from harness.gold import load_gold, write_native
 from harness.report.saved import save_comparison
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 RELEVANT = {
     "q1": {"a1": 1, "j1": 0},

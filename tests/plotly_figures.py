@@ -1,7 +1,7 @@
 """The reference for harness.report.figures: the same plots built with plotly's graph objects
 (make_subplots, add_trace, add_hline, ...), as harness drew them before it wrote the JSON itself.
 tests/test_figures.py checks that both give the same figure.  They draw; they compute
-nothing (every number is the Comparison's: `harness.verdict.compare` says how each is made).
+nothing (every number is the Comparison's: `harness.verdict.decide` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with
                   its interval (bootstrap; the verdict is the row's test), coloured by verdict
@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from harness.report.numbers import p_value, rate
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, MetricRow, Scope
 
 SIDE_COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}

@@ -61,7 +61,7 @@ IO_STAGES = (
     "harness.demo",
     "harness.gate.baseline_file",
     "harness.gold",
-    "harness.inputs",
+    "harness.process.inputs",
     "harness.replay",
     "harness.driver",
     # results/ but its JSON codec (document.py: the Comparison as a dict and back, no file)

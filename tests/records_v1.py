@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.records import bounded_texts
-from harness.types import Machine, QueryResult, RefRun, RunFailure
+from harness.values.types import Machine, QueryResult, RefRun, RunFailure
 
 
 def _failure_to_dict(failure: RunFailure | None) -> dict[str, Any] | None:

@@ -28,8 +28,8 @@ from harness.gold.check import check_gold
 from harness.gold.render import render_check
 from harness.gold.summary import gold_stats
 from harness.score.evaluation import evaluate, evaluate_runs
-from harness.types import GoldQuery, GoldSet
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery, GoldSet
+from harness.verdict.decide import compare
 
 OLD = ROOT / "tests" / "fixtures" / "answerable" / "old.jsonl"
 # The hash of OLD computed by the code before the "answerable" key existed (commit 279a2db):

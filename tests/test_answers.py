@@ -1,4 +1,4 @@
-"""harness.replay.answers: ids from any answer (HTML pages, ids inside values, documents' text),
+"""harness.replay.ids: ids from any answer (HTML pages, ids inside values, documents' text),
 by hand, and end to end against the fixture service answering text and HTML."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from harness.config import load_config
 from harness.config.rewrite import rewritten
 from harness.errors import ConfigError
-from harness.replay.answers import IdAdapter, collapse, compile_pattern, field_index, html_document
+from harness.replay.ids import IdAdapter, collapse, compile_pattern, field_index, html_document
 
 PAGE = b"""<html><body><ol>
   <li><a class="hit" href="file:///n/a1.txt" data-rank="1">First
@@ -145,7 +145,7 @@ def test_a_template_field_no_document_has_is_exit_2_at_its_line(
 
 
 def test_a_template_joins_fields_and_reads_missing_ones_as_empty() -> None:
-    from harness.replay.answers import adapter_for
+    from harness.replay.ids import adapter_for
 
     rows = [("d1", ("Tea", "is brewed", 3)), ("d2", (None, "coffee", None))]
     adapter = adapter_for(None, "{title}: {text} ({n})", lambda names: (rows, frozenset(names)))

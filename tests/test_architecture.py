@@ -21,26 +21,9 @@ import pytest
 # own layer and the layers below; a new package fails test_every_module_has_a_layer until it is
 # placed here (and in docs/architecture.md).
 LAYERS: dict[str, tuple[str, ...]] = {
-    # the values that travel between stages, the error tree, and the few process-wide
-    # primitives every stage uses (bounds, encodings, credential scrubbing, signals, what a run
-    # holds on disk); none imports a stage
-    "types": (
-        "types",
-        "answers",
-        "costs",
-        "errors",
-        "limits",
-        "encodings",
-        "inputs",
-        "urls",
-        "scrub",
-        "control_chars",
-        "signals",
-        "leftovers",
-        "extras",
-        "budget",
-        "swing",
-    ),
+    # what every stage stands on, in BASE_ORDER: the one error tree, text handling, the values
+    # that travel between stages, and the harness process's own primitives; none imports a stage
+    "base": ("errors", "text", "values", "process"),
     # the pipeline, one package per stage (config is read first: every stage takes its values)
     "stages": (
         "config",
@@ -72,6 +55,11 @@ STAGE_ORDER: tuple[str, ...] = (
     "gold", "score", "config", "verdict", "results", "report", "boot", "checkout", "replay",
     "driver",
 )
+# The base layer one way, lowest first: each imports only those before it. The error tree
+# imports nothing; text (decoding, escaping, scrubbing) imports no value; a value (values/) is
+# made and read and never acts, so it imports no process primitive (process/: reading a
+# user's file, signals, what a run holds on disk, optional dependencies).
+BASE_ORDER: tuple[str, ...] = ("errors", "text", "values", "process")
 RANK = {name: i for i, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
@@ -118,7 +106,7 @@ def test_the_layers_run_one_way() -> None:
         if _top(edge.source) and RANK[_top(edge.target)] > RANK[_top(edge.source)]
     ]
     assert upward == [], "\n".join(
-        ["imports against the layers (cli > tools > stages > types):", *upward]
+        ["imports against the layers (cli > tools > stages > base):", *upward]
     )
 
 
@@ -151,13 +139,41 @@ def test_no_cycle_between_packages() -> None:
     assert not found, _cycle_report(found)
 
 
-def test_the_types_layer_imports_only_itself() -> None:
+def test_the_base_layer_imports_only_itself() -> None:
     # A value module that imported a stage would pull the stage into every other stage.
-    below = set(LAYERS["types"])
+    below = set(LAYERS["base"])
     found = [
         str(e) for e in graph.edges() if _top(e.source) in below and _top(e.target) not in below
     ]
     assert found == []
+
+
+def test_the_base_layer_runs_one_way() -> None:
+    # errors < text < values < process, every import counted: no value imports a process
+    # primitive, no text module a value, the error tree nothing.
+    assert sorted(BASE_ORDER) == sorted(LAYERS["base"]), "each base package once in BASE_ORDER"
+    rank = {name: i for i, name in enumerate(BASE_ORDER)}
+    upward = [
+        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, above it"
+        for edge in graph.edges()
+        if _top(edge.source) in rank
+        and _top(edge.target) in rank
+        and rank[_top(edge.target)] > rank[_top(edge.source)]
+    ]
+    assert upward == [], "\n".join(
+        [f"imports against the base order ({' < '.join(BASE_ORDER)}):", *upward]
+    )
+
+
+def test_the_base_packages_hold_no_loose_module_beside_them() -> None:
+    # harness/ holds its packages and the error tree: a new value or primitive goes into one of
+    # the base packages, not loose at the top.
+    loose = sorted(
+        path.stem
+        for path in (graph.ROOT / graph.PACKAGE).glob("*.py")
+        if path.stem not in ("__init__", *BASE_ORDER)
+    )
+    assert loose == [], f"place these in values/, text/ or process/: {loose}"
 
 
 def test_no_module_is_too_long() -> None:

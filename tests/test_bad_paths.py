@@ -306,7 +306,7 @@ def test_an_answers_file_error_gives_the_answers_files_advice(tmp_path: Path) ->
 
 def test_answers_k_without_answer_files_is_a_usage_error(tmp_path: Path) -> None:
     # It was accepted and ignored: a user who set it expected a 2x2.
-    from harness.compare.answers import answer_grades
+    from harness.compare.answer_grades import answer_grades
     from harness.errors import HarnessError
 
     gold = load_gold(_gold(tmp_path))

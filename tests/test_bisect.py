@@ -21,7 +21,7 @@ from harness.bisect.render import bisection_document, render_bisection
 from harness.bisect.run import Bisection, Commit, Outcome, StepResult, bisect
 from harness.bisect.walk import Mark, candidates, next_index
 from harness.cli.exits import bisect_status
-from harness.types import Verdict
+from harness.values.types import Verdict
 
 
 def walk(n: int, first_bad: int) -> tuple[int, list[int]]:
@@ -193,7 +193,7 @@ def _judged(criterion: Criterion, **candidate_kw: Any) -> Judgement:
     from compare_support import FAST, candidate, make_gold, make_run, ranks
 
     from harness.bisect.judge import judge
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     gold = make_gold()
     rank = candidate_kw.pop("rank", ranks())
@@ -206,7 +206,7 @@ def _judged(criterion: Criterion, **candidate_kw: Any) -> Judgement:
 def test_a_step_is_read_from_the_verdict_it_is_asked_for() -> None:
     from compare_support import buried, ranks
 
-    from harness.types import RunFailure
+    from harness.values.types import RunFailure
 
     worse = ranks(buried(*range(1, 21)))
     assert _judged(Criterion("hit@5"), rank=worse).mark is Mark.BAD

@@ -12,7 +12,7 @@ import pytest
 from compare_support import FAST, candidate, make_gold, make_run
 from oracles import scipy_stats
 
-from harness.types import GoldQuery, Verdict
+from harness.values.types import GoldQuery, Verdict
 from harness.verdict.boots import (
     MIN_DF,
     BootComponent,
@@ -23,7 +23,7 @@ from harness.verdict.boots import (
     margin,
     widen,
 )
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 from harness.verdict.distributions import chi2_sf, t_sf
 from harness.verdict.power import power
 from harness.verdict.stats import hit_rate_test, sign_flip_exact

@@ -130,8 +130,8 @@ def test_a_saved_page_loads_its_bundle_offline_and_nothing_overlaps(
 def test_one_slice_draws_no_duplicate_rows(chromium: Any, tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from harness.verdict.compare import compare
     from harness.verdict.comparison import CompareSettings
+    from harness.verdict.decide import compare
 
     gold = make_gold()
     gold = replace(gold, queries=tuple(replace(q, slice="default") for q in gold.queries))

@@ -21,8 +21,8 @@ import calibrate_noninferior
 import calibrate_sequential
 from calibrate_headline import headline, metric_values
 
-from harness.types import Verdict
-from harness.verdict.compare import compare
+from harness.values.types import Verdict
+from harness.verdict.decide import compare
 
 SCENARIOS = [
     calibrate.Scenario("A/A", 120, 1, "deterministic", Verdict.IMPROVED),

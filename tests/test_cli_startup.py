@@ -1,5 +1,6 @@
-"""`harness --help`, `--version` and usage errors take the short way (no stage, no harness.types,
-no dataclasses; `--version` builds no parser) and print exactly what plain argparse prints."""
+"""`harness --help`, `--version` and usage errors take the short way (no stage, no
+harness.values.types, no dataclasses; `--version` builds no parser) and print exactly what plain
+argparse prints."""
 
 from __future__ import annotations
 

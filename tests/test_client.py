@@ -24,7 +24,7 @@ from serve_support import Quiet, send_json, serving
 from harness.config import QueryConfig
 from harness.replay.client import Channel, ask, replay
 from harness.replay.request import RequestSpec, encode_request, make_request
-from harness.types import ErrorKind, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 BASE = "http://127.0.0.1:1"  # never reached: MockTransport answers
 GET = QueryConfig(

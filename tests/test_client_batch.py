@@ -35,7 +35,7 @@ from harness.replay.client import (
 )
 from harness.replay.request import Requests, encode_request, make_request
 from harness.replay.wire import Answer
-from harness.types import ErrorKind, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 GET = QueryConfig(
     path="/search", ids="results[].id", params={"q": "{query}", "k": "{limit}"}, limit=10

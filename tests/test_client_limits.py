@@ -22,7 +22,7 @@ from canned_support import STALL, Start, canned_services, ok, requests_seen
 from harness.config import QueryConfig
 from harness.replay import wire
 from harness.replay.client import AnswerCache, Channel, Stopped, replay
-from harness.types import ErrorKind
+from harness.values.types import ErrorKind
 
 GET = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, limit=10)
 BOMB_BYTES = 200 << 20  # what the bomb decodes to

@@ -1,5 +1,5 @@
 """Run records of schema_version 2 (issue 28): a JSON header and the answers column by column in
-the .npz beside it (harness.results.sidecar), held in memory as columns (harness.answers).
+the .npz beside it (harness.results.sidecar), held in memory as columns (harness.values.answers).
 
 Promises, each with a test that fails when it is broken:
 - any run reads back exactly as the JSON record of version 1 reads it (Hypothesis), and a
@@ -28,14 +28,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from records_v1 import run_to_dict_v1
 
-from harness.answers import Answers
 from harness.errors import ResultsError
 from harness.report.saved import save_comparison
 from harness.results.files import json_text, read_json, write_json_new
 from harness.results.records import encode_run, load_run, run_from_dict, save_run
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
-from harness.verdict.compare import compare
+from harness.values.answers import Answers
+from harness.values.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 from harness.verdict.rankings import share_strings
 
 # Ids and texts as a service may send them: any text, newlines and the non-ASCII included.

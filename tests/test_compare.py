@@ -1,4 +1,4 @@
-"""harness.verdict.compare: verdicts from in-memory RefRuns of a synthetic gold set (no services).
+"""harness.verdict.decide: verdicts from in-memory RefRuns of a synthetic gold set (no services).
 
 The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
 q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
@@ -38,7 +38,7 @@ from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, exit_status
 from harness.config import CompareConfig
 from harness.errors import ConfigError
 from harness.report.page import render
-from harness.types import (
+from harness.values.types import (
     ErrorKind,
     GoldQuery,
     Machine,
@@ -46,11 +46,11 @@ from harness.types import (
     RunFailure,
     Verdict,
 )
-from harness.verdict import compare as compare_module
 from harness.verdict import comparison as comparison_module
-from harness.verdict.compare import compare
+from harness.verdict import decide
 from harness.verdict.comparison import CompareSettings, Direction
 from harness.verdict.comparison import Machine as ComparisonMachine
+from harness.verdict.decide import compare
 from harness.verdict.latency_rule import ALPHA
 from harness.verdict.power import detectable_exact, exact_power
 
@@ -58,19 +58,21 @@ from harness.verdict.power import detectable_exact, exact_power
 
 
 def test_compare_imports_nothing_that_does_io() -> None:
-    package = Path(compare_module.__file__).parent  # harness/verdict/: the rules
+    package = Path(decide.__file__).parent  # harness/verdict/: the rules
     sources = [*sorted(package.glob("*.py")), Path(comparison_module.__file__)]  # and the values
     assert len(sources) > 2
     imported = imported_modules(*sources)
-    pure = {"harness", "harness.types", "harness.answers", "harness.errors", "harness.verdict"}
+    pure = {"harness", "harness.values.types", "harness.values.answers", "harness.errors"}
+    pure |= {"harness.verdict"}
     pure |= {"harness.score.metrics", "harness.score.evaluation", "harness.verdict.threshold"}
     pure |= {"harness.score.judged"}
-    pure |= {"harness.score.definition", "harness.control_chars"}  # re only: text made safe
-    pure |= {"harness.swing", "harness.budget"}  # values moved below the stages, pure too
+    pure |= {"harness.score.definition", "harness.text.control_chars"}  # re only: text made safe
+    # values moved below the stages, pure too
+    pure |= {"harness.values.swing", "harness.values.budget"}
     pure |= {f"harness.verdict.{source.stem}" for source in sources if source.parent == package}
     runtime = imported - {"harness.config"}  # CompareConfig, imported under TYPE_CHECKING only
     assert runtime <= pure | PURE_LIBRARIES, sorted(imported)
-    assert "CompareConfig" not in vars(compare_module)  # so not imported at run time
+    assert "CompareConfig" not in vars(decide)  # so not imported at run time
     assert "CompareConfig" not in vars(comparison_module)
 
 

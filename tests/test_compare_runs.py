@@ -17,7 +17,7 @@ from cli_support import run_cli
 
 from harness.gold import load_gold
 from harness.score.runfile import load_run
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.systems import NO_LATENCY, SystemRun, compare_systems
 

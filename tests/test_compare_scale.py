@@ -16,11 +16,10 @@ from harness.results.records import load_run, save_run
 from harness.score import evaluation
 from harness.score.evaluation import Evaluation, evaluate, evaluate_runs
 from harness.score.judged import dedupe
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict import compare as compare_stage
-from harness.verdict import holes, overlap, scopes, validity
-from harness.verdict.compare import compare
+from harness.values.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.verdict import decide, holes, overlap, scopes, validity
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 def _gold(n: int) -> GoldSet:
@@ -222,5 +221,5 @@ def test_the_analysis_shortcuts_change_nothing(
         overlap, "_per_query",
         lambda ids, b, c, k: overlap._pairs(ids, b, c, k, min(len(b.pool_rows), len(c.pool_rows))),
     )  # fmt: skip
-    monkeypatch.setattr(compare_stage, "share_strings", lambda repeats: None)
+    monkeypatch.setattr(decide, "share_strings", lambda repeats: None)
     assert compare(gold, *map(load_run, paths), settings) == fast

@@ -14,7 +14,7 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 import harness.results.cache as cache
 from harness.results.cache import CACHE_DIR, cached_compare
 from harness.results.records import load_run, save_run
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 
 
 @pytest.fixture
@@ -145,9 +145,9 @@ def test_an_entry_read_back_is_saved_as_it_is(stored, monkeypatch) -> None:  # t
 
 
 def test_an_unchanged_record_is_linked_into_the_saved_comparison(stored) -> None:  # type: ignore[no-untyped-def]
-    from harness import scrub
     from harness.report.saved import save_comparison
     from harness.results.sidecar import sidecar_of
+    from harness.text import scrub
 
     results, gold, base, cand = stored
     comparison, _ = _cached(results, gold, base, cand, FAST)

@@ -21,7 +21,7 @@ from serve_support import Quiet, send_json, serving
 import harness.replay.wire as wire
 from harness.config import QueryConfig
 from harness.replay.client import Channel, replay
-from harness.types import ErrorKind, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 QUERY = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, warmup=0)
 SLOW_CONNECT_S = 0.05

@@ -13,7 +13,7 @@ from harness.errors import ConfigError
 from harness.score.context import evidence, found_characters, union_length
 from harness.score.evaluation import evaluate
 from harness.score.metrics import METRICS_VERSION, parse_metric, score_query
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 CP, CR = "context_precision", "context_recall"
 

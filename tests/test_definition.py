@@ -19,8 +19,8 @@ from harness.report.saved import save_comparison
 from harness.results.records import run_from_dict
 from harness.score.definition import PARTS, definition, definition_from_dict, differing
 from harness.score.metrics import METRICS_VERSION
-from harness.verdict.comparable import same_definition
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
+from harness.verdict.same_definition import same_definition
 
 BASE = dict(gold="g" * 64, corpus=None, query={"run": {"path": "/search", "texts": None}},
             k=(5, 10), metrics=("hit@5",), config={"side": "c" * 64})

@@ -15,9 +15,9 @@ from e2e_support import build_sandbox, config_text, git, load_json, record_paths
 
 from harness.report.page import render
 from harness.results.document import comparison_to_dict
-from harness.types import ErrorKind, RefRun
+from harness.values.types import ErrorKind, RefRun
 from harness.verdict import validity
-from harness.verdict.compare import compare, summarise_run
+from harness.verdict.decide import compare, summarise_run
 
 
 def with_status(run: RefRun, status: int, body: str) -> RefRun:

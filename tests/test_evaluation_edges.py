@@ -7,7 +7,7 @@ import numpy as np
 
 from harness.score.evaluation import evaluate, per_query_matrix
 from harness.score.judged import judge
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 
 def gold() -> GoldSet:

@@ -19,7 +19,7 @@ from harness.cli.exits import (
     valid_status,
 )
 from harness.gate.rule import Outcome
-from harness.types import Verdict
+from harness.values.types import Verdict
 
 
 def test_every_gate_outcome_has_its_status_and_only_a_pass_or_an_update_is_zero() -> None:

@@ -16,7 +16,7 @@ from harness.results.records import save_run
 from harness.score.evaluation import evaluate
 from harness.score.metrics import parse_metrics
 from harness.score.runfile import parse_run
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.values.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 
 GOLD = GoldSet(
     (

@@ -16,12 +16,12 @@ from test_export import record
 from harness.config.values import QueryConfig
 from harness.driver.remote import require_ray
 from harness.errors import HarnessError
-from harness.extras import EXTRAS, require
+from harness.process.extras import EXTRAS, require
 from harness.replay.client import Requests
 from harness.results.export import to_table
 from harness.results.records import save_run
 from harness.score.runfile import load_run
-from harness.types import QueryResult
+from harness.values.types import QueryResult
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLD, RUN = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-run.jsonl"

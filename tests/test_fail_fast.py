@@ -19,7 +19,7 @@ from canned_support import STALL, Start, canned_services, ok, requests_seen
 from harness.config import load_config
 from harness.driver.runner import RunPlan, run_deployed
 from harness.gold import check_files
-from harness.types import ErrorKind, RunFailure
+from harness.values.types import ErrorKind, RunFailure
 
 GOLD_SIZE = 8
 

@@ -212,7 +212,7 @@ def test_evaluating_an_arrow_run_equals_evaluating_its_dict(
 ) -> None:
     """`evaluate` reads an ArrowRanked's heads and a plain dict's full rankings: same numbers."""
     from harness.score.evaluation import evaluate
-    from harness.types import GoldQuery, GoldSet
+    from harness.values.types import GoldQuery, GoldSet
 
     text = "".join(f"{q} Q0 {d} 1 {s} t\n" for q, d, s in dict.fromkeys(rows))
     seen = {(q, d) for q, d, _ in rows}

@@ -18,8 +18,8 @@ from compare_support import candidate, make_gold, make_run, ranks, scored
 from harness.report import figures, plotting
 from harness.report.page import render
 from harness.results.document import comparison_from_dict
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 
 SETTINGS = CompareSettings(resamples=500)
 

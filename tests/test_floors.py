@@ -25,7 +25,7 @@ from harness.gate.rule import GateResult, Outcome, with_floors
 from harness.report.page import render
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.metrics import lower_is_better
-from harness.types import FloorRow, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import FloorRow, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 
 GOLD = GoldSet(
     queries=(

@@ -123,7 +123,7 @@ def test_a_case_that_blocks_counts_as_a_hang(
     # blocks open(2) forever; the case is stopped at its limit and reported as hung.
     import os
 
-    from harness import inputs
+    from harness.process import inputs
 
     monkeypatch.setattr(inputs, "_refuse", lambda *args: None)
     monkeypatch.setattr(inputs.os, "O_NONBLOCK", 0)
@@ -339,7 +339,7 @@ def test_an_unknown_ref_leaves_no_results_directory(
                max_size=200))
 @settings(max_examples=200, deadline=None)
 def test_wide_encodings_of_ascii_text_are_told_apart(encoding: str, text: str) -> None:
-    from harness.encodings import wide_encoding
+    from harness.text.encodings import wide_encoding
 
     expected = encoding.upper().replace("-LE", " LE").replace("-BE", " BE")
     if expected in ("UTF-16", "UTF-32"):

@@ -29,7 +29,15 @@ from harness.gate.baseline_file import (
 from harness.gate.measure import Baseline, Measured, ScopeValues, measure
 from harness.gate.render import render_gate
 from harness.gate.rule import Outcome, check, conclude, gated_metrics, update
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure
+from harness.values.types import (
+    ErrorKind,
+    GoldQuery,
+    GoldSet,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+)
 
 # --------------------------------------------------------------------------- measuring
 

@@ -3,7 +3,7 @@ on the per-query values the baseline file now holds, Holm-adjusted as compare ad
 change compare calls "no measurable difference" does not fail the gate unless --max-drop says
 so; a regression compare calls one still fails, and so does a slice that falls to zero.
 
-The oracle is compare itself (`harness.verdict.compare.compare`) on the same two runs: the gate's
+The oracle is compare itself (`harness.verdict.decide.compare`) on the same two runs: the gate's
 p is compare's p for the same metric."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from harness.gate.baseline_file import baseline_from_dict, baseline_to_dict, bas
 from harness.gate.measure import measure
 from harness.gate.render import render_gate
 from harness.gate.rule import Outcome, Statistics, check
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 N = 40
 GOLD = GoldSet(

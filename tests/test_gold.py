@@ -24,7 +24,7 @@ from harness.gold import (
     load_gold,
     write_native,
 )
-from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.values.types import CorpusInfo, GoldQuery, GoldSet
 
 GOLD_DIR = ROOT / "gold"
 HEADER = '{"format": "harness-gold", "version": 1}'

@@ -14,7 +14,7 @@ import pytest
 
 from harness.errors import GoldError
 from harness.gold import load_gold, memo
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 NATIVE = [
     {"format": "harness-gold", "version": 1, "judged": "pooled",
@@ -206,7 +206,7 @@ def test_a_file_past_the_gold_sets_cap_is_never_hashed(tmp_path, monkeypatch) ->
     # The key hashes every byte: a sparse file one byte past the 4 GiB cap took 30-40 s to hash
     # before the reader refused it at its size. Past the cap there is no key, and the reader
     # refuses it at once.
-    from harness.inputs import GOLD
+    from harness.process.inputs import GOLD
     path = tmp_path / "gold.jsonl"
     with path.open("wb") as handle:
         handle.truncate(GOLD.cap + 1)  # sparse: no disk used

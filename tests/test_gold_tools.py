@@ -39,7 +39,7 @@ from harness.gold.text import (
     terms,
     tokens,
 )
-from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.values.types import CorpusInfo, GoldQuery, GoldSet
 
 # --------------------------------------------------------------------------- a hand-made corpus
 
@@ -726,8 +726,9 @@ def test_the_readme_build_and_stats_examples_are_real_output(tmp_path: Path,
 PURE = ["text", "documents", "check", "build", "summary", "render"]
 PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "functools",
                 "json", "random", "re", "statistics", "typing", "unicodedata", "harness.errors",
-                "harness.control_chars",
-                "harness.swing", "harness.types", *(f"harness.gold.{m}" for m in PURE)}
+                "harness.text.control_chars",
+                "harness.values.swing", "harness.values.types",
+                *(f"harness.gold.{m}" for m in PURE)}
 
 
 @pytest.mark.parametrize("module", PURE)

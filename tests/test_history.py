@@ -18,8 +18,8 @@ from purity import impurities
 from harness.history.graph import measured_graph
 from harness.report.plotting import plotly_file, plotly_js
 from harness.report.saved import save_comparison
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import pytest
 from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 
 from harness.report.page import render
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 from harness.verdict.holes import MARGIN
 
 

@@ -24,8 +24,8 @@ from harness.report.page import render
 from harness.report.plotting import plotly_file, plotly_js, plotly_script
 from harness.report.saved import save_comparison
 from harness.results.comparisons import HTML_FILE, REPORT_FILE, load_comparison
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 
 SETTINGS = CompareSettings(resamples=500)
 MiB = 1024 * 1024

@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 import calibrate
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.asked import compare_asked
-from harness.verdict.compare import compare
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 @pytest.mark.parametrize(

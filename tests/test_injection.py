@@ -5,7 +5,7 @@ is a credential; and four messages that said the wrong thing say what happened.
     header names and values   RFC 7230 token; no CR, LF, NUL or other control character (tab
                               is fine): a ConfigError naming query.headers.NAME, exit 2; a gold
                               query filled into a header is refused by id before anything boots
-    service text              `harness.control_chars.shown` in every format: no raw ESC on the
+    service text              `harness.text.control_chars.shown` in every format: no raw ESC on the
                               terminal, in report.md, report.html, comparison.json or a record
     credential fields         query.params api_key = "..." is [scrubbed] in runs/*.json, the
                               comparison's baseline.json/candidate.json, reports and logs
@@ -41,7 +41,6 @@ from hypothesis import strategies as st
 from harness.checkout.worktree import resolve_ref
 from harness.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, unsaved_status
 from harness.config import QueryConfig, load_config
-from harness.control_chars import control_chars, header_problem, one_line, shown
 from harness.driver.adapter_check import AdapterCheck
 from harness.errors import AdapterError, ConfigError, GoldError, RefError, ServiceError
 from harness.gold import load_gold
@@ -52,8 +51,9 @@ from harness.replay.request import header_injections, make_request
 from harness.report import layout
 from harness.report.layout import Block
 from harness.results.records import load_run
-from harness.scrub import SCRUBBED, field_secrets, scrubbed_fields, secret_field
-from harness.types import ErrorKind, RunFailure
+from harness.text.control_chars import control_chars, header_problem, one_line, shown
+from harness.text.scrub import SCRUBBED, field_secrets, scrubbed_fields, secret_field
+from harness.values.types import ErrorKind, RunFailure
 from harness.verdict.validity import advice
 
 ESC = "\x1b"

@@ -5,11 +5,11 @@ machine), asserting exit 2, one `harness: error:` line naming the option, key or
 traceback.
 
 - every file a user names is a regular file: a FIFO, a device, a folder is refused before it is
-  read (`harness.inputs`);
+  read (`harness.process.inputs`);
 - every such file has a size cap, said in the error; a streamed corpus stops at its line cap;
 - service.data is never /, /proc, /sys, /dev or inside them, and its walk neither leaves the
   tree nor enters a kernel filesystem, and stops past MAX_FILES (`harness.config.manifest`);
-- --baseline-url/--candidate-url are parsed up front (`harness.urls`);
+- --baseline-url/--candidate-url are parsed up front (`harness.values.urls`);
 - a Git LFS pointer is named, with `git lfs pull`.
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 from fuzz_support import CONFIG, NO_REF, Workspace, toml_text
 
-from harness import inputs
 from harness.errors import ConfigError, GoldError
+from harness.process import inputs
 
 LIMIT = 60.0  # seconds: each case answers in about one on a busy machine; past this it hung
 MEMORY = 4 << 30  # bytes of address space: harness needs ~1.5 GiB of it
@@ -351,7 +351,7 @@ def test_a_malformed_deployment_url_is_refused_naming_the_option(
 
 
 def test_a_well_formed_url_passes_the_check(ws: Workspace) -> None:
-    from harness.urls import check_url
+    from harness.values.urls import check_url
 
     for url in ("http://127.0.0.1:8080", "https://[::1]:443/api/", "http://u:p@search.internal",
                 "http://[fe80::1%eth0]:80", "http://xn--caf-dma.example:1/", "HTTP://h"):

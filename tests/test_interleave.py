@@ -26,7 +26,7 @@ from harness import __version__
 from harness.config import CompareConfig, QueryConfig, ServiceConfig, SideConfig
 from harness.driver.runner import RefSession, run_interleaved
 from harness.results.records import save_run
-from harness.types import RefRun, Repeat
+from harness.values.types import RefRun, Repeat
 
 
 @dataclass(frozen=True)

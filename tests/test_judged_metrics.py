@@ -59,7 +59,7 @@ from harness.score.metrics import (
     score_query,
 )
 from harness.score.runfile import load_trec_tables, trec_order
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 POOL_DEPTH = 10
 PRIMED = ("hit", "p", "recall", "ndcg", "ap", "mrr", "ndcg_burges")

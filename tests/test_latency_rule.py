@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from harness.config import CompareConfig
-from harness.types import QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import latency, latency_rule, validity
 from harness.verdict.latency_rule import (
     LatencyBudget,
@@ -410,7 +410,7 @@ def _run(
     times slower, the order recorded as the runner records it); the first `errored` queries of
     the candidate's every round answer HTTP 500."""
     from harness.driver import runner
-    from harness.types import ErrorKind
+    from harness.values.types import ErrorKind
 
     draws = _fake_rounds(effect, seed=11, order=order)
 
@@ -456,7 +456,7 @@ def test_the_runner_and_compare_estimate_each_round_by_its_order(
     all 15 rounds and stayed inconclusive."""
     from compare_support import make_gold
 
-    from harness.verdict.compare import CompareSettings, compare
+    from harness.verdict.decide import CompareSettings, compare
 
     base, cand = _run(monkeypatch, 0.0, "15", repeats=5, order=5.0)
     assert len(base.repeats) < 15

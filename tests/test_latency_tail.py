@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 from compare_support import base_ms, ranks, run_pair
 
-from harness.types import GoldQuery, Verdict
+from harness.values.types import GoldQuery, Verdict
 from harness.verdict.latency import LatencyTest
 from harness.verdict.latency_rule import ALPHA, decide, plan, round_estimate
 from harness.verdict.latency_tail import (

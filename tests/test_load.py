@@ -16,7 +16,7 @@ from harness.config import QueryConfig
 from harness.driver.load_rounds import round_order
 from harness.replay.open_loop import fire
 from harness.replay.schedule import arrival_schedule, parse_duration, parse_rates
-from harness.types import LoadRound, Verdict
+from harness.values.types import LoadRound, Verdict
 from harness.verdict.load import Slo, lag_limit_ms, load_verdict, parse_slo
 
 # ------------------------------------------------------------------ schedule

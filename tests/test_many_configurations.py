@@ -13,7 +13,7 @@ from __future__ import annotations
 from harness.matrix.summary import summarise as summarise_matrix
 from harness.matrix.values import Entry, Matrix
 from harness.sweep.summary import summarise as summarise_sweep
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict.comparison import CompareSettings
 
 N = 120
@@ -52,7 +52,7 @@ RUNS = [_run(v) for v in range(VALUES)]
 
 def test_each_configuration_alone_would_be_called() -> None:
     # The case the tests below guard: without the family, every one of them is "regressed".
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     settings = CompareSettings(resamples=2000, gate_on=("mrr@10",))
     alone = compare(GOLD, RUNS[0], RUNS[1], settings)

@@ -31,7 +31,7 @@ from harness.score.metrics import (
     parse_metrics,
     score_query,
 )
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 # The metrics of rankings alone; the context metrics (they read texts) are in test_context.py.
 ALL_NAMES = tuple(name for name, d in METRICS.items() if not d.texts)
@@ -68,7 +68,7 @@ def test_metrics_imports_nothing_that_does_io() -> None:
         "harness.score.judged",
         "harness.score.metrics",
         "harness.score.unanswered",
-        "harness.types",
+        "harness.values.types",
     }
     assert imported <= allowed, f"metrics must stay pure, imports {sorted(imported - allowed)}"
 

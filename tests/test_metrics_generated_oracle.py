@@ -23,7 +23,7 @@ import pytest
 from test_metrics_oracle import KS, SPECS, Scored, oracle, ranked
 
 from harness.score.evaluation import evaluate
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 SEEDS = range(6)
 

@@ -29,7 +29,7 @@ from conftest import shared_collection
 from harness.score.evaluation import evaluate
 from harness.score.metrics import parse_metrics
 from harness.score.runfile import load_run, trec_order
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 KS = (1, 3, 5, 10, 20, 100)
 TREC_MEASURES = {

@@ -39,7 +39,7 @@ from harness.gate.rows import GateRow
 from harness.gate.rule import GateResult, Outcome, Statistics, check
 from harness.report.page import render
 from harness.results.document import comparison_from_dict, comparison_to_dict
-from harness.types import FloorRow, Verdict
+from harness.values.types import FloorRow, Verdict
 from harness.verdict.asked import compare_asked, headline_values, plan_for
 from harness.verdict.comparison import CompareSettings, Comparison
 from harness.verdict.equivalence import TANGO

@@ -32,7 +32,7 @@ from harness.replay import client
 from harness.replay.order import in_rotation, pair_orders
 from harness.replay.request import Requests
 from harness.results.records import load_run
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.order_effect import order_effect, order_words
 
 # --------------------------------------------------------------------------- the assignment

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.report.page import render
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 from harness.verdict.overlap import jaccard, rbo
 
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from serve_support import OK_SERVICE_PY
 
-from harness import leftovers
 from harness.boot import inside, processes, sandbox, service
 from harness.config import ServiceConfig
+from harness.process import leftovers
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 

@@ -17,7 +17,7 @@ import pytest
 from cli_support import script
 
 from harness.cli.progress import Progress
-from harness.types import ErrorKind, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 
 def feed(progress: Progress, label: str, total: int, failing: set[int], boots: int = 1) -> None:
@@ -93,7 +93,7 @@ def on_a_terminal(program: str, columns: int, stdout: IO[str] | int = subprocess
 DRIVE = """
 import sys, time
 from harness.cli.progress import Progress
-from harness.types import QueryResult
+from harness.values.types import QueryResult
 p = Progress()  # stderr is the pseudo-terminal: live
 assert p.live
 p.planned(2)

@@ -29,15 +29,15 @@ from compare_support import make_gold, make_run, ranks
 from e2e_support import build_sandbox, load_json, record_paths
 from oracles import scipy_stats as stats
 
-from harness import leftovers
 from harness.boot import processes, service
 from harness.config import ServiceConfig
 from harness.config.loader import load_config
 from harness.errors import ServiceError
+from harness.process import leftovers
 from harness.replay.order import pair_orders
-from harness.types import GoldQuery
-from harness.verdict.compare import compare
+from harness.values.types import GoldQuery
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 from harness.verdict.latency_rule import TRIM, round_estimate
 
 # --------------------------------------------------------------------------- send order

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from oracles import tango_reference
 
-from harness.answers import ErrorKind
 from harness.report.page import render
 from harness.results.document import comparison_from_dict, comparison_to_dict
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.answers import ErrorKind
+from harness.values.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import asked
 from harness.verdict.asked import (
     LATENCY_QUERIES,
@@ -356,8 +356,8 @@ def test_a_sequential_compare_has_the_definition_of_a_whole_gold_set_compare() -
     # The same gold set, runs and settings: one asked block by block (its last test at the
     # alpha the looks left), one of every query. `report --against` refused to diff them, "the
     # configuration differs": the definition carried the last test's alpha, 0.025, not 0.05.
-    from harness.verdict.comparable import same_definition
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
+    from harness.verdict.same_definition import same_definition
 
     gold, _, comparison = _asked_compare(lost_every=4)
     order = [q.id for q in gold.queries]
@@ -373,7 +373,7 @@ def test_an_invalid_run_says_how_far_its_asking_got() -> None:
     # for nothing), but how far the furthest repeat got.
     from dataclasses import replace as changed
 
-    from harness.types import RunFailure
+    from harness.values.types import RunFailure
 
     gold = _gold(200)
     settings = CompareSettings(resamples=200)

@@ -50,9 +50,9 @@ from harness.results.records import (
     save_run,
     write_record,
 )
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure, Usage
-from harness.verdict.compare import compare
+from harness.values.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure, Usage
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 
 def full_run() -> RefRun:
@@ -511,7 +511,7 @@ def test_read_json_says_what_is_wrong_with_the_file(tmp_path: Path) -> None:
     good.write_text('{"é": 1}', encoding="utf-8")
     assert read_json(good) == {"é": 1}
     with pytest.raises(ResultsError, match="the results file is a folder, not a file"):
-        read_json(tmp_path)  # a directory: refused before it is opened (harness.inputs)
+        read_json(tmp_path)  # a directory: refused before it is opened (harness.process.inputs)
 
 
 # --------------------------------------------------------------------------- comparisons

@@ -30,13 +30,13 @@ import pytest
 from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 from serve_support import OK_SERVICE_PY
 
-from harness import leftovers
 from harness.boot.service import running_service
 from harness.checkout import worktree as worktree_module
 from harness.checkout.build import build
 from harness.checkout.worktree import checkout, resolve_ref
 from harness.config import ServiceConfig
 from harness.driver import recovery
+from harness.process import leftovers
 from harness.results.files import check_writable, new_directory_atomic, remove_dead_temps
 
 SAVE_TEMP = re.compile(r"\.tmp-(\d+)-\d{8}T\d{6}Z_")
@@ -265,7 +265,7 @@ def test_a_signal_at_the_mkdir_leaves_the_dir_recorded_or_gone(
 ) -> None:
     """SIGTERM (Terminated) landing just after the mkdir returned, before the caller holds the
     path: the directory is removed and forgotten, never made and unrecorded."""
-    from harness.signals import Terminated
+    from harness.process.signals import Terminated
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     real = os.mkdir

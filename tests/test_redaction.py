@@ -24,9 +24,9 @@ from e2e_support import Sandbox, build_sandbox, query_id, query_ids
 
 from harness.report.saved import save_comparison
 from harness.results.records import load_run
-from harness.types import ErrorKind, GoldSet, RefRun
-from harness.verdict.compare import compare
+from harness.values.types import ErrorKind, GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 
 SECRET = "told to fail on"  # every error detail below starts with this
 
@@ -251,7 +251,7 @@ def test_a_redacted_compare_writes_only_ids_hashes_and_aggregates(
 def test_redaction_cuts_paths_out_of_reasons_warnings_and_failures() -> None:
     from harness.results.document import redacted
     from harness.results.records import encode_run
-    from harness.types import RunFailure
+    from harness.values.types import RunFailure
 
     gold = make_gold()
     base = make_run(gold, ranks())

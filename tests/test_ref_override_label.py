@@ -15,7 +15,7 @@ from compare_support import FAST, candidate, make_gold, make_run, ranks
 from harness.compare.settings import ref_differences
 from harness.config import load_config
 from harness.report.page import render
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 
 CONFIG = """\
 [service]

@@ -21,7 +21,7 @@ from harness.driver.session import RunPlan, shared_reading
 from harness.replay.client import AnswerCache
 from harness.replay.request import Requests, encode_request, make_request
 from harness.replay.wire import Answer, Connection, Failure
-from harness.types import ErrorKind, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 GET = QueryConfig(path="/search", ids="results[].id", params={"q": "{query}"}, limit=10)
 BODY = b'{"results": [{"id": "a"}, {"id": "b"}]}'

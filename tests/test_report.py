@@ -49,9 +49,9 @@ from harness.results import document
 from harness.results.comparisons import load_comparison
 from harness.results.document import comparison_from_dict, comparison_to_dict
 from harness.score.evaluation import Evaluation, evaluate
-from harness.types import ErrorKind, RefRun, RunFailure, Verdict
-from harness.verdict.compare import compare, summarise_run
+from harness.values.types import ErrorKind, RefRun, RunFailure, Verdict
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare, summarise_run
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "report"
 REGEN = os.environ.get("HARNESS_REGEN") == "1"
@@ -344,7 +344,7 @@ def test_an_unknown_format_is_refused(comparisons: dict[str, Comparison]) -> Non
 def test_report_computes_nothing(source: str) -> None:
     assert "harness.verdict.stats" not in imported_modules(source)
     from_compare = {
-        name for module, name in imported_names(source) if module == "harness.verdict.compare"
+        name for module, name in imported_names(source) if module == "harness.verdict.decide"
     }
     assert "compare" not in from_compare  # types only
 

@@ -12,7 +12,7 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 
 from harness.report.against import render_against
 from harness.report.saved import save_comparison
-from harness.verdict.compare import compare
+from harness.verdict.decide import compare
 
 
 def _saved(tmp_path: Path, name: str, cand_rank: object) -> tuple[Path, object]:

@@ -23,7 +23,7 @@ from compare_support import buried, make_gold, make_run, ranks, regressed_candid
 from oracles import multipletests
 from oracles import scipy_stats as stats
 
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "report"
 

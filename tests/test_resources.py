@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from harness.report.page import render
 from harness.report.resources import size
 from harness.results.document import comparison_from_dict, comparison_to_dict
-from harness.types import RefRun, RunFailure, Usage, Verdict
-from harness.verdict.compare import compare
+from harness.values.types import RefRun, RunFailure, Usage, Verdict
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import compare
 from harness.verdict.latency import latency_test
 from harness.verdict.resources import (
     MEMORY_TOLERANCE,

@@ -20,7 +20,7 @@ from e2e_support import build_sandbox, config_text
 
 from harness import __version__
 from harness.results.records import find_reusable, load_run, save_run
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
+from harness.values.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
 
 SHA = "a" * 40
 CONFIG = "c" * 64

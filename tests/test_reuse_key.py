@@ -18,7 +18,7 @@ from harness.config import QueryConfig, ServiceConfig, SideConfig
 from harness.config.inputs import data_path, inputs_hash, referenced_paths
 from harness.config.values import HarnessConfig
 from harness.results.records import find_reusable, load_run, save_run
-from harness.types import Machine, QueryResult, RefRun, Repeat
+from harness.values.types import Machine, QueryResult, RefRun, Repeat
 
 KEY: dict[str, object] = {
     "sha": "a" * 40,

@@ -7,8 +7,8 @@ import json
 from compare_support import FAST, buried, make_gold, make_run, ranks
 
 from harness.report.runs import render_failures, render_run
-from harness.types import ErrorKind, RunFailure
-from harness.verdict.compare import summarise_run
+from harness.values.types import ErrorKind, RunFailure
+from harness.verdict.decide import summarise_run
 
 
 def test_metrics_are_means_over_repeats_and_errors_are_not_scored_as_misses() -> None:

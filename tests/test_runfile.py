@@ -183,7 +183,7 @@ def test_missing_and_undecodable_files(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match="is not UTF-8 text"):
         load_run(path)
     with pytest.raises(ResultsError, match="the run file is a folder, not a file"):
-        load_run(tmp_path)  # a directory: refused before it is opened (harness.inputs)
+        load_run(tmp_path)  # a directory: refused before it is opened (harness.process.inputs)
 
 
 def test_run_is_frozen() -> None:

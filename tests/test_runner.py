@@ -25,7 +25,7 @@ from harness.driver.runner import RefSession, RunPlan, run_pair, run_ref
 from harness.gold import check_files
 from harness.replay.client import Stopped
 from harness.results.records import host_fingerprint, load_run
-from harness.types import ErrorKind, QueryResult, Repeat, RunFailure
+from harness.values.types import ErrorKind, QueryResult, Repeat, RunFailure
 
 
 @pytest.fixture(scope="module")

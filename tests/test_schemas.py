@@ -22,9 +22,9 @@ from harness.results.document import comparison_to_dict  # noqa: E402
 from harness.results.records import encode_run, save_run  # noqa: E402
 from harness.schemas import NAMES, load_schema, schema_text  # noqa: E402
 from harness.schemas.generate import GENERATED, render  # noqa: E402
-from harness.types import ErrorKind, RunFailure, Verdict  # noqa: E402
-from harness.verdict.compare import compare  # noqa: E402
+from harness.values.types import ErrorKind, RunFailure, Verdict  # noqa: E402
 from harness.verdict.comparison import CompareSettings  # noqa: E402
+from harness.verdict.decide import compare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -28,7 +28,7 @@ from e2e_support import SERVICE, Sandbox, build_sandbox, config_text, leased_por
 from harness.config import QueryConfig
 from harness.replay.request import encode_request, make_request
 from harness.results.records import load_run
-from harness.scrub import (
+from harness.text.scrub import (
     CHUNK,
     SCRUBBED,
     Scrubber,
@@ -68,7 +68,7 @@ def test_a_url_is_shown_without_its_userinfo() -> None:
 
 
 def test_credential_named_variables_are_secrets_and_nothing_else() -> None:
-    from harness import scrub
+    from harness.text import scrub
 
     environ = {
         "API_TOKEN": "tok-aaaa1111", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI",

@@ -26,10 +26,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import signals
 from harness.boot import isolation, processes, service
 from harness.config import ServiceConfig
 from harness.errors import ConfigError, ServiceError
+from harness.process import signals
 
 SERVICE_PY = textwrap.dedent(
     '''
@@ -541,7 +541,7 @@ def test_sigterm_to_the_harness_unwinds_and_tears_down(worktree: Path, tmp_path:
         import json, sys, time
         from pathlib import Path
         from harness.config import ServiceConfig
-        from harness.signals import signals_unwind
+        from harness.process.signals import signals_unwind
         from harness.boot.service import running_service
         spec = ServiceConfig(start={START!r}, ready="/health", ready_timeout=20.0)
         with signals_unwind():

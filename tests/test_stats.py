@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from oracles import mcnemar, multipletests, scipy_stats
 from purity import impurities
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict import resample
 from harness.verdict.boots import BootComponent
 from harness.verdict.latency import (

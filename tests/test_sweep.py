@@ -23,7 +23,15 @@ from harness.sweep.params import Param, find_reference, grid, label, parse_param
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.run import overridden_pins, with_point
 from harness.sweep.summary import Sweep, summarise
-from harness.types import GoldQuery, GoldSet, QueryResult, RefRun, Repeat, RunFailure, Verdict
+from harness.values.types import (
+    GoldQuery,
+    GoldSet,
+    QueryResult,
+    RefRun,
+    Repeat,
+    RunFailure,
+    Verdict,
+)
 from harness.verdict.comparison import CompareSettings, Comparison
 
 # --------------------------------------------------------------------------- parameters

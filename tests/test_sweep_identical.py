@@ -9,7 +9,7 @@ from compare_support import FAST, buried, make_gold, make_run, ranks
 
 from harness.sweep.render import render_sweep
 from harness.sweep.summary import identical_rankings, summarise
-from harness.types import ErrorKind
+from harness.values.types import ErrorKind
 
 POINTS = ((("RRF_K", "20"),), (("RRF_K", "60"),), (("RRF_K", "100"),))
 

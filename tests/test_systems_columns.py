@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.answers import QueryResult, Strings, columns_of
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
 from harness.score.runfile import load_run
-from harness.types import GoldQuery, GoldSet
+from harness.values.answers import QueryResult, Strings, columns_of
+from harness.values.types import GoldQuery, GoldSet
 from harness.verdict.systems import SystemRun, as_ref_run
 
 TREC = (

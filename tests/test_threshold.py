@@ -22,7 +22,7 @@ from knob_support import assert_clean, knob_sandbox
 from purity import impurities
 
 from harness.errors import HarnessError, NotComparableError
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.values.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.threshold import (
     TopScore,
     analyse,

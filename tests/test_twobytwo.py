@@ -14,7 +14,7 @@ from harness.gold import write_native
 from harness.gold.grades import read_grades
 from harness.report.twobytwo import render_twobytwo
 from harness.results.records import save_run
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.values.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
 from harness.verdict.twobytwo import Cell, movement, two_by_two
 
 QUERIES = (

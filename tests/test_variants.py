@@ -12,7 +12,7 @@ from compare_support import FAST, buried, make_gold, make_run, ranks
 from purity import impurities
 
 from harness.report.layout import Block
-from harness.types import OVERALL, RunFailure, Verdict
+from harness.values.types import OVERALL, RunFailure, Verdict
 from harness.variants.render import render, renderers, row_name
 from harness.variants.run import save_variants, slug
 from harness.variants.summary import Table, compare_variants

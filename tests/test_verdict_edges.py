@@ -11,9 +11,9 @@ import pytest
 from compare_support import make_gold, make_run
 
 from harness.config.values import CompareConfig
-from harness.types import GoldQuery, GoldSet, RefRun
-from harness.verdict.compare import summarise_run
+from harness.values.types import GoldQuery, GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings
+from harness.verdict.decide import summarise_run
 
 
 def test_settings_from_config_carry_every_field() -> None:

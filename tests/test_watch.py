@@ -1,7 +1,7 @@
 """harness watch, fast: the scan for steps and drifts (`harness.watch.changepoint`) on
 hand-made series (exact steps, ramps, staircases, seeded null series for the false-alarm rate),
 the series built from history points, the confirm-then-bisect loop (`harness.watch.run`) with a
-fake `compare_pair` whose Comparisons are real (`harness.verdict.compare.compare` on the
+fake `compare_pair` whose Comparisons are real (`harness.verdict.decide.compare` on the
 simulated services of scripts/calibrate.py), the judge's `improvement` criterion, the reports and
 the history page's bands, which commits a run measures, and bad input at the CLI.  The end to end
 watch of a real fixture repository is another test's (tests/watch_support.py)."""
@@ -27,9 +27,9 @@ from harness.bisect.run import Commit, Outcome, StepResult
 from harness.bisect.walk import Mark
 from harness.history.points import Point
 from harness.history.table import LATENCY, Drawn, History, aggregate
-from harness.types import RefRun, Verdict
-from harness.verdict.compare import compare
+from harness.values.types import RefRun, Verdict
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare
 from harness.watch.changepoint import Detection, Kind, Series, changes
 from harness.watch.commits import choose
 from harness.watch.render import render_watch
@@ -307,7 +307,7 @@ SETTINGS = CompareSettings(resamples=100, k=(10,))  # hit@10 decides: exact, not
 class Branch:
     """A simulated branch: per commit the true hit probabilities of its 100 queries
     (deterministic: each query always or never answered) and its latency cost; a fake
-    `compare_pair` that compares two commits by `harness.verdict.compare.compare` on fresh runs
+    `compare_pair` that compares two commits by `harness.verdict.decide.compare` on fresh runs
     and records each pair it was asked."""
 
     p: list[np.ndarray]

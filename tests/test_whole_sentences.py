@@ -18,8 +18,8 @@ from compare_support import FAST, buried, candidate, make_gold, make_run, ranks
 
 from harness.report.page import render
 from harness.verdict.asked import compare_asked
-from harness.verdict.compare import compare
 from harness.verdict.comparison import Comparison
+from harness.verdict.decide import compare
 from harness.verdict.quality_sequential import query_order
 
 # A sentence that stops: the words and marks that need more after them.

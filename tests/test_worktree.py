@@ -13,7 +13,7 @@ import pytest
 
 from harness.checkout.worktree import WORKTREE, checkout, resolve_ref
 from harness.errors import RefError
-from harness.leftovers import cache_dir
+from harness.process.leftovers import cache_dir
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.bisect.walk import Mark
-from harness.types import RefRun, Verdict
+from harness.values.types import RefRun, Verdict
 from harness.verdict.comparison import Comparison
 from harness.verdict.validity import run_failures
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.bisect.judge import Criterion, Judgement, judge
 from harness.bisect.walk import Mark, candidates, next_index
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 

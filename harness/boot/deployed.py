@@ -26,20 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from harness import urls
 from harness.boot.probe import ready_advice
 from harness.boot.processes import TeardownReport
 from harness.boot.service import ready_path
 from harness.config import ServiceConfig
 from harness.errors import ServiceError
-from harness.scrub import register_url, safe_url
+from harness.text.scrub import register_url, safe_url
+from harness.values import urls
 
 DEPLOYED = "deployed"  # Repeat.sandbox of a run against a running deployment
 
 
 def check_url(url: str, option: str) -> str:
     """`url` without a trailing slash, or ConfigError naming `option` and the fix.  Its
-    userinfo (user:password@), if any, is registered as a secret (`harness.scrub`) first: it is
+    userinfo (user:password@), if any, is registered as a secret (`harness.text.scrub`) first: it is
     sent as HTTP Basic credentials and never shown, not even in this error."""
     urls.check_url(url, option)  # scheme, host, port, no query: its words show no userinfo
     register_url(url)

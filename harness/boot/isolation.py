@@ -38,11 +38,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from harness import leftovers
 from harness.config import COMMAND_PLACEHOLDERS, ServiceConfig
 from harness.config.templates import no_format_spec
 from harness.errors import ConfigError, Problem
-from harness.scrub import Scrubber, registered, scrub_log
+from harness.process import leftovers
+from harness.text.scrub import Scrubber, registered, scrub_log
 
 MARKER_ENV = "HARNESS_RUN_ID"
 """Set in every service's environment to the boot's run id; how orphans are found at teardown."""
@@ -107,7 +107,7 @@ def removed_values(caller: Mapping[str, str], env: Mapping[str, str]) -> dict[st
 def scrubber(caller: Mapping[str, str], env: Mapping[str, str]) -> Scrubber:
     """A Scrubber (call it on a text, or stream a file through it) replacing every value the
     allowlist left out of `env` by `[NAME scrubbed]`, and every credential this process
-    registered (`harness.scrub`: a URL's password, an Authorization header) by `[scrubbed]`;
+    registered (`harness.text.scrub`: a URL's password, an Authorization header) by `[scrubbed]`;
     the longest first, so one secret containing another is scrubbed whole. For logs and log
     excerpts: a token the harness kept from a service must not come back through its output."""
     return Scrubber.of_text({**removed_values(caller, env), **registered()})

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from harness.config import LoadConfig
 from harness.config.values import PLACEHOLDER
 from harness.errors import ServiceError, clip
-from harness.inputs import CORPUS, open_input
+from harness.process.inputs import CORPUS, open_input
 
 if TYPE_CHECKING:
     import httpx

@@ -1,4 +1,4 @@
-"""Ending what the harness started (the harness's own signals are `harness.signals`').
+"""Ending what the harness started (the harness's own signals are `harness.process.signals`').
 
     tree = ProcessTree(run_id, poll_interval=0.05, kill_rounds=3)   # one boot's processes
     tree.leader = popen; tree.collect()                # at ready: walk its descendants

@@ -70,7 +70,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from harness import leftovers
 from harness.boot.advice import import_hints, limit_hints, unconfirmed
 from harness.boot.enclosure import enclose
 from harness.boot.interpreter import interpreter
@@ -105,8 +104,9 @@ from harness.config import LoadConfig, ServiceConfig
 from harness.config.overrides import as_values, uses
 from harness.config.values import DATA_READ_ONLY, data_mode
 from harness.errors import ServiceError
-from harness.scrub import Scrubber
-from harness.signals import signals_deferred
+from harness.process import leftovers
+from harness.process.signals import signals_deferred
+from harness.text.scrub import Scrubber
 
 if TYPE_CHECKING:
     import httpx

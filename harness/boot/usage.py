@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 import psutil
 
 from harness.boot.processes import descendants
-from harness.costs import Usage
+from harness.values.costs import Usage
 
 SAMPLE_INTERVAL = 0.1
 """Seconds between two readings of a boot's process tree: light beside the replay (one reading

@@ -3,7 +3,7 @@
     result = build(worktree, sha_key=resolved.key, service=side.service, log_dir=run_dir)
     env = with_venv(service_env, result.venv)     # the service stage starts in that venv
 
-Layout under `harness.leftovers.cache_dir()`:
+Layout under `harness.process.leftovers.cache_dir()`:
 
     builds/<key>/venv/         the per-commit virtualenv (when service.venv is true)
     builds/<key>/delta/        what the build wrote into its checkout (`harness.checkout.delta`)
@@ -60,14 +60,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import leftovers
 from harness.boot.interpreter import Interpreter, interpreter
 from harness.boot.isolation import allowlisted_env, scrub_file, scrubber
 from harness.boot.processes import kill_group
 from harness.checkout.delta import Delta, MissingOutputs, capture, restore, tree_state, verify
 from harness.config import ServiceConfig
 from harness.errors import BuildError, clip
-from harness.leftovers import cache_dir
+from harness.process import leftovers
+from harness.process.leftovers import cache_dir
 
 MARKER = "built.json"
 MARKER_SCHEMA_VERSION = 2  # 2: the build's delta is stored with it (1: rebuilt, it has none)

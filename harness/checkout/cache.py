@@ -3,12 +3,13 @@
     entries = cache_entries(cache_dir())          # CacheEntry: kind, path, bytes, age
     removed, kept = clean(cache_dir(), builds=True, older_than_days=30)
 
-Kinds, under `harness.leftovers.cache_dir()`: worktrees/ and snapshots/ (checkouts:
+Kinds, under `harness.process.leftovers.cache_dir()`: worktrees/ and snapshots/ (checkouts:
 normally removed at the end of a run; what is left was kept with --keep, or belongs to a run
 still going), tmp/ (a build's throwaway HOME), builds/ (per-commit venvs and build markers).
 
 Never removed: anything a live harness process holds (its state file in live/, see
-`harness.leftovers`), and a build whose lock another process holds. Builds only with `builds`.
+`harness.process.leftovers`), and a build whose lock another process holds. Builds only with
+`builds`.
 With `older_than_days`, only what was last used (modified) that many days ago or more.
 """
 
@@ -54,7 +55,7 @@ def _mtime(entry: Path, kind: str) -> float:
 
 
 def _held_by_live_runs(cache: Path) -> set[str]:
-    from harness.leftovers import dead  # the same test of "still running"
+    from harness.process.leftovers import dead  # the same test of "still running"
 
     held: set[str] = set()
     for path in (cache / "live").glob("*.json"):
@@ -121,7 +122,7 @@ def _git_repo_of(worktree: Path) -> Path | None:
 def remove_entry(entry: CacheEntry) -> None:
     """Remove one cache entry (a worktree through git, so the repository forgets it too)."""
     from harness.checkout.worktree import remove_worktree
-    from harness.leftovers import remove_tree
+    from harness.process.leftovers import remove_tree
 
     if entry.kind == "worktrees" and (repo := _git_repo_of(entry.path)) and repo.is_dir():
         remove_worktree(repo, entry.path)

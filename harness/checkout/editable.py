@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.leftovers import cache_dir
+from harness.process.leftovers import cache_dir
 
 CHECKOUT_KINDS = ("worktrees", "snapshots")  # where harness puts the checkouts it builds in
 _QUOTED = re.compile(r"""(['"])(/[^'"\n]+)\1""")  # absolute paths quoted in a finder's source

@@ -55,8 +55,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import leftovers
 from harness.errors import RefError, clip
+from harness.process import leftovers
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +323,7 @@ def checkout(repo: Path, resolved: ResolvedRef, *, keep: bool = False) -> Iterat
         entered = True
         yield path
     finally:
-        from harness.signals import signals_deferred
+        from harness.process.signals import signals_deferred
 
         # A second (third) Ctrl-C must not cut the removal short: held until it is done.
         with signals_deferred():

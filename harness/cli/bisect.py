@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.plan import close, load_plan, metric_specs, repeats
     from harness.compare.analysis import analyse
     from harness.compare.measure import measure
+    from harness.process.signals import signals_unwind
     from harness.report.saved import save_comparison
-    from harness.signals import signals_unwind
 
     metric = str(metric_specs(args.metric, "--metric")[0]) if args.metric else None
     args.gate_on = [metric] if metric else None  # a row of every step's comparison

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError, clip
-from harness.limits import MAX_CONCURRENCY, MAX_COUNT, MAX_LIMIT, MAX_REPEATS, MAX_SEED
+from harness.values.limits import MAX_CONCURRENCY, MAX_COUNT, MAX_LIMIT, MAX_REPEATS, MAX_SEED
 
 
 @dataclass(frozen=True)

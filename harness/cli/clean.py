@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.checkout.cache import cache_entries, clean, render_clean
     from harness.cli.exits import EXIT_OK
-    from harness.leftovers import anything_left, cache_dir
+    from harness.process.leftovers import anything_left, cache_dir
 
     cache = cache_dir()
     if args.dry_run:

@@ -162,15 +162,15 @@ def run(args: argparse.Namespace) -> int:
     )
     from harness.cli.plan import close, load_plan, repeats
     from harness.compare.analysis import analyse
-    from harness.compare.answers import answer_grades, with_twobytwo
+    from harness.compare.answer_grades import answer_grades, with_twobytwo
     from harness.compare.measure import fewer_repeats, measure, sequential_order
     from harness.compare.settings import ref_differences
     from harness.errors import ResultsError
     from harness.gate.floors import config_floors
+    from harness.process.signals import signals_unwind
     from harness.report.page import render
     from harness.report.runs import render_failures
     from harness.report.saved import save_comparison
-    from harness.signals import signals_unwind
 
     require_html(args.format)
     plan, settings = load_plan(args)
@@ -250,7 +250,7 @@ def _demo(args: argparse.Namespace) -> int:
     import tempfile
 
     from harness.demo import materialise
-    from harness.leftovers import temp_dir
+    from harness.process.leftovers import temp_dir
     from harness.results.files import check_writable
 
     results = check_writable(Path(args.results).resolve())

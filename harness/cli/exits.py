@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 TYPE_CHECKING = False  # typing's, without importing typing: `harness --help` loads no types
 if TYPE_CHECKING:
-    from harness.types import Verdict
+    from harness.values.types import Verdict
     from harness.verdict.comparison import Comparison
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INVALID, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
@@ -59,7 +59,7 @@ def exit_status(
     everything else (improved, no difference, inconclusive, not compared: 0), except that with
     `strict` an inconclusive quality verdict is EXIT_INCONCLUSIVE. A floor of [gate.floors] the
     candidate does not meet is EXIT_REGRESSED, as a regression is."""
-    from harness.types import Verdict
+    from harness.values.types import Verdict
 
     if Verdict.INVALID in verdicts:
         return EXIT_INVALID
@@ -86,7 +86,7 @@ def margins_status(comparison: Comparison) -> int:
     not shown 4 (also when no claim could be made at all); else 0.  The difference test's
     quality verdict gives way to the margins on the metrics they cover: a change it calls
     inside them passes, what the margin is for."""
-    from harness.types import Verdict
+    from harness.values.types import Verdict
     from harness.verdict.noninferiority import Claim
 
     quality, latency = comparison.verdicts

@@ -31,7 +31,7 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
     args = parse_args(argv)  # --help, --version and usage errors exit here, having loaded no stage
     import os
 
-    from harness.scrub import guard_output, register_environment, register_url, release_output
+    from harness.text.scrub import guard_output, register_environment, register_url, release_output
 
     register_environment(os.environ)  # API_TOKEN and the like: never printed or written
     refused = _check_urls(args)  # before register_url, whose urlsplit raises on `http://[::1`
@@ -40,7 +40,7 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
     for url in (getattr(args, "baseline_url", None), getattr(args, "candidate_url", None)):
         if url:
             register_url(url)  # before anything can quote it, a usage error included
-    guard_output()  # a URL's password, an Authorization header: never printed (harness.scrub)
+    guard_output()  # a URL's password, an Authorization header: never printed (harness.text.scrub)
     try:
         return _run(args, exiting=exiting)
     finally:
@@ -49,13 +49,13 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
 
 def _check_urls(args: argparse.Namespace) -> int | None:
     """Exit status 2, said, when --baseline-url or --candidate-url is no base URL (a bad port,
-    an unclosed IPv6 bracket: `harness.urls`); None when both are fine or not given."""
+    an unclosed IPv6 bracket: `harness.values.urls`); None when both are fine or not given."""
     given = [(option, getattr(args, option[2:].replace("-", "_"), None))
              for option in ("--baseline-url", "--candidate-url")]
     if not any(url for _, url in given):
         return None  # every command but compare against deployments: nothing more imported
     from harness.errors import HarnessError
-    from harness.urls import check_url
+    from harness.values.urls import check_url
 
     try:
         for option, url in given:
@@ -70,8 +70,8 @@ def _check_urls(args: argparse.Namespace) -> int | None:
 def _run(args: argparse.Namespace, *, exiting: bool) -> int:
     from harness.cli.checks import check_args
     from harness.errors import HarnessError
-    from harness.leftovers import anything_left
-    from harness.signals import Terminated
+    from harness.process.leftovers import anything_left
+    from harness.process.signals import Terminated
 
     sub = {"gold": "gold_command", "judge": "judge_command"}.get(args.command)
     name = f"{args.command} {getattr(args, sub)}" if sub else args.command
@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace, *, exiting: bool) -> int:
             if live is not None:
                 live.close_all()
     except HarnessError as exc:
-        from harness.control_chars import shown
+        from harness.text.control_chars import shown
 
         # An error may quote a service (its log's last lines, its answer) or an input file: no
         # control character of theirs reaches the terminal raw.
@@ -141,7 +141,7 @@ def _say_torn_down(what: str, *, exiting: bool) -> None:
     the disk, git's worktree list and the process table (`recovery.remaining`); else what is
     left, which stays in the leftovers state for the next run or `harness clean` to remove.
     `exiting` (main called as the program, argv None): signals stay ignored to the exit."""
-    from harness.signals import signals_ignored
+    from harness.process.signals import signals_ignored
 
     # The teardown is over: one more Ctrl-C must not cut this short (nor the exit, as the program),
     # nor the import of the recovery, not loaded at the start when nothing was left to recover.

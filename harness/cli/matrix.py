@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.matrix.run import plans, run_matrix, save_matrix
     from harness.matrix.spec import read_matrix, unknown_slices
     from harness.matrix.summary import summarise
-    from harness.signals import signals_unwind
+    from harness.process.signals import signals_unwind
 
     matrix = read_matrix(args.matrix)
     chosen = matrix.metrics or tuple(str(spec) for spec in metric_specs(args.metrics))

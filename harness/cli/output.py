@@ -131,8 +131,8 @@ def invalid_document(fmt: str) -> Iterator[None]:
         yield
     except HarnessError as exc:
         if fmt == "json" and exc.exit_status == EXIT_INVALID:
-            from harness.control_chars import shown
             from harness.results.document import SCHEMA, SCHEMA_VERSION
+            from harness.text.control_chars import shown
 
             document = {
                 "schema": SCHEMA,

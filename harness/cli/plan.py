@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for `har
 if TYPE_CHECKING:
     from harness.driver.runner import RemoteRounds, RunPlan
     from harness.score.metrics import MetricSpec
-    from harness.types import RefRun
+    from harness.values.types import RefRun
     from harness.verdict.comparison import CompareSettings
 
 
@@ -118,7 +118,7 @@ def repeats(args: argparse.Namespace, plan: RunPlan) -> int:
 def run_ref(plan: RunPlan, args: argparse.Namespace) -> RefRun:
     """`args.ref` run on its own, `args.repeats` times (default compare.repeats)."""
     from harness.driver.runner import run_ref as run
-    from harness.signals import signals_unwind
+    from harness.process.signals import signals_unwind
 
     with signals_unwind():
         return run(plan, args.side, args.ref, repeats=repeats(args, plan))

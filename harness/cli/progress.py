@@ -25,7 +25,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from harness.types import QueryResult
+from harness.values.types import QueryResult
 
 if TYPE_CHECKING:  # rich is imported for a terminal only: off one, plain lines need none of it
     from rich.progress import Progress as RichProgress
@@ -289,7 +289,7 @@ class Progress:
         _OPEN.append(self)
 
     def note(self, message: str) -> None:
-        from harness.control_chars import shown
+        from harness.text.control_chars import shown
 
         message = shown(message, lines=True)  # a stopped round's note quotes the service
         if self._bar is not None:

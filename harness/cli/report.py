@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.against is not None:
         from harness.report.against import render_against
-        from harness.verdict.comparable import same_definition
+        from harness.verdict.same_definition import same_definition
 
         other = load_comparison(args.against)
         note = same_definition(comparison, args.dir, other, args.against)

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import valid_status
     from harness.cli.plan import close, load_plan, phase, run_ref
     from harness.report.runs import render_failures, render_run
-    from harness.verdict.compare import summarise_run
+    from harness.verdict.decide import summarise_run
 
     plan, settings = load_plan(args)
     run = run_ref(plan, args)

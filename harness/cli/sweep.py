@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import valid_status
     from harness.cli.plan import close, load_plan, metric_specs, phase, repeats
-    from harness.signals import signals_unwind
+    from harness.process.signals import signals_unwind
     from harness.sweep.params import read_grid
     from harness.sweep.render import render_sweep
     from harness.sweep.run import overridden_pins, run_sweep, save_sweep

@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.errors import BuildError, HarnessError, ServiceError
     from harness.history.points import from_run
     from harness.history.table import LATENCY
+    from harness.process.signals import signals_unwind
     from harness.report.saved import save_comparison
-    from harness.signals import signals_unwind
     from harness.watch.changepoint import Detection
     from harness.watch.commits import branch_path, choose, measured_points
     from harness.watch.render import render_watch

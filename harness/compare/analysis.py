@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.gate.floors import Floor, check_floors
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 if TYPE_CHECKING:  # only the type: the runner is imported when something is measured
@@ -33,7 +33,7 @@ def analyse(
     cache entry is read or written (an entry holds query texts)."""
     from harness.gold.corpus import load_corpus_ids
     from harness.results.cache import cached_compare
-    from harness.verdict.compare import compare
+    from harness.verdict.decide import compare
 
     baseline, candidate = runs
     if plan.observer is not None:

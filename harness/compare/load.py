@@ -44,7 +44,7 @@ def measure_load(
     schedule's seed is the comparison's (--seed), recorded in the Load."""
     from harness.driver.load_rounds import play_load
     from harness.driver.session import RefSession
-    from harness.scrub import safe_url
+    from harness.text.scrub import safe_url
 
     if plan.observer is not None:
         rates = ", ".join(f"{r:g}/s" for r in ask.rates)

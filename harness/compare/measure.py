@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.latency_rule import MIN_LOOK, LatencyBudget, parse_budget
 from harness.verdict.latency_rule import plan as design

@@ -17,7 +17,7 @@ from harness.config.margins import Margins
 from harness.config.overrides import labelled
 from harness.errors import ConfigError
 from harness.score.metrics import parse_metric
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 from harness.verdict.comparison import CompareSettings
 
 

@@ -9,7 +9,8 @@
 
 The first stage but one: it imports no stage except `harness.score`'s metric grammar (a
 [gate.floors] or non_inferior name is checked with `parse_metric`); what it validates for
-another stage is a value below the stages (`harness.budget`) or lives here (`rewrite`, `hook`).
+another stage is a value below the stages (`harness.values.budget`) or lives here (`rewrite`,
+`hook`).
 
 Discovery: with no path, `harness.toml` in cwd, then `pyproject.toml` there if it has a
 `[tool.harness]` table. `gold.path` and `gold.corpus` are relative to the config file's directory

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.inputs import HOOK, read_input
+from harness.process.inputs import HOOK, read_input
 
 
 @dataclass(frozen=True)

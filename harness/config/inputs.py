@@ -49,7 +49,7 @@ from harness.config.values import (
     SideConfig,
     outside_data,
 )
-from harness.inputs import not_regular, pseudo_filesystem
+from harness.process.inputs import not_regular, pseudo_filesystem
 
 _BIG = 64 * 1024 * 1024  # bytes: larger files are keyed by size and mtime, not read
 _MAX_FILES = 10_000  # files hashed under one named folder

@@ -43,7 +43,7 @@ from harness.config.values import (
     outside_data,
 )
 from harness.errors import ConfigError
-from harness.inputs import not_regular
+from harness.process.inputs import not_regular
 
 # --------------------------------------------------------------------------- the loader
 

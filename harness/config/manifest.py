@@ -21,7 +21,8 @@ Bounded, so that no data folder can keep it walking (issue 37): a symlinked fold
 only when it leads to a folder inside the data, each real folder once (a link cycle ends there);
 a symlink leading out is an entry of its own, keyed by where it points and its target's size and
 mtime, never entered nor read. A folder on a kernel filesystem mounted under the data (proc,
-sysfs, devtmpfs: `harness.inputs.PSEUDO_FILESYSTEMS`) is skipped; only a regular file is read.
+sysfs, devtmpfs: `harness.process.inputs.PSEUDO_FILESYSTEMS`) is skipped; only a regular file is
+read.
 Past MAX_FILES entries the walk stops with a ConfigError: set service.data_version instead.
 `system_folder` is why the root, /proc, /sys and /dev are never service.data at all. An
 unreadable file is keyed by its error.
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.inputs import pseudo_filesystem
+from harness.process.inputs import pseudo_filesystem
 
 SMALL_FILE = 1 << 20  # bytes: files up to this size are keyed by content too
 MAX_FILES = 1_000_000

@@ -21,9 +21,9 @@ from typing import Any
 from harness.config.overrides import UNSET_ENTRIES, apply
 from harness.config.schema import REQUIRED, Key, convert, describe
 from harness.config.values import Overlay
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ConfigError, Problem
-from harness.inputs import CONFIG, read_input
+from harness.process.inputs import CONFIG, read_input
+from harness.text.encodings import SAMPLE, encoding_problem
 
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
 _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_@\-.\"' ]+?)\s*=")  # @: "mrr@10" in [gate.floors]
@@ -202,8 +202,8 @@ def inherits(values: Mapping[str, Any], name: str) -> bool:
 
 def read_text(path: Path, named: str = "") -> str:
     """The text of a config file (`named`: the option that gave it); ConfigError for anything
-    but a UTF-8 regular file of at most 4 MiB (`harness.inputs`: a FIFO would block, /dev/zero
-    never end)."""
+    but a UTF-8 regular file of at most 4 MiB (`harness.process.inputs`: a FIFO would block,
+    /dev/zero never end)."""
     try:
         data = read_input(path, CONFIG, named)
         wide = encoding_problem(data[:SAMPLE], path)

@@ -33,7 +33,7 @@ from harness.config.templates import (
 )
 from harness.config.values import DATA_MODES, PLACEHOLDER, LoadConfig
 from harness.errors import clip
-from harness.limits import (
+from harness.values.limits import (
     MAX_BATCH,
     MAX_BYTES,
     MAX_COUNT,
@@ -350,7 +350,7 @@ _QUERY: dict[str, Key] = {
 
 
 def _budget(value: str) -> list[tuple[str, str]]:
-    from harness.budget import parse_budget
+    from harness.values.budget import parse_budget
 
     try:
         parse_budget(value)

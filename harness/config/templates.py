@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.config.values import COMMAND_PLACEHOLDERS, PLACEHOLDER, REQUEST_PLACEHOLDERS
-from harness.control_chars import header_problem
+from harness.text.control_chars import header_problem
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 START_EXAMPLE = 'start = "python3 svc.py --port {port}"'

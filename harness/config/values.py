@@ -137,7 +137,7 @@ class QueryConfig:
     scores: str | None = None  # JMESPath to the scores, optional
     texts: str | None = None  # JMESPath to each result's returned context text, optional
     rewrite: str | None = None  # a name in harness.config.rewrite.REWRITES, e.g. "fts5_or"
-    select: str | None = None  # CSS selector: the answer is HTML (harness.replay.answers)
+    select: str | None = None  # CSS selector: the answer is HTML (harness.replay.ids)
     id_pattern: str | None = None  # regex whose one group is the id inside each returned value
     # A corpus field ("text", "title") or a template over fields ("{title} {text}"): returned
     # values are that text of a document (harness.config.templates.id_template)

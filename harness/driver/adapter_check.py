@@ -31,8 +31,8 @@ from harness.config import HarnessConfig, QueryConfig
 from harness.config.reader import key_line
 from harness.errors import AdapterError, clip
 from harness.gold.corpus import document_fields, load_corpus_ids
-from harness.replay.answers import IdAdapter, adapter_for
-from harness.types import ErrorKind, GoldSet, QueryResult
+from harness.replay.ids import IdAdapter, adapter_for
+from harness.values.types import ErrorKind, GoldSet, QueryResult
 
 PROBE_ANSWERS = 3
 """Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""
@@ -56,7 +56,7 @@ def _blamed(results: Sequence[QueryResult]) -> str:
 
 
 def id_adapter(query: QueryConfig, config: HarnessConfig, side: str) -> IdAdapter:
-    """The side's IdAdapter (`harness.replay.answers`), reading gold.corpus's fields when
+    """The side's IdAdapter (`harness.replay.ids`), reading gold.corpus's fields when
     query.id_field asks; a problem of id_field is a ConfigError at the line that sets it."""
     corpus = config.corpus
     fields_of = None if corpus is None else functools.partial(document_fields, corpus)

@@ -48,8 +48,8 @@ from harness.driver.session import (
 )
 from harness.replay.client import READ_BATCH, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.scrub import safe_url
-from harness.types import Machine, QueryResult, RefRun
+from harness.text.scrub import safe_url
+from harness.values.types import Machine, QueryResult, RefRun
 from harness.verdict.latency_rule import LatencyBudget
 
 Look = Callable[[int, Sequence[Sequence[Sequence[QueryResult]]]], bool]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.types import Repeat
+from harness.values.types import Repeat
 from harness.verdict.details import paired_rounds
 from harness.verdict.latency_rule import LatencyBudget, look, plan, round_estimate
 

@@ -20,7 +20,7 @@ from harness.driver.session import RefSession
 from harness.errors import ServiceError
 from harness.replay.open_loop import fire
 from harness.replay.schedule import RateDuration, arrival_schedule
-from harness.types import LoadRound
+from harness.values.types import LoadRound
 
 
 def round_order(pairs: int) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ from harness.replay.client import (
     warm_up,
 )
 from harness.replay.order import draw_seed, in_rotation, pair_orders
-from harness.types import Machine, QueryResult, RunFailure
+from harness.values.types import Machine, QueryResult, RunFailure
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Cleaning up after a harness run that died holding something (`harness.leftovers`' state
+"""Cleaning up after a harness run that died holding something (`harness.process.leftovers`' state
 files), and checking what this process still holds at the end of a run.
 
     remaining()                           # what this process still holds that exists
@@ -10,7 +10,7 @@ removes its worktrees (`git worktree remove --force --force`, then `git worktree
 directories, and deletes the file. A file is claimed by renaming it first, so two invocations
 never clean the same one. Here, above both, because it ends processes (`harness.boot.processes`)
 and removes worktrees (`harness.checkout.worktree`), which themselves record what they make in
-`harness.leftovers`.
+`harness.process.leftovers`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any
 
 import psutil
 
-from harness import leftovers
 from harness.boot.processes import find_marked
 from harness.checkout.worktree import listed_worktrees, remove_worktree
+from harness.process import leftovers
 
 
 def _worktree_listed(repo: Path, path: Path) -> bool:

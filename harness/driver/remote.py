@@ -36,9 +36,9 @@ from harness import __version__
 from harness.config import HarnessConfig
 from harness.driver.runner import RefSession, RunPlan, play_round
 from harness.errors import HarnessError, RefError, clip
-from harness.extras import require
+from harness.process.extras import require
 from harness.results.records import host_fingerprint
-from harness.types import Repeat, RunFailure
+from harness.values.types import Repeat, RunFailure
 
 CONNECT_TIMEOUT_S = 10.0
 """How long `--ray HOST:PORT` may take to accept a TCP connection before it is called unreachable

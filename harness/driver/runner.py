@@ -32,8 +32,8 @@ from harness.driver.session import (
 )
 from harness.replay.order import draw_seed
 from harness.results.records import find_reusable
-from harness.scrub import safe_url
-from harness.types import RefRun, Repeat
+from harness.text.scrub import safe_url
+from harness.values.types import RefRun, Repeat
 from harness.verdict.latency_rule import LatencyBudget
 
 __all__ = [  # what callers import from here (the sessions themselves: harness.driver.session)

@@ -56,8 +56,8 @@ from harness.replay.request import Requests, refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
 from harness.score.definition import Definition, definition
-from harness.scrub import register_fields, register_headers, safe_url, scrubbed_fields
-from harness.types import (
+from harness.text.scrub import register_fields, register_headers, safe_url, scrubbed_fields
+from harness.values.types import (
     PREPARE_STEP,
     ErrorKind,
     GoldSet,
@@ -508,7 +508,7 @@ def run_definition(
 
 def query_config_dict(side: SideConfig) -> dict[str, object]:
     """The query settings a record keeps: a credential-named field's value as [scrubbed]
-    (`harness.scrub.scrubbed_fields`), in memory as on disk, so that a record read back defines
+    (`harness.text.scrub.scrubbed_fields`), in memory as on disk, so that a record read back defines
     the same measurement as the run that wrote it."""
     q = side.query
     return {

@@ -21,10 +21,10 @@ from typing import Any
 
 from harness.errors import ResultsError, require_schema
 from harness.gate.measure import Baseline, ScopeValues, rounded
-from harness.inputs import BASELINE, read_input
+from harness.process.inputs import BASELINE, read_input
 from harness.score.definition import definition_from_dict
 from harness.score.metrics import parse_metric
-from harness.types import OVERALL
+from harness.values.types import OVERALL
 
 SCHEMA = "harness-baseline"
 SCHEMA_VERSION = 1

@@ -29,7 +29,7 @@ from harness.config import HarnessConfig
 from harness.errors import ConfigError
 from harness.gate.measure import measure, rounded
 from harness.score.metrics import NO_ANSWER_FP, lower_is_better
-from harness.types import OVERALL, FloorRow, GoldSet, RefRun
+from harness.values.types import OVERALL, FloorRow, GoldSet, RefRun
 from harness.verdict import validity
 
 

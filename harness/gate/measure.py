@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from harness.score.definition import Definition, definition
 from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import parse_metric
-from harness.types import OVERALL, GoldSet, RefRun
+from harness.values.types import OVERALL, GoldSet, RefRun
 from harness.verdict import validity
 
 DIGITS = 6

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from harness.gate.measure import Baseline, rounded
 from harness.gate.rows import NOT_SHOWN, GateRow
 from harness.score.metrics import Kind, parse_metric
-from harness.types import OVERALL, Verdict
+from harness.values.types import OVERALL, Verdict
 from harness.verdict import stats
 from harness.verdict.noninferiority import Claim, interval_of, judge
 

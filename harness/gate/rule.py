@@ -12,7 +12,7 @@ from harness.gate.measure import Baseline, Measured, ScopeValues, rounded
 from harness.gate.paired import tested_rows
 from harness.gate.rows import GateRow
 from harness.score.definition import differing
-from harness.types import FloorRow
+from harness.values.types import FloorRow
 
 DEFAULT_METRICS = ("mrr@10", "recall@10")
 NOISE_RULE_TEXT = (

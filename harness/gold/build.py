@@ -37,7 +37,7 @@ from harness.errors import GoldError, Problem
 from harness.gold.check import check_gold, check_query
 from harness.gold.documents import Corpus, Document
 from harness.gold.text import STOP_WORDS, normalise, surface_words, tokens
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 _WORD = re.compile(r"[^\W_]+")
 _Source = TypeVar("_Source")  # what one mined row is drawn from: a document, or an attempt

@@ -33,7 +33,7 @@ import json
 from collections.abc import Iterable
 from operator import attrgetter
 
-from harness.types import GoldQuery
+from harness.values.types import GoldQuery
 
 
 def canonical_form(query: GoldQuery) -> dict[str, object]:

@@ -26,7 +26,7 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
 - leak (corpus): in PARAPHRASE_SLICES, no content word of the query is a word of the title or
   text of a document labelled relevant.
 - characters: a query whose text (or id) holds a control character (C0 but tab, DEL, C1: what
-  `harness.control_chars` escapes) is a warning naming it: sent in a JSON body or a URL
+  `harness.text.control_chars` escapes) is a warning naming it: sent in a JSON body or a URL
   parameter it is escaped and harmless, but a `query.headers` value cannot carry it (compare
   and run refuse such a query before anything boots), and wherever it is shown it shows escaped.
 - controls: a NONSENSE_SLICES query is unanswerable and (with a corpus) none of its content words
@@ -39,7 +39,7 @@ checks, in report order (CHECKS), with the words judged by `harness.gold.text`:
   says how to tell them apart (the native header's "judged", a query's "answerable").
 - power: per slice and overall, `answerable` queries (`GoldQuery.answerable`: the ones a
   quality metric scores) and the smallest net swing of a binary metric the McNemar exact test
-  can call at `alpha` (`harness.swing.detectable_swing`); a warning for each slice (and
+  can call at `alpha` (`harness.values.swing.detectable_swing`); a warning for each slice (and
   for the whole set) with answerable queries but fewer than that swing.
 
 Without a corpus the corpus checks are skipped, which one info finding says.
@@ -51,12 +51,12 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.control_chars import control_chars
 from harness.errors import GoldError, Problem
 from harness.gold.documents import Corpus
 from harness.gold.text import content_words, phrase_of, terms, tokens
-from harness.swing import detectable_swing, min_detectable_swing
-from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.text.control_chars import control_chars
+from harness.values.swing import detectable_swing, min_detectable_swing
+from harness.values.types import CorpusInfo, GoldQuery, GoldSet
 
 Severity = Literal["error", "warning", "info"]
 CHECKS = ("integrity", "staleness", "winnability", "leak", "characters", "controls", "power")

@@ -44,7 +44,7 @@ from harness.errors import GoldError
 from harness.gold.canonical import canonical_hash
 from harness.gold.native import write_native
 from harness.gold.tables import BEIR_HEADER
-from harness.types import GoldQuery, GoldSet
+from harness.values.types import GoldQuery, GoldSet
 
 TARGETS = ("native", "beir", "trec")
 TOPICS = ("jsonl", "tsv")
@@ -204,7 +204,7 @@ def _read_back(folder: Path, to: str, split: str, topics: str,
 
 
 def _write_folder(out: Path, files: dict[str, str], verify: Callable[[Path], None]) -> None:
-    from harness import leftovers  # at call time: reading a gold set needs none of it
+    from harness.process import leftovers  # at call time: reading a gold set needs none of it
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
 from harness.gold.documents import Corpus, Document
 from harness.gold.reading import (
@@ -32,7 +31,8 @@ from harness.gold.reading import (
     json_type,
     not_utf8,
 )
-from harness.inputs import CORPUS, is_input_file, open_input
+from harness.process.inputs import CORPUS, is_input_file, open_input
+from harness.text.encodings import SAMPLE, encoding_problem
 
 _CHUNK = 1 << 20
 _DECODE = json.JSONDecoder().decode  # what json.loads(str) calls

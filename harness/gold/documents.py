@@ -32,7 +32,7 @@ from harness.gold.text import (
     surface_forms,
     tokens,
 )
-from harness.types import CorpusInfo
+from harness.values.types import CorpusInfo
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.errors import GoldError
 from harness.gold.reading import Problems, not_utf8
-from harness.inputs import ANSWERS, read_input
+from harness.process.inputs import ANSWERS, read_input
 
 JSONL_LINE = '{"query_id": "q17", "correct": true}'
 TSV_LINE = "q17<TAB>1"

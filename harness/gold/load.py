@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError
 from harness.gold import memo
 from harness.gold.canonical import canonical_hash
@@ -27,8 +26,9 @@ from harness.gold.reading import (
     not_utf8,
 )
 from harness.gold.tables import beir_qrels, read_beir, read_qrels, read_trec
-from harness.inputs import CORPUS, GOLD, is_input_file, open_input
-from harness.types import CorpusInfo, GoldSet
+from harness.process.inputs import CORPUS, GOLD, is_input_file, open_input
+from harness.text.encodings import SAMPLE, encoding_problem
+from harness.values.types import CorpusInfo, GoldSet
 
 if TYPE_CHECKING:
     from harness.gold.check import CheckReport

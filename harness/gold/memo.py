@@ -15,18 +15,17 @@ So a changed byte is a new key: a file that now has an error is parsed afresh an
 own GoldError (file:line); only a load that succeeded is ever stored. A load with a corpus is
 never cached (the corpus check needs where each judged id was read).
 
-Entries: `<cache dir>/gold/<key>.gold` (`harness.leftovers.cache_dir`: $HARNESS_CACHE_DIR, ...):
-a JSON header line {"schema", "key", "python", "sha256"}, then the payload, the GoldSet's fields
-and its queries as rows (their judgements in the file's order) in `marshal`'s format, which
-reads back 2-3 times faster than JSON and keeps tuples as tuples. The payload is unmarshalled
-only once the header names this key, this schema and this Python's marshal format, and the
-payload's sha256 matches the header's: a damaged entry never reaches marshal (whose reader
-trusts its input), one written by another Python or harness is never read.
-Written to a temp file in the folder and renamed over the entry (atomic: two writers of one
-key write the same bytes, the last rename wins; a reader sees a whole entry or none). An entry
-that cannot be read, is for another key or schema, or whose payload does not match its sha256 or
-its shape is ignored and written again: never trusted. The cache is an optimisation: a folder
-that cannot be written only means the next load parses again.
+Entries: `<cache dir>/gold/<key>.gold` (`harness.process.leftovers.cache_dir`: $HARNESS_CACHE_DIR,
+...): a JSON header line {"schema", "key", "python", "sha256"}, then the payload, the GoldSet's
+fields and its queries as rows (their judgements in the file's order) in `marshal`'s format, which
+reads back 2-3 times faster than JSON and keeps tuples as tuples. The payload is unmarshalled only
+once the header names this key, this schema and this Python's marshal format, and the payload's
+sha256 matches the header's: a damaged entry never reaches marshal (whose reader trusts its input),
+one written by another Python or harness is never read. Written to a temp file in the folder and
+renamed over the entry (atomic: two writers of one key write the same bytes, the last rename wins; a
+reader sees a whole entry or none). An entry that cannot be read, is for another key or schema, or
+whose payload does not match its sha256 or its shape is ignored and written again: never trusted.
+The cache is an optimisation: a folder that cannot be written only means the next load parses again.
 """
 
 from __future__ import annotations
@@ -44,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.inputs import GOLD, QUERIES, pseudo_filesystem
-from harness.leftovers import cache_dir
-from harness.types import CorpusInfo, GoldQuery, GoldSet
+from harness.process.inputs import GOLD, QUERIES, pseudo_filesystem
+from harness.process.leftovers import cache_dir
+from harness.values.types import CorpusInfo, GoldQuery, GoldSet
 
 SCHEMA = 1
 FOLDER = "gold"
@@ -61,7 +60,7 @@ _PYTHON = f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]
 def _code_stamp() -> str:
     here = Path(__file__).parent
     stamps = []
-    for name in (*_SOURCES, "../types.py"):
+    for name in (*_SOURCES, "../values/types.py"):
         try:
             info = os.stat(here / name)
         except OSError:

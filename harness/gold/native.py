@@ -59,7 +59,7 @@ from harness.gold.reading import (
     loads,
     numbered_lines,
 )
-from harness.types import OVERALL, CorpusInfo, GoldQuery, GoldSet
+from harness.values.types import OVERALL, CorpusInfo, GoldQuery, GoldSet
 
 FORMAT_NAME = "harness-gold"
 VERSION = 1

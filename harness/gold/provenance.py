@@ -29,7 +29,7 @@ from datetime import datetime
 from harness.errors import clip
 from harness.gold.reading import JsonObject, Problems, bad_grade, json_type
 from harness.gold.summary import GoldStats, gold_stats
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 KINDS = ("person", "machine")
 _AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")

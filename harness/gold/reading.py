@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError, Problem
-from harness.inputs import GOLD, Kind, read_input
-from harness.types import CorpusInfo, GoldQuery
+from harness.process.inputs import GOLD, Kind, read_input
+from harness.text.encodings import SAMPLE, encoding_problem
+from harness.values.types import CorpusInfo, GoldQuery
 
 CHECK_HINT = "fix each problem above (rules: gold/README.md), then run `harness gold check`"
 GRADE_RULE = "a grade is an integer >= 0 (0 = judged not relevant)"
@@ -103,7 +103,7 @@ def numbered_lines(
     U+2028, which `str.splitlines` would wrongly split on. A leading BOM is ignored. A file that is
     not UTF-8 is one problem at the line of its first bad byte, and None; so is a UTF-16 or
     UTF-32 file (at line 1, naming its encoding). A FIFO, a device, a file past `kind`'s cap or
-    a Git LFS pointer is a GoldError at once (`harness.inputs`).
+    a Git LFS pointer is a GoldError at once (`harness.process.inputs`).
     """
     data = read_input(path, kind)
     wide = encoding_problem(data[:SAMPLE], path)

@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 
 def cohen_kappa(first: Sequence[int], second: Sequence[int], *, weights: str | None = None,

@@ -39,8 +39,8 @@ from harness.gold.reading import (
     numbered_lines,
     parse_grade,
 )
-from harness.inputs import GOLD, QUERIES, is_input_file
-from harness.types import OVERALL, GoldQuery
+from harness.process.inputs import GOLD, QUERIES, is_input_file
+from harness.values.types import OVERALL, GoldQuery
 
 BEIR_HEADER = "query-id\tcorpus-id\tscore"
 

@@ -21,7 +21,7 @@ from harness.history.points import Point, from_comparison, from_run
 from harness.results.comparisons import COMPARISON_FILE, load_comparison
 from harness.results.records import load_run
 from harness.score.metrics import MetricSpec
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 GIT_TIMEOUT_S = 60.0
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from harness.score.evaluation import evaluate
 from harness.score.metrics import MetricSpec
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict import validity
 from harness.verdict.comparison import Comparison
 

@@ -29,7 +29,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from harness.score.judged import dedupe
-from harness.types import GoldQuery, GoldSet, RefRun
+from harness.values.types import GoldQuery, GoldSet, RefRun
 
 SIDES = ("baseline", "candidate")
 TIERS = ("reach", "above", "other")

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import GoldError, HarnessError, ResultsError, clip
 from harness.gold.reading import (
     JsonObject,
@@ -28,12 +27,13 @@ from harness.gold.reading import (
     not_utf8,
     numbered_lines,
 )
-from harness.inputs import GiB, Kind, read_input
+from harness.process.inputs import GiB, Kind, read_input
+from harness.text.encodings import SAMPLE, encoding_problem
 
 if TYPE_CHECKING:
     from harness.gold.documents import Corpus
     from harness.judge.pairs import Pair
-    from harness.types import GoldSet, RefRun
+    from harness.values.types import GoldSet, RefRun
     from harness.verdict.comparison import Comparison
 
 COLUMNS = ("order", "query_id", "query", "doc_id", "title", "text", "baseline_rank",

@@ -12,7 +12,7 @@ the best; a matrix's rows are named, hand-written configurations (env pins and s
 overrides), compared with one reference, Holm-corrected across the rows, and gated by
 constraints. The machinery is the sweep's, the engine both share (`harness.variants`): one
 RefSession per configuration, repeats interleaved (`harness.driver.runner.run_interleaved`),
-every configuration compared with the reference by `harness.verdict.compare` (the paired tests
+every configuration compared with the reference by `harness.verdict.decide` (the paired tests
 of `harness compare`), and the records saved like a sweep's (`results/matrix_<stamp>/`). This
 package says only what differs: the matrix file (`spec`, `values`), each configuration's plan
 and its run (`run`), Holm across the rows and the constraints (`summary`), and its page and

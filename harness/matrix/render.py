@@ -18,7 +18,7 @@ from typing import Any
 from harness.matrix.summary import MatrixResult
 from harness.matrix.values import Entry
 from harness.report.layout import Block
-from harness.types import OVERALL
+from harness.values.types import OVERALL
 from harness.variants.render import (
     cell_text,
     gold_line,

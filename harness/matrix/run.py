@@ -21,7 +21,7 @@ from harness.matrix.render import matrix_to_dict, render_matrix
 from harness.matrix.spec import apply_entry
 from harness.matrix.summary import MatrixResult
 from harness.matrix.values import Matrix
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.variants.run import Variant, run_variants, save_variants
 from harness.verdict.comparison import Comparison
 

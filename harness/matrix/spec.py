@@ -38,10 +38,10 @@ from harness.config.schema import SECTIONS, convert, describe
 from harness.config.templates import receives_port
 from harness.config.values import MERGED_TABLES
 from harness.errors import ConfigError, Problem
-from harness.inputs import MATRIX, read_input
 from harness.matrix.values import Constraint, Entry, Matrix
+from harness.process.inputs import MATRIX, read_input
 from harness.score.metrics import parse_metric
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from harness.matrix.values import Constraint, Matrix
-from harness.types import OVERALL, GoldSet, RefRun, Verdict
+from harness.values.types import OVERALL, GoldSet, RefRun, Verdict
 from harness.variants.summary import Row, Table, compare_variants
 from harness.verdict import stats
 from harness.verdict.comparison import CompareSettings, Comparison

@@ -8,7 +8,7 @@
                query that would break a header refused by id before anything boots
     wire.py    one keep-alive HTTP/1.1 connection and the exchange timed over it
     paths.py   JMESPath expressions of the answer (query.ids, scores, texts), compiled once
-    answers.py ids from any answer: JSON fields, id templates, HTML selectors
+    ids.py     ids from any answer: JSON fields, id templates, HTML selectors
     order.py   who goes first in each query's exchange: balanced per round, drawn per compare
     open_loop.py, schedule.py   the load phase: requests fired on an arrival schedule
 

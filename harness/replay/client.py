@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from harness.boot.probe import OpenSocket
 from harness.config import QueryConfig
-from harness.control_chars import one_line
-from harness.replay.answers import html_document
+from harness.replay.ids import html_document
 from harness.replay.paths import compile_path
 from harness.replay.request import Requests, encode_request, make_request
 from harness.replay.wire import Answer, Connection, Failure, check_late, timeout_detail, too_large
-from harness.types import ErrorKind, QueryResult
+from harness.text.control_chars import one_line
+from harness.values.types import ErrorKind, QueryResult
 
 if TYPE_CHECKING:  # httpx is imported on use: only tests (MockTransport) ask through it
     import httpx
@@ -123,7 +123,7 @@ def _failed(
     query_id: str, kind: ErrorKind, detail: str, latency_ns: int, status: int | None = None
 ) -> QueryResult:
     # A detail quotes the service (its body, its content type): made safe to show once, here,
-    # for the record, the report and the terminal (harness.control_chars).
+    # for the record, the report and the terminal (harness.text.control_chars).
     detail = one_line(detail)
     return QueryResult(query_id, status=status, error=kind, detail=detail, latency_ns=latency_ns)
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
 from harness.config import QueryConfig, substitute
-from harness.control_chars import control_chars, header_problem
 from harness.errors import GoldError, Problem
-from harness.extras import require
-from harness.scrub import basic_token
-from harness.types import GoldSet
+from harness.process.extras import require
+from harness.text.control_chars import control_chars, header_problem
+from harness.text.scrub import basic_token
+from harness.values.types import GoldSet
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from harness.boot.deployed import tls_context
 from harness.boot.probe import OpenSocket
 from harness.config import QueryConfig
-from harness.types import ErrorKind
+from harness.values.types import ErrorKind
 
 
 class Failure(Exception):

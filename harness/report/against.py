@@ -3,7 +3,7 @@
     render_against(a, "results/A", b, "results/B", "text" | "markdown" | "json" | "html")
 
 Both comparisons have the same evaluation definition (the CLI refuses otherwise, naming what
-differs: `harness.verdict.comparable.same_definition`), so each metric's row means the same on
+differs: `harness.verdict.same_definition.same_definition`), so each metric's row means the same on
 both sides: one line per metric of the overall scope (either comparison's), then the quality
 and latency verdicts, each comparison's baseline -> candidate, change, p and verdict, and
 whether the two verdicts agree.

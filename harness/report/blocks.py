@@ -18,7 +18,7 @@ from harness.report.load import load_blocks
 from harness.report.numbers import floor_lines, ms, p_value, queries, rank, rate, signed
 from harness.report.resources import resource_blocks, resource_verdicts
 from harness.report.twobytwo import movement_blocks
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, Flip, HitDetail, MetricRow, Scope
 from harness.verdict.latency_tail import TailRow
 from harness.verdict.order_effect import order_words

@@ -1,6 +1,6 @@
 """The plots of the HTML report: a Comparison in, plotly figures out, as the JSON plotly.js draws
 (`{"data": [...], "layout": {...}}`).  They draw; they compute nothing (every number is the
-Comparison's: `harness.verdict.compare` says how each is made).
+Comparison's: `harness.verdict.decide` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with
                   its interval (bootstrap; the verdict is the row's test), coloured by verdict
@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.report.numbers import p_value, rate
 from harness.report.plotting import PLOTS_TOP, Figure, Grid
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, MetricRow, Scope
 
 SIDE_COLOURS = {"baseline": "#4c72b0", "candidate": "#dd8452"}

@@ -34,7 +34,7 @@ from harness.report.html_sections import NUMBERS_SHOWN_APART, sections
 from harness.report.layout import Block, escape_html
 from harness.report.numbers import queries, rank
 from harness.results.document import redacted
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison, Flips
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}

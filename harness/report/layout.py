@@ -26,7 +26,7 @@ lines a ul, table a table, folded under <details> with its title; a fold ... end
 Every piece of Markdown text is backslash-escaped (`escape_markdown`), so that what a user
 named (query text, refs, slice names, paths) renders literally, in tables too; table headers
 are ours and are not.  Blocks are separated by a blank line; the page ends with a newline.
-In every format each string has its control characters escaped first (`harness.control_chars`):
+In every format each string has its control characters escaped first (`harness.text.control_chars`):
 a sample of what a service said, or a line of its log, never moves the cursor, retitles or
 clears a terminal, or hides a line of the page.
 """
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from harness.control_chars import shown
+from harness.text.control_chars import shown
 
 
 @dataclass(frozen=True)

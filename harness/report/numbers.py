@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.types import FloorRow
+from harness.values.types import FloorRow
 
 
 def rate(x: float | None) -> str:

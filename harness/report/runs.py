@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.report.numbers import ms, queries, rate
 from harness.score.evaluation import Evaluation
-from harness.types import RefRun
+from harness.values.types import RefRun
 
 if TYPE_CHECKING:
     from harness.verdict.comparison import RunSummary

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.report.bundle import plotly_beside
 from harness.report.page import html_available, render
 from harness.results.comparisons import HTML_FILE, REPORT_FILE, store_comparison
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 

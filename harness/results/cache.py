@@ -35,7 +35,7 @@ from harness.results.comparisons import comparison_bytes, remember_bytes
 from harness.results.document import comparison_from_dict
 from harness.results.files import read_json_bytes, write_bytes_new
 from harness.results.records import encode_run
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings, Comparison
 
 CACHE_DIR = Path("cache") / "comparisons"

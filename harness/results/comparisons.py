@@ -21,7 +21,7 @@ from harness.results.files import (
     write_text_new,
 )
 from harness.results.records import write_record
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 COMPARISON_FILE = "comparison.json"

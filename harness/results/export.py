@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, NotComparableError, ResultsError
-from harness.extras import require
+from harness.process.extras import require
 from harness.score.judged import dedupe
 from harness.score.metrics import MetricSpec
 from harness.score.runfile import trec_order
-from harness.types import GoldSet, QueryResult, RefRun
+from harness.values.types import GoldSet, QueryResult, RefRun
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,9 +9,9 @@ never over an existing file, and directories claimed by mkdir so two runs never 
 Every OSError of a write (a full disk, a read-only mount) is a ResultsError naming the path.
 
 Temp names carry the pid of the process writing them (`.tmp-<pid>-...`), and a temp directory is
-in that process's leftovers state from before it exists (`harness.leftovers.make_dir`): what a
-SIGKILL mid-save leaves is removed by the next invocation's `recover()` (any command, `harness
-clean` too), and `check_writable` removes the `.tmp-<pid>-*` of dead pids it finds in the
+in that process's leftovers state from before it exists (`harness.process.leftovers.make_dir`):
+what a SIGKILL mid-save leaves is removed by the next invocation's `recover()` (any command,
+`harness clean` too), and `check_writable` removes the `.tmp-<pid>-*` of dead pids it finds in the
 results directory (and its runs/) even without that state.
 """
 
@@ -29,10 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.encodings import SAMPLE, encoding_problem
 from harness.errors import ResultsError
-from harness.inputs import RESULTS, read_input
-from harness.scrub import scrub_bytes, scrub_text
+from harness.process.inputs import RESULTS, read_input
+from harness.text.encodings import SAMPLE, encoding_problem
+from harness.text.scrub import scrub_bytes, scrub_text
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -57,7 +57,7 @@ def write_bytes_new(path: Path, data: bytes) -> Path:
 
     The bytes go to a temp file in the same directory, are fsynced, then hard-linked into place
     (link fails if the target exists, unlike rename), so a reader never sees half a file and a
-    crash never leaves one.  A registered credential (`harness.scrub`) is replaced by
+    crash never leaves one.  A registered credential (`harness.text.scrub`) is replaced by
     [scrubbed] in the bytes and in the file's name.
     """
     data, path = scrub_bytes(data), path.with_name(scrub_text(path.name))
@@ -229,7 +229,7 @@ def _layered(value: Any, depth: int, levels: int, out: list[str]) -> None:
 def read_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`; ResultsError naming the file for anything else: missing,
     unreadable, not UTF-8 (a run record is written as UTF-8), not JSON, nested too deeply; a
-    FIFO, a device or a file past 32 GiB (`harness.inputs`)."""
+    FIFO, a device or a file past 32 GiB (`harness.process.inputs`)."""
     return read_json_bytes(path)[0]
 
 
@@ -269,7 +269,7 @@ class AtomicDirectory(contextlib.AbstractContextManager[Path]):
         self._tmp: Path | None = None
 
     def __enter__(self) -> Path:
-        from harness import leftovers
+        from harness.process import leftovers
 
         try:
             self.parent.mkdir(parents=True, exist_ok=True)
@@ -282,8 +282,8 @@ class AtomicDirectory(contextlib.AbstractContextManager[Path]):
         return self._tmp
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        from harness import leftovers
-        from harness.signals import signals_deferred
+        from harness.process import leftovers
+        from harness.process.signals import signals_deferred
 
         tmp, self._tmp = self._tmp, None
         assert tmp is not None  # entered

@@ -36,13 +36,13 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import ResultsError, require_schema
-from harness.inputs import RESULTS, read_input
+from harness.process.inputs import RESULTS, read_input
 from harness.results.document import without_paths
 from harness.results.files import read_json, utc_stamp, write_bytes_new, write_json_new
 from harness.results.sidecar import Sidecar, encode, sidecar_of
 from harness.score.definition import Definition, definition_from_dict, differing
-from harness.scrub import scrub_bytes, scrub_text
-from harness.types import (
+from harness.text.scrub import scrub_bytes, scrub_text
+from harness.values.types import (
     Answers,
     ErrorKind,
     Machine,
@@ -487,7 +487,7 @@ def find_reusable(
     corpus, query settings, configuration: `REUSE_PARTS`; a record made before definitions
     were recorded is judged by the keys above alone).  A
     reused record serves quality only: its latencies were measured at another time and are
-    never paired with new ones (see `harness.verdict.compare`).
+    never paired with new ones (see `harness.verdict.decide`).
     """
     for run in iter_runs(results_dir):
         if (

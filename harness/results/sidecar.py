@@ -1,4 +1,4 @@
-"""A run record's answers on disk: every repeat's columns (`harness.answers.Columns`) in one
+"""A run record's answers on disk: every repeat's columns (`harness.values.answers.Columns`) in one
 numpy `.npz` file beside the record's JSON header (`runs/X.json` + `runs/X.npz`).
 
     data = encode([answers of repeat 0, of repeat 1, ...])      # the file's bytes
@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.answers import ERROR_KINDS, NONE, Answers, Columns, Int32, Int64, Strings
 from harness.errors import ResultsError
-from harness.inputs import RESULTS, open_input
-from harness.scrub import registered, scrub_text
+from harness.process.inputs import RESULTS, open_input
+from harness.text.scrub import registered, scrub_text
+from harness.values.answers import ERROR_KINDS, NONE, Answers, Columns, Int32, Int64, Strings
 
 FORMAT = 1
 SUFFIX = ".npz"

@@ -27,10 +27,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-# The values live in harness.types (a RefRun carries one); re-exported for the stages that
+# The values live in harness.values.types (a RefRun carries one); re-exported for the stages that
 # make and compare them.
-from harness.types import Definition as Definition
-from harness.types import DefinitionPart as DefinitionPart
+from harness.values.types import Definition as Definition
+from harness.values.types import DefinitionPart as DefinitionPart
 
 PARTS = ("gold", "corpus", "query", "k", "metrics", "config")
 WORDS = {

@@ -34,7 +34,7 @@ from harness.errors import ConfigError, NotComparableError
 from harness.score.judged import JudgedRanks, judge, judge_heads, judge_sized, judge_width
 from harness.score.metrics import MetricSpec, as_specs, no_answer_false_positive, outranks_holds
 from harness.score.unanswered import NoAnswerSummary, OutranksSummary
-from harness.types import GoldSet, QueryResult
+from harness.values.types import GoldSet, QueryResult
 
 FloatArray = npt.NDArray[np.float64]
 

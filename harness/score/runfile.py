@@ -32,14 +32,14 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.errors import HarnessError, Problem, ResultsError
-from harness.inputs import GOLD, RUN, Kind, open_input, read_input
+from harness.process.inputs import GOLD, RUN, Kind, open_input, read_input
 from harness.score.arrowrun import read_trec_arrow
 from harness.score.columns import read_trec_columns
 from harness.score.evaluation import Evaluation, evaluate_judged
 from harness.score.metrics import MetricSpec
 from harness.score.trec import Joined, Qrels, join, qrels_hash, read_qrels
 from harness.score.trec import read_run as read_trec_table
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 TREC_LINE = "qid Q0 docid rank score tag"
 JSONL_LINE = '{"id": qid, "ranking": [docid, ...], "scores": [number, ...]}'
@@ -71,7 +71,7 @@ def load_run(path: str | Path) -> Run:
     """Read a TREC or JSONL run file; raises ResultsError listing every malformed line."""
     source = str(path)
     try:
-        data = read_input(path, RUN)  # a regular file of at most 32 GiB (harness.inputs)
+        data = read_input(path, RUN)  # a regular file of at most 32 GiB (harness.process.inputs)
         if not data.isascii():
             data.decode("utf-8")  # only to fail here, naming the byte, before any parsing
     except FileNotFoundError:

@@ -27,7 +27,7 @@ so that machine drift hits every value alike, as `run_pair` does for two refs
 (`harness.variants.run`).
 
 Statistics: every value is compared with the reference value (the first, or `--reference`) by
-`harness.verdict.compare`, the reference playing the baseline: the same paired tests, power
+`harness.verdict.decide`, the reference playing the baseline: the same paired tests, power
 and Holm correction across slices as `harness compare`. The swept metrics are added to
 compare's `gate_on`, so that it computes them at any cutoff (and lets them decide each value's
 quality verdict). The reference row's numbers are the baseline side of the first valid

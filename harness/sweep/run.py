@@ -20,7 +20,7 @@ from harness.driver.runner import RunPlan
 from harness.sweep.params import Param, Point, label
 from harness.sweep.render import render_sweep, sweep_to_dict
 from harness.sweep.summary import Sweep
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.variants.run import Variant, run_variants, save_variants
 from harness.verdict.comparison import Comparison
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from harness.sweep.params import Param, Point, label, params_of
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.variants.summary import Row, Table, compare_variants
 from harness.verdict.comparison import CompareSettings, Comparison
 

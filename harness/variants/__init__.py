@@ -25,7 +25,7 @@ The rules both follow. Runs: one RefSession per variant, opened together, repeat
 (`harness.driver.runner.run_interleaved`); each record's `ref` is "REF [NAME]", and a variant
 whose record exists for exactly these inputs (its pins and overrides are part of the config
 hash) is reused unless `fresh`. Statistics: every variant is compared with the reference by
-`harness.verdict.compare` (the paired tests of `harness compare`), the headline tests of all of
+`harness.verdict.decide` (the paired tests of `harness compare`), the headline tests of all of
 them Holm-adjusted as one family (`harness.verdict.systems.judged_together`); the compared
 metrics are added to compare's `gate_on`, so that it computes them at any cutoff. The scopes are
 "overall", then each slice with an answerable query, in gold order. The reference row's numbers

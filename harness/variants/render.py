@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from harness.report import layout
 from harness.report.layout import Block
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.variants.summary import Cell, Row, Table
 
 T = TypeVar("T")

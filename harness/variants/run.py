@@ -20,7 +20,7 @@ from typing import Any
 from harness.driver.runner import RefSession, RunPlan, run_interleaved
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
-from harness.types import RefRun
+from harness.values.types import RefRun
 from harness.verdict.comparison import Comparison
 
 REPORT_FILE = "report.md"

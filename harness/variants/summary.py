@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from harness.types import OVERALL, GoldSet, RefRun, Verdict
-from harness.verdict.compare import compare
+from harness.values.types import OVERALL, GoldSet, RefRun, Verdict
 from harness.verdict.comparison import CompareSettings, Comparison, MetricRow
+from harness.verdict.decide import compare
 from harness.verdict.systems import judged_together
 
 

@@ -1,6 +1,6 @@
 """Is the difference real: two RefRuns in, a Comparison with its verdicts out. Pure.
 
-    compare.py     compare(gold, baseline, candidate, settings) -> Comparison
+    decide.py      compare(gold, baseline, candidate, settings) -> Comparison
     validity.py    what makes a run unusable (failures, errored answers) and the invalid verdict
     repeats.py     which repeats a verdict uses, and a repeat's answers by query id
     scopes.py      metrics per scope (overall, each slice) with their paired tests
@@ -17,7 +17,7 @@
                    in latency_bounds_{mean,tail,equivalence}.py, by scripts/latency_bounds.py)
     comparison.py  the Comparison value tree that report/ renders and results/ stores
     twobytwo.py    retrieval vs generation: a run's top-k hits against answer grades, movement
-    comparable.py  whether two saved comparisons share their evaluation definition
+    same_definition.py  whether two saved comparisons share their evaluation definition
     systems.py     run files of several systems, each compared with the first: Holm across
                    systems x cutoffs (`harness compare-runs`)
     threshold.py   `harness threshold`: top scores of answerable vs unanswerable queries, a cutoff

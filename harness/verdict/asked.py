@@ -10,7 +10,7 @@ The runner asks the queries of `order` (`quality_sequential.query_order`, from t
 seed) in blocks, each block R times per side, and stops when `look` says the rule decided.  The
 Comparison is then made over the queries asked (slices included, each with its n): the headline
 verdict is the rule's when it decided, else (the gold set used up) the fixed-sample verdict of
-`harness.verdict.compare` at alpha - alpha_s, the error rate the looks did not spend; margins
+`harness.verdict.decide` at alpha - alpha_s, the error rate the looks did not spend; margins
 (compare --non-inferior) are read where it stopped (`margins_at_stop`).  An invalid run stays
 invalid.  Pure: no I/O, no clock.
 """
@@ -22,16 +22,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
+from harness.values.types import GoldSet, QueryResult, RefRun, Repeat, Verdict
 from harness.verdict import scopes, validity
-from harness.verdict.compare import (
+from harness.verdict.comparison import CompareSettings, Comparison, Scope
+from harness.verdict.decide import (
     compare,
     comparison_definition,
     decisive_metrics,
     margin_intervals,
     noninferiority,
 )
-from harness.verdict.comparison import CompareSettings, Comparison, Scope
 from harness.verdict.noninferiority import SEQUENCE, Interval, NonInferiority
 from harness.verdict.quality_sequential import (
     Sequential,

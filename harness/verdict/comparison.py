@@ -1,7 +1,7 @@
 """The values of the compare stage: the settings a comparison is made under, the `Comparison`
 tree it produces (everything a report shows, nothing it must compute), and the `RunSummary` of
 one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill them are in
-`harness.verdict.compare`, the JSON form in `harness.results.document`.
+`harness.verdict.decide`, the JSON form in `harness.results.document`.
 
     Comparison
     ├── header: Header (RefInfo baseline and candidate, GoldInfo, excluded query ids)
@@ -18,9 +18,9 @@ one ref on its own.  Frozen dataclasses and a few lookups; the rules that fill t
     │                                         top-result scores and the chosen no-answer cutoff
     └── twobytwo: TwoByTwoComparison | None   the retrieval/generation 2x2 per side, movement
 
-They live here, not in `harness.types`: they hold `harness.verdict.stats` results (BinaryTest,
-Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
-`harness.score.metrics.parse_metric`, while stats and metrics import `harness.types`; and
+They live here, not in `harness.values.types`: they hold `harness.verdict.stats` results
+(BinaryTest, Power, LatencySummary, LatencyTest) and CompareSettings checks metric names with
+`harness.score.metrics.parse_metric`, while stats and metrics import `harness.values.types`; and
 `harness.results.document` reads these annotations back at run time, so importing the types only for
 the type checker would not do.
 """
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from harness.errors import ConfigError
 from harness.score.definition import Definition
 from harness.score.metrics import MetricSpec, parse_metric
-from harness.types import FloorRow, RefRun, Verdict
+from harness.values.types import FloorRow, RefRun, Verdict
 from harness.verdict.boots import BootComponent
 from harness.verdict.equivalence import Equivalence
 from harness.verdict.latency import LatencySummary, LatencyTest, Throughput

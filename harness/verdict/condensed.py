@@ -30,7 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from harness.score.metrics import REGISTRY, Kind, MetricSpec, parse_metric
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict import stats
 from harness.verdict.comparison import CompareSettings, MetricRow
 from harness.verdict.scopes import Side, score_scope

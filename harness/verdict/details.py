@@ -1,7 +1,7 @@
 """The parts of a Comparison beside the metric rows: flips, unanswerable queries, outranks
 pairs and latency.
 
-Part of `harness.verdict.compare` (its docstring states every rule: flip ranks as the upper median
+Part of `harness.verdict.decide` (its docstring states every rule: flip ranks as the upper median
 over repeats, impact order, modal counts, paired latency); pure.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.score.evaluation import Evaluation
-from harness.types import GoldSet, RefRun, Repeat, Verdict
+from harness.values.types import GoldSet, RefRun, Repeat, Verdict
 from harness.verdict import stats, threshold, validity
 from harness.verdict.comparison import (
     CompareSettings,

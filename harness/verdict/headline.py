@@ -2,7 +2,7 @@
 
     verdict, reason, power = quality_headline(overall, settings, collapses, holes)
 
-Part of `harness.verdict.compare` (its docstring states every rule): a regression among the
+Part of `harness.verdict.decide` (its docstring states every rule): a regression among the
 headline's rows (hit@k at every k, every gate_on metric, Holm across them) is "regressed", else
 an improvement "improved"; a call a pooled gold set's condensed lists do not support is
 "inconclusive: judgments incomplete" (`condensed.unheld`); "no measurable difference" needs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import CompareSettings, Holes, MetricRow, Scope
 from harness.verdict.condensed import unheld
 from harness.verdict.holes import hidden

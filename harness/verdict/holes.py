@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.score.judged import dedupe
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 from harness.verdict.comparison import HoleReach, Holes, JudgedShare, MetricRow
 from harness.verdict.scopes import Side
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.distributions import t_quantile
 from harness.verdict.resample import aligned, check_confidence
 

@@ -68,11 +68,11 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from harness.budget import DEFAULT_BUDGET as DEFAULT_BUDGET
-from harness.budget import MOST_ROUNDS as MOST_ROUNDS
-from harness.budget import LatencyBudget as LatencyBudget
-from harness.budget import parse_budget as parse_budget
-from harness.types import Verdict
+from harness.values.budget import DEFAULT_BUDGET as DEFAULT_BUDGET
+from harness.values.budget import MOST_ROUNDS as MOST_ROUNDS
+from harness.values.budget import LatencyBudget as LatencyBudget
+from harness.values.budget import parse_budget as parse_budget
+from harness.values.types import Verdict
 from harness.verdict import latency_bounds
 from harness.verdict.distributions import t_quantile
 from harness.verdict.latency import LatencyTest, interval_words, ratio_words

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.latency import LatencyTest, ratio_words
 from harness.verdict.latency_rule import RoundEstimate, decide, plan
 

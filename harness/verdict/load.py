@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.types import LoadRound, Verdict
+from harness.values.types import LoadRound, Verdict
 from harness.verdict.latency import LatencyTest, interval_words, latency_test
 
 PERCENTILES = (50, 90, 95, 99)

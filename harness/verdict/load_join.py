@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.comparison import Comparison
 from harness.verdict.load import Load
 

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.score.judged import dedupe
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 from harness.verdict.comparison import QueryChange, RankingChanges, ScopeChange
 from harness.verdict.scopes import Side
 

@@ -85,7 +85,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.verdict.boots import BootComponent, boot_margin, boot_p, boot_path
 from harness.verdict.noninferiority import Claim, judge
 from harness.verdict.stats import holm

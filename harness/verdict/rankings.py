@@ -12,7 +12,7 @@ from operator import eq
 
 import numpy as np
 
-from harness.answers import Answers, Columns, Int64
+from harness.values.answers import Answers, Columns, Int64
 
 
 def share_strings(repeats: Sequence[Answers]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.types import QueryResult, RefRun, Repeat
+from harness.values.types import QueryResult, RefRun, Repeat
 
 # A failed teardown still collected every answer: a warning, not a reason to throw them away.
 WARNING_STAGES = frozenset({"teardown"})
@@ -29,5 +29,5 @@ def usable(run: RefRun, *, latency: bool = False) -> tuple[Repeat, ...]:
 
 def by_query(rep: Repeat) -> Mapping[str, QueryResult]:
     """A repeat's answers by query id (the last answer of a query asked twice), each built only
-    when looked up (`harness.answers.Answers.by_query`)."""
+    when looked up (`harness.values.answers.Answers.by_query`)."""
     return rep.answers.by_query()

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from harness.swing import check_alpha as check_alpha
-from harness.swing import check_count as check_count
+from harness.values.swing import check_alpha as check_alpha
+from harness.values.swing import check_count as check_count
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -29,7 +29,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.types import RefRun, Repeat, Usage, Verdict
+from harness.values.types import RefRun, Repeat, Usage, Verdict
 from harness.verdict.latency import latency_test
 
 MEMORY_TOLERANCE = 0.10

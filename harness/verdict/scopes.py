@@ -1,6 +1,6 @@
 """Each side's repeats scored, and the metric rows of a scope (overall or one slice) from them.
 
-Part of `harness.verdict.compare` (its docstring states every rule: per-query hit rates and the
+Part of `harness.verdict.decide` (its docstring states every rule: per-query hit rates and the
 exact paired test, per-query means and the randomization test, power, Holm across slices,
 collapses); pure.
 """
@@ -24,7 +24,7 @@ from harness.score.evaluation import (
 )
 from harness.score.judged import dedupe
 from harness.score.metrics import Kind, MetricSpec
-from harness.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
+from harness.values.types import GoldQuery, GoldSet, QueryResult, Repeat, Verdict
 from harness.verdict import stats, validity
 from harness.verdict.boots import BootComponent, boot_component, widen
 from harness.verdict.comparison import CompareSettings, HitDetail, MetricRow, Scope

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from harness.swing import detectable_swing as detectable_swing
-from harness.swing import min_detectable_swing as min_detectable_swing
-from harness.types import Verdict
+from harness.values.swing import detectable_swing as detectable_swing
+from harness.values.swing import min_detectable_swing as min_detectable_swing
+from harness.values.types import Verdict
 from harness.verdict.boots import BootComponent, boot_p, widen
 from harness.verdict.distributions import half_binomial_cdf, half_binomial_pmf
 from harness.verdict.resample import (

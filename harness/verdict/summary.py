@@ -1,6 +1,6 @@
 """One ref on its own: what `harness run` reports of a RefRun (errors, latency, metrics, drift).
 
-Part of `harness.verdict.compare`: the same usable repeats and the same rule for errored answers
+Part of `harness.verdict.decide`: the same usable repeats and the same rule for errored answers
 (left out, never scored as a miss) as a comparison; pure.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.score.evaluation import evaluate, returned_texts
 from harness.score.metrics import Kind
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict import latency, stats, validity
 from harness.verdict.comparison import CompareSettings, RunSummary
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness import __version__
-from harness.answers import Answers, ranked_columns
-from harness.types import GoldSet, RefRun, Repeat, Verdict
+from harness.values.answers import Answers, ranked_columns
+from harness.values.types import GoldSet, RefRun, Repeat, Verdict
 from harness.verdict import stats
-from harness.verdict.compare import compare, headline_rows, rejudge
 from harness.verdict.comparison import CompareSettings, Comparison
+from harness.verdict.decide import compare, headline_rows, rejudge
 
 NO_LATENCY = "runs from files: no repeats, no latency"
 _SHOWN_IDS = 5

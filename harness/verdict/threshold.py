@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError, NotComparableError
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict import validity
 
 SCHEMA = "harness-threshold"
@@ -113,7 +113,7 @@ def top_scores(gold: GoldSet, run: RefRun) -> tuple[tuple[TopScore, ...], tuple[
 
     HarnessError when an answer with results carries no scores: the service's scores are not
     being recorded (set query.scores), so nothing can be said about them. Read off each
-    repeat's columns (`harness.answers.Answers`): no answer is built.
+    repeat's columns (`harness.values.answers.Answers`): no answer is built.
     """
     usable = [rep.answers for rep in validity.usable(run)]
     ids = list(gold.by_id)  # gold order

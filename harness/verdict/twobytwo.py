@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.score.judged import dedupe
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict import stats
 from harness.verdict.repeats import by_query, usable
 

@@ -1,7 +1,7 @@
 """Every reason a comparison of two runs is invalid, and which repeats of a run are used
 (`usable` and `by_query`, from `harness.verdict.repeats`).
 
-Part of `harness.verdict.compare` (its docstring states every rule); pure.  `harness gate` and
+Part of `harness.verdict.decide` (its docstring states every rule); pure.  `harness gate` and
 `harness threshold` use the same usable repeats, and the gate the same failures and errored
 answers.
 """
@@ -17,9 +17,9 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from harness.control_chars import shown as visible
 from harness.errors import clip
-from harness.types import Answers, GoldSet, QueryResult, RefRun
+from harness.text.control_chars import shown as visible
+from harness.values.types import Answers, GoldSet, QueryResult, RefRun
 from harness.verdict.comparison import CompareSettings, ErrorKindSummary, PrepareStep
 from harness.verdict.repeats import WARNING_STAGES
 from harness.verdict.repeats import by_query as by_query  # re-exported: validity.by_query(rep)

@@ -18,7 +18,7 @@ from harness.errors import RefError
 from harness.history.points import Point, from_run
 from harness.results.records import load_run
 from harness.score.metrics import MetricSpec
-from harness.types import GoldSet
+from harness.values.types import GoldSet
 
 
 def branch_path(repo: Path, ref: str, depth: int) -> tuple[Commit, ...]:

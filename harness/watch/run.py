@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from harness.bisect.judge import Criterion, Judgement, judge
 from harness.bisect.run import Bisection, Commit, Outcome, StepResult, bisect
-from harness.types import Verdict
+from harness.values.types import Verdict
 from harness.watch.changepoint import Change, Detection, Kind, Series, changes
 
 ComparePair = Callable[[Commit, Commit], StepResult]

@@ -1,6 +1,7 @@
 """What one boot of a service cost: a frozen value the boot stage makes (`harness.boot.usage`)
-and a run record keeps (`harness.types.Repeat.usage`, re-exported there). Its own module, importing
-nothing, so the boot stage, which never loads numpy, can make one without `harness.types`."""
+and a run record keeps (`harness.values.types.Repeat.usage`, re-exported there). Its own module,
+importing nothing, so the boot stage, which never loads numpy, can make one without
+`harness.values.types`."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ import numpy.typing as npt
 
 from harness.score.definition import Definition, definition
 from harness.score.metrics import Kind, MetricSpec
-from harness.types import GoldSet, RefRun, Verdict
+from harness.values.types import GoldSet, RefRun, Verdict
 from harness.verdict import details, scopes, stats, validity
 from harness.verdict.comparison import (
     Boots,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from harness.config.templates import id_template
 from harness.errors import ConfigError
-from harness.extras import require
+from harness.process.extras import require
 
 
 def collapse(text: str) -> str:

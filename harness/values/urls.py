@@ -7,7 +7,7 @@ anything reads it: by the CLI first (before the userinfo is registered as a secr
 Parsed by hand rather than by `urlsplit` or httpx, whose errors are a ValueError traceback
 (`http://[::1`), an `httpx.InvalidURL` traceback (`:notaport`), or no error at all until the
 ready timeout has been waited out (port 99999). Called before the URL's userinfo is registered
-as a secret (`harness.scrub.register_url`, which calls `urlsplit`), so no message here shows a
+as a secret (`harness.text.scrub.register_url`, which calls `urlsplit`), so no message here shows a
 userinfo: it is written `***@`.
 """
 

@@ -21,8 +21,8 @@ two that a SIGTERM hit).
 
 Reading the state files of runs that died, and cleaning up after them, is
 `harness.driver.recovery`'s (it ends processes and removes worktrees: the stages above this
-module). This module imports nothing of the harness but `harness.signals`: every stage that makes
-something on disk records it here.
+module). This module imports nothing of the harness but `harness.process.signals`: every stage
+that makes something on disk records it here.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.signals import signals_deferred
+from harness.process.signals import signals_deferred
 
 KINDS = ("worktree", "dir", "run_id")
 """worktree: a git worktree of `repo`; dir: a directory to delete; run_id: a boot's marker."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.gold.grades import Grades, read_grades
-from harness.types import GoldSet, RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import Comparison
 
 

@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from harness.text.control_chars import shown
+
 # Re-exported: the values of one answer live beside the columns that hold them.
-from harness.answers import Answers as Answers
-from harness.answers import ErrorKind as ErrorKind
-from harness.answers import QueryResult as QueryResult
-from harness.control_chars import shown
-from harness.costs import Usage as Usage  # what a boot cost: the boot stage makes it
+from harness.values.answers import Answers as Answers
+from harness.values.answers import ErrorKind as ErrorKind
+from harness.values.answers import QueryResult as QueryResult
+from harness.values.costs import Usage as Usage  # what a boot cost: the boot stage makes it
 
 # --------------------------------------------------------------------------- definition
 
@@ -131,7 +132,7 @@ class GoldSet:
 # --------------------------------------------------------------------------- one query's answer
 
 
-# ErrorKind and QueryResult: harness.answers (re-exported above).
+# ErrorKind and QueryResult: harness.values.answers (re-exported above).
 
 
 # --------------------------------------------------------------------------- runs
@@ -148,7 +149,8 @@ class RunFailure:
 
     def __post_init__(self) -> None:
         # The message and the log's last lines quote the service (its log, its answers): held
-        # escaped (harness.control_chars), so no record, old or new, and no format shows an ESC.
+        # escaped (harness.text.control_chars), so no record, old or new, and no format shows an
+        # ESC.
         object.__setattr__(self, "message", shown(self.message, lines=True))
         object.__setattr__(self, "log_tail", tuple(map(shown, self.log_tail)))
 
@@ -204,7 +206,7 @@ class Repeat:
 
     @property
     def answers(self) -> Answers:
-        """`results`, with its columns (`harness.answers`)."""
+        """`results`, with its columns (`harness.values.answers`)."""
         assert isinstance(self.results, Answers)  # __post_init__
         return self.results
 

@@ -15,7 +15,7 @@ is about 3 GB; as columns a tenth of it. A run record stores the same columns
 when they are first asked for (`Answers.later`): a comparison read back from its cache, or a
 record looked at for reuse, never reads them.
 
-Types layer: imports no other harness module (`harness.types` re-exports `ErrorKind` and
+Types layer: imports no other harness module (`harness.values.types` re-exports `ErrorKind` and
 `QueryResult` from here).
 """
 
