@@ -220,13 +220,16 @@ def harness_rounds(repo: Path, results: Path) -> Iterator[Round]:
     """The runner's own rounds of main against main (entered sessions, a pair id, a seed)."""
     from harness.config import load_config
     from harness.driver import runner
+    from harness.driver.plan import Asked
     from harness.gold import check_files
     from harness.replay.order import draw_seed
 
     config = load_config(repo / "harness.toml", repo=repo)
     gold, report = check_files(config.gold, config.corpus)
     report.raise_if_errors()
-    plan = runner.RunPlan(config=config, gold=gold, corpus_hash=None, results_dir=results)
+    plan = runner.RunPlan(
+        config=config, asked=Asked.of(gold), corpus_hash=None, results_dir=results
+    )
     sessions = [
         runner.RefSession(plan, "baseline", "main"),
         runner.RefSession(plan, "candidate", "main"),

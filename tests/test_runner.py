@@ -21,7 +21,7 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text, git
 from harness import __version__
 from harness.boot.processes import TeardownReport
 from harness.config import load_config, side_hash
-from harness.driver.runner import RefSession, RunPlan, run_pair, run_ref
+from harness.driver.runner import RefSession, RunPlan, run_pair, run_plan, run_ref
 from harness.gold import check_files
 from harness.replay.client import Stopped
 from harness.results.records import host_fingerprint, load_run
@@ -61,13 +61,7 @@ def plan(sandbox: Sandbox, results: Path, calls: list[Call], **config: object) -
     gold, report = check_files(loaded.gold, loaded.corpus)
     report.raise_if_errors()
     assert gold.corpus is not None
-    return RunPlan(
-        config=loaded,
-        gold=gold,
-        corpus_hash=gold.corpus.sha256,
-        results_dir=results,
-        progress=lambda *args: calls.append(args),
-    )
+    return run_plan(loaded, gold, results, progress=lambda *args: calls.append(args))
 
 
 def sha(sandbox: Sandbox, ref: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from harness.driver.runner import RefSession, RunPlan, run_interleaved
+from harness.driver.runner import RefSession, RunPlan, SharedReading, run_interleaved
 from harness.matrix.render import matrix_to_dict, render_matrix
 from harness.matrix.spec import apply_entry
 from harness.matrix.summary import MatrixResult
@@ -44,9 +44,12 @@ def run_matrix(
     plan: RunPlan, side: str, ref: str, matrix: Matrix, *, repeats: int, fresh: bool = False
 ) -> tuple[RefRun, ...]:
     """One RefRun per configuration, in order; each record's `ref` is "REF [NAME]"."""
+    reading = SharedReading()
     sessions = [
         # env pins last, over any [ref."PATTERN"] table, as a sweep's values are
-        RefSession(p, side, ref, label=f"{ref} [{entry.name}]", pins=dict(entry.env))
+        RefSession(
+            p, side, ref, label=f"{ref} [{entry.name}]", pins=dict(entry.env), reading=reading
+        )
         for p, entry in zip(plans(plan, side, matrix), matrix.entries, strict=True)
     ]
     return run_interleaved(sessions, repeats=repeats, fresh=fresh)

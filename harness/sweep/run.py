@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.config import HarnessConfig
-from harness.driver.runner import RefSession, RunPlan, run_interleaved
+from harness.driver.runner import RefSession, RunPlan, SharedReading, run_interleaved
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.sweep.params import Param, Point, label
@@ -58,6 +58,7 @@ def run_sweep(
     A point whose record already exists for exactly these inputs (its env pin is part of the
     config hash) is reused unless `fresh`. Each record's `ref` is "REF [NAME=value]".
     """
+    reading = SharedReading()
     sessions = [
         RefSession(
             plan,
@@ -65,6 +66,7 @@ def run_sweep(
             ref,
             label=f"{ref} [{label(point)}]",  # names the value in progress lines and records
             pins=dict(point),  # over the side's and the ref's settings, last
+            reading=reading,
         )
         for point in points
     ]
