@@ -18,7 +18,7 @@
     adapter_check.py  the first answers held against query.ids before the next boot
     recovery.py  cleaning up after a run that died holding worktrees, temp dirs, processes
 
-In: a RunPlan (config, the gold set's queries) and refs, and a repeat count. Out: RefRun values, one per ref,
-each holding every repeat's QueryResults and any RunFailure. Scores nothing. The top stage:
+In: a RunPlan (config, the gold set's queries), refs and a repeat count. Out: RefRun values,
+one per ref, each holding every repeat's QueryResults and any RunFailure. Scores nothing. The top stage:
 it imports checkout, boot, replay and results, and none of them imports it.
 """
