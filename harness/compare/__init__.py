@@ -20,5 +20,6 @@ are the stages' (`harness.report.saved.save_comparison`, `harness.report.page.re
 What enters: the driver's RunPlan (config, the queries, results directory, progress), the gold
 set, CompareSettings and the two refs or URLs.  What leaves: the two RefRuns and the
 Comparison.  What it never does: print (the CLI says what happened: a comparison read back, a
-run that cannot be sequential) or decide an exit status.  Nothing is imported from here: import each name from its module.
+run that cannot be sequential) or decide an exit status.  Nothing is imported from here:
+import each name from its module.
 """

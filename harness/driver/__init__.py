@@ -19,6 +19,6 @@
     recovery.py  cleaning up after a run that died holding worktrees, temp dirs, processes
 
 In: a RunPlan (config, the gold set's queries), refs and a repeat count. Out: RefRun values,
-one per ref, each holding every repeat's QueryResults and any RunFailure. Scores nothing. The top stage:
-it imports checkout, boot, replay and results, and none of them imports it.
+one per ref, each holding every repeat's QueryResults and any RunFailure. Scores nothing. The
+top stage: it imports checkout, boot, replay and results, and none of them imports it.
 """
