@@ -230,9 +230,10 @@ def harness_rounds(repo: Path, results: Path) -> Iterator[Round]:
     plan = runner.RunPlan(
         config=config, asked=Asked.of(gold), corpus_hash=None, results_dir=results
     )
+    reading = runner.SharedReading()  # both sides' requests encoded once, as compare's are
     sessions = [
-        runner.RefSession(plan, "baseline", "main"),
-        runner.RefSession(plan, "candidate", "main"),
+        runner.RefSession(plan, "baseline", "main", reading=reading),
+        runner.RefSession(plan, "candidate", "main", reading=reading),
     ]
     ids = [q.id for q in gold.queries]
     with contextlib.ExitStack() as stack:
