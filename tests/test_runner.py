@@ -76,7 +76,7 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
     for run, ref, side in ((baseline, "main", "baseline"), (candidate, "bury3", "candidate")):
         assert (run.ref, run.sha) == (ref, sha(isolated, ref))
         assert run.config_hash == side_hash(p.config.side(side))
-        assert (run.gold_hash, run.corpus_hash) == (p.gold.hash, p.corpus_hash)
+        assert (run.gold_hash, run.corpus_hash) == (p.asked.gold_hash, p.corpus_hash)
         assert run.tool_version == __version__ and run.host == host_fingerprint()
         assert run.build_failure is None and run.build_cached is None  # nothing to build
         assert run.failures == () and not run.reused
@@ -101,7 +101,7 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
             assert rep.teardown_confirmed and rep.failure is None and rep.errors == 0
             assert set(rep.timings_s) == {"boot", "queries", "teardown"}
             assert all(v > 0 for v in rep.timings_s.values())
-            assert [r.query_id for r in rep.results] == [q.id for q in p.gold.queries]
+            assert [r.query_id for r in rep.results] == [qid for qid, _ in p.asked.items]
             assert len(rep.results) == GOLD_SIZE
             assert rep.log_path is not None
             log = Path(rep.log_path)
