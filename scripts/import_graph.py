@@ -3,6 +3,7 @@
     python scripts/import_graph.py                  # this checkout
     python scripts/import_graph.py --root ../main   # another checkout, to compare
     python scripts/import_graph.py --edges          # each package arrow with its import lines
+    python scripts/import_graph.py --walk           # the walk of `plan` from compare/measure.py
 
 Every `import` statement counts: at module level, inside a function, under `if TYPE_CHECKING:`,
 and the package faces an import runs (tests/import_graph.py reads them with `ast`). The modules
@@ -18,20 +19,43 @@ are folded into their top-level package (`harness.verdict.stats` is `verdict`; t
    process), or from a layer to a layer above it in `LAYERS` (all in
    tests/test_architecture.py, which fails on any of them).
 
+With --walk it prints instead the walk of `plan` from harness/compare/measure.py: the files a
+reader visits following the plan the driver is handed (`RunPlan`), and how many of the steps
+between them climb back up the stage order.  Read from the source with `ast`, it visits:
+
+- the type: `RunPlan` from measure.py's import of it to its definition, through every module
+  that re-exports it, then the module that defines each type named in its fields' annotations;
+- the functions it is handed to: from each function of measure.py with a `plan` parameter,
+  every call to a harness function or class (a class: its `__init__`) with an argument that is
+  the plan or a part of it (`plan`, `plan.config.repo`, a local name bound to one, `replace(plan,
+  ...)`, anything through a `.plan` attribute); the parameters that receive them are followed in
+  the callee, and so, in a class whose `__init__` keeps one on `self`, is every method with the
+  attributes it kept.  An argument to a parameter annotated with a class that keeps the whole
+  plan (`self.plan`: a `RefSession`) is a hand-over too: the plan is read there through it.
+  Calls through a value (a callback, `session.method(...)`) are not followed.
+
+A step is one (file, file) pair, counted once, the first reason printed; it climbs back up when
+it goes to a package above its own (by layer, then STAGE_ORDER).
+
 Exit status 0 always: the test is what fails; this prints the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import import_graph as graph
 from test_architecture import BASE_ORDER, LAYER_OF, RANK, STAGE_ORDER
+
+WALK_FROM = "harness.compare.measure"
 
 
 def top(module: str) -> str:
@@ -117,12 +141,321 @@ def upward(arrows: Arrows) -> list[tuple[str, str, list[graph.Edge]]]:
     return found
 
 
+# --------------------------------------------------------------------------- --walk
+
+
+def _absolute(node: ast.ImportFrom, importer: str, known: dict[str, Path]) -> str:
+    """The absolute name of a (possibly relative) `from` import's module."""
+    if node.level == 0:
+        return node.module or ""
+    parts = importer.split(".")
+    if known[importer].name != "__init__.py":
+        parts.pop()  # a plain module's relative imports start at its package
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*parts, node.module] if node.module else parts)
+
+
+@dataclass
+class Module:
+    """What the walk needs of one module: its functions (`f`, `Class.method`), classes (name ->
+    their methods), the names it imports (local name -> (module, name); a module: name None)."""
+
+    name: str
+    tree: ast.Module
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    classes: dict[str, list[str]] = field(default_factory=dict)
+    imported: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+def _index(root: Path) -> dict[str, Module]:
+    known = graph.modules(root)
+    out: dict[str, Module] = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        mod = Module(name, tree)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                mod.functions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                methods = [n for n in node.body if isinstance(n, ast.FunctionDef)]
+                mod.classes[node.name] = [m.name for m in methods]
+                for method in methods:
+                    mod.functions[f"{node.name}.{method.name}"] = method
+        for node in ast.walk(tree):  # every import, wherever it runs
+            if isinstance(node, ast.ImportFrom):
+                base = _absolute(node, name, known)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    local = alias.asname or alias.name
+                    mod.imported[local] = (sub, None) if sub in known else (base, alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        mod.imported[alias.asname] = (alias.name, None)
+        out[name] = mod
+    return out
+
+
+def _defining(index: dict[str, Module], module: str, name: str, hops: list[str]) -> str | None:
+    """The module that defines `name` as imported from `module`, through re-exports; `hops`
+    gets every module passed through (the re-exporting ones and the defining one)."""
+    for _ in range(10):
+        mod = index.get(module)
+        if mod is None:
+            return None
+        hops.append(module)
+        if name in mod.functions or name in mod.classes or _assigned(mod.tree, name):
+            return module
+        if name not in mod.imported:
+            return None
+        module, original = mod.imported[name]
+        if original is None:
+            return None
+        name = original
+    return None
+
+
+def _assigned(tree: ast.Module, name: str) -> bool:
+    return any(
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))
+        for node in tree.body
+    )
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
+def _pairs(node: ast.Assign | ast.AnnAssign) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of an assignment, `a, b = x, y` element by element."""
+    assert node.value is not None
+    out = []
+    for target in _targets(node):
+        if isinstance(target, ast.Tuple):
+            value = node.value
+            if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+                out += list(zip(target.elts, value.elts, strict=True))
+            else:
+                out += [(t, value) for t in target.elts]
+        else:
+            out.append((target, node.value))
+    return out
+
+
+def _chain(expr: ast.expr) -> str | None:
+    """`a.b[0].c` as text when `expr` is only names, attributes and subscripts, else None."""
+    node = expr
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return ast.unparse(expr) if isinstance(node, ast.Name) else None
+
+
+def _holds(expr: ast.expr, holders: set[str]) -> bool:
+    """Whether `expr` is the plan or a part of it: a chain from a holder, or through `.plan`."""
+    text = _chain(expr)
+    if text is None:  # replace(plan, ...) is the plan too
+        call = expr
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "replace"
+            and bool(call.args)
+            and _holds(call.args[0], holders)
+        )
+    parts = re.split(r"[.\[]", text)
+    return "plan" in parts[1:] or any(
+        text == h or text.startswith((h + ".", h + "[")) for h in holders
+    )
+
+
+Step = tuple[str, str, str]  # (from module, to module, why: the type, or the call)
+
+
+def walk_plan(root: Path, start: str = WALK_FROM) -> tuple[list[str], list[Step]]:
+    """(the modules visited, in order; the steps between modules, each pair once): walked
+    again until the classes found keeping the plan are all known."""
+    index = _index(root)
+    carriers = {"RunPlan"}
+    while True:
+        known = set(carriers)
+        visited, steps = _walk(index, start, carriers)
+        if carriers == known:
+            return visited, steps
+
+
+def _walk(
+    index: dict[str, Module], start: str, carriers: set[str]
+) -> tuple[list[str], list[Step]]:
+    visited: list[str] = [start]
+    steps: list[Step] = []
+    seen: set[tuple[str, str, frozenset[str]]] = set()
+
+    def visit(source: str, target: str, why: str) -> None:
+        if target not in visited:
+            visited.append(target)
+        if source != target and all((s, t) != (source, target) for s, t, _ in steps):
+            steps.append((source, target, why))
+
+    start_mod = index[start]
+    # The type: `RunPlan` as measure.py imports it, to its definition, and its fields' types.
+    if "RunPlan" in start_mod.imported:
+        module, name = start_mod.imported["RunPlan"]
+        hops: list[str] = []
+        defined = _defining(index, module, name or "RunPlan", hops)
+        previous = start
+        for hop in hops:
+            visit(previous, hop, "the type RunPlan")
+            previous = hop
+        if defined is not None:
+            plan_class = next(
+                n
+                for n in index[defined].tree.body
+                if isinstance(n, ast.ClassDef) and n.name == "RunPlan"
+            )
+            for stmt in plan_class.body:
+                if isinstance(stmt, ast.AnnAssign):
+                    for name_node in ast.walk(stmt.annotation):
+                        if isinstance(name_node, ast.Name):
+                            where = _field_type(index, defined, name_node.id)
+                            if where is not None:
+                                visit(defined, where, f"the field type {name_node.id}")
+    todo: list[tuple[str, str, frozenset[str]]] = [
+        (start, fname, frozenset({"plan"}))
+        for fname, fn in start_mod.functions.items()
+        if any(a.arg == "plan" for a in fn.args.args + fn.args.kwonlyargs)
+    ]
+    while todo:
+        module, fname, holders_in = todo.pop(0)
+        if (module, fname, holders_in) in seen:
+            continue
+        seen.add((module, fname, holders_in))
+        mod = index[module]
+        fn = mod.functions[fname]
+        holders = set(holders_in)
+        for node in ast.walk(fn):  # local names bound to the plan or a part of it
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                for target, value in _pairs(node):
+                    text = _chain(target)
+                    if text is not None and _holds(value, holders):
+                        holders.add(text)
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = _callee(index, mod, fname, node.func)
+            if callee is None:
+                continue
+            target_module, target_fn = callee
+            receiving = index[target_module].functions[target_fn]
+            arguments = receiving.args.args
+            if "." in target_fn and arguments and arguments[0].arg == "self":
+                arguments = arguments[1:]
+            params = [a.arg for a in arguments]
+            # a parameter typed as the plan, or as something that keeps it (RefSession, ...)
+            typed = {
+                a.arg
+                for a in [*arguments, *receiving.args.kwonlyargs]
+                if a.annotation is not None
+                and carriers & set(re.findall(r"\w+", ast.unparse(a.annotation)))
+            }
+            handed = [(i, None, a) for i, a in enumerate(node.args) if _holds(a, holders)]
+            handed += [
+                (None, k.arg, k.value) for k in node.keywords if k.arg and _holds(k.value, holders)
+            ]
+            got = {params[i] for i, _, _ in handed if i is not None and i < len(params)}
+            got |= {k for _, k, _ in handed if k is not None}
+            # What keeps the plan (sessions) is handed too; read there through its `.plan`.
+            handed += [
+                (i, None, a)
+                for i, a in enumerate(node.args)
+                if i < len(params) and params[i] in typed and not _holds(a, holders)
+            ]
+            handed += [
+                (None, k.arg, k.value)
+                for k in node.keywords
+                if k.arg in typed and not _holds(k.value, holders)
+            ]
+            if not handed:
+                continue
+            shown = ", ".join(ast.unparse(a) for _, _, a in handed)
+            visit(module, target_module, f"{ast.unparse(node.func)}({shown})")
+            todo.append((target_module, target_fn, frozenset(got)))
+            if target_fn.endswith(".__init__"):  # the object keeps it: every method holds it
+                cls = target_fn.split(".")[0]
+                kept = {
+                    ast.unparse(target)
+                    for n in ast.walk(receiving)
+                    if isinstance(n, ast.Assign | ast.AnnAssign) and n.value is not None
+                    for target, value in _pairs(n)
+                    if ast.unparse(target).startswith("self.") and _holds(value, set(got))
+                }
+                if "self.plan" in kept:  # it keeps the whole plan: a session
+                    carriers.add(cls)
+                for method in index[target_module].classes[cls]:
+                    if method != "__init__" and kept:
+                        todo.append((target_module, f"{cls}.{method}", frozenset(kept)))
+    return visited, steps
+
+
+def _field_type(index: dict[str, Module], module: str, name: str) -> str | None:
+    mod = index[module]
+    if name in mod.classes or _assigned(mod.tree, name):
+        return module
+    if name in mod.imported:
+        target, original = mod.imported[name]
+        return _defining(index, target, original or name, []) if original else None
+    return None
+
+
+def _callee(
+    index: dict[str, Module], mod: Module, caller: str, func: ast.expr
+) -> tuple[str, str] | None:
+    """The (module, function) a call runs, when it is a harness function or class: a class
+    is its __init__."""
+    module, name = None, None
+    if isinstance(func, ast.Name):
+        if func.id in mod.functions or func.id in mod.classes:
+            module, name = mod.name, func.id
+        elif func.id in mod.imported:
+            target, original = mod.imported[func.id]
+            if original is not None:
+                hops: list[str] = []
+                module, name = _defining(index, target, original, hops), original
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.value.id == "self" and "." in caller:
+            module, name = mod.name, f"{caller.split('.')[0]}.{func.attr}"
+        elif func.value.id in mod.imported and mod.imported[func.value.id][1] is None:
+            module, name = mod.imported[func.value.id][0], func.attr
+    if module is None or name is None or module not in index:
+        return None
+    target = index[module]
+    if name in target.classes:
+        return (module, f"{name}.__init__") if "__init__" in target.classes[name] else None
+    return (module, name) if name in target.functions else None
+
+
+def climbs(steps: list[Step]) -> list[Step]:
+    """The steps that go up: to a package above the one the step starts in (by layer, then
+    STAGE_ORDER)."""
+
+    def rank(module: str) -> tuple[int, int]:
+        name = top(module)
+        return RANK.get(name, -1), _stage_rank(name)
+
+    return [s for s in steps if top(s[0]) != top(s[1]) and rank(s[1]) > rank(s[0])]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=graph.ROOT, help="the checkout to read")
     parser.add_argument("--edges", action="store_true", help="print every package arrow")
+    parser.add_argument(
+        "--walk", action="store_true", help=f"print the walk of `plan` from {WALK_FROM}"
+    )
     args = parser.parse_args()
     root = args.root.resolve()
+    if args.walk:
+        return print_walk(root)
     edges = graph.edges(root, graph.PACKAGE)
     arrows = package_edges(edges)
     nodes = {top(m) for m in graph.modules(root)} - {""}
@@ -175,6 +508,21 @@ def main() -> int:
         for a, targets in sorted(arrows.items()):
             for b, es in sorted(targets.items()):
                 print(f"arrow: {a} -> {b}: {len(es)} imports")
+    return 0
+
+
+
+def print_walk(root: Path) -> int:
+    visited, steps = walk_plan(root)
+    up = climbs(steps)
+    print(f"checkout: {root}")
+    print(
+        f"the walk of `plan` from {WALK_FROM}: {len(visited)} files visited, {len(steps)} steps "
+        f"between them, {len(up)} climbing back up the stage order"
+    )
+    for source, target, why in steps:
+        mark = "  UP" if (source, target, why) in up else ""
+        print(f"  {source} -> {target}: {why}{mark}")
     return 0
 
 

@@ -220,16 +220,20 @@ def harness_rounds(repo: Path, results: Path) -> Iterator[Round]:
     """The runner's own rounds of main against main (entered sessions, a pair id, a seed)."""
     from harness.config import load_config
     from harness.driver import runner
+    from harness.driver.plan import Asked
     from harness.gold import check_files
     from harness.replay.order import draw_seed
 
     config = load_config(repo / "harness.toml", repo=repo)
     gold, report = check_files(config.gold, config.corpus)
     report.raise_if_errors()
-    plan = runner.RunPlan(config=config, gold=gold, corpus_hash=None, results_dir=results)
+    plan = runner.RunPlan(
+        config=config, asked=Asked.of(gold), corpus_hash=None, results_dir=results
+    )
+    reading = runner.SharedReading()  # both sides' requests encoded once, as compare's are
     sessions = [
-        runner.RefSession(plan, "baseline", "main"),
-        runner.RefSession(plan, "candidate", "main"),
+        runner.RefSession(plan, "baseline", "main", reading=reading),
+        runner.RefSession(plan, "candidate", "main", reading=reading),
     ]
     ids = [q.id for q in gold.queries]
     with contextlib.ExitStack() as stack:

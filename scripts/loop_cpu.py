@@ -12,22 +12,22 @@ URL` of the tiny service with the demo's config and gold set ("tiny": nothing bo
 replay loop's CPU is the thread CPU of the rounds (`blocks._quality_rounds`,
 `pairs.paired_round`) less what they call that is not the loop: the boots and teardowns (the
 service contexts' enter and exit), the sequential rule's looks (`verdict.asked.stop_rule`'s
-callback) and each round's record (`RefSession._record`, which fingerprints the checkout); what
-is left is every exchange (warm-up included), reading the answers, the order within pairs,
-streaks, progress and the batches. Exchanges are counted at `wire.Connection.exchange` (a
-wrapper that costs both trees alike: it reads the thread's CPU clock twice, a system call each
-on this kind of machine), whose own CPU is the "wire" part. What the wrapper costs is measured
-afterwards in the same process (the same wrapper around a function that does nothing, 20,000
-calls, against that function called directly) and taken off both figures: its whole cost off the
-loop's, the clock reads inside its bracket off the wire part's. Then, in the same process and on
-the same service (the tiny one; for the demo a service of its main booted afresh), a raw socket
-loop sends the same request bytes (`Requests.for_url`, the harness's own), as many exchanges (at
-most `RAW_MOST`), on one keep-alive TCP_NODELAY socket: send, recv until the head and Content-
-Length bytes of body are in (bench_client.py's native client), in nine equal parts timed one by
-one: the median part's CPU per exchange is the raw loop's (a burst of load during its tenth of a
-second inflated one run's raw figure 3x and read as a ratio below 1). CPU is
-`time.thread_time_ns`: user and system of the one thread, the kernel's loopback work on our side
-included."""
+callback) and each round's record (`RefSession.record_repeat`, `_record` in older trees, which
+fingerprints the checkout); what is left is every exchange (warm-up included), reading the
+answers, the order within pairs, streaks, progress and the batches. Exchanges are counted at
+`wire.Connection.exchange` (a wrapper that costs both trees alike: it reads the thread's CPU
+clock twice, a system call each on this kind of machine), whose own CPU is the "wire" part. What
+the wrapper costs is measured afterwards in the same process (the same wrapper around a function
+that does nothing, 20,000 calls, against that function called directly) and taken off both
+figures: its whole cost off the loop's, the clock reads inside its bracket off the wire part's.
+Then, in the same process and on the same service (the tiny one; for the demo a service of its
+main booted afresh), a raw socket loop sends the same request bytes (`Requests.for_url`, the
+harness's own), as many exchanges (at most `RAW_MOST`), on one keep-alive TCP_NODELAY socket:
+send, recv until the head and Content-Length bytes of body are in (bench_client.py's native
+client), in nine equal parts timed one by one: the median part's CPU per exchange is the raw
+loop's (a burst of load during its tenth of a second inflated one run's raw figure 3x and read
+as a ratio below 1). CPU is `time.thread_time_ns`: user and system of the one thread, the
+kernel's loopback work on our side included."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ setattr(runner, round_name, getattr(pairs, round_name))
 for cls in (ServiceContext, DeployedContext):
     cls.__enter__ = timed(cls.__enter__, "boots")
     cls.__exit__ = timed(cls.__exit__, "boots")
-session.RefSession._record = timed(session.RefSession._record, "records")
+record_name = "record_repeat" if hasattr(session.RefSession, "record_repeat") else "_record"
+setattr(session.RefSession, record_name, timed(getattr(session.RefSession, record_name), "records"))
 rule = asked.stop_rule
 asked.stop_rule = lambda *a, **k: timed(rule(*a, **k), "looks")
 from harness.cli.main import main

@@ -10,6 +10,7 @@ layers and the rules these tests hold.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from pathlib import Path
@@ -189,6 +190,121 @@ def test_no_module_is_too_long() -> None:
     assert shrunk == [], f"now {MAX_LINES} lines or fewer, take them off TOO_LONG: {shrunk}"
 
 
+# What replay/ may take of the boot stage: the type of what opens a socket to a service and
+# the TLS context of an https one.  Nothing that checks out, builds, boots or records.
+REPLAY_FROM_BOOT = {"harness.boot", "harness.boot.probe", "harness.boot.deployed"}
+
+
+def test_replay_only_asks_over_http() -> None:
+    """harness/replay/ sends the queries and reads the answers; the run driver (checkout,
+    build, boot, rounds, records) is harness/driver/, which imports it, never the reverse."""
+    driving = ("checkout", "results", "driver", "report", "verdict", "score")
+    found = [
+        str(e)
+        for e in graph.edges()
+        if e.source.startswith("harness.replay")
+        and (
+            _top(e.target) in driving
+            or (_top(e.target) == "boot" and e.target not in REPLAY_FROM_BOOT)
+        )
+    ]
+    assert found == []
+    # and of boot.deployed only the TLS context (its `deployed` boots nothing, but is driving)
+    for path in (graph.ROOT / "harness" / "replay").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "harness.boot.deployed":
+                assert [a.name for a in node.names] == ["tls_context"], path
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _absolute(node: ast.ImportFrom, importer: str, known: dict[str, Path]) -> str:
+    """The absolute name of a (possibly relative) `from` import's module."""
+    if node.level == 0:
+        return node.module or ""
+    parts = importer.split(".")
+    if known[importer].name != "__init__.py":
+        parts.pop()  # a plain module's relative imports start at its package
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*parts, node.module] if node.module else parts)
+
+
+def _defined_privates(tree: ast.Module) -> set[str]:
+    """The `_private` names a module defines: functions, classes, methods, module or class
+    variables and `self._x` attributes."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                found.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.add(node.target.id)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+    return {name for name in found if _private(name)}
+
+
+def private_uses(root: Path = graph.ROOT, package: str = graph.PACKAGE) -> list[str]:
+    """Every use of a `_private` name of one module by another, as "path:line: what":
+
+    - `from harness.x import _y` (relative imports too), or `from harness import _x`;
+    - `m._y` where `m` names a harness module (`import harness.x as m`, `from harness import x`);
+    - `obj._y` (obj not `self` or `cls`) where `_y` is defined by another harness module and
+      not by this one: an object's private attribute or method used from outside its module.
+    """
+    known = graph.modules(root, package)
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in known.items()}
+    defined = {name: _defined_privates(tree) for name, tree in trees.items()}
+    found: list[str] = []
+    for name, tree in trees.items():
+        where = known[name].relative_to(root)
+        own = defined[name]
+        elsewhere = set().union(*(d for other, d in defined.items() if other != name))
+        aliases: set[str] = set()  # local names bound to harness modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _absolute(node, name, known)
+                if base != package and not base.startswith(package + "."):
+                    continue
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in known:
+                        aliases.add(alias.asname or alias.name)
+                    if _private(alias.name):
+                        found.append(f"{where}:{node.lineno}: from {base} import {alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith(package + ".") or alias.name == package:
+                        aliases.add(alias.asname or alias.name.split(".")[0])
+                        private = [part for part in alias.name.split(".") if _private(part)]
+                        if private:
+                            found.append(f"{where}:{node.lineno}: import {alias.name}")
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not _private(node.attr):
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            text = ast.unparse(owner)
+            if text.split(".")[0] in aliases and all(
+                not _private(part) for part in text.split(".")
+            ):
+                found.append(f"{where}:{node.lineno}: {text}.{node.attr} (a module's)")
+            elif node.attr in elsewhere and node.attr not in own:
+                found.append(f"{where}:{node.lineno}: {text}.{node.attr} (another module's)")
+    return sorted(set(found))
+
+
+def test_no_private_name_is_used_across_modules() -> None:
+    """A `_name` is its module's own: a name another module needs is made public (or moved)."""
+    assert private_uses() == []
+
+
 # --------------------------------------------------------------------------- the detector
 
 
@@ -198,6 +314,49 @@ def _package(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
     return root
+
+
+def test_a_private_name_used_from_another_module_is_found(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": """\
+                _LIMIT = 3
+                def _helper(): ...
+                class Session:
+                    def __init__(self):
+                        self._items = []
+                    def _record(self): ...
+            """,
+            "pkg/b.py": """\
+                from pkg.a import _helper
+                from . import a
+                import pkg.a as other
+                def f(session, mine):
+                    session._record()
+                    session._items = []
+                    mine._own = a._LIMIT + other._LIMIT
+                    return session.__class__, a.Session
+            """,
+            "pkg/c.py": """\
+                class Own:
+                    def __init__(self):
+                        self._own = 1
+                    def _items(self): ...
+                def g(x):
+                    return x._own, x._items()
+            """,
+        },
+    )
+    assert private_uses(root, "pkg") == [
+        "pkg/b.py:1: from pkg.a import _helper",
+        "pkg/b.py:5: session._record (another module's)",
+        "pkg/b.py:6: session._items (another module's)",
+        "pkg/b.py:7: a._LIMIT (a module's)",
+        "pkg/b.py:7: mine._own (another module's)",
+        "pkg/b.py:7: other._LIMIT (a module's)",
+    ]
 
 
 def _found(root: Path) -> list[list[str]]:

@@ -436,6 +436,7 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     """What compare, run --ref, sweep and gate measure: RefSession(plan, side, ref)."""
     from e2e_support import git
 
+    from harness.driver.plan import Asked
     from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
 
@@ -454,7 +455,7 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
     git(repo, "commit", "-q", "-m", "one", home=tmp_path)
     git(repo, "tag", "v1.4", home=tmp_path)
     config = load_config(repo / "harness.toml")
-    plan = RunPlan(config, load_gold(config.gold), None, tmp_path / "results")
+    plan = RunPlan(config, Asked.of(load_gold(config.gold)), None, tmp_path / "results")
     session = RefSession(plan, "candidate", "v1.4", pins={"RRF_K": "60"})
     assert session.side.query.path == "/v1/search"
     assert session.side.service.env == {"MODE": "legacy", "RRF_K": "60"}  # the point wins
@@ -467,6 +468,7 @@ def test_a_session_takes_the_ref_settings_and_a_sweep_point_last(tmp_path: Path)
 def test_a_ref_table_lowering_the_limit_below_a_cutoff_is_refused(tmp_path: Path) -> None:
     from e2e_support import git
 
+    from harness.driver.plan import Asked
     from harness.driver.runner import RefSession, RunPlan
     from harness.gold import load_gold
 
@@ -481,6 +483,6 @@ def test_a_ref_table_lowering_the_limit_below_a_cutoff_is_refused(tmp_path: Path
     git(repo, "add", "-A", home=tmp_path)
     git(repo, "commit", "-q", "-m", "one", home=tmp_path)
     config = load_config(repo / "harness.toml")
-    plan = RunPlan(config, load_gold(config.gold), None, tmp_path / "results")
+    plan = RunPlan(config, Asked.of(load_gold(config.gold)), None, tmp_path / "results")
     with pytest.raises(ConfigError, match=r"query\.limit = 5 for main on the baseline side"):
         RefSession(plan, "baseline", "main")

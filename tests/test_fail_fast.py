@@ -17,6 +17,7 @@ import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
 from harness.config import load_config
+from harness.driver.plan import Asked
 from harness.driver.runner import RunPlan, run_deployed
 from harness.gold import check_files
 from harness.values.types import ErrorKind, RunFailure
@@ -174,7 +175,7 @@ def test_in_process_the_stalled_side_and_its_partner_record_the_stop(
     gold, report = check_files(config.gold)
     report.raise_if_errors()
     observer = _Notes()
-    plan = RunPlan(config, gold, None, tmp_path / "results", observer=observer)
+    plan = RunPlan(config, Asked.of(gold), None, tmp_path / "results", observer=observer)
     base, cand = run_deployed(plan, baseline, candidate, repeats=2)
     assert [rep.index for rep in cand.repeats] == [0] == [rep.index for rep in base.repeats]
     (stalled_rep,), (cut_rep,) = cand.repeats, base.repeats

@@ -30,9 +30,9 @@ from harness.values.types import RefRun, Repeat
 
 
 @dataclass(frozen=True)
-class FakeGold:
-    hash: str
-    queries: tuple[str, ...] = ("q1", "q2")  # what test_reuse's records answer
+class FakeAsked:
+    gold_hash: str
+    items: tuple[tuple[str, str], ...] = (("q1", "one"), ("q2", "two"))  # test_reuse's answers
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class FakeConfig:
 @dataclass(frozen=True)
 class FakePlan:
     results_dir: Path
-    gold: FakeGold
+    asked: FakeAsked
     corpus_hash: str | None
     concurrency: int = 1
     config: FakeConfig = field(default_factory=FakeConfig)
@@ -103,7 +103,7 @@ def sessions(
     tmp_path: Path, names: list[str], corpus_hash: str | None = "d" * 64, concurrency: int = 1
 ) -> tuple[list[RefSession], list[str]]:
     journal: list[str] = []
-    plan = FakePlan(tmp_path / "results", FakeGold("g" * 64), corpus_hash, concurrency)
+    plan = FakePlan(tmp_path / "results", FakeAsked("g" * 64), corpus_hash, concurrency)
     made = [
         RecordingSession(name, plan, journal, sha=f"{i + 1}" * 40, config_hash="c" * 64)
         for i, name in enumerate(names)

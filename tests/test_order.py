@@ -24,8 +24,10 @@ import pytest
 from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text
 
 from harness.config import load_config
-from harness.driver import runner, session
+from harness.driver import plan as plan_module
+from harness.driver import runner
 from harness.driver.adapter_check import probe_count
+from harness.driver.plan import Asked
 from harness.driver.runner import RunPlan, run_pair
 from harness.gold import check_files
 from harness.replay import client
@@ -90,7 +92,9 @@ def _plan(sandbox: Sandbox, results: Path, seed: int | None, warmup: int = 0) ->
     loaded = load_config(path, repo=sandbox.repo)
     gold, report = check_files(loaded.gold, loaded.corpus)
     report.raise_if_errors()
-    return RunPlan(config=loaded, gold=gold, corpus_hash=None, results_dir=results, order_seed=seed)
+    return RunPlan(
+        config=loaded, asked=Asked.of(gold), corpus_hash=None, results_dir=results, order_seed=seed
+    )
 
 
 Sent = list[tuple[str, str]]  # (side, query id) in the order the requests were sent
@@ -103,9 +107,9 @@ def journal(monkeypatch: pytest.MonkeyPatch) -> Sent:
     which changes no byte sent), matched to the session when it is made."""
     sent: Sent = []
     monkeypatch.setattr(
-        session,
-        "shared_reading",
-        lambda plan, query, items: (Requests(query, items), client.AnswerCache(query)),
+        plan_module.SharedReading,
+        "of",
+        lambda reading, query, items: (Requests(query, items), client.AnswerCache(query)),
     )
     sides: dict[int, str] = {}
     real_init, real_send = client.Channel.__init__, client.Channel.send

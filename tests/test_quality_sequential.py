@@ -279,9 +279,12 @@ def test_quality_never_stops_before_the_latency_rounds_queries(
 def _plan(sequential: bool | None, concurrency: int = 1, ray: str | None = None) -> object:
     from types import SimpleNamespace
 
+    from harness.driver.plan import Asked
+
     compare = SimpleNamespace(sequential=sequential)
+    asked = Asked.of(_gold(40))
     return SimpleNamespace(
-        config=SimpleNamespace(compare=compare), concurrency=concurrency, ray=ray, gold=_gold(40)
+        config=SimpleNamespace(compare=compare), concurrency=concurrency, ray=ray, asked=asked
     )
 
 

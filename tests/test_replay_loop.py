@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.config import QueryConfig
-from harness.driver.session import RunPlan, shared_reading
+from harness.driver.plan import SharedReading
 from harness.replay.client import AnswerCache
 from harness.replay.request import Requests, encode_request, make_request
 from harness.replay.wire import Answer, Connection, Failure
@@ -336,18 +336,18 @@ def test_shared_requests_are_the_bytes_each_request_encodes_to(name: str) -> Non
     settings = CONFIGS[name]
     query = QueryConfig(ids="results[].id", **{"path": "/search", **settings})
     items = [(f"q{i}", text) for i, text in enumerate(TEXTS)]
-    plan = RunPlan(None, None, None, Path("results"))  # type: ignore[arg-type]
-    requests, answers = shared_reading(plan, query, items)
-    assert shared_reading(plan, query, list(items)) == (requests, answers)
+    reading = SharedReading()
+    requests, answers = reading.of(query, items)
+    assert reading.of(query, list(items)) == (requests, answers)
     for url in ("http://127.0.0.1:8123", "http://user:pw@127.0.0.1:9/prefix/"):
         prepared = requests.for_url(url)
         for text in TEXTS:
             assert prepared[text] == encode_request(url, make_request(query, text)), text
-    other, other_answers = shared_reading(plan, query, items[:2])  # other queries: its own
+    other, other_answers = reading.of(query, items[:2])  # other queries: its own
     assert other is not requests and other_answers is not answers
-    mine, _ = shared_reading(plan, replace(query, limit=11), items)  # other settings: its own
+    mine, _ = reading.of(replace(query, limit=11), items)  # other settings: its own
     assert mine is not requests
-    assert replace(plan).reading == []  # a plan made from it (a Ray worker's) starts afresh
+    assert SharedReading().known == []  # each run of sessions (a Ray worker's) starts afresh
     assert isinstance(requests, Requests)
 
 

@@ -21,7 +21,7 @@ from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, config_text, git
 from harness import __version__
 from harness.boot.processes import TeardownReport
 from harness.config import load_config, side_hash
-from harness.driver.runner import RefSession, RunPlan, run_pair, run_ref
+from harness.driver.runner import RefSession, RunPlan, run_pair, run_plan, run_ref
 from harness.gold import check_files
 from harness.replay.client import Stopped
 from harness.results.records import host_fingerprint, load_run
@@ -61,13 +61,7 @@ def plan(sandbox: Sandbox, results: Path, calls: list[Call], **config: object) -
     gold, report = check_files(loaded.gold, loaded.corpus)
     report.raise_if_errors()
     assert gold.corpus is not None
-    return RunPlan(
-        config=loaded,
-        gold=gold,
-        corpus_hash=gold.corpus.sha256,
-        results_dir=results,
-        progress=lambda *args: calls.append(args),
-    )
+    return run_plan(loaded, gold, results, progress=lambda *args: calls.append(args))
 
 
 def sha(sandbox: Sandbox, ref: str) -> str:
@@ -82,7 +76,7 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
     for run, ref, side in ((baseline, "main", "baseline"), (candidate, "bury3", "candidate")):
         assert (run.ref, run.sha) == (ref, sha(isolated, ref))
         assert run.config_hash == side_hash(p.config.side(side))
-        assert (run.gold_hash, run.corpus_hash) == (p.gold.hash, p.corpus_hash)
+        assert (run.gold_hash, run.corpus_hash) == (p.asked.gold_hash, p.corpus_hash)
         assert run.tool_version == __version__ and run.host == host_fingerprint()
         assert run.build_failure is None and run.build_cached is None  # nothing to build
         assert run.failures == () and not run.reused
@@ -107,7 +101,7 @@ def test_a_pair_measured_in_process_records_every_field(isolated: Sandbox, tmp_p
             assert rep.teardown_confirmed and rep.failure is None and rep.errors == 0
             assert set(rep.timings_s) == {"boot", "queries", "teardown"}
             assert all(v > 0 for v in rep.timings_s.values())
-            assert [r.query_id for r in rep.results] == [q.id for q in p.gold.queries]
+            assert [r.query_id for r in rep.results] == [qid for qid, _ in p.asked.items]
             assert len(rep.results) == GOLD_SIZE
             assert rep.log_path is not None
             log = Path(rep.log_path)

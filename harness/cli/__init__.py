@@ -3,7 +3,7 @@
     main.py      main(argv) -> exit status: parse, run the named command, map errors and signals
     parser.py    the tree of commands (`harness --help` builds no command's arguments)
     options.py   the arguments several commands share (run options, --side, --ray, ...)
-    plan.py      a running command's arguments made a RunPlan and CompareSettings, checked
+    plan.py      a running command's arguments made a RunPlan, gold set and CompareSettings
     output.py    where a report goes: stdout, or a file never overwritten unless --force
     exits.py     every exit status, the one mapping from outcomes to them, and their --help
     progress.py  what a person watching a terminal sees while runs boot and replay

@@ -47,13 +47,13 @@ def run(args: argparse.Namespace) -> int:
     metric = str(metric_specs(args.metric, "--metric")[0]) if args.metric else None
     args.gate_on = [metric] if metric else None  # a row of every step's comparison
     criterion = Criterion(metric=metric, latency=args.latency)
-    plan, settings = load_plan(args)
+    plan, gold, settings = load_plan(args)
     good, bad, path = first_parent_path(plan.config.repo, args.good, args.bad)
 
     def compare_step(commit: Commit) -> StepResult:
         with signals_unwind():
-            runs = measure(plan, settings, good.sha, commit.sha, repeats=repeats(args, plan))
-        comparison, cached = analyse(plan, settings, (), runs, redact=False)
+            runs = measure(plan, gold, settings, good.sha, commit.sha, repeats=repeats(args, plan))
+        comparison, cached = analyse(plan, gold, settings, (), runs, redact=False)
         say_read_back(cached)
         return StepResult(comparison, runs, save_comparison(plan.results_dir, comparison, runs))
 

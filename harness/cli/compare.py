@@ -173,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.saved import save_comparison
 
     require_html(args.format)
-    plan, settings = load_plan(args)
-    floors = config_floors(plan.config, plan.gold)
-    grades = answer_grades(args.baseline_answers, args.candidate_answers, args.answers_k, plan.gold)
+    plan, gold, settings = load_plan(args)
+    floors = config_floors(plan.config, gold)
+    grades = answer_grades(args.baseline_answers, args.candidate_answers, args.answers_k, gold)
     ask = load_ask(args)  # before anything is built: --slo without --rate is refused
     urls = bool(args.baseline_url)
     if plan.config.refs and not urls:  # [ref."PATTERN"]: as the two refs make them
@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     with signals_unwind(), invalid_document(args.format):
         runs = measure(
             plan,
+            gold,
             settings,
             args.baseline_url if urls else args.baseline,
             args.candidate_url if urls else args.candidate,
@@ -201,9 +202,11 @@ def run(args: argparse.Namespace) -> int:
             reuse=args.reuse_runs,
             order=order,
         )
-    comparison, cached = analyse(plan, settings, floors, runs, redact=args.redact, order=order)
+    comparison, cached = analyse(
+        plan, gold, settings, floors, runs, redact=args.redact, order=order
+    )
     say_read_back(cached)
-    comparison = with_twobytwo(comparison, plan.gold, runs, grades, args.answers_k)
+    comparison = with_twobytwo(comparison, gold, runs, grades, args.answers_k)
     if ask is not None:  # compare --rate: the load phase, after the timed rounds
         from harness.compare.load import measure_load
         from harness.verdict.load_join import with_load

@@ -58,12 +58,12 @@ def run(args: argparse.Namespace) -> int:
     # A missing file is only fine when we are about to write it.
     recorded = read_baseline_or_none(path) if args.update_baseline else read_baseline(path)
     chosen = [str(spec) for spec in metric_specs(args.metrics)] if args.metrics else None
-    plan, _ = load_plan(args)
-    floors = config_floors(plan.config, plan.gold)
+    plan, gold, _ = load_plan(args)
+    floors = config_floors(plan.config, gold)
     run = run_ref(plan, args)
     close(plan)
     measured = measure(
-        plan.gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
+        gold, run, gated_metrics(chosen, recorded), max_errors=plan.config.compare.max_errors
     )
     compare = plan.config.compare
     chosen_margins = args.non_inferior
@@ -87,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
         statistics=Statistics(
             compare.alpha,
             compare.seed,
-            {q.id: q.slice for q in plan.gold.queries},
+            {q.id: q.slice for q in gold.queries},
             args.max_drop,
             margins,
         ),
     )
     max_errors = plan.config.compare.max_errors
-    result = with_floors(result, check_floors(floors, plan.gold, run, max_errors=max_errors))
+    result = with_floors(result, check_floors(floors, gold, run, max_errors=max_errors))
     if result.outcome is Outcome.UPDATED and measured.baseline is not None:
         written = write_baseline(path, measured.baseline)
         what = "rewritten" if written else "unchanged (the same bytes)"

@@ -36,15 +36,15 @@ def run(args: argparse.Namespace) -> int:
     matrix = read_matrix(args.matrix)
     chosen = matrix.metrics or tuple(str(spec) for spec in metric_specs(args.metrics))
     metrics = list(dict.fromkeys([*chosen, *(c.metric for c in matrix.constraints)]))
-    plan, settings = load_plan(args)
-    unknown_slices(matrix, plan.gold)
+    plan, gold, settings = load_plan(args)
+    unknown_slices(matrix, gold)
     for each in plans(plan, args.side, matrix):  # every configuration is checked before any runs
         check_cutoffs(each.config, metrics, from_cli=False)
     with signals_unwind():
         runs = run_matrix(
             plan, args.side, args.ref, matrix, repeats=repeats(args, plan), fresh=args.fresh
         )
-    result, comparisons = summarise(plan.gold, matrix, runs, metrics, settings, side=args.side)
+    result, comparisons = summarise(gold, matrix, runs, metrics, settings, side=args.side)
     saved = save_matrix(plan.results_dir, result, comparisons, redact=plan.redact)
     print(render_matrix(result, args.format), end="")
     print(f"harness: results saved in {saved}", file=sys.stderr)

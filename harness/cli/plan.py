@@ -1,6 +1,7 @@
 """What every command that runs a ref shares: its arguments made a RunPlan and CompareSettings.
 
-    plan, settings = load_plan(args)   # config (with the options' overrides) and gold, checked
+    plan, gold, settings = load_plan(args)   # config (with the options' overrides) and gold,
+                                             # checked; the driver's narrow plan made of them
     run = run_ref(plan, args)          # args.ref alone, args.repeats times
     specs = metric_specs(args.metrics) # --metrics, a usage error naming the option
 
@@ -17,19 +18,21 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for `har
 if TYPE_CHECKING:
     from harness.driver.runner import RemoteRounds, RunPlan
     from harness.score.metrics import MetricSpec
-    from harness.values.types import RefRun
+    from harness.values.types import GoldSet, RefRun
     from harness.verdict.comparison import CompareSettings
 
 
-def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
-    """Load config and gold (failing fast, before anything is built) into a RunPlan."""
+def load_plan(args: argparse.Namespace) -> tuple[RunPlan, GoldSet, CompareSettings]:
+    """Load config and gold (failing fast, before anything is built): the driver's RunPlan made
+    of them (`harness.driver.plan.run_plan`, the one place), the gold set (the caller scores
+    with it) and the comparison's settings."""
     from dataclasses import replace
     from pathlib import Path
 
     from harness.cli.progress import Progress
     from harness.compare.settings import check_cutoffs, context_metrics
     from harness.config import load_config
-    from harness.driver.runner import RunPlan
+    from harness.driver.runner import run_plan
     from harness.gold import check_files
     from harness.results.files import check_writable
     from harness.verdict.comparison import CompareSettings
@@ -63,11 +66,10 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
     # made) only once every input is valid, so a refused run leaves no empty results behind.
     results_dir = check_writable(Path(args.results).resolve())
     progress = None if args.quiet else Progress(deployed=deployed)
-    plan = RunPlan(
-        config=config,
-        gold=gold,
-        corpus_hash=gold.corpus.sha256 if gold.corpus else None,
-        results_dir=results_dir,
+    plan = run_plan(
+        config,
+        gold,
+        results_dir,
         concurrency=args.concurrency,
         keep=args.keep,
         redact=bool(getattr(args, "redact", False)),
@@ -90,7 +92,7 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, CompareSettings]:
         chosen = args.non_inferior if args.non_inferior is not None else config.gate.non_inferior
         settings = with_margins(settings, chosen)
         check_cutoffs(config, settings.gate_on, from_cli=bool(getattr(args, "k", None)))
-    return plan, settings
+    return plan, gold, settings
 
 
 def _check_ray(address: str, deployed: bool) -> RemoteRounds:

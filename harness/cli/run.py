@@ -27,10 +27,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.runs import render_failures, render_run
     from harness.verdict.decide import summarise_run
 
-    plan, settings = load_plan(args)
+    plan, gold, settings = load_plan(args)
     run = run_ref(plan, args)
     phase(plan, "analysis", "scoring")
-    summary = summarise_run(plan.gold, run, settings)
+    summary = summarise_run(gold, run, settings)
     close(plan)
     print(render_run(summary, args.format, redact=plan.redact), end="")
     # The table has room for one line per failure; the log tail that says why goes to stderr.

@@ -39,13 +39,13 @@ def run(args: argparse.Namespace) -> int:
 
     grid = read_grid(args.param, args.reference)
     metrics = [str(spec) for spec in metric_specs(args.metrics)]
-    plan, settings = load_plan(args)
+    plan, gold, settings = load_plan(args)
     times = repeats(args, plan)
     with signals_unwind():
         runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=times, fresh=args.fresh)
     phase(plan, "analysis", "every value against the reference")
     sweep, comparisons = summarise(
-        plan.gold,
+        gold,
         grid.points,
         runs,
         grid.reference,

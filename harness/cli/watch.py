@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.watch.saved import save_watch
     from harness.watch.series import build
 
-    plan, settings = load_plan(args)
+    plan, gold, settings = load_plan(args)
     compare = plan.config.compare
     names = args.metrics or ",".join([*(f"hit@{k}" for k in compare.k), f"ndcg@{max(compare.k)}"])
     specs = metric_specs(names, "--metrics")
@@ -111,11 +111,11 @@ def run(args: argparse.Namespace) -> int:
     extra = [str(s) for s in specs if str(s) not in rows]
     if extra:  # a series is confirmed on its own row: compared as a gate_on metric
         args.gate_on = extra
-        plan, settings = load_plan(args)
+        plan, gold, settings = load_plan(args)
     metrics = [str(s) for s in specs]
     repo = plan.config.repo
     path = branch_path(repo, args.ref, args.depth)
-    points = measured_points(plan.results_dir, plan.gold, specs, {c.sha for c in path})
+    points = measured_points(plan.results_dir, gold, specs, {c.sha for c in path})
     todo = choose(path, {p.sha for p in points}, args.budget, spread=args.spread)
 
     def note(text: str) -> None:
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             note(f"watch: {commit.short} could not be measured: {exc}")
             failed.append(commit)
             continue
-        point = from_run(plan.gold, ran, specs, when=Path(ran.record_path or "").name)
+        point = from_run(gold, ran, specs, when=Path(ran.record_path or "").name)
         if point is None:
             failed.append(commit)
         else:
@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
     def compare_pair(before: Commit, after: Commit) -> StepResult:
         note(f"watch: comparing {before.short} -> {after.short}")
         with signals_unwind():
-            runs = measure(plan, settings, before.sha, after.sha, repeats=repeats(args, plan))
-        comparison, cached = analyse(plan, settings, (), runs, redact=False)
+            runs = measure(plan, gold, settings, before.sha, after.sha, repeats=repeats(args, plan))
+        comparison, cached = analyse(plan, gold, settings, (), runs, redact=False)
         say_read_back(cached)
         return StepResult(comparison, runs, save_comparison(plan.results_dir, comparison, runs))
 

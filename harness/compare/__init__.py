@@ -17,8 +17,9 @@ changed, the [gate.floors] checked on the candidate) and `answer_grades` (the re
 2x2 of each side and the movement between them, from the answer grades).  Saving and rendering
 are the stages' (`harness.report.saved.save_comparison`, `harness.report.page.render`).
 
-What enters: a RunPlan (config, gold set, results directory, progress), CompareSettings and the
-two refs or URLs.  What leaves: the two RefRuns and the Comparison.  What it never does: print
-(the CLI says what happened: a comparison read back, a run that cannot be sequential) or decide
-an exit status.  Nothing is imported from here: import each name from its module.
+What enters: the driver's RunPlan (config, the queries, results directory, progress), the gold
+set, CompareSettings and the two refs or URLs.  What leaves: the two RefRuns and the
+Comparison.  What it never does: print (the CLI says what happened: a comparison read back, a
+run that cannot be sequential) or decide an exit status.  Nothing is imported from here:
+import each name from its module.
 """

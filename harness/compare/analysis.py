@@ -1,7 +1,7 @@
 """compare's analysis of two runs measured together: scored, tested, checked against the corpus
 and the [gate.floors] (read back from the comparison cache when nothing changed).
 
-    comparison, cached = analyse(plan, settings, floors, (baseline, candidate), redact=False)
+    comparison, cached = analyse(plan, gold, settings, floors, (baseline, candidate), redact=False)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # only the type: the runner is imported when something is mea
 
 def analyse(
     plan: RunPlan,
+    gold: GoldSet,
     settings: CompareSettings,
     floors: Sequence[Floor],
     runs: tuple[RefRun, RefRun],
@@ -28,9 +29,10 @@ def analyse(
     redact: bool,
     order: Sequence[str] | None = None,
 ) -> tuple[Comparison, bool]:
-    """(the comparison, whether it was read back from the cache); with `order` (a sequential
-    compare), over the queries asked, by the sequential rule, and never cached.  `redact`: no
-    cache entry is read or written (an entry holds query texts)."""
+    """(the comparison of `runs` over `gold` (the plan's gold set, judgements and all), whether
+    it was read back from the cache); with `order` (a sequential compare), over the queries
+    asked, by the sequential rule, and never cached.  `redact`: no cache entry is read or
+    written (an entry holds query texts)."""
     from harness.gold.corpus import load_corpus_ids
     from harness.results.cache import cached_compare
     from harness.verdict.decide import compare
@@ -42,28 +44,28 @@ def analyse(
     corpus_ids = load_corpus_ids(corpus)[0] if corpus is not None else None
     # The gold set as the repository names it: the checkout's absolute path means nothing in a
     # saved comparison or a pull-request comment.
-    gold = replace(plan.gold, source=_in_repo(plan.gold.source, plan.config.repo))
+    named = replace(gold, source=_in_repo(gold.source, plan.config.repo))
     if order is not None:
         from harness.verdict.asked import compare_asked
 
-        comparison = compare_asked(gold, baseline, candidate, settings, list(order), corpus_ids)
+        comparison = compare_asked(named, baseline, candidate, settings, list(order), corpus_ids)
         cached = False
     else:
         comparison, cached = cached_compare(
             plan.results_dir,
-            gold,
+            named,
             baseline,
             candidate,
             settings,
-            lambda: compare(gold, baseline, candidate, settings, corpus_ids),
+            lambda: compare(named, baseline, candidate, settings, corpus_ids),
             corpus_hash=plan.corpus_hash,
             use=not redact,
         )
-    floors_gold = plan.gold
+    floors_gold = gold
     if order is not None:  # a sequential compare: the floors too over the queries it asked
         from harness.verdict.asked import asked_gold, asked_ids
 
-        floors_gold = asked_gold(plan.gold, asked_ids(list(order), runs))
+        floors_gold = asked_gold(gold, asked_ids(list(order), runs))
     return _with_floors(comparison, floors, plan, floors_gold, candidate), cached
 
 

@@ -43,16 +43,17 @@ def measure_load(
     """Both sides at every rate of `ask`, one service at a time, rounds alternating; the
     schedule's seed is the comparison's (--seed), recorded in the Load."""
     from harness.driver.load_rounds import play_load
-    from harness.driver.session import RefSession
+    from harness.driver.runner import RefSession, SharedReading
     from harness.text.scrub import safe_url
 
     if plan.observer is not None:
         rates = ", ".join(f"{r:g}/s" for r in ask.rates)
         plan.observer.phase("load", f"open loop at {rates}")
         plan.observer.planned(2 * ask.pairs * len(ask.rates))
+    reading = SharedReading()
     sessions = [
         RefSession(plan, side, safe_url(ref) if urls else ref, url=ref if urls else None,
-                   option=f"--{side}")
+                   option=f"--{side}", reading=reading)
         for side, ref in (("baseline", baseline), ("candidate", candidate))
     ]
     seed = settings.seed  # --seed, else compare.seed: the same schedule in every compare

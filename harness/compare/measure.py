@@ -3,7 +3,7 @@ seeded order (compare.sequential), two running deployments by URL, or two refs c
 built and booted.
 
     order, why_not = sequential_order(plan, settings, reuse=False)   # None: the whole gold set
-    baseline, candidate = measure(plan, settings, "main", "feat/x", repeats=3, order=order)
+    baseline, candidate = measure(plan, gold, settings, "main", "feat/x", repeats=3, order=order)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.values.types import RefRun
+from harness.values.types import GoldSet, RefRun
 from harness.verdict.comparison import CompareSettings
 from harness.verdict.latency_rule import MIN_LOOK, LatencyBudget, parse_budget
 from harness.verdict.latency_rule import plan as design
@@ -91,11 +91,12 @@ def sequential_order(
         return None, (why if asked_for else None)
     from harness.verdict.quality_sequential import query_order
 
-    return query_order([q.id for q in plan.gold.queries], settings.seed), None
+    return query_order([query_id for query_id, _ in plan.asked.items], settings.seed), None
 
 
 def measure(
     plan: RunPlan,
+    gold: GoldSet,
     settings: CompareSettings,
     baseline: str,
     candidate: str,
@@ -107,7 +108,8 @@ def measure(
 ) -> tuple[RefRun, RefRun]:
     """Both sides, measured together: `baseline` and `candidate` are refs, or with `urls` the
     base URLs of two deployments; with `order` (`sequential_order`), block by block until the
-    sequential rule decides; with `reuse`, stored runs that match are reused (quality only)."""
+    sequential rule decides (by `gold`, the plan's gold set, judgements and all); with `reuse`,
+    stored runs that match are reused (quality only)."""
     from harness.driver.runner import run_deployed, run_pair
 
     budget = _latency_budget(plan)
@@ -115,7 +117,7 @@ def measure(
         from harness.driver.blocks import run_sequential_pair
         from harness.verdict.asked import sequential_design
 
-        block, look = sequential_design(plan.gold, settings, order)
+        block, look = sequential_design(gold, settings, order)
         first, second, _ = run_sequential_pair(
             plan,
             baseline,

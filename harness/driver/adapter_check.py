@@ -1,7 +1,7 @@
 """A wrong adapter caught in the first answers of the first boot, before the rest of the run.
 
     ids = id_adapter(query, config, side_name)    # how its answers become corpus ids
-    check = AdapterCheck(config, side_name, query, ids, gold, redact=False)   # once per ref
+    check = AdapterCheck(config, side_name, query, ids, judged, redact=False)   # once per ref
     check(results, where)      # AdapterError (exit 3) when the answers say the adapter is wrong
 
 The answers a config reads (`query.ids`, and `id_pattern` / `id_field` after it) are wrong, not
@@ -32,7 +32,7 @@ from harness.config.reader import key_line
 from harness.errors import AdapterError, clip
 from harness.gold.corpus import document_fields, load_corpus_ids
 from harness.replay.ids import IdAdapter, adapter_for
-from harness.values.types import ErrorKind, GoldSet, QueryResult
+from harness.values.types import ErrorKind, QueryResult
 
 PROBE_ANSWERS = 3
 """Warm-up answers of round 1 read and checked per side (at most query.warmup of them)."""
@@ -74,11 +74,13 @@ class AdapterCheck:
         side: str,
         query: QueryConfig,
         ids: IdAdapter | None,
-        gold: GoldSet,
+        judged: frozenset[str],
         *,
         redact: bool = False,
     ) -> None:
-        self.config, self.side, self.query, self.ids, self.gold = config, side, query, ids, gold
+        """`judged`: every document id the gold set's judgements name (`Asked.judged`)."""
+        self.config, self.side, self.query, self.ids = config, side, query, ids
+        self.judged = judged
         self.redact = redact  # --redact: no answer (document text) is quoted
         self.done = False
 
@@ -107,8 +109,7 @@ class AdapterCheck:
         if not answered:
             return
         returned = [doc for r in answered for doc in (self.ids.apply(r.ids) if self.ids else r.ids)]
-        known = {doc for q in self.gold.queries for doc in q.relevant}
-        known |= {doc for q in self.gold.queries for pair in q.outranks for doc in pair}
+        known = self.judged
         if known.intersection(returned):
             return
         corpus = self.config.corpus

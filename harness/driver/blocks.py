@@ -39,13 +39,9 @@ from harness.driver.pairs import (
     side_sequence,
     warm_pairs,
 )
+from harness.driver.plan import RunPlan, SharedReading
 from harness.driver.runner import play_round
-from harness.driver.session import (
-    RefSession,
-    RunPlan,
-    loadavg,
-    machine_during,
-)
+from harness.driver.session import RefSession, loadavg, machine_during
 from harness.replay.client import READ_BATCH, Sent, Streak
 from harness.replay.order import draw_seed, in_rotation, pair_orders
 from harness.text.scrub import safe_url
@@ -72,7 +68,7 @@ def run_blocks(
     asked = _quality_rounds(sessions, repeats, order, block, look)
     keep = set(order[:asked])
     for session in sessions:  # the latency rounds replay the queries quality asked, no more
-        session._items = [item for item in session._items if item[0] in keep]
+        session.ask_only(keep)
     if latency_budget is None or any(s.stopped or s.failed for s in sessions):
         return asked
     compare = sessions[0].plan.config.compare
@@ -119,7 +115,7 @@ def _quality_rounds(
     with contextlib.ExitStack() as stack:
         for index in range(repeats):
             boot_order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-            sides = {id(s): PairedSide(s, s._log_path(index)) for s in boot_order}
+            sides = {id(s): PairedSide(s, s.new_log_path(index)) for s in boot_order}
             for session in boot_order:
                 if plan.progress is not None:
                     plan.progress(label, 0, len(order), 0, None)  # booting
@@ -208,7 +204,7 @@ def _quality_rounds(
                 side.timings["queries"] = clock[index]
     for index, sides_of_round in enumerate(rounds):
         for side in sides_of_round:
-            side.session._record(
+            side.session.record_repeat(
                 index,
                 tuple(side.results),
                 side.timings,
@@ -235,15 +231,16 @@ def run_sequential_pair(
 ) -> tuple[RefRun, RefRun, int]:
     """Both refs (or, with `urls`, two running deployments) measured together, afresh, block by
     block (`run_blocks`); the two RefRuns (one pair_id) and the queries asked."""
+    reading = SharedReading()
     if urls:
         sessions = [
-            RefSession(plan, "baseline", safe_url(baseline), url=baseline),
-            RefSession(plan, "candidate", safe_url(candidate), url=candidate),
+            RefSession(plan, "baseline", safe_url(baseline), url=baseline, reading=reading),
+            RefSession(plan, "candidate", safe_url(candidate), url=candidate, reading=reading),
         ]
     else:
         sessions = [
-            RefSession(plan, "baseline", baseline, option="--baseline"),
-            RefSession(plan, "candidate", candidate, option="--candidate"),
+            RefSession(plan, "baseline", baseline, option="--baseline", reading=reading),
+            RefSession(plan, "candidate", candidate, option="--candidate", reading=reading),
         ]
     with contextlib.ExitStack() as stack:
         if plan.observer is not None:

@@ -18,9 +18,9 @@ from pathlib import Path
 from harness.boot.deployed import DeployedContext
 from harness.boot.service import ServiceContext
 from harness.driver.adapter_check import probe_count
+from harness.driver.plan import Progress
 from harness.driver.session import (
     STOPPED,
-    Progress,
     RefSession,
     loadavg,
     machine_during,
@@ -174,7 +174,7 @@ def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> No
         sessions[0].order_seed = draw_seed()
     seed = sessions[0].order_seed
     order = list(sessions) if index % 2 == 0 else list(sessions)[::-1]
-    sides = [PairedSide(s, s._log_path(index)) for s in order]
+    sides = [PairedSide(s, s.new_log_path(index)) for s in order]
     names = " + ".join(s.described for s in sessions)
     label = f"{round_words(sessions[0], index, repeats)}: {names}"
     machine: Machine | None = None
@@ -226,7 +226,7 @@ def paired_round(sessions: Sequence[RefSession], index: int, repeats: int) -> No
         for side in asking:
             side.timings["queries"] = elapsed
     for side in sides:
-        side.session._record(
+        side.session.record_repeat(
             index,
             tuple(side.results),
             side.timings,

@@ -34,7 +34,8 @@ from typing import Any
 
 from harness import __version__
 from harness.config import HarnessConfig
-from harness.driver.runner import RefSession, RunPlan, play_round
+from harness.driver.plan import RunPlan, SharedReading
+from harness.driver.runner import RefSession, play_round
 from harness.errors import HarnessError, RefError, clip
 from harness.process.extras import require
 from harness.results.records import host_fingerprint
@@ -122,8 +123,16 @@ def play_remote_round(
     plan: RunPlan, specs: Sequence[SessionSpec], index: int, repeats: int
 ) -> list[RoundOutcome]:
     """The task: open, check out and build every session here, play round `index`, tear down."""
+    reading = SharedReading()  # the worker's own: nothing of the driver's crosses over
     sessions = [
-        RefSession(replace(plan, config=s.config), s.side, s.ref, label=s.label, pins=s.pins)
+        RefSession(
+            replace(plan, config=s.config),
+            s.side,
+            s.ref,
+            label=s.label,
+            pins=s.pins,
+            reading=reading,
+        )
         for s in specs
     ]
     for session, spec in zip(sessions, specs, strict=True):

@@ -21,15 +21,15 @@ from dataclasses import replace
 
 from harness.driver import latency_rounds
 from harness.driver.pairs import cut_off, paired_round
-from harness.driver.session import (
+from harness.driver.plan import (
     Observer,
     Progress,
-    RefSession,
     RemoteRounds,
     RunPlan,
-    query_config_dict,
-    run_definition,
+    SharedReading,
+    run_plan,
 )
+from harness.driver.session import RefSession, query_config_dict, run_definition
 from harness.replay.order import draw_seed
 from harness.results.records import find_reusable
 from harness.text.scrub import safe_url
@@ -42,10 +42,12 @@ __all__ = [  # what callers import from here (the sessions themselves: harness.d
     "RefSession",
     "RemoteRounds",
     "RunPlan",
+    "SharedReading",
     "play_round",
     "run_deployed",
     "run_interleaved",
     "run_pair",
+    "run_plan",
     "run_ref",
 ]
 
@@ -191,9 +193,10 @@ def run_pair(
     sides are the same ref and configuration (an A/A), nothing is reused even then: both are
     measured, never one record twice.
     """
+    reading = SharedReading()
     sessions = [
-        RefSession(plan, "baseline", baseline_ref, option="--baseline"),
-        RefSession(plan, "candidate", candidate_ref, option="--candidate"),
+        RefSession(plan, "baseline", baseline_ref, option="--baseline", reading=reading),
+        RefSession(plan, "candidate", candidate_ref, option="--candidate", reading=reading),
     ]
     same = len({(s.sha, s.config_hash, s.inputs_hash) for s in sessions}) == 1
     baseline, candidate = run_interleaved(
@@ -213,9 +216,12 @@ def run_deployed(
     """Two running deployments measured together, exactly as `run_pair` measures two refs
     (time-paired rounds, the order within pairs balanced, a shared pair_id), with nothing checked
     out, built, booted or torn down; never reused (a URL's service changes without a commit)."""
+    reading = SharedReading()
     sessions = [  # named by the URL without its userinfo, requests sent with it
-        RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url),
-        RefSession(plan, "candidate", safe_url(candidate_url), url=candidate_url),
+        RefSession(plan, "baseline", safe_url(baseline_url), url=baseline_url, reading=reading),
+        RefSession(
+            plan, "candidate", safe_url(candidate_url), url=candidate_url, reading=reading
+        ),
     ]
     baseline, candidate = run_interleaved(
         sessions, repeats=repeats, fresh=True, latency_budget=latency_budget
@@ -229,20 +235,20 @@ def _reusable(session: RefSession, repeats: int) -> RefRun | None:
         plan.results_dir,
         sha=session.sha,
         config_hash=session.config_hash,
-        gold_hash=plan.gold.hash,
+        gold_hash=plan.asked.gold_hash,
         corpus_hash=plan.corpus_hash,
         repeats=repeats,
         inputs_hash=session.inputs_hash,
         concurrency=plan.concurrency,
         texts=session.side.query.texts is not None,
         definition=run_definition(
-            plan.gold.hash,
+            plan.asked.gold_hash,
             plan.corpus_hash,
             query_config_dict(session.side),
             session.config_hash,
             plan.config.compare.k,
         ),
-        queries=len(plan.gold.queries),
+        queries=len(plan.asked.items),
     )
 
 

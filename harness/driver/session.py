@@ -5,7 +5,8 @@
             session.run_repeat(i)                               # boot, replay, tear down
         run = session.finish()                                  # a RefRun, saved under results/
 
-`RunPlan` is what the runs of one invocation share; `harness.driver.runner` runs sessions
+`RunPlan` (`harness.driver.plan`) is what the runs of one invocation share, and a
+`SharedReading` what the sessions measured together share; `harness.driver.runner` runs sessions
 (`run_ref`, `run_pair`, `run_interleaved`) and `harness.driver.pairs` plays their time-paired
 rounds.  Each repeat records what the machine was doing (`types.Machine`: load average, CPU
 count, the client's CPU per query).
@@ -21,11 +22,10 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 from harness import __version__
 from harness.boot.deployed import DeployedContext, deployed
@@ -40,19 +40,15 @@ from harness.checkout.worktree import (
     tree_changes,
     tree_fingerprint,
 )
-from harness.config import HarnessConfig, QueryConfig, SideConfig, effective_side, side_hash
+from harness.config import HarnessConfig, SideConfig, effective_side, side_hash
 from harness.config.hook import rewritten_items
 from harness.config.inputs import build_inputs, inputs_hash
 from harness.driver.adapter_check import AdapterCheck, id_adapter
 from harness.driver.ended import ended, exit_first, exited, unhinted
+from harness.driver.plan import RunPlan, SharedReading
 from harness.errors import BuildError, ConfigError, ResultsError, ServiceError
-from harness.replay.client import (
-    STOP_HINTS,
-    AnswerCache,
-    Stopped,
-    replay,
-)
-from harness.replay.request import Requests, refuse_injections
+from harness.replay.client import STOP_HINTS, Stopped, replay
+from harness.replay.request import refuse_injections
 from harness.results.files import utc_stamp
 from harness.results.records import host_fingerprint, save_run
 from harness.score.definition import Definition, definition
@@ -60,7 +56,6 @@ from harness.text.scrub import register_fields, register_headers, safe_url, scru
 from harness.values.types import (
     PREPARE_STEP,
     ErrorKind,
-    GoldSet,
     Machine,
     QueryResult,
     RefRun,
@@ -69,71 +64,6 @@ from harness.values.types import (
 )
 
 STOPPED = "replay"  # RunFailure.stage of a round stopped for failures in a row
-Progress = Callable[[str, int, int, int, QueryResult | None], None]
-"""progress(label, done, total, errors, last_result) — called as queries complete."""
-
-
-class Observer(Protocol):
-    """Told what the runner is doing between queries: `planned(boots)` once per run of
-    sessions, `phase(name, detail)` as each ref is checked out ("checkout") and built ("build"),
-    `asking(label)` when the services of a progress label are up and its timed queries begin
-    (so a pace is the queries', not the boots'), `note(message)` when a round is stopped
-    (`query.max_consecutive_failures`)."""
-
-    def planned(self, boots: int) -> None: ...
-
-    def phase(self, name: str, detail: str) -> None: ...
-
-    def asking(self, label: str) -> None: ...
-
-    def note(self, message: str) -> None: ...
-
-
-RemoteRounds = Callable[[Sequence["RefSession"], int], None]
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """Everything shared by the runs of one invocation."""
-
-    config: HarnessConfig
-    gold: GoldSet
-    corpus_hash: str | None
-    results_dir: Path
-    concurrency: int = 1
-    keep: bool = False
-    redact: bool = False  # records under results/runs/ keep no error details (--redact)
-    progress: Progress | None = field(default=None, compare=False)
-    observer: Observer | None = field(default=None, compare=False)
-    # Where the rounds run: None here; "auto" or a cluster address on Ray (harness.driver.remote)
-    ray: str | None = None
-    # What plays the rounds there: harness.driver.remote.run_rounds, handed down by the caller
-    # (remote imports this module, so this one never imports it).
-    remote_rounds: RemoteRounds | None = field(default=None, compare=False)
-    # The seed of the order within each pair (harness.replay.order): --seed, else None and a
-    # fresh one is drawn per run of sessions, then recorded in each RefRun as order_seed.
-    order_seed: int | None = None
-    # What its sessions of the same query settings and queries share (`shared_reading`): the
-    # requests encoded once, each distinct answer read once, whichever side it came from.  Not
-    # an argument: a plan made by `replace` (a Ray worker's) starts with none.
-    reading: list[tuple[QueryConfig, list[tuple[str, str]], Requests, AnswerCache]] = field(
-        default_factory=list, init=False, compare=False, repr=False
-    )
-
-
-def shared_reading(
-    plan: RunPlan, query: QueryConfig, items: list[tuple[str, str]]
-) -> tuple[Requests, AnswerCache]:
-    """The `Requests` and `AnswerCache` of `query` and `items` for a session of `plan`: the ones
-    an earlier session with equal settings and queries made (both sides of a compare, usually),
-    else new ones.  Either is a pure function of the query settings (and the answer's bytes),
-    so sharing changes no byte sent and no answer read."""
-    for known, asked, requests, answers in plan.reading:
-        if known == query and asked == items:
-            return requests, answers
-    requests, answers = Requests(query, items), AnswerCache(query)
-    plan.reading.append((query, items, requests, answers))
-    return requests, answers
 
 
 class RefSession:
@@ -149,6 +79,7 @@ class RefSession:
         pins: Mapping[str, str] | None = None,
         url: str | None = None,
         option: str = "--ref",
+        reading: SharedReading | None = None,
     ) -> None:
         self.plan = plan
         self.side_name = side
@@ -199,17 +130,26 @@ class RefSession:
         self.ids = id_adapter(self.side.query, plan.config, side)
         # A wrong query.ids found in the first answers of the first boot (exit 3), not at the end.
         self.adapter_check = AdapterCheck(
-            plan.config, side, self.side.query, self.ids, plan.gold, redact=plan.redact
+            plan.config, side, self.side.query, self.ids, plan.asked.judged, redact=plan.redact
         )
         # Rewritten once, before anything is built: a hook that fails on a query stops here.
         self._items = rewritten_items(
-            ((q.id, q.text) for q in plan.gold.queries), self.side.query.rewrite, plan.config.path
+            plan.asked.items, self.side.query.rewrite, plan.config.path
         )
-        refuse_injections(plan.gold, side, self.side.query, self._items)
+        asked = plan.asked
+        refuse_injections(
+            side,
+            self.side.query,
+            self._items,
+            source=asked.source,
+            where=asked.queries_file,
+            lines=asked.lines_by_id(),
+        )
         # Encoded once for every boot of this ref (each boot changes only the Host's port), and
-        # what its answers read as, across boots: shared with the other side's when its query
-        # settings and queries are the same.
-        self.requests, self.answers = shared_reading(plan, self.side.query, self._items)
+        # what its answers read as, across boots: shared with the other sessions of `reading`
+        # whose query settings and queries are the same.
+        reading = SharedReading() if reading is None else reading
+        self.requests, self.answers = reading.of(self.side.query, self._items)
         # A round stopped for failures in a row (`Stopped`): the run is invalid, no more rounds.
         self.stopped = False
         # A repeat failed (a boot, a build, a crash): the run is invalid, and every later boot
@@ -308,7 +248,7 @@ class RefSession:
             self.repeats.append(rep)
             return rep
         label = f"{self.described} repeat {index + 1}"
-        log_path = self._log_path(index)
+        log_path = self.new_log_path(index)
         items = self.items()
         timings: dict[str, float] = {}
         results: tuple[QueryResult, ...] = ()
@@ -353,7 +293,7 @@ class RefSession:
             failure = failure or RunFailure(exc.stage, exc.message, exc.details)
         if failure is None:  # torn down already: the first boot's answers, before the next boot
             self.check_adapter(results)
-        return self._record(index, results, timings, svc_cm, log_path, failure, machine)
+        return self.record_repeat(index, results, timings, svc_cm, log_path, failure, machine)
 
     def stop(
         self, who: str, message: str, svc_cm: ServiceContext | DeployedContext | None = None
@@ -373,7 +313,7 @@ class RefSession:
             observer.note(f"{who} stopped, the run is invalid: {message}")
         return RunFailure(STOPPED, message)
 
-    def _record(
+    def record_repeat(
         self,
         index: int,
         results: tuple[QueryResult, ...],
@@ -384,6 +324,9 @@ class RefSession:
         machine: Machine | None,
         positions: tuple[int, ...] = (),
     ) -> Repeat:
+        """Repeat `index` of this session, as its boot (`svc_cm`) ended, appended to `repeats`:
+        the answers' ids adapted, a death, a fork limit or a changed checkout its failure (the
+        paired and sequential rounds of `harness.driver.pairs` and `.blocks` record theirs so)."""
         if self.ids:  # after the clock: adapting ids is not the service's latency
             results = tuple(replace(r, ids=self.ids.apply(r.ids)) for r in results)
         teardown = None if svc_cm is None else svc_cm.teardown
@@ -439,7 +382,13 @@ class RefSession:
         """(query id, text as sent) of every gold query: the side's query.rewrite applied."""
         return list(self._items)
 
-    def _log_path(self, index: int) -> Path:
+    def ask_only(self, keep: set[str]) -> None:
+        """From now on, only the queries of `keep` are asked (the latency rounds of a
+        sequential compare replay the queries its quality rounds asked, no more)."""
+        self._items = [item for item in self._items if item[0] in keep]
+
+    def new_log_path(self, index: int) -> Path:
+        """A new log file's path for repeat `index` under results/logs/ (the folder made)."""
         path = self.log_dir / f"{utc_stamp()}_{self.sha[:8]}_{self.side_name}_r{index}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
@@ -450,7 +399,7 @@ class RefSession:
             ref=self.ref,
             sha=self.sha,
             config_hash=self.config_hash,
-            gold_hash=self.plan.gold.hash,
+            gold_hash=self.plan.asked.gold_hash,
             corpus_hash=self.plan.corpus_hash,
             tool_version=__version__,
             host=self.host or host_fingerprint(),
@@ -467,7 +416,7 @@ class RefSession:
             concurrency=self.plan.concurrency,
             inputs_hash=self.inputs_hash,
             definition=run_definition(
-                self.plan.gold.hash,
+                self.plan.asked.gold_hash,
                 self.plan.corpus_hash,
                 query_config_dict(self.side),
                 self.config_hash,

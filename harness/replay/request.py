@@ -4,7 +4,7 @@ boot's Host header (`Requests`). Pure: nothing here opens a socket.
 
     make_request(query, text) -> RequestSpec      {query} and {limit} filled, literally
     header_injections(query, items) -> [(id, name, chars)]  queries a header could not carry
-    refuse_injections(gold, side, query, items)   GoldError naming each of them, by id and line
+    refuse_injections(side, query, items, source=, where=, lines=)   GoldError naming each, by line
     encode_request(base_url, spec) -> bytes       the request line, headers and body
     Requests(query, items).for_url(base_url)      {text: bytes}, what `Channel` sends
 """
@@ -21,7 +21,6 @@ from harness.errors import GoldError, Problem
 from harness.process.extras import require
 from harness.text.control_chars import control_chars, header_problem
 from harness.text.scrub import basic_token
-from harness.values.types import GoldSet
 
 
 @dataclass(frozen=True)
@@ -84,25 +83,31 @@ def header_injections(
 
 
 def refuse_injections(
-    gold: GoldSet, side: str, query: QueryConfig, items: Sequence[tuple[str, str]]
+    side: str,
+    query: QueryConfig,
+    items: Sequence[tuple[str, str]],
+    *,
+    source: str,
+    where: str,
+    lines: Mapping[str, int | None],
 ) -> None:
     """A GoldError naming every query whose text (as sent, after query.rewrite) would break a
-    header it is filled into: refused before anything is built or booted, not sent."""
+    header it is filled into: refused before anything is built or booted, not sent.  `source`
+    is the gold set, `where` the file of its queries and `lines` each query's line there."""
     found = header_injections(query, items)
     if not found:
         return
-    where = f"{gold.source}/queries.jsonl" if gold.format == "beir" else gold.source
     problems = [
         Problem(
             where,
             f"query {query_id!r}: its text holds {chars}, which query.headers.{name} "
             f"would send in a header ({side} side): a header cannot carry it",
-            getattr(gold.by_id.get(query_id), "line", None),
+            lines.get(query_id),
         )
         for query_id, name, chars in found
     ]
     raise GoldError(
-        f"{gold.source}: {len(found)} quer{'y' if len(found) == 1 else 'ies'} cannot be sent "
+        f"{source}: {len(found)} quer{'y' if len(found) == 1 else 'ies'} cannot be sent "
         "in a header: a control character there would end it and start another",
         problems,
         hint="remove the control characters from those queries (`harness gold check` lists "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.driver.runner import RefSession, RunPlan, run_interleaved
+from harness.driver.runner import RefSession, RunPlan, SharedReading, run_interleaved
 from harness.results.document import comparison_to_dict
 from harness.results.files import new_directory, utc_stamp, write_json_new, write_text_new
 from harness.values.types import RefRun
@@ -44,6 +44,7 @@ def run_variants(
     A variant whose record already exists for exactly these inputs (its pins and overrides are
     part of the config hash) is reused unless `fresh`. Each record's `ref` is "REF [NAME]".
     """
+    reading = SharedReading()  # the requests encoded once, each distinct answer read once
     sessions = [
         RefSession(
             v.plan,
@@ -51,6 +52,7 @@ def run_variants(
             ref,
             label=f"{ref} [{v.name}]",  # names the variant in progress lines and records
             pins=dict(v.pins),  # over the side's and the ref's settings, last
+            reading=reading,
         )
         for v in variants
     ]
