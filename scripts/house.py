@@ -1,5 +1,5 @@
 """The house in numbers: import cycles between harness modules, imports against the layers, and
-modules over 600 lines, as tests/test_architecture.py counts them.
+modules over 600 lines, as tests/project/test_architecture.py counts them.
 
     python scripts/house.py                  # this checkout
     python scripts/house.py --root ../main   # another checkout of the project, to compare

@@ -15,7 +15,7 @@ as `harness.types` is its own node), and the script prints:
 2. the cycles between packages, each with the import lines of one closed path through it;
 3. the arrows that go up: an import from a stage package to a stage above it in
    `STAGE_ORDER`, or from a layer to a layer above it in `LAYERS` (both in
-   tests/test_architecture.py, which fails on any of them).
+   tests/project/test_architecture.py, which fails on any of them).
 
 Exit status 0 always: the test is what fails; this prints the figures.
 """

@@ -1,7 +1,7 @@
 """harness bisect, fast: git bisect's rule (`harness.bisect.walk`) against an oracle over every
 path length and culprit, the loop's outcomes with each step's judgement stubbed (found, ambiguous,
 not found, invalid and their exit statuses), and bad input on a real throwaway repository (exit
-2 before anything is built).  The end-to-end bisection is tests/test_bisect_e2e.py."""
+2 before anything is built).  The end-to-end bisection is tests/bisect/test_bisect_e2e.py."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from harness.boot.sandbox import BUBBLEWRAP, sandbox_mode
 from harness.config import LoadConfig, load_config
 from harness.errors import ConfigError, ServiceError
 
-APP = Path(__file__).resolve().parent / "fixtures" / "loaded_service" / "app.py"
+APP = Path(__file__).resolve().parents[1] / "fixtures" / "loaded_service" / "app.py"
 
 
 def corpus(tmp_path: Path, n: int = 7) -> Path:

@@ -31,8 +31,8 @@ pytestmark = pytest.mark.skipif(
     sandbox.sandbox_mode({}) != sandbox.BUBBLEWRAP, reason="no usable bubblewrap"
 )
 
-SUPPORT = Path(__file__).with_name("escape_support.py")
-SERVE = Path(__file__).with_name("serve_support.py")  # the service program's head, imported
+SUPPORT = Path(__file__).parents[1] / "escape_support.py"
+SERVE = Path(__file__).parents[1] / "serve_support.py"  # the service program's head, imported
 
 
 def _plan(work: Path, home: Path, harness_pid: int, token: str, secret: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """harness.checkout.editable: a cached venv's editable installs, pointed at the booting checkout.
-(tests/test_recipes.py boots a real `pip install -e .` of a src-layout package twice.)"""
+(tests/project/test_recipes.py boots a real `pip install -e .` of a src-layout package twice.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """compare --reuse-runs (issue 24, item 3): reuse is a choice, refused where it contradicts
-another option. What it does end to end is in tests/test_compare_e2e.py
+another option. What it does end to end is in tests/compare/test_compare_e2e.py
 (`test_a_plain_recompare_measures_the_stored_baseline_again`,
 `test_results_are_saved_rerendered_and_reused_only_on_request`)."""
 

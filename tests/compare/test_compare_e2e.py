@@ -223,7 +223,7 @@ def test_ids_from_the_wrong_field_are_invalid_never_zeros(sandbox: Sandbox, tmp_
         "compare", "--baseline", "main", "--candidate", "bury3", results=tmp_path, config=config
     )
 
-    # Found in the baseline's first answers now (tests/test_adapter_check.py): exit 3 before
+    # Found in the baseline's first answers now (tests/driver/test_adapter_check.py): exit 3 before
     # anything is scored, never a comparison of zeros.
     assert done.returncode == 3, done.stderr
     assert "none of the" in done.stderr and "query.ids" in done.stderr, done.stderr

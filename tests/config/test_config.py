@@ -22,8 +22,8 @@ from harness.config import (
 )
 from harness.errors import ConfigError, Problem
 
-DATA = Path(__file__).resolve().parent / "data" / "config"
-ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parents[1] / "data" / "config"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 

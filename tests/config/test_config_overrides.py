@@ -1,5 +1,5 @@
 """harness.config: form bodies, `unset`, [ref."PATTERN"] settings, {config_dir} and rewrite hooks
-(loader and hashing; the end-to-end runs are tests/test_shapes_e2e.py)."""
+(loader and hashing; the end-to-end runs are tests/e2e/test_shapes_e2e.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ where it lies (never copied: a 2 GB sparse index boots with its own inode, nothi
 boot's root), in plain isolation only when the service's user could not write it anyway; copied
 per boot with `data_mode = "copy"`. Its identity in the reuse key is a manifest (sizes, mtimes,
 contents of small files) or `data_version`. The service cannot write it as root nor as user
-nobody (here for plain isolation; tests/test_sandbox_escape.py for the sandbox, both users).
+nobody (here for plain isolation; tests/boot/test_sandbox_escape.py for the sandbox, both users).
 Bad input is exit 2 naming the field. The end-to-end compare is in `test_compare_reuses_...`.
 """
 

@@ -106,7 +106,7 @@ def test_it_says_where_results_are_and_what_to_run_next(demo: Demo) -> None:
 def test_the_demos_report_html_in_a_real_browser(
     demo: Demo, chromium: Any, tmp_path: Path
 ) -> None:
-    """The demo's own report.html, in Chromium (tests/test_browser.py's checks)."""
+    """The demo's own report.html, in Chromium (tests/report/test_browser.py's checks)."""
     from browser_support import DRAWN, check_page, open_page
 
     home, _ = demo
@@ -167,7 +167,7 @@ def test_the_readme_excerpt_quality_lines_are_what_the_demo_prints(demo: Demo) -
     # scripts/readme_excerpt.py made the excerpt from a real run; the quality lines must stay
     # true (the demo is deterministic), while latency figures move with the machine.
     _, done = demo
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     excerpt = readme.split("Trimmed (whole lines left out", 1)[1].split("```text\n", 1)[1]
     excerpt = excerpt.split("```", 1)[0]
     quality = [

@@ -20,7 +20,7 @@ from typing import cast
 
 import pytest
 from e2e_support import Sandbox, build_sandbox
-from test_reuse import clean_run
+from records_support import clean_run
 
 from harness import __version__
 from harness.config import CompareConfig, QueryConfig, ServiceConfig, SideConfig

@@ -260,7 +260,7 @@ def test_a_full_disk_at_saving_leaves_no_comparison_and_still_prints_the_report(
 # in each mode. The bubblewrap rows are what the sandbox contains; the plain rows pin down what
 # the README says plain isolation does not contain, so that paragraph stays true.
 
-FAULT_SERVICE = Path(__file__).resolve().parent / "fixtures" / "fault_service" / "svc.py"
+FAULT_SERVICE = Path(__file__).resolve().parents[1] / "fixtures" / "fault_service" / "svc.py"
 MODES = [
     pytest.param(
         "bubblewrap",

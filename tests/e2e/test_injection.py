@@ -458,7 +458,7 @@ def test_scores_one_short_per_answer_blame_query_scores(sandbox: Sandbox, tmp_pa
 
 @pytest.mark.slow
 def test_a_full_disk_at_saving_does_not_hide_a_regression(sandbox: Sandbox, tmp_path: Path) -> None:
-    """As tests/test_fault_matrix.py's full disk, with a candidate that regressed: the report is
+    """As tests/e2e/test_fault_matrix.py's full disk, with a candidate that regressed: the report is
     printed, the save fails, and the exit status is still the regression's, said on stderr."""
     config = _write(sandbox, "full.toml")
     done = harness_on_a_full_disk(

@@ -44,8 +44,8 @@ def test_an_aa_goes_on_past_repeats_up_to_the_budget(sandbox: Sandbox, tmp_path:
     doc = _compare(sandbox, "main", tmp_path, "--latency-budget", "4")
     test = doc["latency"]["test"]
     # Whether an A/A is called is the rule's error rate, measured by simulation
-    # (tests/test_latency_rule.py, scripts/latency_calibration.py): a machine's load can make one
-    # call here, so this test checks the rounds, not the verdict.
+    # (tests/verdict/test_latency_rule.py, scripts/latency_calibration.py): a machine's load
+    # can make one call here, so this test checks the rounds, not the verdict.
     assert test["budget"] == 4
     # Its first look is at the 2 quality rounds: two nearly equal round ratios can settle an A/A
     # there (seen on a quiet machine: 0.9996 and 1.0011); otherwise it goes on, to the budget.

@@ -33,7 +33,7 @@ from e2e_support import Sandbox, git
 
 pytestmark = pytest.mark.slow
 
-SERVICE = Path(__file__).resolve().parent / "fixtures" / "fts_service"
+SERVICE = Path(__file__).resolve().parents[1] / "fixtures" / "fts_service"
 CONFIG = """\
 [service]
 start = "{python} svc.py --port {port} --data {data}"

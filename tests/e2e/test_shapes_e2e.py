@@ -24,7 +24,7 @@ import pytest
 from doc_pages import marked
 from e2e_support import Sandbox, git, record_document, record_paths
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "moving_api"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "moving_api"
 TOPICS = 30
 # Looked up, not imported (an import would load FastAPI into every worker's collection).
 pytestmark = [

@@ -9,7 +9,7 @@ import pytest
 from cli_support import run_cli
 from e2e_support import build_sandbox, config_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOLD, CORPUS = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-corpus.jsonl"
 
 

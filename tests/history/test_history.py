@@ -1,6 +1,6 @@
 """`harness history`: per-commit metrics and latency over a results directory, run as a user runs
 it (the CLI in a subprocess), on tests/history_support.py's three commits; its HTML page in a
-real browser is tests/test_browser.py's."""
+real browser is tests/report/test_browser.py's."""
 
 from __future__ import annotations
 

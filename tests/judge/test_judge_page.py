@@ -27,7 +27,7 @@ from harness.judge import page as judge_page
 from harness.judge.page import MAX_BODY, load_pairs, serve
 from harness.judge.pairs_file import read_pairs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pair(query_id: str, doc_id: str, order: int, **fields: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from workflow_support import check_against_github_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "github-workflow.yml"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from cli_support import run_cli
-from test_export import record
+from records_support import record
 
 from harness.config.values import QueryConfig
 from harness.driver.remote import require_ray
@@ -24,7 +24,7 @@ from harness.results.records import save_run
 from harness.score.runfile import load_run
 from harness.types import QueryResult
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOLD, RUN = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-run.jsonl"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 

@@ -14,7 +14,7 @@ from purity import imported_names, loaded_by
 
 import harness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(
     path
     for folder in ("harness", "tests", "scripts")

@@ -15,7 +15,7 @@ import pytest
 
 import harness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_version_has_one_source() -> None:

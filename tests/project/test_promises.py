@@ -126,7 +126,7 @@ def test_sequential_rounds_send_each_pair_in_the_drawn_order_too(tmp_path: Path)
 def _config(tmp_path: Path, max_unknown: int | None) -> CompareSettings:
     gold = tmp_path / "gold.jsonl"
     gold.write_bytes(
-        (Path(__file__).resolve().parent.parent / "gold" / "example.jsonl").read_bytes()
+        (Path(__file__).resolve().parents[2] / "gold" / "example.jsonl").read_bytes()
     )
     line = "" if max_unknown is None else f"max_unknown_ids = {max_unknown}\n"
     (tmp_path / "harness.toml").write_text(

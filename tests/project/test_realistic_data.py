@@ -21,7 +21,7 @@ import pytest
 from harness.gold import load_gold
 from harness.score.runfile import load_run
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "realistic_data.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "realistic_data.py"
 
 
 def _load() -> ModuleType:

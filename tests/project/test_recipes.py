@@ -22,7 +22,7 @@ import pytest
 from doc_pages import marked
 from e2e_support import Sandbox, git, leased_port
 
-RECIPES = Path(__file__).resolve().parent / "fixtures" / "recipes"
+RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 TOPICS = 80
 # Looked up, not imported (an import would load FastAPI into every worker's collection).
 pytestmark = [

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from workflow_support import check_against_github_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "github-watch.yml"
 SECTION = "## Watch a branch on a schedule"
 

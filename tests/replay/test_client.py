@@ -407,7 +407,7 @@ def test_concurrent_replay_on_a_real_server_keeps_item_order(
 # --------------------------------------------------------------------------- the timed path
 
 
-MISBEHAVING = Path(__file__).parent / "fixtures" / "misbehaving" / "svc.py"
+MISBEHAVING = Path(__file__).parents[1] / "fixtures" / "misbehaving" / "svc.py"
 
 
 @pytest.fixture(scope="module")

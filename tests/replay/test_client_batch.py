@@ -51,7 +51,7 @@ POST = QueryConfig(
 FORM = QueryConfig(path="/f", ids="hits", method="POST", form={"q": "{query}"})
 TEXTS = ["tea", "a b&c", "ünïcode ✓", "{query} {limit}", "x?y=z#frag"]
 
-MISBEHAVING = Path(__file__).parent / "fixtures" / "misbehaving" / "svc.py"
+MISBEHAVING = Path(__file__).parents[1] / "fixtures" / "misbehaving" / "svc.py"
 
 
 @pytest.mark.parametrize("query", [GET, POST, FORM], ids=["get", "post", "form"])

@@ -358,7 +358,7 @@ def test_the_loop_benchmark_runs_and_prints_its_figures(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    script = Path(__file__).resolve().parent.parent / "scripts" / "bench_client.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_client.py"
     done = subprocess.run(
         [sys.executable, str(script), "--loop", "--runs", "1", "--skip-demo"],
         capture_output=True,

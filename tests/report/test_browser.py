@@ -8,7 +8,7 @@ plot's div holds plotly's .plot-container and its SVG), and give a screenshot th
 flat colour.  The comparison page's flip table must sort when its heading is clicked.  No plot
 may draw a subplot title over tick labels or another title, nor its legend or title under
 plotly's toolbar (bounding boxes in the DOM, `browser_support.clashes`).  The demo's
-own report.html is checked the same way in tests/test_demo_cli.py.
+own report.html is checked the same way in tests/demo/test_demo_cli.py.
 """
 
 from __future__ import annotations

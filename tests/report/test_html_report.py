@@ -1,5 +1,5 @@
 """The HTML report (harness.report.html_page and .figures) and the numbers the Comparison carries
-for it; its rendering in a real browser is tests/test_browser.py's.
+for it; its rendering in a real browser is tests/report/test_browser.py's.
 
 Comparisons are built in memory from tests/compare_support.py (no services): `scored` is a
 regression whose services return scores, so every plot has something to draw.

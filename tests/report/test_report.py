@@ -4,7 +4,7 @@ metrics.
 Expected outputs live in tests/data/report/.  After an intended change to the layout, rewrite
 them with
 
-    HARNESS_REGEN=1 pytest tests/test_report.py
+    HARNESS_REGEN=1 pytest tests/report/test_report.py
 
 and review the diff (`git diff tests/data/report`) before committing it.  The comparisons are
 built in memory from tests/compare_support.py's synthetic gold set and runs, with fixed seeds; no
@@ -53,7 +53,7 @@ from harness.types import ErrorKind, RefRun, RunFailure, Verdict
 from harness.verdict.compare import compare, summarise_run
 from harness.verdict.comparison import CompareSettings, Comparison
 
-EXPECTED = Path(__file__).resolve().parent / "data" / "report"
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "report"
 REGEN = os.environ.get("HARNESS_REGEN") == "1"
 SUFFIX = {"text": "txt", "markdown": "md", "json": "json"}
 

@@ -48,7 +48,7 @@ def test_the_two_comparisons_are_shown_side_by_side(tmp_path: Path) -> None:
 
 
 def test_two_names_of_one_metric_are_refused_with_exit_2(tmp_path: Path) -> None:
-    gold_dir = Path(__file__).resolve().parent.parent / "gold"
+    gold_dir = Path(__file__).resolve().parents[2] / "gold"
     done = run_cli(
         "harness",
         "metrics",

@@ -25,7 +25,7 @@ from oracles import scipy_stats as stats
 
 from harness.types import GoldSet, RefRun
 
-EXPECTED = Path(__file__).resolve().parent / "data" / "report"
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "report"
 
 
 def regressed_inputs() -> tuple[GoldSet, RefRun, RefRun, set[str]]:

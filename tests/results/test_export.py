@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 from cli_support import run_cli
+from records_support import record
 
 from harness.errors import HarnessError, NotComparableError, ResultsError
 from harness.results.export import per_query_frame, to_table, to_trec, trec_lines
@@ -17,7 +18,7 @@ from harness.results.records import save_run
 from harness.score.evaluation import evaluate
 from harness.score.metrics import parse_metrics
 from harness.score.runfile import parse_run
-from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult, RefRun, Repeat
+from harness.types import ErrorKind, GoldQuery, GoldSet, QueryResult
 
 GOLD = GoldSet(
     (
@@ -29,19 +30,6 @@ GOLD = GoldSet(
     format="native",
     hash="g" * 64,
 )
-
-
-def record(*results: QueryResult, repeats: int = 2) -> RefRun:
-    return RefRun(
-        ref="feat/x y",
-        sha="0123456789abcdef" * 2 + "01234567",
-        config_hash="c" * 64,
-        gold_hash=GOLD.hash,
-        corpus_hash=None,
-        tool_version="0.test",
-        host={},
-        repeats=tuple(Repeat(index=i, results=results) for i in range(repeats)),
-    )
 
 
 def test_missing_scores_are_filled_to_keep_the_services_order_and_duplicates_dropped() -> None:

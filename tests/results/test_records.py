@@ -27,8 +27,8 @@ import pytest
 from compare_support import make_gold, make_run, ranks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from records_support import clean_run
 from records_v1 import run_to_dict_v1
-from test_reuse import clean_run
 
 from harness.errors import ResultsError
 from harness.report.saved import save_comparison

@@ -17,39 +17,12 @@ from typing import Any
 
 import pytest
 from e2e_support import build_sandbox, config_text
+from records_support import CONFIG, CORPUS, GOLD, REPEATS, SHA, clean_run
+from records_support import clean_repeat as _repeat
 
 from harness import __version__
 from harness.results.records import find_reusable, load_run, save_run
-from harness.types import ErrorKind, QueryResult, RefRun, Repeat, RunFailure
-
-SHA = "a" * 40
-CONFIG = "c" * 64
-GOLD = "g" * 64
-CORPUS = "d" * 64
-REPEATS = 2
-
-
-def _repeat(index: int, **changes: Any) -> Repeat:
-    results = (
-        QueryResult("q1", ids=("d1", "d2"), scores=(2.0, 1.0), status=200, latency_ns=1_000),
-        QueryResult("q2", ids=("d2",), scores=(1.0,), status=200, latency_ns=2_000),
-    )
-    return replace(Repeat(index=index, results=results, teardown_confirmed=True), **changes)
-
-
-def clean_run(**changes: Any) -> RefRun:
-    """A record that matches the lookup in `lookup()` field for field, then `changes` applied."""
-    run = RefRun(
-        ref="main",
-        sha=SHA,
-        config_hash=CONFIG,
-        gold_hash=GOLD,
-        corpus_hash=CORPUS,
-        tool_version=__version__,
-        host={"hostname": "h"},
-        repeats=tuple(_repeat(i) for i in range(REPEATS)),
-    )
-    return replace(run, **changes)
+from harness.types import ErrorKind, QueryResult, RefRun, RunFailure
 
 
 def lookup(results: Path, **changes: Any) -> RefRun | None:

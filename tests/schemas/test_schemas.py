@@ -26,7 +26,7 @@ from harness.types import ErrorKind, RunFailure, Verdict  # noqa: E402
 from harness.verdict.compare import compare  # noqa: E402
 from harness.verdict.comparison import CompareSettings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def errors(name: str, document: Any) -> list[str]:

@@ -16,7 +16,7 @@ from harness.score.evaluation import evaluate
 from harness.score.metrics import parse_metrics
 from harness.score.runfile import load_run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOLD, RUN = ROOT / "gold" / "example.jsonl", ROOT / "gold" / "example-run.jsonl"
 METRICS = "hit@5,recall@10,mrr@10,ndcg@10,p@5"
 

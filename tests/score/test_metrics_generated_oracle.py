@@ -1,7 +1,7 @@
 """harness.score.metrics against pytrec_eval and ir_measures on generated data: the README's
 agreement claim, checked in every checkout (no ../shared needed).
 
-tests/test_metrics_oracle.py does the same on real BM25 runs over SciFact and Cranfield, which
+tests/score/test_metrics_oracle.py does the same on real BM25 runs over SciFact and Cranfield, which
 skip in a fresh clone; this file builds seeded synthetic collections that stress the same rules:
 graded judgements 0-4 (grade-0 rows judged non-relevant), many score ties (scores on a coarse
 grid; trec_eval breaks ties by docid descending, as harness.score.runfile.trec_order does),

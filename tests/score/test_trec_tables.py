@@ -42,7 +42,7 @@ from harness.score.evaluation import evaluate, evaluate_judged
 from harness.score.metrics import parse_metrics
 from harness.score.runfile import load_run, load_trec_tables, parse_run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ["P_10", "recall_100", "map", "ndcg_cut_10", "recip_rank", "ndcg", "P_5", "recall_10"]
 SPECS = parse_metrics(",".join([*NATIVE, "hit@5", "mrr@10", "ndcg_burges@10", "ap@20"]))
 

@@ -114,7 +114,7 @@ def test_three_changed_queries_are_no_change_only_against_a_band_they_rule_out()
     assert row.verdict is Verdict.NO_DIFFERENCE  # the row's own test: p = 0.25
     assert row.p == pytest.approx(2 * 0.5**3)
     # "No measurable difference" is the equivalence interval's: Tango's 90% score interval of
-    # -3/80 (oracle: tests/test_equivalence.py's transcription of the published formula),
+    # -3/80 (oracle: tests/verdict/test_equivalence.py's transcription of the published formula),
     # inside +/-0.12 (FAST's band), not inside the default +/-0.05.
     eq = row.equivalence
     assert eq is not None and eq.confidence == pytest.approx(0.90)

@@ -37,7 +37,7 @@ from harness.verdict.latency_rule import (
 )
 from harness.verdict.latency_tail import TAIL_ALPHA
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "latency_bounds.py"
 
 
