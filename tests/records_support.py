@@ -1,7 +1,8 @@
 """Run records built in memory, shared by the tests that save one: a record that matches the
 reuse lookup of results/test_reuse.py field for field (`clean_run`, also the runs of
 driver/test_interleave.py and results/test_records.py), and the export's two-query record
-(`record`: results/test_export.py, project/test_extras.py)."""
+(`record`: results/test_export.py, project/test_extras.py), and what a saved comparison's folder
+holds (`SAVED_FILES`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,17 @@ CONFIG = "c" * 64
 GOLD = "g" * 64
 CORPUS = "d" * 64
 REPEATS = 2
+# What a saved comparison's folder holds: both run records (each a JSON header and its answers'
+# columns, .npz), the comparison and its two pages.
+SAVED_FILES = [
+    "baseline.json",
+    "baseline.npz",
+    "candidate.json",
+    "candidate.npz",
+    "comparison.json",
+    "report.html",
+    "report.md",
+]
 
 
 def clean_repeat(index: int, **changes: Any) -> Repeat:

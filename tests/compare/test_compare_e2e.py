@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from e2e_support import GOLD_SIZE, Sandbox, build_sandbox, git, query_ids
+from records_support import SAVED_FILES
 
 pytestmark = pytest.mark.slow
 
@@ -351,15 +352,7 @@ def test_results_are_saved_rerendered_and_reused_only_on_request(
     match = STAMPED.fullmatch(directory.name)
     assert match is not None
     assert (match["b"], match["c"]) == (sha(sandbox, "main")[:8], sha(sandbox, "bury12")[:8])
-    assert sorted(p.name for p in directory.iterdir()) == [
-        "baseline.json",
-        "baseline.npz",
-        "candidate.json",
-        "candidate.npz",
-        "comparison.json",
-        "report.html",
-        "report.md",
-    ]
+    assert sorted(p.name for p in directory.iterdir()) == SAVED_FILES
     comparison = json.loads((directory / "comparison.json").read_text())
     assert comparison["schema_version"] == 2
     assert comparison["verdict"]["quality"] == "regressed"

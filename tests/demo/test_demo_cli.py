@@ -15,17 +15,11 @@ import pytest
 from cli_support import run_cli
 
 from harness.results.records import load_run
+from harness.types import Verdict
 
 DEMO_SLICES = ("entity", "exact_token", "freshness", "semantic", "superseded")
 Demo = tuple[Path, subprocess.CompletedProcess[str]]
-VERDICTS = (
-    "improved",
-    "regressed",
-    "no measurable difference",
-    "invalid",
-    "inconclusive",
-    "not compared",
-)
+VERDICTS = {v.value for v in Verdict}  # the fixed vocabulary (tests/report/test_report.py)
 
 
 # The whole demo, as a newcomer runs it (5 rounds, and latency rounds up to its budget): the

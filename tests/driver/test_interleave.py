@@ -111,18 +111,25 @@ def sessions(
     return cast(list[RefSession], made), journal
 
 
+# Three rounds of two refs: the boot order alternates, each round starting with the side that
+# went second in the round before.
+ALTERNATING = [
+    "baseline r1",
+    "candidate r1",
+    "candidate r2",
+    "baseline r2",
+    "baseline r3",
+    "candidate r3",
+]
+
+
 def test_two_refs_alternate_repeat_by_repeat(tmp_path: Path) -> None:
     refs, journal = sessions(tmp_path, ["baseline", "candidate"], concurrency=2)
     runs = run_interleaved(refs, repeats=3)
     assert journal == [
         "enter baseline",
         "enter candidate",
-        "baseline r1",
-        "candidate r1",
-        "candidate r2",
-        "baseline r2",
-        "baseline r3",
-        "candidate r3",
+        *ALTERNATING,
         "finish baseline",
         "finish candidate",
         "exit candidate",
@@ -208,12 +215,5 @@ def test_a_real_compare_boots_baseline_and_candidate_in_turn(
         if m and pid:
             booted_as[pid.group(1)] = f"{m.group(1)} r{int(m.group(2)) + 1}"
     order = [booted_as[pid] for pid in sandbox.boot_counter.read_text().split()]
-    assert order == [
-        "baseline r1",
-        "candidate r1",
-        "candidate r2",
-        "baseline r2",
-        "baseline r3",
-        "candidate r3",
-    ]
+    assert order == ALTERNATING
     assert sandbox.leftovers(sandbox.run_ids(results)) == []

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from compare_support import buried, candidate, make_gold, make_run, ranks
 from e2e_support import Sandbox, build_sandbox, query_id, query_ids
+from records_support import SAVED_FILES
 
 from harness.report.saved import save_comparison
 from harness.results.records import load_run
@@ -84,15 +85,7 @@ def test_unredacted_saved_files_do_hold_query_text_and_details(tmp_path: Path) -
 
 def test_redacted_saved_files_hold_no_query_text_and_no_detail(tmp_path: Path) -> None:
     out, needles = _saved(tmp_path, redact=True)
-    assert sorted(p.name for p in out.iterdir()) == [
-        "baseline.json",
-        "baseline.npz",
-        "candidate.json",
-        "candidate.npz",
-        "comparison.json",
-        "report.html",
-        "report.md",
-    ]
+    assert sorted(p.name for p in out.iterdir()) == SAVED_FILES
     assert files_holding(out, needles) == {}  # the page too
     assert b"q60" in (out / "candidate.npz").read_bytes()  # ids stay: only text goes
     # The copies' details are null (not "" or a placeholder), everything else as recorded.
@@ -135,15 +128,7 @@ def test_a_redacted_compare_writes_no_text_into_its_comparison(
 ) -> None:
     _, results, output = redacted_compare
     (saved,) = [p for p in results.iterdir() if p.is_dir() and p.name not in ("runs", "logs")]
-    assert {p.name for p in saved.iterdir()} == {
-        "baseline.json",
-        "baseline.npz",
-        "candidate.json",
-        "candidate.npz",
-        "comparison.json",
-        "report.html",
-        "report.md",
-    }
+    assert sorted(p.name for p in saved.iterdir()) == SAVED_FILES
     assert files_holding(saved, _texts()) == {}
     assert not [t for t in _texts() if t in output]  # nor on stdout or stderr
     asked = {r.query_id for rep in load_run(saved / "candidate.json").repeats for r in rep.results}

@@ -27,7 +27,7 @@ import pytest
 from compare_support import make_gold, make_run, ranks
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from records_support import clean_run
+from records_support import SAVED_FILES, clean_run
 from records_v1 import run_to_dict_v1
 
 from harness.errors import ResultsError
@@ -524,15 +524,7 @@ def test_a_comparison_directory_is_named_by_stamp_and_both_shas(tmp_path: Path) 
     first = save_comparison(tmp_path, comparison, (base, cand))
     second = save_comparison(tmp_path, comparison)
     assert re.fullmatch(r"\d{8}T\d{6}Z_11111111_22222222", first.name), first.name
-    assert sorted(p.name for p in first.iterdir()) == [
-        "baseline.json",
-        "baseline.npz",
-        "candidate.json",
-        "candidate.npz",
-        "comparison.json",
-        "report.html",
-        "report.md",
-    ]
+    assert sorted(p.name for p in first.iterdir()) == SAVED_FILES
     names = sorted(p.name for p in second.iterdir())
     assert names == ["comparison.json", "report.html", "report.md"]
     assert second != first and first.parent == second.parent == tmp_path
