@@ -166,6 +166,11 @@ def check_command(command: list[str]) -> str | None:
             return f"{args[0]} has no option {', '.join(missing)}"
     if head == "scripts/check" and not (ROOT / head).is_file():
         return "no scripts/check"
+    if head == "pytest":
+        paths = [a.split("::")[0] for a in args if a.startswith("tests")]
+        missing = [p for p in paths if not (ROOT / p).exists()]
+        if missing:
+            return f"no {', '.join(missing)}"
     if head == "pytest" and "-m" in args:
         expression = args[args.index("-m") + 1]
         words = set(re.findall(r"\w+", expression)) - {"not", "and", "or"}
@@ -188,6 +193,7 @@ def test_the_checks_refuse_what_would_not_work() -> None:
     assert check_command(["harness", "gold", "convert", "x", "--to", "nowhere"])
     assert check_command(["harness", "run", "--repeats", "many"])
     assert check_command(["pip", "install", "-e", ".[nosuchextra]"])
+    assert check_command(["pytest", "tests/test_no_such_file.py"])
     assert check_command(["python", "scripts/no_such_script.py"])
     assert check_command(["python", "scripts/calibrate.py", "--no-such-flag"])
     assert check_command(["python", "-m", "harness.no_such_module"])
