@@ -13,7 +13,7 @@ code: each headline row as `harness.verdict.scopes` makes it (`_hit_row`, `_cont
 the exact test, the boots, the randomization test and bootstrap, the power), Holm across them
 (`compare._family`) and the headline rule (`headline.quality_headline`).  The rows that do
 not decide the headline are not computed: they cannot change it.
-tests/test_calibration_paths.py checks,
+tests/verdict/test_calibration_paths.py checks,
 on simulated compares of every mode, that this gives `compare`'s verdict and mde.
 """
 

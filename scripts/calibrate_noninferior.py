@@ -18,7 +18,7 @@ two ways:
   (`compare.margin_intervals`, `compare.noninferiority`, as `compare.compare` calls them).
 
 The headline rows are made from the per-query values by compare's own row code
-(`calibrate_headline.headline_scope`; tests/test_calibration_paths.py checks it gives what
+(`calibrate_headline.headline_scope`; tests/verdict/test_calibration_paths.py checks it gives what
 `compare_asked` gives through the scoring).  Scenarios: A/A (the candidate is the baseline's
 service, drawn again) and "-margin" (the candidate's hit probability is MARGIN lower on average
 over the population of queries: redrawn p - MARGIN; deterministic and flaky, each hit query turns
@@ -95,8 +95,8 @@ def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Claim, int]:
 def margins(row: Row, seed: int, *, fast: bool = True) -> tuple[NonInferiority, int]:
     """One compare's margins and the queries it asked (`fast`: from the per-query values, as
     the module docstring says; else through the scoring, `compare.compare` or
-    `asked.compare_asked` on the runs cut where the runner stops: tests/test_calibration_paths.py
-    checks both agree)."""
+    `asked.compare_asked` on the runs cut where the runner stops:
+    tests/verdict/test_calibration_paths.py checks both agree)."""
     settings = with_margins(replace(BINARY, seed=seed), row.margin)
     rng = np.random.default_rng(seed)
     gold = gold_set(row.queries)

@@ -82,7 +82,7 @@ def simulate(row: Row, seed: int, *, fast: bool = True) -> tuple[Verdict, int]:
     """One compare: its headline verdict and the queries it asked (`fast`: each side's values
     straight from the simulated answers, the fixed-sample fallback by
     `calibrate_headline.headline`; else through the scoring, `headline_values` and
-    `compare_asked`, as the CLI does: tests/test_calibration_paths.py checks both agree)."""
+    `compare_asked`, as the CLI does: tests/verdict/test_calibration_paths.py checks both agree)."""
     return _simulate(row, seed, fast=fast)[:2]
 
 

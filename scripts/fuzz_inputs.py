@@ -8,7 +8,7 @@ set, the corpus, qrels, topics, a run file, a run record, a gate baseline, a mat
 answers file) with random bytes, random TOML or mutated JSON lines, or puts a special file in
 the place of one (a FIFO, /dev/zero, /dev/null, a folder, a sparse file past its size cap), or
 gives compare a deployment URL, and runs one command on it under a time limit (the strategies are
-tests/fuzz_support.py's, the same tests/test_fuzz_inputs.py runs a fixed number of): in this
+tests/fuzz_support.py's, the same tests/e2e/test_fuzz_inputs.py runs a fixed number of): in this
 process through the real entry point, `harness.cli.main.main`, or, for a special file, the
 console script in a subprocess. A case fails when an exception escapes, "Traceback" is on
 stderr, the exit status is not one of 0-4, or it is still running after the limit (a hang).

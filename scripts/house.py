@@ -1,5 +1,5 @@
 """The house in numbers: import cycles between harness modules, imports against the layers, and
-modules over 600 lines, as tests/test_architecture.py counts them.
+modules over 600 lines, as tests/project/test_architecture.py counts them.
 
     python scripts/house.py                  # this checkout
     python scripts/house.py --root ../main   # another checkout of the project, to compare
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "project"))
 
 import import_graph as graph
 from test_architecture import LAYER_OF, MAX_LINES, RANK

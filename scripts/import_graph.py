@@ -17,7 +17,7 @@ are folded into their top-level package (`harness.verdict.stats` is `verdict`; t
 3. the arrows that go up: an import from a stage package to a stage above it in
    `STAGE_ORDER`, from a base package to one above it in `BASE_ORDER` (errors < text < values <
    process), or from a layer to a layer above it in `LAYERS` (all in
-   tests/test_architecture.py, which fails on any of them).
+   tests/project/test_architecture.py, which fails on any of them).
 
 With --walk it prints instead the walk of `plan` from harness/compare/measure.py: the files a
 reader visits following the plan the driver is handed (`RunPlan`), and how many of the steps
@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "project"))
 
 import import_graph as graph
 from test_architecture import BASE_ORDER, LAYER_OF, RANK, STAGE_ORDER

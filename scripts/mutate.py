@@ -47,35 +47,35 @@ TARGETS = {
     "score": Target(
         ("harness/score/*.py",),
         (
-            "tests/test_metrics.py",
-            "tests/test_metrics_generated_oracle.py",
-            "tests/test_runfile.py",
-            "tests/test_evaluation_edges.py",
+            "tests/score/test_metrics.py",
+            "tests/score/test_metrics_generated_oracle.py",
+            "tests/score/test_runfile.py",
+            "tests/score/test_evaluation_edges.py",
         ),
     ),
     "verdict": Target(
         ("harness/verdict/*.py",),
         (
-            "tests/test_compare.py",
-            "tests/test_stats.py",
-            "tests/test_run_summary.py",
-            "tests/test_report.py",
-            "tests/test_verdict_edges.py",
+            "tests/verdict/test_compare.py",
+            "tests/verdict/test_stats.py",
+            "tests/report/test_run_summary.py",
+            "tests/report/test_report.py",
+            "tests/verdict/test_verdict_edges.py",
         ),
     ),
     "results": Target(
         ("harness/results/*.py",),
         (
-            "tests/test_results.py",
-            "tests/test_records.py",
-            "tests/test_reuse.py",
-            "tests/test_redaction.py",
-            "tests/test_report.py",
+            "tests/results/test_results.py",
+            "tests/results/test_records.py",
+            "tests/results/test_reuse.py",
+            "tests/e2e/test_redaction.py",
+            "tests/report/test_report.py",
         ),
     ),
     "runner": Target(
         ("harness/driver/runner.py", "harness/driver/session.py", "harness/driver/pairs.py"),
-        ("tests/test_interleave.py", "tests/test_runner.py"),
+        ("tests/driver/test_interleave.py", "tests/driver/test_runner.py"),
     ),
 }
 

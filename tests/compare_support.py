@@ -1,5 +1,5 @@
-"""The synthetic comparison inputs of tests/test_compare.py, tests/test_report.py and
-tests/test_run_summary.py: a gold set and in-memory RefRuns (no services).
+"""The synthetic comparison inputs of tests/verdict/test_compare.py, tests/report/test_report.py and
+tests/report/test_run_summary.py: a gold set and in-memory RefRuns (no services).
 
 The gold set has 80 answerable queries q01..q80 (slices: news q01-q40, howto q41-q70, rare
 q71-q80), each with one relevant document "<qid>-rel", and 6 unanswerable queries u1..u6 (slice
@@ -184,7 +184,7 @@ def slow(rep: int, q: GoldQuery) -> float:
 
 
 def regressed_candidate(gold: GoldSet) -> RefRun:
-    """tests/test_report.py's regressed candidate (its golden reports; test_report_oracle.py
+    """tests/report/test_report.py's regressed candidate (its golden reports; test_report_oracle.py
     holds their numbers against references): it loses 12 howto answers and 2 rare ones, wins
     back 2, pushes q05 to rank 7, is 1.5x slower (`slow`), errors once on q33 and answers q10
     stale first."""

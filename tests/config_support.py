@@ -1,6 +1,6 @@
-"""The smallest valid harness.toml, shared by the config tests (tests/test_config.py,
-tests/test_config_overrides.py, tests/test_floors.py, tests/test_noninferiority.py): each test
-edits it or adds its own tables to it."""
+"""The smallest valid harness.toml, shared by the config tests (tests/config/test_config.py,
+tests/config/test_config_overrides.py, tests/gate/test_floors.py,
+tests/verdict/test_noninferiority.py): each test edits it or adds its own tables to it."""
 
 from __future__ import annotations
 

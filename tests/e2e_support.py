@@ -118,7 +118,7 @@ def config_text(
     per compare would slow the suite several-fold (tests of the sequential rounds pass
     --latency-budget and check the rounds, not the verdict).  The side bias that once had an
     A/A of this service called 1.12x slower after 14 rounds (the warm-up order) is gone:
-    scripts/latency_noise.py, tests/test_order.py."""
+    scripts/latency_noise.py, tests/driver/test_order.py."""
     lines = [
         "[service]",
         'start = "{python} svc.py --port {port} --data {data}"',
@@ -167,7 +167,7 @@ def leased_port() -> Iterator[int]:
     0 and closing is not safe: a harness boot of another worker may lease it in between, the
     test's server then listens on that boot's port, answers its readiness probe while the
     boot's own service dies of "Address already in use", and that compare measures a stranger
-    (the failure seen once under load in tests/test_error_advice.py: a crashed round, no
+    (the failure seen once under load in tests/e2e/test_error_advice.py: a crashed round, no
     "every query failed")."""
     lease = lease_port(hold=True)
     try:
@@ -251,7 +251,8 @@ class Sandbox:
             "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             # The fixture service counts its boots in boots.log, outside its own box, which a
-            # sandbox forbids: these tests run plain. tests/test_fault_matrix.py runs the sandbox.
+            # sandbox forbids: these tests run plain. tests/e2e/test_fault_matrix.py runs the
+            # sandbox.
             "HARNESS_SANDBOX": "off",
             "E2E_BOOT_COUNTER": str(self.boot_counter),
         }

@@ -19,7 +19,7 @@ signal reaches and /dev/zero can fill the machine's memory before any limit is n
 No case ever boots a service: compare, run, sweep, gate and matrix are given a ref that does not
 exist, so a config or gold set that passes validation ends as an unknown ref (exit 2) at the
 first step that would check anything out, after every input has been read and validated.
-Shared by tests/test_fuzz_inputs.py (a fixed number of examples) and scripts/fuzz_inputs.py (a
+Shared by tests/e2e/test_fuzz_inputs.py (a fixed number of examples) and scripts/fuzz_inputs.py (a
 fixed time).
 """
 

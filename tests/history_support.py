@@ -1,7 +1,7 @@
-"""A results directory with history to draw, for tests/test_history.py and tests/test_browser.py:
-a real throwaway git repository with three commits, the synthetic gold set of
-tests/compare_support.py written to a file, and one run record per commit (two for the last),
-saved newest commit first so that the records' time order is not git's.
+"""A results directory with history to draw, for tests/history/test_history.py and
+tests/report/test_browser.py: a real throwaway git repository with three commits, the synthetic
+gold set of tests/compare_support.py written to a file, and one run record per commit (two for
+the last), saved newest commit first so that the records' time order is not git's.
 
 Commit i (0, 1, 2) buries 4 * i of the 80 answerable queries (hit@5 = (80 - 4i) / 80) and answers
 in base_ms * (1 + i / 10) + rep / 10 ms (each boot a little slower than the last).

@@ -1,4 +1,5 @@
-"""A small saved comparison on a pooled gold set, for tests/test_judge*.py: four queries, top 3.
+"""A small saved comparison on a pooled gold set, for tests/judge/test_judge*.py: four queries,
+top 3.
 
     q1  baseline [a1 x1 x2] hits; candidate [j1 n1 n2] misses: n1, n2 are reach pairs on a
         query whose hit@3 differs (flipped)

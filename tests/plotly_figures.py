@@ -1,6 +1,6 @@
 """The reference for harness.report.figures: the same plots built with plotly's graph objects
 (make_subplots, add_trace, add_hline, ...), as harness drew them before it wrote the JSON itself.
-tests/test_figures.py checks that both give the same figure.  They draw; they compute
+tests/report/test_figures.py checks that both give the same figure.  They draw; they compute
 nothing (every number is the Comparison's: `harness.verdict.decide` says how each is made).
 
     quality(c)    per scope (all queries, each slice), candidate - baseline of every metric, with

@@ -1,7 +1,7 @@
 """The run record as harness wrote it before issue 28 (schema_version 1: every answer a JSON
 object in the one file), kept verbatim from harness/results/records.py of that time as the
-oracle of the promise that such records still load (tests/test_records.py,
-tests/test_columnar_records.py). Never imported by harness."""
+oracle of the promise that such records still load (tests/results/test_records.py,
+tests/results/test_columnar_records.py). Never imported by harness."""
 
 from __future__ import annotations
 

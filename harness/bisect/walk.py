@@ -11,9 +11,9 @@ the oldest marked bad (n-1: the bad end).  The next commit is the one nearest th
 range that is not marked skip (ties: the older), so an unskipped range of m commits takes
 ceil(log2 m) comparisons; each skip costs one more (`git bisect skip`: a neighbour is tried,
 never a guess), and the neighbour's uneven split can cost one more again, once: at most
-ceil(log2 m) + skips + 1 (tests/test_bisect.py checks both bounds).  When only skipped commits
-are left between lo and hi, the answer is every one of them and hi: ambiguous, listed.  No I/O,
-no clock.
+ceil(log2 m) + skips + 1 (tests/bisect/test_bisect.py checks both bounds).  When only skipped
+commits are left between lo and hi, the answer is every one of them and hi: ambiguous,
+listed.  No I/O, no clock.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-# The commands that never import numpy (tests/test_cli_startup.py checks the list).
+# The commands that never import numpy (tests/cli/test_cli_startup.py checks the list).
 WITHOUT_NUMPY = frozenset({"schema", "clean", "demo"})
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ class AnswerCache:
                 self._read[key] = known
                 self._bytes += len(answer.body)
         # `replace(known, query_id=, latency_ns=)`, field by field (a third of its cost;
-        # tests/test_replay_loop.py holds the field list to QueryResult's)
+        # tests/replay/test_replay_loop.py holds the field list to QueryResult's)
         return QueryResult(
             query_id,
             known.ids,

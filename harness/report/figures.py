@@ -19,8 +19,8 @@ an invalid run, a service without scores).  Plotly escapes what it embeds (a sli
 The figures are written as plain dicts, laid out as plotly's `make_subplots` and `add_hline`
 /`add_hrect`/`add_vline` lay them out (`harness.report.plotting.Grid`): plotly's graph objects
 validate and copy every property on every update, which made them most of the CPU a demo
-compare spent rendering.  tests/test_figures.py checks each figure against plotly's own objects
-(tests/plotly_figures.py, the graph-object version of this module) and against plotly's
+compare spent rendering.  tests/report/test_figures.py checks each figure against plotly's own
+objects (tests/plotly_figures.py, the graph-object version of this module) and against plotly's
 validation.
 """
 

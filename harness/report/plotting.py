@@ -8,7 +8,7 @@ plotly's JSON, laid out by hand as plotly lays it out, the <div> that draws it, 
     plotly_script(src)   # the <head>'s plotly.js: inlined (None) or loaded from `src`
     plotly_file()        # its name beside the pages: plotly-<version>.min.js
 
-Every function is checked against plotly's own (tests/test_figures.py): the same figure, the
+Every function is checked against plotly's own (tests/report/test_figures.py): the same figure, the
 same <div>, the same template, byte for byte.
 """
 

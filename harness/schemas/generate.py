@@ -1,7 +1,7 @@
 """Generate the schemas that follow from the types: `comparison` from the Comparison dataclass
 tree, `config` from harness.config.schema's key table.  `python -m harness.schemas.generate`
-rewrites harness/schemas/{comparison,config}.schema.json; tests/test_schemas.py fails when the
-committed files differ from what this prints.
+rewrites harness/schemas/{comparison,config}.schema.json; tests/schemas/test_schemas.py fails when
+the committed files differ from what this prints.
 """
 
 from __future__ import annotations

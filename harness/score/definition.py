@@ -59,7 +59,7 @@ def _canonical(names: Sequence[str]) -> list[str]:
 
 def _metrics_version() -> str:
     # Imported on use: the metric registry brings numpy, which `harness --help` must not load
-    # (tests/test_fast_paths.py).
+    # (tests/score/test_fast_paths.py).
     from harness.score.metrics import METRICS_VERSION
 
     return METRICS_VERSION

@@ -14,7 +14,7 @@ Relevance: a judged grade >= `rel_level` (default 1) is relevant for the binary-
 metrics (hit, recall, p, mrr, ap); unjudged documents have grade 0.  The graded metrics (ndcg,
 ndcg_burges) follow trec_eval's ndcg_cut exactly.  Checked with pytrec_eval-terrier 0.5: at
 relevance_level 2 a grade-1 document still gains 1 (ndcg_cut ignores -l), and grades <= 0 gain
-nothing, in the run or in the ideal.  tests/test_metrics_oracle.py finds every value equal to
+nothing, in the run or in the ideal.  tests/score/test_metrics_oracle.py finds every value equal to
 pytrec_eval's, to the last bit, on BM25 runs over SciFact and Cranfield.
 
 Names (`parse_metric`): harness's own (`ndcg@10`), ir_measures' (`nDCG@10`, `RR@10`, `AP`) and
@@ -36,7 +36,7 @@ unjudged document as junk.  These read `JudgedRanks.judged` (any judgement, grad
 `judged@k` (ir_measures' Judged@k: how much of what was returned was judged), `bpref`
 (trec_eval's: only judged documents count) and the condensed-list variants, named with Sakai's
 prime (`ndcg'@10`, `ap'`, `hit'@5`: the metric on the ranking with every unjudged id removed,
-trec_eval -J).  tests/test_judged_metrics.py checks them against ir_measures and pytrec_eval.
+trec_eval -J).  tests/score/test_judged_metrics.py checks them against ir_measures and pytrec_eval.
 
 `METRICS_VERSION` names the definitions below: it changes whenever a metric's formula, duplicate
 rule or empty-ranking value changes, and it is part of the evaluation-definition hash.

@@ -9,8 +9,9 @@ path, with no Python object per line.
 `buffer` is a file's bytes followed by 8 zero bytes (`harness.score.tokens` reads 8 at a time).
 
 Each reader accepts exactly what the exact reader would read without a problem and gives the
-same values (tests/test_trec_tables.py checks both against it): `harness.gold.tables.read_qrels`
-(4 columns `qid iteration docid grade`, ASCII-digit grades, no (query, docid) twice) and
+same values (tests/score/test_trec_tables.py checks both against it):
+`harness.gold.tables.read_qrels` (4 columns `qid iteration docid grade`, ASCII-digit grades,
+no (query, docid) twice) and
 `harness.score.runfile`'s line reader (6 columns `qid Q0 docid rank score tag`, finite scores,
 no docid twice for a query); anything else, or text that is not `tokens.regular`, gives None,
 and the caller reads the file with the exact reader, which names every problem by line.

@@ -15,8 +15,8 @@ tests), each holding float64 values for first 2..100 and budget first..100 (4,95
 that order, base85-encoded.  A module is decoded the first time its level is asked for.  Any
 other level, shape or range is not held (None), and `latency_rule.last_boundary` computes it.
 
-tests/test_latency_advice.py checks that the table gives `plan`'s own numbers and that the script
-regenerates these modules byte for byte.
+tests/verdict/test_latency_advice.py checks that the table gives `plan`'s own numbers and that
+the script regenerates these modules byte for byte.
 
 Pure: constants and arithmetic, no I/O.
 """

@@ -43,7 +43,8 @@ rounds (boot to boot, the machine's load) is not, and stays in the interval: the
 round's estimate is estimated as max(s^2, mean within-round variance), the rounds' own spread
 floored by what the queries alone imply.  The floor never makes the interval narrower than the
 rounds' spread says, and it is needed: with 2-4 degrees of freedom s^2 is often far below the
-true variance, and without the floor the A/A validity test (tests/test_latency_rule.py) fails.
+true variance, and without the floor the A/A validity test (tests/verdict/test_latency_rule.py)
+fails.
 A shrinkage of s^2 toward the within part, or a prior on the between-round variance, would make
 intervals narrower whenever boots differ more than the queries show, which is the case the
 interval exists for (a boot-level shift is not in any one round's queries): not done.
@@ -396,7 +397,7 @@ def budget_for_by_plans(
     gamma: float = GAMMA,
 ) -> int | None:
     """`budget_for` as it was computed before the table: a whole `plan` for every budget tried
-    (seconds of CPU). Kept as the reference tests/test_latency_advice.py and
+    (seconds of CPU). Kept as the reference tests/verdict/test_latency_advice.py and
     scripts/bench_advice.py check the table's advice against; not for use."""
 
     def last(budget: int, beyond: bool) -> float:

@@ -66,7 +66,7 @@ EXCURSION = 2  # a level away for at most this many commits, then back, is not a
 # The scan tests at this share of the stated false-alarm rate: its null redraws the variances
 # it estimated, and where the noise between commits is about a commit's own standard error the
 # estimates' error still lets the bootstrap's tail run thin (2-2.7% flagged at a stated 1%,
-# tests/test_watch.py); at half the level every noise mix measured stays under the rate.
+# tests/watch/test_watch.py); at half the level every noise mix measured stays under the rate.
 LEVEL_SHARE = 0.5
 
 
