@@ -161,6 +161,11 @@ def run(args: argparse.Namespace) -> int:
         say_read_back,
     )
     from harness.cli.plan import close, load_plan, repeats
+
+    require_html(args.format)
+    plan, gold, settings = load_plan(args)
+    # What measures, decides and reports, once config and gold are read and checked: a config
+    # refused above costs no import of the stages (0.1 s instead of 0.3 s).
     from harness.compare.analysis import analyse
     from harness.compare.answer_grades import answer_grades, with_twobytwo
     from harness.compare.measure import fewer_repeats, measure, sequential_order
@@ -172,8 +177,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.runs import render_failures
     from harness.report.saved import save_comparison
 
-    require_html(args.format)
-    plan, gold, settings = load_plan(args)
     floors = config_floors(plan.config, gold)
     grades = answer_grades(args.baseline_answers, args.candidate_answers, args.answers_k, gold)
     ask = load_ask(args)  # before anything is built: --slo without --rate is refused

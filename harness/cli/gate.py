@@ -48,17 +48,19 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import gate_status
     from harness.cli.plan import close, load_plan, metric_specs, run_ref
     from harness.gate.baseline_file import read_baseline, read_baseline_or_none, write_baseline
-    from harness.gate.floors import check_floors, config_floors
-    from harness.gate.measure import measure
-    from harness.gate.paired import gate_margins
-    from harness.gate.render import render_gate
-    from harness.gate.rule import Outcome, Statistics, conclude, gated_metrics, with_floors
 
     path: Path = args.baseline_file
     # A missing file is only fine when we are about to write it.
     recorded = read_baseline_or_none(path) if args.update_baseline else read_baseline(path)
     chosen = [str(spec) for spec in metric_specs(args.metrics)] if args.metrics else None
     plan, gold, _ = load_plan(args)
+    # the stages once config and gold are read and checked: a refused config imports none
+    from harness.gate.floors import check_floors, config_floors
+    from harness.gate.measure import measure
+    from harness.gate.paired import gate_margins
+    from harness.gate.render import render_gate
+    from harness.gate.rule import Outcome, Statistics, conclude, gated_metrics, with_floors
+
     floors = config_floors(plan.config, gold)
     run = run_ref(plan, args)
     close(plan)

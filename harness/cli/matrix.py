@@ -26,17 +26,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import matrix_status
     from harness.cli.plan import load_plan, metric_specs, repeats
-    from harness.compare.settings import check_cutoffs
-    from harness.matrix.render import render_matrix
-    from harness.matrix.run import plans, run_matrix, save_matrix
     from harness.matrix.spec import read_matrix, unknown_slices
-    from harness.matrix.summary import summarise
-    from harness.process.signals import signals_unwind
 
     matrix = read_matrix(args.matrix)
     chosen = matrix.metrics or tuple(str(spec) for spec in metric_specs(args.metrics))
     metrics = list(dict.fromkeys([*chosen, *(c.metric for c in matrix.constraints)]))
     plan, gold, settings = load_plan(args)
+    # the stages once config and gold are read and checked: a refused config imports none
+    from harness.compare.settings import check_cutoffs
+    from harness.matrix.render import render_matrix
+    from harness.matrix.run import plans, run_matrix, save_matrix
+    from harness.matrix.summary import summarise
+    from harness.process.signals import signals_unwind
+
     unknown_slices(matrix, gold)
     for each in plans(plan, args.side, matrix):  # every configuration is checked before any runs
         check_cutoffs(each.config, metrics, from_cli=False)

@@ -83,11 +83,14 @@ def page_to_terminal(fmt: str) -> bool:
 
 
 def require_html(fmt: str) -> None:
-    """--format html without plotly: the error before anything is measured."""
+    """--format html without plotly: the error before anything is measured (the report stage
+    imported only for html)."""
+    if fmt != "html":
+        return
     from harness.errors import HarnessError
     from harness.report.page import PLOTLY_MISSING, html_available
 
-    if fmt == "html" and not html_available():
+    if not html_available():
         raise HarnessError(*PLOTLY_MISSING)
 
 

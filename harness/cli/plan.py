@@ -29,13 +29,7 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, GoldSet, CompareSettin
     from dataclasses import replace
     from pathlib import Path
 
-    from harness.cli.progress import Progress
-    from harness.compare.settings import check_cutoffs, context_metrics
     from harness.config import load_config
-    from harness.driver.runner import run_plan
-    from harness.gold import check_files
-    from harness.results.files import check_writable
-    from harness.verdict.comparison import CompareSettings
 
     deployed = bool(getattr(args, "baseline_url", None))
     if deployed:
@@ -46,6 +40,14 @@ def load_plan(args: argparse.Namespace) -> tuple[RunPlan, GoldSet, CompareSettin
     ray = getattr(args, "ray", None)
     remote_rounds = _check_ray(ray, deployed) if ray is not None else None
     config = load_config(args.config, repo=args.repo, deployed=deployed)
+    # The stages only once the config is read: a refused config costs no import of them.
+    from harness.cli.progress import Progress
+    from harness.compare.settings import check_cutoffs, context_metrics
+    from harness.driver.runner import run_plan
+    from harness.gold import check_files
+    from harness.results.files import check_writable
+    from harness.verdict.comparison import CompareSettings
+
     overrides: dict[str, object] = {
         name: getattr(args, name)
         for name in (

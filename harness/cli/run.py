@@ -24,10 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import valid_status
     from harness.cli.plan import close, load_plan, phase, run_ref
+
+    plan, gold, settings = load_plan(args)
+    # the stages once config and gold are read and checked: a refused config imports none
     from harness.report.runs import render_failures, render_run
     from harness.verdict.decide import summarise_run
 
-    plan, gold, settings = load_plan(args)
     run = run_ref(plan, args)
     phase(plan, "analysis", "scoring")
     summary = summarise_run(gold, run, settings)

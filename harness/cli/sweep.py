@@ -31,15 +31,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.cli.exits import valid_status
     from harness.cli.plan import close, load_plan, metric_specs, phase, repeats
-    from harness.process.signals import signals_unwind
     from harness.sweep.params import read_grid
-    from harness.sweep.render import render_sweep
-    from harness.sweep.run import overridden_pins, run_sweep, save_sweep
-    from harness.sweep.summary import summarise
 
     grid = read_grid(args.param, args.reference)
     metrics = [str(spec) for spec in metric_specs(args.metrics)]
     plan, gold, settings = load_plan(args)
+    # the stages once config and gold are read and checked: a refused config imports none
+    from harness.process.signals import signals_unwind
+    from harness.sweep.render import render_sweep
+    from harness.sweep.run import overridden_pins, run_sweep, save_sweep
+    from harness.sweep.summary import summarise
+
     times = repeats(args, plan)
     with signals_unwind():
         runs = run_sweep(plan, args.side, args.ref, grid.points, repeats=times, fresh=args.fresh)

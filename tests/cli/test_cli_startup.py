@@ -248,3 +248,38 @@ def test_numpy_is_imported_up_front_only_for_the_commands_that_import_it_anyway(
 
 def _has_subcommands(parser: argparse.ArgumentParser) -> bool:
     return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+
+
+# Each command that runs a ref, on a config it refuses (a missing file): the error, exit 2, and none of the stages that measure, decide or report imported to say it.
+REFUSED = {
+    "compare": ["compare", "--baseline", "a", "--candidate", "b"],
+    "run": ["run", "--ref", "a"],
+    "gate": ["gate", "--ref", "a", "--baseline-file", "b.json", "--update-baseline"],
+    "sweep": ["sweep", "--ref", "a", "--param", "K=1,2"],
+    "matrix": ["matrix", "--ref", "a", "--matrix", "m.toml"],
+}
+MEASURING = ("harness.driver", "harness.boot", "harness.checkout", "harness.replay",
+             "harness.report", "harness.verdict.decide", "harness.compare.analysis")
+
+
+@pytest.mark.parametrize("command", list(REFUSED))
+def test_a_refused_config_is_said_before_any_stage_that_measures_is_imported(
+    command: str, tmp_path: Path
+) -> None:
+    (tmp_path / "m.toml").write_text('[config.a]\nenv = {K = "1"}\n[config.b]\nenv = {K = "2"}\n')
+    argv = [*REFUSED[command], "--config", str(tmp_path / "missing.toml"), "-q"]
+    code = (
+        "import json, sys\n"
+        "from harness.cli.main import main\n"
+        f"status = main({argv!r})\n"
+        "print(json.dumps([status, sorted(m for m in sys.modules if m.startswith('harness'))]),"
+        " file=sys.__stderr__)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path
+    )
+    *said, last = found.stderr.splitlines()
+    status, loaded = json.loads(last)
+    assert status == 2 and "Traceback" not in found.stderr, found.stderr
+    assert said[0].startswith("harness: error: ") and "missing.toml: no such config" in said[0]
+    assert not [m for m in loaded if m.startswith(MEASURING)], loaded
