@@ -12,6 +12,13 @@ measured queries, the run records), and counts the HTTP exchanges it made
 measurement's harness CPU (user, system), the exchanges, the CPU per exchange, and the whole
 process's CPU against its wall time (issue 17: at most 25%).
 
+`--phases` breaks each demo's whole-process CPU down by what spent it: the interpreter and the
+imports before the compare, the demo's repository, the config and gold set, the measurement and
+within it the boots and teardowns and the quality looks, the analysis, the save. Each phase is the
+process's CPU (getrusage, every thread) over the windows of its calls: a thread running beside a
+call (the other side booting at the same time) counts in that window too, so the boots' figure
+is an upper bound (`bench_boot_cpu.py` times a boot and teardown alone).
+
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit, e.g.
 `git worktree add /tmp/old main`: DIR/harness is imported instead of the installed one), each
 demo interleaved with the installed harness's, so that the machine's load hits both alike: the
@@ -40,18 +47,23 @@ def counted(self, raw, query):
     return exchange(self, raw, query)
 wire.Connection.exchange = counted
 spent = {"user": 0.0, "sys": 0.0, "measured": []}
-def timing(module, name):
-    inner = getattr(module, name)
+def wrap(owner, name, add):
+    # owner.name replaced by a wrapper handing add() its user and system CPU seconds
+    inner = getattr(owner, name)
     def timed(*args, **kwargs):
         before = resource.getrusage(resource.RUSAGE_SELF)
         try:
             return inner(*args, **kwargs)
         finally:
             after = resource.getrusage(resource.RUSAGE_SELF)
-            spent["user"] += after.ru_utime - before.ru_utime
-            spent["sys"] += after.ru_stime - before.ru_stime
-            spent["measured"].append(name)
-    setattr(module, name, timed)
+            add(after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
+    setattr(owner, name, timed)
+def timing(module, name):
+    def add(user, system):
+        spent["user"] += user
+        spent["sys"] += system
+        spent["measured"].append(name)
+    wrap(module, name, add)
 # Whichever way the compare measures (harness.compare.measure imports these when it runs):
 # block by block (the default, compare.sequential) or whole rounds (the fixed design); a tree
 # from before the sequential design has no blocks module, and one from before harness.driver
@@ -75,23 +87,17 @@ phases = {}
 def phase(module_name, owner, name, key):
     try:
         obj = importlib.import_module(module_name)
-        if owner:
-            obj = getattr(obj, owner)
-        inner = getattr(obj, name)
+        obj = getattr(obj, owner) if owner else obj
+        getattr(obj, name)
     except (ImportError, AttributeError):
         return
-    def timed(*args, **kwargs):
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            after = resource.getrusage(resource.RUSAGE_SELF)
-            phases[key] = phases.get(key, 0.0) + (after.ru_utime - before.ru_utime
-                                                  + after.ru_stime - before.ru_stime)
-    setattr(obj, name, timed)
+    wrap(obj, name, lambda user, sys_: phases.update({key: phases.get(key, 0.0) + user + sys_}))
 phase("harness.demo", None, "materialise", "the demo's corpus and git repository")
 phase("harness.cli.plan", None, "load_plan", "config and gold set read and checked")
-phase(driver + ".pairs", None, "boot_side", "  of which the boots (sandbox, spawn, ready)")
+phase("harness.boot.service", "ServiceContext", "__enter__",
+      "  of which the boots and teardowns (sandbox, spawn, ready, end)")
+phase("harness.boot.service", "ServiceContext", "__exit__",
+      "  of which the boots and teardowns (sandbox, spawn, ready, end)")
 phase("harness.verdict.asked", "LooksScored", "values", "  of which the quality looks")
 phase("harness.compare.analysis", None, "analyse", "the analysis (the verdicts)")
 phase("harness.report.saved", None, "save_comparison", "the comparison saved")
@@ -112,7 +118,7 @@ PHASES = [  # as INNER names them, in the order a compare reaches them
     "interpreter and imports before the compare",
     "the demo's corpus and git repository",
     "config and gold set read and checked",
-    "  of which the boots (sandbox, spawn, ready)",
+    "  of which the boots and teardowns (sandbox, spawn, ready, end)",
     "  of which the quality looks",
     "the analysis (the verdicts)",
     "the comparison saved",
