@@ -250,7 +250,8 @@ def _has_subcommands(parser: argparse.ArgumentParser) -> bool:
     return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
 
 
-# Each command that runs a ref, on a config it refuses (a missing file): the error, exit 2, and none of the stages that measure, decide or report imported to say it.
+# Each command that runs a ref, on a config it refuses (a missing file): the error, exit 2,
+# and none of the stages that measure, decide or report imported to say it.
 REFUSED = {
     "compare": ["compare", "--baseline", "a", "--candidate", "b"],
     "run": ["run", "--ref", "a"],
