@@ -145,17 +145,6 @@ def upward(arrows: Arrows) -> list[tuple[str, str, list[graph.Edge]]]:
 # --------------------------------------------------------------------------- --walk
 
 
-def _absolute(node: ast.ImportFrom, importer: str, known: dict[str, Path]) -> str:
-    """The absolute name of a (possibly relative) `from` import's module."""
-    if node.level == 0:
-        return node.module or ""
-    parts = importer.split(".")
-    if known[importer].name != "__init__.py":
-        parts.pop()  # a plain module's relative imports start at its package
-    parts = parts[: len(parts) - (node.level - 1)]
-    return ".".join([*parts, node.module] if node.module else parts)
-
-
 @dataclass
 class Module:
     """What the walk needs of one module: its functions (`f`, `Class.method`), classes (name ->
@@ -184,7 +173,7 @@ def _index(root: Path) -> dict[str, Module]:
                     mod.functions[f"{node.name}.{method.name}"] = method
         for node in ast.walk(tree):  # every import, wherever it runs
             if isinstance(node, ast.ImportFrom):
-                base = _absolute(node, name, known)
+                base = graph.resolve(node.module or "", node.level, name, known)
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
                     local = alias.asname or alias.name

@@ -56,7 +56,7 @@ def _is_package(name: str, known: dict[str, Path]) -> bool:
     return known.get(name, Path()).name == "__init__.py"
 
 
-def _resolve(name: str, level: int, importer: str, known: dict[str, Path]) -> str:
+def resolve(name: str, level: int, importer: str, known: dict[str, Path]) -> str:
     """The absolute name of a (possibly relative) `from` import's module."""
     if level == 0:
         return name
@@ -89,7 +89,7 @@ def _targets(
 ) -> Iterable[str]:
     if isinstance(statement, ast.Import):
         return [alias.name for alias in statement.names]
-    base = _resolve(statement.module or "", statement.level, importer, known)
+    base = resolve(statement.module or "", statement.level, importer, known)
     found = []
     for alias in statement.names:
         sub = f"{base}.{alias.name}"

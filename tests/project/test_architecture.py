@@ -114,18 +114,23 @@ def test_the_layers_run_one_way() -> None:
 def test_the_stages_run_one_way() -> None:
     # Every import counts: a stage that imports a later stage inside a function, or only for a
     # type, still needs it (and pulls it into every stage below).
-    stage_rank = {name: i for i, name in enumerate(STAGE_ORDER)}
     assert sorted(STAGE_ORDER) == sorted(LAYERS["stages"]), "each stage once in STAGE_ORDER"
-    upward = [
-        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, a stage above it"
-        for edge in graph.edges()
-        if _top(edge.source) in stage_rank
-        and _top(edge.target) in stage_rank
-        and stage_rank[_top(edge.target)] > stage_rank[_top(edge.source)]
-    ]
+    upward = _against(STAGE_ORDER)
     assert upward == [], "\n".join(
         [f"imports against the stage order ({' < '.join(STAGE_ORDER)}):", *upward]
     )
+
+
+def _against(order: tuple[str, ...] | list[str]) -> list[str]:
+    """Every import from a package of `order` (lowest first) to one after it."""
+    rank = {name: i for i, name in enumerate(order)}
+    return [
+        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, above it in the order"
+        for edge in graph.edges()
+        if _top(edge.source) in rank
+        and _top(edge.target) in rank
+        and rank[_top(edge.target)] > rank[_top(edge.source)]
+    ]
 
 
 def test_no_cycle_between_packages() -> None:
@@ -153,14 +158,7 @@ def test_the_base_layer_runs_one_way() -> None:
     # errors < text < values < process, every import counted: no value imports a process
     # primitive, no text module a value, the error tree nothing.
     assert sorted(BASE_ORDER) == sorted(LAYERS["base"]), "each base package once in BASE_ORDER"
-    rank = {name: i for i, name in enumerate(BASE_ORDER)}
-    upward = [
-        f"{edge}: {_top(edge.source)} imports {_top(edge.target)}, above it"
-        for edge in graph.edges()
-        if _top(edge.source) in rank
-        and _top(edge.target) in rank
-        and rank[_top(edge.target)] > rank[_top(edge.source)]
-    ]
+    upward = _against(BASE_ORDER)
     assert upward == [], "\n".join(
         [f"imports against the base order ({' < '.join(BASE_ORDER)}):", *upward]
     )
@@ -220,17 +218,6 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _absolute(node: ast.ImportFrom, importer: str, known: dict[str, Path]) -> str:
-    """The absolute name of a (possibly relative) `from` import's module."""
-    if node.level == 0:
-        return node.module or ""
-    parts = importer.split(".")
-    if known[importer].name != "__init__.py":
-        parts.pop()  # a plain module's relative imports start at its package
-    parts = parts[: len(parts) - (node.level - 1)]
-    return ".".join([*parts, node.module] if node.module else parts)
-
-
 def _defined_privates(tree: ast.Module) -> set[str]:
     """The `_private` names a module defines: functions, classes, methods, module or class
     variables and `self._x` attributes."""
@@ -269,7 +256,7 @@ def private_uses(root: Path = graph.ROOT, package: str = graph.PACKAGE) -> list[
         aliases: set[str] = set()  # local names bound to harness modules
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                base = _absolute(node, name, known)
+                base = graph.resolve(node.module or "", node.level, name, known)
                 if base != package and not base.startswith(package + "."):
                     continue
                 for alias in node.names:
