@@ -1,4 +1,4 @@
-"""Running the installed console scripts the way a user does: a subprocess, its own cwd."""
+"""Running the installed console scripts the way a user does: a process of its own, its own cwd."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import cli_server
 
 
 def script(name: str) -> str:
@@ -20,15 +22,10 @@ def script(name: str) -> str:
 def run_cli(
     name: str, *args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [script(name), *map(str, args)],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """`name` (harness or compare) run to its end, as `subprocess.run` would, in a process of
+    its own forked from a server that has imported harness already (tests/cli_server.py)."""
+    script(name)  # installed, or say how
+    return cli_server.run(name, args, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def commands() -> list[tuple[str, argparse.ArgumentParser]]:

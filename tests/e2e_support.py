@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cli_server
 import psutil
 
 from harness.boot.ports import lease_port
@@ -276,15 +277,14 @@ class Sandbox:
         config: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run the real CLI to completion with cwd = the repository (see `command`)."""
-        return subprocess.run(
-            self.command(args, results, config),
+        """Run the real CLI to completion with cwd = the repository (see `command`), in a
+        process of its own forked from a server that has imported harness (tests/cli_server.py)."""
+        return cli_server.run(
+            "-m harness.cli.main",
+            self.command(args, results, config)[3:],
             cwd=self.repo,
             env=self.env(env),
-            capture_output=True,
-            text=True,
             timeout=CLI_TIMEOUT_S,
-            check=False,
         )
 
     def start_harness(self, *args: str, results: Path | None = None) -> subprocess.Popen[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import cli_server
 import pytest
 from fuzz_support import CONFIG, NO_REF, Workspace, toml_text
 
@@ -46,13 +46,10 @@ def ws(tmp_path: Path) -> Workspace:
 
 def run_harness(ws: Workspace, *argv: str) -> subprocess.CompletedProcess[str]:
     """The console script on `argv` ({ws}: the workspace) in the workspace, within LIMIT."""
-    def capped() -> None:  # in the child: /dev/zero read whole ends as a MemoryError here
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-
-    script = Path(sys.executable).parent / "harness"
-    args = [str(script), *(a.replace("{ws}", str(ws.root)) for a in argv)]
-    return subprocess.run(args, cwd=ws.root, capture_output=True, text=True, timeout=LIMIT,
-                          preexec_fn=capped, check=False)
+    # RLIMIT_AS in the command's process: /dev/zero read whole ends as a MemoryError there.
+    args = [a.replace("{ws}", str(ws.root)) for a in argv]
+    return cli_server.run("harness", args, cwd=ws.root, env=os.environ, timeout=LIMIT,
+                          limits={"RLIMIT_AS": MEMORY})
 
 
 def refused(done: subprocess.CompletedProcess[str], *fragments: str, lines: int = 1) -> str:

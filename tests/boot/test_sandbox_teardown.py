@@ -5,10 +5,10 @@ demo service's "svc: stopped" was in no sandboxed log, and in every plain one)."
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 
+import cli_server
 import pytest
 
 from harness.boot import sandbox
@@ -26,10 +26,10 @@ def test_a_sandboxed_service_gets_its_sigterm(tmp_path: Path) -> None:
 
     repo = materialise(tmp_path / "demo")
     results = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "run", "--ref", "main", "--repeats", "1",
-         "-q", "--results", str(results)],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=300,
+    done = cli_server.run(
+        "-m harness.cli.main",
+        ["run", "--ref", "main", "--repeats", "1", "-q", "--results", str(results)],
+        cwd=repo, env=os.environ, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     logs = sorted((results / "logs").glob("*.log"))

@@ -16,13 +16,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cli_server
 import pytest
 from e2e_support import Sandbox, build_sandbox, config_text, corpus_lines, query_ids
 from nobody_support import NOBODY, PATH, as_nobody, nobody_unavailable, readable_harness
@@ -134,10 +134,11 @@ def test_a_tilde_is_the_home_of_whoever_runs_the_harness(
 
 
 def cli(config: Path, repo: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "run", "--ref", "main", "--config",
-         str(config), "--repo", str(repo), "--results", str(repo.parent / "results")],
-        capture_output=True, text=True, timeout=120, check=False,
+    return cli_server.run(
+        "-m harness.cli.main",
+        ["run", "--ref", "main", "--config", str(config), "--repo", str(repo), "--results",
+         str(repo.parent / "results")],
+        cwd=os.getcwd(), timeout=120,
         env={"PATH": os.environ["PATH"], "HOME": str(repo.parent), "LC_ALL": "C.UTF-8"},
     )  # fmt: skip
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_server
 import pytest
 from canned_support import STALL, Start, canned_services, ok, requests_seen
 
@@ -67,12 +67,10 @@ def compare(
         "HARNESS_CACHE_DIR": str(tmp_path / "cache"),
         "LC_ALL": "C.UTF-8",
     }
-    argv = [sys.executable, "-m", "harness.cli.main", "compare", "--config", str(config)]
+    argv = ["compare", "--config", str(config)]
     argv += ["--baseline-url", baseline, "--candidate-url", candidate]
     argv += ["--results", str(tmp_path / "results"), *extra]
-    return subprocess.run(
-        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    return cli_server.run("-m harness.cli.main", argv, cwd=tmp_path, env=env, timeout=300)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cli_server
 import pytest
 from e2e_support import CLI_TIMEOUT_S, Sandbox, build_sandbox, git
 from serve_support import OK_SERVICE_PY
@@ -71,14 +72,8 @@ def held_values(cache: Path) -> set[str]:
 
 
 def run_cli(sandbox: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *args],
-        cwd=sandbox.repo,
-        env=sandbox.env(),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
+    return cli_server.run(
+        "-m harness.cli.main", args, cwd=sandbox.repo, env=sandbox.env(), timeout=CLI_TIMEOUT_S
     )
 
 

@@ -15,11 +15,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
+import cli_server
 import httpx
 import psutil
 import pytest
@@ -490,14 +490,9 @@ def test_harness_sigkilled_mid_run_leaves_nothing_after_the_next_invocation(
         assert len(held["worktree"]) == 2 and held["dir"] and held["run_id"]
 
         # Any later invocation cleans up, saying so in one line.
-        done = subprocess.run(
-            [sys.executable, "-m", "harness.cli.main", "gold", "stats", "gold/gold.jsonl"],
-            cwd=sandbox.repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+        done = cli_server.run(
+            "-m harness.cli.main", ["gold", "stats", "gold/gold.jsonl"], cwd=sandbox.repo,
+            env=env, timeout=60,
         )
     finally:
         if proc.poll() is None:
@@ -537,15 +532,8 @@ def make_cache(cache: Path) -> dict[str, Path]:
 
 def clean_cli(cache: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HARNESS_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "clean", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return cli_server.run("-m harness.cli.main", ["clean", *args], cwd=tmp_path, env=env,
+                          timeout=60)
 
 
 def test_clean_lists_sizes_and_keeps_builds_without_builds(tmp_path: Path) -> None:

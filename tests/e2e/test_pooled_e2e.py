@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cli_server
 import pytest
 from conftest import shared_collection
 from e2e_support import Sandbox, git
@@ -136,9 +137,8 @@ def _compare(sandbox: Sandbox, candidate: str, gold: str) -> tuple[dict[str, Any
 
 def _judge(sandbox: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
     """`harness judge ...` run as a user would, in the repository."""
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", "judge", *args],
-                          cwd=sandbox.repo, env=sandbox.env(), capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    return cli_server.run("-m harness.cli.main", ["judge", *args], cwd=sandbox.repo,
+                          env=sandbox.env(), timeout=600)  # fmt: skip
 
 
 def test_a_pooled_gold_set_bounds_the_verdict_and_judging_closes_it(tmp_path: Path) -> None:

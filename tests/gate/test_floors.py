@@ -6,11 +6,13 @@ service."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import cli_server
 import pytest
 from compare_support import make_gold, ranks, run_pair
 from config_support import MINIMAL, config_with
@@ -236,19 +238,18 @@ def test_a_sequential_compare_measures_its_floors_over_the_queries_it_asked(
     # The default compare asks block by block and records only what it asked: when it stopped
     # early (the demo's, after 180 of 210), its floors were each "not measured (n=0)", and so
     # failed, whatever the service: every compare of a repository with a floor exited 1.
-    import sys
 
     from harness.demo import materialise
 
     repo = materialise(tmp_path / "demo")
     config = repo / "harness.toml"
     config.write_text(config.read_text() + '\n[gate.floors]\n"mrr@10" = 0.01\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "compare", "--baseline", "main",
-         "--candidate", "feat/x", "--repeats", "2", "--latency-budget", "2", "-q",
-         "--format", "json", "--results", str(tmp_path / "results")],
-        cwd=repo, capture_output=True, text=True, check=False,
-    )
+    done = cli_server.run(
+        "-m harness.cli.main",
+        ["compare", "--baseline", "main", "--candidate", "feat/x", "--repeats", "2",
+         "--latency-budget", "2", "-q", "--format", "json", "--results", str(tmp_path / "results")],
+        cwd=repo, env=os.environ, timeout=600,
+    )  # fmt: skip
     document = json.loads(done.stdout)
     asked, total = document["sequential"]["asked"], document["sequential"]["total"]
     assert asked < total, (asked, total)  # it stopped early: the case that broke

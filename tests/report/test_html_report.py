@@ -8,12 +8,12 @@ regression whose services return scores, so every plot has something to draw.
 from __future__ import annotations
 
 import json
+import os
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
+import cli_server
 import pytest
 from compare_support import buried, candidate, make_gold, make_run, ranks, scored
 
@@ -194,12 +194,8 @@ def test_harness_report_renders_the_saved_page(tmp_path: Path) -> None:
     c, base, cand = scored()
     saved = save_comparison(tmp_path, c, (base, cand), redact=True)
     command = ["report", str(saved), "--redact", "--format", "html"]
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *command],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    done = cli_server.run(
+        "-m harness.cli.main", command, cwd=os.getcwd(), env=os.environ, timeout=120
     )
     assert done.returncode == 1, done.stderr  # regressed
     # On stdout the page is self-contained (plotly.js inlined): it may land anywhere.

@@ -20,12 +20,13 @@ import contextlib
 import importlib.util
 import io
 import math
-import subprocess
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import cli_server
 import numpy as np
 import pytest
 import pytrec_eval
@@ -388,9 +389,9 @@ def test_the_cli_as_a_process_reads_realistic_files(
     realistic: dict[str, tuple[Path, Path]]
 ) -> None:
     qrels, run = realistic["400x100"]
-    done = subprocess.run([sys.executable, "-m", "harness.cli.main", "metrics", "--gold",
-                           str(qrels), "--run", str(run), "--metrics", ",".join(map(str, SPECS)),
-                           "--format", "json", "--per-query"], capture_output=True, text=True)
+    done = cli_server.run("-m harness.cli.main", ["metrics", "--gold", str(qrels), "--run",
+                          str(run), "--metrics", ",".join(map(str, SPECS)), "--format", "json",
+                          "--per-query"], cwd=os.getcwd(), env=os.environ, timeout=600)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == exact_output(qrels, run)
 

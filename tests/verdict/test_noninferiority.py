@@ -7,12 +7,13 @@ input."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
+import cli_server
 import numpy as np
 import pytest
 from compare_support import FAST, buried, make_gold, make_run, ranks, run_pair
@@ -209,9 +210,9 @@ def test_a_bad_config_margin_names_its_field(tmp_path: Path, value: str, said: s
 )
 @pytest.mark.parametrize("value", ["abc", "0", "ndgc@10=0.02"])
 def test_a_bad_option_exits_2_naming_it(tmp_path: Path, command: list[str], value: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *command, "--non-inferior", value],
-        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
+    done = cli_server.run(
+        "-m harness.cli.main", [*command, "--non-inferior", value], cwd=tmp_path,
+        env=os.environ, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "argument --non-inferior:" in done.stderr and done.stdout == ""
@@ -426,10 +427,7 @@ def test_the_gates_margins_cover_the_gated_metrics() -> None:
 
 
 def _harness(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *args],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=1200,
-    )  # fmt: skip
+    return cli_server.run("-m harness.cli.main", args, cwd=repo, env=os.environ, timeout=1200)
 
 
 @pytest.mark.slow

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
+import os
 from dataclasses import replace
 from pathlib import Path
 
+import cli_server
 import numpy as np
 import pytest
 from oracles import tango_reference
@@ -312,11 +312,11 @@ def test_compare_says_why_not_sequential_before_it_measures(tmp_path: Path) -> N
 
     repo = materialise(tmp_path / "demo")
     argv = ["compare", "--baseline", "no-such-ref", "--candidate", "main", "--sequential"]
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", *argv, "--concurrency", "4", "-q",
-         "--results", str(tmp_path / "results")],
-        cwd=repo, capture_output=True, text=True,
-    )
+    done = cli_server.run(
+        "-m harness.cli.main",
+        [*argv, "--concurrency", "4", "-q", "--results", str(tmp_path / "results")],
+        cwd=repo, env=os.environ, timeout=600,
+    )  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines()[0] == (
         "harness: warning: not sequential: --concurrency N > 1 sends the queries as a burst; "

@@ -9,11 +9,11 @@ import itertools
 import json
 import math
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import cli_server
 import pytest
 from e2e_support import Sandbox
 from hypothesis import given
@@ -284,14 +284,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox
 
 
 def _threshold(box: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli.main", "threshold", *args],
-        cwd=box.repo,
-        env=box.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return cli_server.run(
+        "-m harness.cli.main", ["threshold", *args], cwd=box.repo, env=box.env(), timeout=120
     )
 
 
