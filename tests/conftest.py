@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import durations_support
 import pytest
 from hypothesis import settings
 
@@ -81,12 +82,26 @@ def chromium() -> Iterator[Any]:
         yield browser
 
 
+def _inner(config: pytest.Config) -> bool:
+    return "not slow" in (config.option.markexpr or "")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The inner loop (a -m expression that leaves the slow tests out) runs the "inner" profile,
     unless HARNESS_HYPOTHESIS_PROFILE names one. Test modules are imported after this, so their
-    `examples(n)` read the profile chosen here (in each xdist worker alike)."""
-    if PROFILE is None and "not slow" in (config.option.markexpr or ""):
+    `examples(n)` read the profile chosen here (in each xdist worker alike). With
+    HARNESS_TEST_DURATIONS=PATH the run writes each file's seconds there (durations_support)."""
+    if PROFILE is None and _inner(config):
         settings.load_profile("inner")
+    durations_support.register(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (tests/durations.json), so that xdist starts the minute-long
+    end-to-end files at once rather than last (durations_support)."""
+    items[:] = durations_support.longest_first(
+        items, durations_support.load(), inner=_inner(config)
+    )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -18,7 +18,10 @@ from harness import __version__
 from harness.cli import parser as cli_parser
 
 HARNESS = [sys.executable, "-m", "harness.cli.main"]
-ENV = {**os.environ, "COLUMNS": "100"}
+def _env() -> dict[str, str]:
+    """The test process's environment when called (its own harness cache, which the session
+    fixture sets after this module is imported), 100 columns wide."""
+    return {**os.environ, "COLUMNS": "100"}
 
 
 def _plain_argparse_help(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -36,7 +39,7 @@ def test_every_command_help_is_what_plain_argparse_prints(monkeypatch: pytest.Mo
     assert len(expected) > 10
     for name, text in expected.items():
         found = subprocess.run(
-            [*HARNESS, *name.split(), "--help"], capture_output=True, text=True, env=ENV
+            [*HARNESS, *name.split(), "--help"], capture_output=True, text=True, env=_env()
         )
         assert (found.returncode, found.stderr) == (0, ""), name
         assert found.stdout == text, name
@@ -51,22 +54,22 @@ def test_version_is_what_the_argparse_action_prints(
     assert exited.value.code == 0
     expected = capsys.readouterr().out
     assert expected == f"harness {__version__}\n"
-    found = subprocess.run([*HARNESS, "--version"], capture_output=True, text=True, env=ENV)
+    found = subprocess.run([*HARNESS, "--version"], capture_output=True, text=True, env=_env())
     assert (found.returncode, found.stdout, found.stderr) == (0, expected, "")
     # Anything beside --version goes through argparse, as before.
     beside = subprocess.run(
-        [*HARNESS, "--version", "compare"], capture_output=True, text=True, env=ENV
+        [*HARNESS, "--version", "compare"], capture_output=True, text=True, env=_env()
     )
     assert (beside.returncode, beside.stdout) == (0, expected)
 
 
 def test_a_usage_error_still_names_the_option_and_exits_2() -> None:
-    found = subprocess.run([*HARNESS, "compare"], capture_output=True, text=True, env=ENV)
+    found = subprocess.run([*HARNESS, "compare"], capture_output=True, text=True, env=_env())
     assert found.returncode == 2 and found.stdout == ""
     assert found.stderr.endswith(
         "harness: error: compare needs --baseline and --candidate (or --demo, or the two --*-url)\n"
     )
-    found = subprocess.run([*HARNESS, "nonsense"], capture_output=True, text=True, env=ENV)
+    found = subprocess.run([*HARNESS, "nonsense"], capture_output=True, text=True, env=_env())
     assert found.returncode == 2 and "invalid choice: 'nonsense'" in found.stderr
 
 
@@ -83,7 +86,7 @@ def test_help_version_and_usage_errors_load_no_stage(argv: list[str], tmp_path: 
         "('dataclasses', 'typing', 'tempfile', 'inspect'))), file=sys.__stderr__)\n"
     )
     found = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=tmp_path
     )
     loaded = set(json.loads(found.stderr.splitlines()[-1]))
     cli = {"harness", "harness.cli", "harness.cli.exits", "harness.cli.main", "harness.cli.parser"}
@@ -104,7 +107,7 @@ def test_progress_off_a_terminal_loads_no_rich() -> None:
         "p.close()\n"
         "print('rich' in sys.modules)\n"
     )
-    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
     assert (found.returncode, found.stdout) == (0, "False\n"), found.stderr
 
 
@@ -277,7 +280,7 @@ def test_a_refused_config_is_said_before_any_stage_that_measures_is_imported(
         " file=sys.__stderr__)\n"
     )
     found = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=tmp_path
     )
     *said, last = found.stderr.splitlines()
     status, loaded = json.loads(last)

@@ -153,7 +153,7 @@ def test_budget_for_gives_the_plans_advice_over_a_wide_grid(
     # The default repeats (first 3): the plans of every budget tried, up to a second each; the
     # reference keeps every plan it built (plan's own cache holds 256).
     monkeypatch.setattr(latency_rule, "plan", lru_cache(maxsize=None)(plan.__wrapped__))
-    _same_advice(_grid((3,))[::2])
+    _same_advice(_grid((3,))[::4])  # every fourth point: still every ratio and every spread
 
 
 def test_budget_for_reads_the_table_in_well_under_50_ms() -> None:
@@ -204,6 +204,6 @@ def test_regenerating_the_table_gives_the_same_bytes() -> None:
 
 @pytest.mark.slow
 def test_regenerating_more_of_the_table_gives_the_same_bytes() -> None:
-    done = _regenerate("--firsts", "80-100", "--jobs", "2")
+    done = _regenerate("--firsts", "88-100", "--jobs", "2")  # 13 rows: 1 + 2 + ... + 13 values
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("of 231 values the same") == 3, done.stdout
+    assert done.stdout.count("of 91 values the same") == 3, done.stdout
