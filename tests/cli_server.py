@@ -21,7 +21,10 @@ What a fork cannot give is a fresh interpreter: what Python reads only as it sta
 server is started with the request's locale and stdio variables (LANG, LC_*, PYTHONIOENCODING,
 PYTHONUTF8, PYTHONUNBUFFERED: one server per distinct set), and a request whose other PYTHON*
 variables differ from the test process's own (PYTHONPATH with a blocker, PYTHONWARNINGS, ...)
-runs in a fresh process instead, as does every request when HARNESS_TEST_FRESH_CLI=1.  Tests
+runs in a fresh process instead, as does every request when HARNESS_TEST_FRESH_CLI=1 (in the
+test process's environment or the request's).  /proc/PID/environ, too, is what the process was
+started with: the server's.  A test whose service reads its ancestors' environment there
+(tests/base/test_scrub.py's leaky service) asks for a fresh process.  Tests
 about what a command imports (tests/cli/test_cli_startup.py) start their processes themselves.
 """
 

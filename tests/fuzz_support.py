@@ -30,16 +30,15 @@ import io
 import json
 import math
 import os
-import resource
 import shutil
 import signal
 import subprocess
-import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cli_server
 from hypothesis import strategies as st
 
 ALLOWED = frozenset({0, 1, 2, 3, 4})
@@ -451,13 +450,9 @@ def run_case(case: Case, workspace: Workspace, seconds: float = CASE_SECONDS) ->
 
 
 def _in_subprocess(argv: list[str], workspace: Workspace, seconds: float) -> Outcome:
-    def limited() -> None:  # in the child, before exec
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-    script = Path(sys.executable).parent / "harness"
-    try:
-        done = subprocess.run([str(script), *argv], cwd=workspace.root, capture_output=True,
-                              text=True, timeout=seconds, preexec_fn=limited, check=False)
+    try:  # the command's address space capped, in its own process (tests/cli_server.py)
+        done = cli_server.run("harness", argv, cwd=workspace.root, env=os.environ,
+                              timeout=seconds, limits={"RLIMIT_AS": MEMORY_CAP})
     except subprocess.TimeoutExpired as expired:
         err = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) \
             else (expired.stderr or "")

@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_server
 import pytest
 from e2e_support import SERVICE, Sandbox, build_sandbox, config_text, leased_port
 
@@ -244,9 +245,11 @@ def _leaky_run(tmp_path: Path, behaviour: dict[str, object], max_log: int | None
         text = text.replace("[service]\n", f"[service]\nmax_log_bytes = {max_log}\n")
     config.write_text(text)
     results = tmp_path / "results"
+    # Fresh: the service reads /proc/PPID/environ, which for a forked command is the fork
+    # server's (tests/cli_server.py), without API_TOKEN.
     done = sandbox.harness(
         "run", "--ref", "leaky", "--repeats", "1", config=config, results=results,
-        env={"API_TOKEN": TOKEN},
+        env={"API_TOKEN": TOKEN, cli_server.FRESH: "1"},
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert done.returncode == 3, said[-3000:]  # its error answer: an invalid run, as it should
