@@ -115,6 +115,9 @@ def _startup_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
     )
 
 
+# CPU seconds (user + system) of the forked commands this process ran, and of every process of
+# theirs they waited for: what RUSAGE_CHILDREN would have counted of fresh ones.
+cpu_seconds = 0.0
 _servers: dict[tuple[tuple[str, str], ...], _Server] = {}
 _lock = threading.Lock()
 
@@ -182,11 +185,14 @@ class _Server:
                 raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
             conn.settimeout(max(1.0, deadline - time.monotonic()))
             try:
-                status = int(reply.readline())
+                status_text, cpu_text = reply.readline().split()
             except TimeoutError:
                 _kill(pid)
                 raise subprocess.TimeoutExpired(cmd, timeout) from None
+        global cpu_seconds
+        cpu_seconds += float(cpu_text)
         stdout, stderr = (_text(outputs[fd]) for fd in (out_r, err_r))
+        status = int(status_text)
         return subprocess.CompletedProcess(cmd, os.waitstatus_to_exitcode(status), stdout, stderr)
 
 
@@ -302,8 +308,8 @@ def _fork_monitor(listener: socket.socket, conn: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             conn.sendall(f"{pid}\n".encode())
-            _, status = os.waitpid(pid, 0)
-            conn.sendall(f"{status}\n".encode())
+            _, status, usage = os.wait4(pid, 0)
+            conn.sendall(f"{status} {usage.ru_utime + usage.ru_stime}\n".encode())
         finally:
             os._exit(0)
     for fd in fds:

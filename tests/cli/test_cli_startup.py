@@ -18,9 +18,15 @@ from harness import __version__
 from harness.cli import parser as cli_parser
 
 HARNESS = [sys.executable, "-m", "harness.cli.main"]
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harness cache of the test's own: what a run another test killed left in the test
+    process's cache would be recovered first, importing the stages these tests keep out."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "harness-cache"))
+
+
 def _env() -> dict[str, str]:
-    """The test process's environment when called (its own harness cache, which the session
-    fixture sets after this module is imported), 100 columns wide."""
+    """The test process's environment when called (`_own_cache`'s), 100 columns wide."""
     return {**os.environ, "COLUMNS": "100"}
 
 

@@ -11,7 +11,7 @@ from e2e_support import Sandbox, build_sandbox
 
 pytestmark = pytest.mark.slow
 
-RATE = ("--rate", "10,80", "--slo", "p99<100ms", "--rate-duration", "4s", "--rate-rounds", "2",
+RATE = ("--rate", "10,80", "--slo", "p99<100ms", "--rate-duration", "4s", "--rate-rounds", "3",
         "--format", "json", "--repeats", "2", "--no-sequential")
 
 

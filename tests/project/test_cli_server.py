@@ -69,8 +69,9 @@ def test_a_command_past_its_timeout_is_killed_and_raises(tmp_path: Path) -> None
             "comparison": "main..feature"}  # fmt: skip
     (tmp_path / "pairs.jsonl").write_text(json.dumps(pair) + "\n")
     args = ["judge", "page", "pairs.jsonl", "--labels", "labels.jsonl", "--by", "a", "--port", "0"]
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}  # what it leaves: here
     with pytest.raises(subprocess.TimeoutExpired):
-        cli_server.run("harness", args, cwd=tmp_path, env=dict(os.environ), timeout=3)
+        cli_server.run("harness", args, cwd=tmp_path, env=env, timeout=3)
 
 
 def test_a_limit_is_set_in_the_command_as_preexec_would(tmp_path: Path) -> None:
