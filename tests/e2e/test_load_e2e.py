@@ -11,7 +11,10 @@ from e2e_support import Sandbox, build_sandbox
 
 pytestmark = pytest.mark.slow
 
-RATE = ("--rate", "10,80", "--slo", "p99<100ms", "--rate-duration", "4s", "--rate-rounds", "3",
+# p99 < 500 ms: the serialized candidate's queue at 80/s holds seconds of work by the end of a
+# round, while a service that keeps up answers in milliseconds, even on a machine the rest of
+# the suite loads (at 100 ms an A/A of main missed it there: a machine's claim, not the code's).
+RATE = ("--rate", "10,80", "--slo", "p99<500ms", "--rate-duration", "4s", "--rate-rounds", "3",
         "--format", "json", "--repeats", "2", "--no-sequential")
 
 
@@ -36,7 +39,7 @@ def test_a_serialized_candidate_misses_the_slo_at_80_per_second_only(
     rates = {r["rate"]: r for r in load["rates"]}  # type: ignore[attr-defined]
     assert rates[80.0]["verdict"] == "regressed"
     assert load["candidate_sustains"] == 10.0 and load["baseline_sustains"] == 80.0
-    assert "candidate misses the SLO (p99<100ms) from 80/s" in load["slo_words"][1]  # type: ignore[index]
+    assert "candidate misses the SLO (p99<500ms) from 80/s" in load["slo_words"][1]  # type: ignore[index]
     assert load["verdict"] == "regressed"
 
 
