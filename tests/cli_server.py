@@ -115,9 +115,6 @@ def _startup_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
     )
 
 
-# CPU seconds (user + system) of the forked commands this process ran, and of every process of
-# theirs they waited for: what RUSAGE_CHILDREN would have counted of fresh ones.
-cpu_seconds = 0.0
 _servers: dict[tuple[tuple[str, str], ...], _Server] = {}
 _lock = threading.Lock()
 
@@ -185,14 +182,11 @@ class _Server:
                 raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
             conn.settimeout(max(1.0, deadline - time.monotonic()))
             try:
-                status_text, cpu_text = reply.readline().split()
+                status = int(reply.readline())
             except TimeoutError:
                 _kill(pid)
                 raise subprocess.TimeoutExpired(cmd, timeout) from None
-        global cpu_seconds
-        cpu_seconds += float(cpu_text)
         stdout, stderr = (_text(outputs[fd]) for fd in (out_r, err_r))
-        status = int(status_text)
         return subprocess.CompletedProcess(cmd, os.waitstatus_to_exitcode(status), stdout, stderr)
 
 
@@ -247,21 +241,33 @@ def _text(data: bytes | bytearray) -> str:
 
 
 def _serve(address: str) -> None:
-    _preload()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address + ".new")
-    listener.listen(64)
-    os.rename(address + ".new", address)  # the client waits for this name: listening by then
-    with selectors.DefaultSelector() as selector:
-        selector.register(listener, selectors.EVENT_READ)
-        selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
-        while True:
-            for key, _ in selector.select(1.0):
-                if key.fileobj is not listener:
-                    return  # the test process is gone (its pipe closed)
-                conn, _ = listener.accept()
-                _fork_monitor(listener, conn)
-            _reap()
+    """Serve until the test process is gone (the pipe on stdin closed), then remove the
+    socket's folder."""
+    import shutil
+
+    try:
+        _preload()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(address + ".new")
+        listener.listen(64)
+        os.rename(address + ".new", address)  # the client waits for this name: listening by then
+        with selectors.DefaultSelector() as selector:
+            selector.register(listener, selectors.EVENT_READ)
+            selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
+            while _serving(selector, listener):
+                _reap()
+    finally:
+        shutil.rmtree(os.path.dirname(address), ignore_errors=True)
+
+
+def _serving(selector: selectors.BaseSelector, listener: socket.socket) -> bool:
+    """One wait (at most a second) for requests; False when the test process is gone."""
+    for key, _ in selector.select(1.0):
+        if key.fileobj is not listener:
+            return False
+        conn, _ = listener.accept()
+        _fork_monitor(listener, conn)
+    return True
 
 
 def _preload() -> None:
@@ -308,8 +314,8 @@ def _fork_monitor(listener: socket.socket, conn: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             conn.sendall(f"{pid}\n".encode())
-            _, status, usage = os.wait4(pid, 0)
-            conn.sendall(f"{status} {usage.ru_utime + usage.ru_stime}\n".encode())
+            _, status = os.waitpid(pid, 0)
+            conn.sendall(f"{status}\n".encode())
         finally:
             os._exit(0)
     for fd in fds:

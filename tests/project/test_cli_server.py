@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import cli_server
+import psutil
 import pytest
 
 CASES = [
@@ -83,3 +86,24 @@ def test_a_limit_is_set_in_the_command_as_preexec_would(tmp_path: Path) -> None:
                           limits={"RLIMIT_NOFILE": 3})  # fmt: skip
     assert done.returncode != 0  # with 3 open files at most, not even the gold set opens
     assert "Too many open files" in done.stderr, done.stderr
+
+
+def test_the_server_ends_with_its_test_process_and_leaves_nothing(tmp_path: Path) -> None:
+    code = (
+        "import os, cli_server\n"
+        "done = cli_server.run('harness', ['--version'], cwd='.', env=dict(os.environ),"
+        " timeout=120)\n"
+        "(server,) = cli_server._servers.values()\n"
+        "print(server.process.pid, server.folder, done.returncode)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop(cli_server.FRESH, None)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    pid, folder, status = done.stdout.split()
+    assert status == "0"
+    deadline = time.monotonic() + 30
+    while (Path(folder).exists() or psutil.pid_exists(int(pid))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(folder).exists()  # its socket's folder removed
+    assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == "zombie"
