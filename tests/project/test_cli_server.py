@@ -56,7 +56,9 @@ def test_the_command_runs_in_its_cwd_with_its_environment(tmp_path: Path) -> Non
     # The gold path is relative to the cwd, and the config's gold comes from the environment's
     # HOME-free run: a wrong cwd or a leaked environment reads another file.
     _inputs(tmp_path)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    # Only what Python reads as it starts is kept (the test process's server serves it).
+    started = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_", "LANG"))}
+    env = {**started, "PATH": os.environ["PATH"], "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
     done = cli_server.run("harness", ["gold", "check", "gold.jsonl"], cwd=tmp_path, env=env,
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
