@@ -30,6 +30,7 @@ about what a command imports (tests/cli/test_cli_startup.py) start their process
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -119,6 +120,14 @@ _servers: dict[tuple[tuple[str, str], ...], _Server] = {}
 _lock = threading.Lock()
 
 
+@atexit.register
+def _stop_servers() -> None:
+    """At this process's end: close each server's pipe (it removes its folder and exits) and
+    reap it."""
+    for server in _servers.values():
+        server.stop()
+
+
 def _server(key: tuple[tuple[str, str], ...]) -> _Server:
     with _lock:
         server = _servers.get(key)
@@ -148,6 +157,15 @@ class _Server:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
     def run(
         self,
@@ -336,7 +354,6 @@ def _exactly(conn: socket.socket, size: int) -> bytes:
 def _command(request: dict[str, object], fds: list[int]) -> None:
     """Become the command: its fds, cwd, environment and argv; run the script's function; exit
     as the interpreter would."""
-    import atexit
     import importlib
 
     code: object = 1
