@@ -42,6 +42,7 @@ def main() -> int:
             print(f"pytest exited {done.returncode}: {FILE} left as it is", file=sys.stderr)
             return done.returncode
         new = load(out)
+        written = out.read_text()  # what the recorder wrote: sorted, rounded
     old = load()
     totals = {name: sum(entry.values()) for name, entry in new.items()}
     order = sorted(totals, key=lambda name: -totals[name])
@@ -55,15 +56,9 @@ def main() -> int:
         before = sum(old.get(name, {}).values())
         print(f"  {totals[name]:7.1f}  {before:7.1f}  {name}")
     if not args.check:
-        FILE.write_text(out_text(new))
+        FILE.write_text(written)
         print(f"written: {FILE.relative_to(ROOT)}")
     return 0
-
-
-def out_text(durations: dict[str, dict[str, float]]) -> str:
-    import json
-
-    return json.dumps(dict(sorted(durations.items())), indent=1) + "\n"
 
 
 if __name__ == "__main__":

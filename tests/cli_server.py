@@ -57,6 +57,10 @@ STARTUP = ("LANG", "LANGUAGE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONUNBUFFER
 AT_RUN = ("PYTHONDONTWRITEBYTECODE",)
 
 
+def _read_at_start(name: str) -> bool:
+    return name in STARTUP or name.startswith("LC_")
+
+
 def argv(entry: str, args: Sequence[str | Path]) -> list[str]:
     """What a fresh process would run: the console script next to this interpreter, or
     `python -m harness.cli.main`."""
@@ -112,7 +116,7 @@ def _startup_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
     if own != theirs:
         return None
     return tuple(
-        sorted((k, v) for k, v in env.items() if k in STARTUP or k.startswith("LC_"))
+        sorted((k, v) for k, v in env.items() if _read_at_start(k))
     )
 
 
@@ -140,7 +144,7 @@ class _Server:
     def __init__(self, key: tuple[tuple[str, str], ...]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="harness-cli-server-"))
         self.address = str(self.folder / "socket")
-        env = {k: v for k, v in os.environ.items() if k not in STARTUP and not k.startswith("LC_")}
+        env = {k: v for k, v in os.environ.items() if not _read_at_start(k)}
         env.update(key)
         # stdin a pipe this process holds: the server ends when it closes (this process ends).
         self.process = subprocess.Popen(

@@ -56,8 +56,7 @@ def test_the_real_collection_starts_with_the_longest_recorded_file() -> None:
     )  # fmt: skip
     assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
     files = [line.split("::")[0] for line in collected.stdout.splitlines() if "::" in line]
-    present = {name for name in files}
-    longest = max(present & set(recorded), key=lambda n: sum(recorded[n].values()))
+    longest = max(set(files) & set(recorded), key=lambda n: sum(recorded[n].values()))
     assert files[0] == longest
 
 
