@@ -370,9 +370,11 @@ def build_sandbox(
     ready_timeout: float = 30.0,
     repeats: int = 2,
     texts: bool = False,
+    main: Mapping[str, object] | None = None,
 ) -> Sandbox:
-    """Create the sandbox directories and its repository: main (BASE_BEHAVIOUR), then one branch
-    per entry of `branches`, each main plus one commit writing BASE_BEHAVIOUR updated with it.
+    """Create the sandbox directories and its repository: main (BASE_BEHAVIOUR, updated with
+    `main`), then one branch per entry of `branches`, each main plus one commit writing main's
+    behaviour updated with it.
     With `texts`, every commit returns each result's text, the config reads it (query.texts)
     and the gold set has one answer span per query (`span`)."""
     sandbox = Sandbox(root)
@@ -380,7 +382,7 @@ def build_sandbox(
         folder.mkdir(parents=True)
     repo = sandbox.repo
     shutil.copyfile(SERVICE, repo / "svc.py")
-    base = {"with_text": True} if texts else {}
+    base = {**({"with_text": True} if texts else {}), **(main or {})}
     (repo / "behaviour.json").write_text(_behaviour(base))
     (repo / "data").mkdir()
     (repo / "data" / "corpus.jsonl").write_text("\n".join(corpus_lines()) + "\n")

@@ -8,7 +8,8 @@ Commit `quality_at` buries BURIED answers out of the top 10 (hit@5 and hit@10 fa
 BURIED/80) and every later commit keeps them buried; commit `latency_at` sleeps LATENCY_STEP
 times longer (+30%); each commit of `drift` (first, last) sleeps DRIFT_STEP times longer than
 the one before (many small slowdowns, each far inside the 10% band: no single culprit).  Every
-other commit only touches notes.txt.
+other commit only touches notes.txt.  A compare that confirms a flag may take up to
+`latency_budget` latency rounds (sequential: a clear change is still decided after 2).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from e2e_support import (
 )
 
 BURIED = 16  # of 80: McNemar b=16 c=0
-BASE_MS = 5.0
+BASE_MS = 10.0  # twice the other e2e tests' sleep: a load burst's scheduling delay is added to
+# every commit's latency alike, so the drift's 4% steps stand further above it (a CI run at
+# load 4+ once saw no drift at 5 ms)
 LATENCY_STEP = 1.30
 DRIFT_STEP = 1.04
 
@@ -39,15 +42,18 @@ def watch_sandbox(
     latency_at: int | None = 25,
     drift: tuple[int, int] | None = (30, 37),
     repeats: int = 2,
+    latency_budget: int = 4,
 ) -> tuple[Sandbox, list[str]]:
-    sandbox = build_sandbox(root, {}, repeats=repeats)
+    sandbox = build_sandbox(root, {}, repeats=repeats, main={"slow_ms": BASE_MS})
     repo = sandbox.repo
 
     def commit(message: str) -> str:
         return commit_all(sandbox, message)
 
     (repo / "harness.toml").write_text(
-        config_text(boot_counter=sandbox.boot_counter, repeats=repeats)
+        config_text(
+            boot_counter=sandbox.boot_counter, repeats=repeats, latency_budget=latency_budget
+        )
     )
     (repo / "notes.txt").write_text("commit 0\n")
     shas = [commit("commit 0")]

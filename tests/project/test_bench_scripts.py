@@ -100,8 +100,8 @@ SLOW = [
 def _run(bench: Bench, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     missing = [name for name in bench.needs if importlib.util.find_spec(name) is None]
     if missing:
-        pytest.skip(f"{bench.script} compares against {', '.join(missing)}: not installed "
-                    "(the test extra: pip install -e '.[test]')")  # fmt: skip
+        pytest.skip(f"{bench.script} needs {', '.join(missing)}: not installed "
+                    "(the test extra has them: pip install -e '.[test]')")  # fmt: skip
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / bench.script), *bench.args, *extra],
         capture_output=True,
