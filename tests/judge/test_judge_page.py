@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -414,11 +414,17 @@ def expect(locator: Any) -> Any:
 
 
 @contextmanager
-def browsing(chromium: Any, url: str) -> Iterator[tuple[Any, dict[str, list[str]]]]:
+def browsing(
+    chromium: Any, url: str, routes: Mapping[str, Any] | None = None
+) -> Iterator[tuple[Any, dict[str, list[str]]]]:
+    """The page loaded at `url`; `routes` (pattern: handler) are in place before it loads (a
+    route set on a page already loaded once let a request through on a busy machine)."""
     seen: dict[str, list[str]] = {"console": [], "errors": [], "requests": []}
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
+        for pattern, handler in (routes or {}).items():
+            page.route(pattern, handler)
         page.on("console", lambda m: m.type == "error" and seen["console"].append(m.text))
         page.on("pageerror", lambda e: seen["errors"].append(str(e)))
         page.on("request", lambda r: seen["requests"].append(r.url))
@@ -476,9 +482,13 @@ def test_keys_grade_move_and_regrade_in_a_browser(chromium: Any, tmp_path: Path)
 def test_a_failed_save_shows_an_error_and_keeps_the_pair_unjudged(
     chromium: Any, tmp_path: Path
 ) -> None:
-    with running(tmp_path) as (url, labels), browsing(chromium, url) as (page, _):
-        page.route("**/label", lambda route: route.fulfill(
-            status=500, content_type="application/json", body='{"error": "disk full"}'))
+    def disk_full(route: Any) -> None:
+        route.fulfill(status=500, content_type="application/json", body='{"error": "disk full"}')
+
+    with (
+        running(tmp_path) as (url, labels),
+        browsing(chromium, url, {"**/label": disk_full}) as (page, _),
+    ):
         page.keyboard.press("1")
         expect(page.locator("#error")).to_contain_text("disk full")  # waits: no fixed sleep
         assert "Not saved" in page.inner_text("#error")
