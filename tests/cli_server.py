@@ -55,7 +55,6 @@ FRESH = "HARNESS_TEST_FRESH_CLI"
 STARTUP = ("LANG", "LANGUAGE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONUNBUFFERED")
 # Set in the command's process itself before anything reads them.
 AT_RUN = ("PYTHONDONTWRITEBYTECODE",)
-cpu_seconds = 0.0
 
 
 def _read_at_start(name: str) -> bool:
@@ -205,10 +204,7 @@ class _Server:
                 raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
             conn.settimeout(max(1.0, deadline - time.monotonic()))
             try:
-                _line = reply.readline().split()
-                status = int(_line[0])
-                global cpu_seconds
-                cpu_seconds += float(_line[1])
+                status = int(reply.readline())
             except TimeoutError:
                 _kill(pid)
                 raise subprocess.TimeoutExpired(cmd, timeout) from None
@@ -340,8 +336,8 @@ def _fork_monitor(listener: socket.socket, conn: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             conn.sendall(f"{pid}\n".encode())
-            _, status, ru = os.wait4(pid, 0)
-            conn.sendall(f"{status} {ru.ru_utime + ru.ru_stime}\n".encode())
+            _, status = os.waitpid(pid, 0)
+            conn.sendall(f"{status}\n".encode())
         finally:
             os._exit(0)
     for fd in fds:
