@@ -414,8 +414,9 @@ def _behaviour(overrides: Mapping[str, object]) -> str:
 
 
 def record_paths(results: Path) -> list[Path]:
-    """Run records under results/runs/, oldest first."""
-    return sorted((results / "runs").glob("*.json"))
+    """Run records under results/runs/, oldest first: by when each was written (a name begins
+    with its second, and two runs of one commit in the same second sort by a random suffix)."""
+    return sorted((results / "runs").glob("*.json"), key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
 def load_json(path: Path) -> dict[str, object]:
