@@ -4,10 +4,10 @@
 
 Each burst starts between 1 and --processes busy loops (each a Python process spinning on one
 core) for 0.5-2x --on seconds, then idles for 0.3-1.5x --off seconds, from a seeded draw; the
-bursts go on until COMMAND ends.  Then every busy loop is ended (also on Ctrl-C or an error) and
-COMMAND's exit status is this script's.  Prints, on stderr, the bursts run and the load average
-before and after.  A test that depends on the machine being quiet fails here as it would on a
-loaded CI machine, e.g.
+bursts go on until COMMAND ends.  Then every busy loop is ended (also on Ctrl-C or an error; a
+loop whose busy.py was killed ends itself) and COMMAND's exit status is this script's.  Prints,
+on stderr, the bursts run and the load average before and after.  A test that depends on the
+machine being quiet fails here as it would on a loaded CI machine, e.g.
 
     python scripts/busy.py -- python -m pytest -n 0 -m slow tests/watch/test_watch_e2e.py
 """
@@ -20,7 +20,8 @@ import random
 import subprocess
 import sys
 
-SPIN = "while True: pass"
+# A busy loop that ends itself when busy.py is gone (killed, even by SIGKILL): its parent changes.
+SPIN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
 
 
 def _end(spinners: list[subprocess.Popen[bytes]]) -> None:
@@ -46,11 +47,12 @@ def main() -> int:
     print(f"busy: load average {os.getloadavg()[0]:.1f} before", file=sys.stderr)
     spinners: list[subprocess.Popen[bytes]] = []
     bursts = 0
+    spin = [sys.executable, "-c", SPIN, f"busy.py:{os.getpid()}"]  # whose loop it is, by name
     child = subprocess.Popen(command)
     try:
         while True:
             count = draw.randint(1, args.processes)
-            spinners += [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
+            spinners += [subprocess.Popen(spin) for _ in range(count)]
             bursts += 1
             try:
                 status = child.wait(timeout=args.on * draw.uniform(0.5, 2.0))
