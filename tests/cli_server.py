@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -115,9 +116,7 @@ def _startup_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...] | None:
         theirs.pop(name, None)
     if own != theirs:
         return None
-    return tuple(
-        sorted((k, v) for k, v in env.items() if _read_at_start(k))
-    )
+    return tuple(sorted((k, v) for k, v in env.items() if _read_at_start(k)))
 
 
 _servers: dict[tuple[tuple[str, str], ...], _Server] = {}
@@ -265,8 +264,6 @@ def _text(data: bytes | bytearray) -> str:
 def _serve(address: str) -> None:
     """Serve until the test process is gone (the pipe on stdin closed), then remove the
     socket's folder."""
-    import shutil
-
     try:
         _preload()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

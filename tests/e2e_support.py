@@ -371,12 +371,13 @@ def build_sandbox(
     repeats: int = 2,
     texts: bool = False,
     main: Mapping[str, object] | None = None,
+    latency_budget: int | None = None,
 ) -> Sandbox:
     """Create the sandbox directories and its repository: main (BASE_BEHAVIOUR, updated with
     `main`), then one branch per entry of `branches`, each main plus one commit writing main's
     behaviour updated with it.
     With `texts`, every commit returns each result's text, the config reads it (query.texts)
-    and the gold set has one answer span per query (`span`)."""
+    and the gold set has one answer span per query (`span`); `latency_budget` as `config_text`'s."""
     sandbox = Sandbox(root)
     for folder in (sandbox.repo, sandbox.cache, sandbox.home, sandbox.tmp):
         folder.mkdir(parents=True)
@@ -394,6 +395,7 @@ def build_sandbox(
             ready_timeout=ready_timeout,
             repeats=repeats,
             texts=texts,
+            latency_budget=latency_budget,
         )
     )
     (repo / ".gitignore").write_text("results/\n")

@@ -22,7 +22,6 @@ from e2e_support import (
     Sandbox,
     build_sandbox,
     commit_all,
-    config_text,
     query_ids,
 )
 
@@ -44,17 +43,14 @@ def watch_sandbox(
     repeats: int = 2,
     latency_budget: int = 4,
 ) -> tuple[Sandbox, list[str]]:
-    sandbox = build_sandbox(root, {}, repeats=repeats, main={"slow_ms": BASE_MS})
+    sandbox = build_sandbox(
+        root, {}, repeats=repeats, main={"slow_ms": BASE_MS}, latency_budget=latency_budget
+    )
     repo = sandbox.repo
 
     def commit(message: str) -> str:
         return commit_all(sandbox, message)
 
-    (repo / "harness.toml").write_text(
-        config_text(
-            boot_counter=sandbox.boot_counter, repeats=repeats, latency_budget=latency_budget
-        )
-    )
     (repo / "notes.txt").write_text("commit 0\n")
     shas = [commit("commit 0")]
     behaviour: dict[str, object] = {**BASE_BEHAVIOUR, "slow_ms": BASE_MS}

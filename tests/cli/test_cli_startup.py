@@ -18,6 +18,8 @@ from harness import __version__
 from harness.cli import parser as cli_parser
 
 HARNESS = [sys.executable, "-m", "harness.cli.main"]
+
+
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A harness cache of the test's own: what a run another test killed left in the test
@@ -268,8 +270,15 @@ REFUSED = {
     "sweep": ["sweep", "--ref", "a", "--param", "K=1,2"],
     "matrix": ["matrix", "--ref", "a", "--matrix", "m.toml"],
 }
-MEASURING = ("harness.driver", "harness.boot", "harness.checkout", "harness.replay",
-             "harness.report", "harness.verdict.decide", "harness.compare.analysis")
+MEASURING = (
+    "harness.driver",
+    "harness.boot",
+    "harness.checkout",
+    "harness.replay",
+    "harness.report",
+    "harness.verdict.decide",
+    "harness.compare.analysis",
+)
 
 
 @pytest.mark.parametrize("command", list(REFUSED))
