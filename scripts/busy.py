@@ -20,8 +20,11 @@ import random
 import subprocess
 import sys
 
-# A busy loop that ends itself when busy.py is gone (killed, even by SIGKILL): its parent changes.
-SPIN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+# A busy loop that ends itself when busy.py is gone (killed, even by SIGKILL): its parent is no
+# longer the busy.py its last argument names (`busy.py:PID`).  The PID is busy.py's own, passed
+# in: a loop that read its parent at start would, were busy.py killed before the loop's Python
+# started, watch the process it was handed to and spin on forever (seen under load).
+SPIN = "import os, sys\nmine = int(sys.argv[1].split(':')[1])\nwhile os.getppid() == mine: pass"
 
 
 def _end(spinners: list[subprocess.Popen[bytes]]) -> None:

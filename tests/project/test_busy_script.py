@@ -3,6 +3,7 @@ script's, and no busy loop outlives it."""
 
 from __future__ import annotations
 
+import runpy
 import signal
 import subprocess
 import sys
@@ -52,6 +53,16 @@ def test_the_command_runs_under_bursts_and_its_status_is_returned() -> None:
     assert busy.returncode == 3, stderr
     assert "bursts of 1-2 busy loops" in stderr and "exited 3" in stderr
     assert _spinning(busy.pid) == []
+
+
+def test_a_busy_loop_whose_busy_py_is_gone_before_it_starts_ends_at_once() -> None:
+    # busy.py killed before a loop's Python has started: the loop is already someone else's
+    # child (here this test's, never the busy.py its name gives), and must not spin on.
+    spin = runpy.run_path(str(SCRIPT))["SPIN"]
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    done = subprocess.run([sys.executable, "-c", spin, f"busy.py:{gone.pid}"], timeout=30)
+    assert done.returncode == 0
 
 
 def test_no_command_is_a_usage_error() -> None:
