@@ -16,8 +16,16 @@ from typing import Any
 import psutil
 import pytest
 
+from harness.boot.interpreter import Interpreter
 from harness.boot.isolation import MARKER_ENV
-from harness.checkout.build import BuildResult, build, build_key, venv_env, with_venv
+from harness.checkout.build import (
+    BuildResult,
+    build,
+    build_key,
+    venv_command,
+    venv_env,
+    with_venv,
+)
 from harness.config import ServiceConfig
 from harness.errors import BuildError
 
@@ -208,6 +216,21 @@ def test_venv_env() -> None:
     assert with_venv({}, venv)["PATH"] == f"{venv}/bin"
 
 
+def test_a_python_virtualenv_seeds_gets_virtualenv_an_older_one_the_stdlib_venv(
+    tmp_path: Path, cache: Path
+) -> None:
+    venv = tmp_path / "v"
+    ours = Interpreter(Path(sys.executable), sys.executable, sys.version.replace("\n", " "))
+    made = venv_command(ours, venv)
+    assert made[:3] == [sys.executable, "-m", "virtualenv"]
+    assert made[-3:] == ["--python", sys.executable, str(venv)]
+    assert "--no-periodic-update" in made  # no update check left running in the background
+    assert made[made.index("--app-data") + 1] == str(cache / "virtualenv")
+    for version in ("3.8.18 (default, Jan  1 2024, 00:00:00) [GCC 12.2.0]", "2.7.18", "?"):
+        old = Interpreter(Path("/opt/py/bin/python3"), "/opt/py/bin/python3", version)
+        assert venv_command(old, venv) == ["/opt/py/bin/python3", "-m", "venv", str(venv)]
+
+
 # --------------------------------------------------------------------------- the two venvs
 
 
@@ -227,7 +250,9 @@ def test_venv_build_runs_in_its_own_venv_and_is_cached(
     assert out.read_text() == f"{venv}|{venv}\n"  # the venv's interpreter ran the build
     config = (venv / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in config
+    assert "virtualenv = " in config  # made by virtualenv: this Python is one it seeds
     assert (venv / "bin" / "pip").exists()
+    assert (cache / "virtualenv").is_dir()  # its unpacked wheels, kept for the next venv
 
     second = run(worktree, tmp_path, svc)
     assert (second.venv, second.cached) == (venv, True)
