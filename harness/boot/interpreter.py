@@ -36,6 +36,15 @@ class Interpreter:
     version: str  # its sys.version, on one line
 
     @property
+    def major_minor(self) -> tuple[int, int]:
+        """(3, 11) of a version such as '3.11.7 (main, ...)'; (0, 0) when it does not parse."""
+        try:
+            major, minor = self.version.split()[0].split(".")[:2]
+            return int(major), int(minor)
+        except (IndexError, ValueError):
+            return (0, 0)
+
+    @property
     def identity(self) -> str:
         """What the build key holds of it."""
         return f"{Path(self.executable).resolve()}\0{self.version}"

@@ -136,21 +136,12 @@ def venv_command(python: Interpreter, venv: Path) -> list[str]:
     when `python` is itself a venv's), without --system-site-packages, so nothing of the
     harness's leaks in; virtualenv's background update check is off.
     """
-    if _major_minor(python.version) < VIRTUALENV_OLDEST:
+    if python.major_minor < VIRTUALENV_OLDEST:
         return [str(python.path), "-m", "venv", str(venv)]
     return [
         sys.executable, "-m", "virtualenv", "--quiet", "--no-periodic-update",
         "--app-data", str(cache_dir() / "virtualenv"), "--python", str(python.path), str(venv),
     ]  # fmt: skip
-
-
-def _major_minor(version: str) -> tuple[int, int]:
-    """(3, 11) of a sys.version such as '3.11.7 (main, ...)'; (0, 0) when it does not parse."""
-    try:
-        major, minor = version.split()[0].split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return (0, 0)
 
 
 def with_venv(env: Mapping[str, str], venv: Path | None) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """harness.checkout.build with real subprocesses: caching, failures, timeouts, environment, venvs.
 
-Creating a venv costs seconds, so exactly two tests create one.
+Creating a venv costs a process and pip's files, so exactly two tests create one.
 """
 
 from __future__ import annotations
