@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The harness's fixed costs: start-up against `python -c pass`, and its own CPU in a demo compare.
 
-    python scripts/bench_overhead.py [--runs 15] [--demos 5] [--skip-demo] [--as-is]
+    python scripts/bench_overhead.py [--runs 15] [--demos 5] [--skip-demo] [--quick] [--as-is]
                                      [--python OTHER_VENV/bin/python ...]
 
 Start-up: `harness --help`, `harness --version` and `python -c pass` (the floor any Python tool
@@ -16,7 +16,8 @@ reaped, git, the build commands, the services). The sandbox helper of each boot
 (harness/boot/inside.py, the harness's own code inside bubblewrap) is sampled apart (psutil,
 every 50 ms) and counted as the harness's own. Target (issue 28): the harness's own CPU, its
 process and the helpers together, at most 10% of the compare's wall time in every run
-(`--demos 5`).
+(`--demos 5`). `--quick` runs each demo compare in two rounds (a smoke run: not the demo's
+figures).
 
 It measures the harness this interpreter imports (and, with `--python`, other interpreters',
 interleaved with it) and says which install each is: editable (`pip install -e`, whose import
@@ -40,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from fresh import QUICK, QUICK_HELP
 
 INNER = """
 import json, resource, sys, threading, time
@@ -65,7 +68,7 @@ def sample():
 threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
 from harness.cli.main import main
-status = main(["compare", "--demo", "--results", sys.argv[2]])
+status = main(["compare", "--demo", "--results", sys.argv[2], *sys.argv[3:]])
 wall = time.perf_counter() - t0
 done.set()
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -156,7 +159,7 @@ def startup(runs: int, pythons: dict[str, str]) -> None:
             )
 
 
-def demo(count: int, pythons: dict[str, str]) -> None:
+def demo(count: int, pythons: dict[str, str], options: list[str]) -> None:
     print(
         "\ncompare --demo: the harness's own CPU (its process and the sandbox helper of each boot)"
         " against the compare's wall (target, issue 28: own <= 10% in every run)"
@@ -171,7 +174,7 @@ def demo(count: int, pythons: dict[str, str]) -> None:
             with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
                 out = Path(tmp) / "usage.json"
                 subprocess.run(
-                    [python, "-c", INNER, str(out), str(Path(tmp) / "results")],
+                    [python, "-c", INNER, str(out), str(Path(tmp) / "results"), *options],
                     check=False,
                     cwd=tmp,
                     stdout=subprocess.DEVNULL,
@@ -199,6 +202,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--demos", type=int, default=5)
     parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     parser.add_argument(
         "--as-is", action="store_true", help="do not bring the harness's .pyc files up to date"
     )
@@ -215,7 +219,7 @@ def main() -> None:
         print(f"{label}{python}: harness {prepare(python, args.as_is)}")
     startup(args.runs, pythons)
     if not args.skip_demo:
-        demo(args.demos, pythons)
+        demo(args.demos, pythons, QUICK if args.quick else [])
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The harness's own CPU in the replay of `compare --demo`: per HTTP query, user and system.
 
-    python scripts/bench_replay_cpu.py [--demos 3] [--phases] [--tree OLD_CHECKOUT ...]
+    python scripts/bench_replay_cpu.py [--demos 3] [--phases] [--quick] [--tree OLD_CHECKOUT ...]
 
 Each demo compare runs in a fresh interpreter that runs the CLI in-process and reads
 getrusage(RUSAGE_SELF) around what `harness.compare.measure` calls to measure both sides: the
@@ -19,6 +19,8 @@ process's CPU (getrusage, every thread) over the windows of its calls: a thread 
 call (the other side booting at the same time) counts in that window too, so the boots' figure
 is an upper bound (`bench_boot_cpu.py` times a boot and teardown alone).
 
+`--quick` runs each demo compare in two rounds (a smoke run: not the demo's figures).
+
 `--tree DIR` also measures the harness package under DIR (a checkout of another commit, e.g.
 `git worktree add /tmp/old main`: DIR/harness is imported instead of the installed one), each
 demo interleaved with the installed harness's, so that the machine's load hits both alike: the
@@ -34,7 +36,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from fresh import compile_tree, run_fresh
+from fresh import QUICK, QUICK_HELP, compile_tree, run_fresh
 
 INNER = """
 import importlib, json, resource, sys, time
@@ -104,7 +106,7 @@ phase("harness.report.saved", None, "save_comparison", "the comparison saved")
 imports = resource.getrusage(resource.RUSAGE_SELF)
 phases["interpreter and imports before the compare"] = imports.ru_utime + imports.ru_stime
 from harness.cli.main import main
-status = main(["compare", "--demo", "--quiet", "--results", sys.argv[2]])
+status = main(["compare", "--demo", "--quiet", "--results", sys.argv[2], *sys.argv[3:]])
 wall = time.perf_counter() - t0
 me = resource.getrusage(resource.RUSAGE_SELF)
 with open(sys.argv[1], "w") as out:
@@ -125,8 +127,8 @@ PHASES = [  # as INNER names them, in the order a compare reaches them
 ]
 
 
-def one(tree: str | None) -> dict[str, float]:
-    return run_fresh(INNER, [], tree=tree, what="the demo compare")
+def one(tree: str | None, options: list[str]) -> dict[str, float]:
+    return run_fresh(INNER, options, tree=tree, what="the demo compare")
 
 
 def print_phases(found: dict[str, Any]) -> None:
@@ -156,6 +158,7 @@ def main() -> None:
         help="also break each demo's whole-process CPU down by what spent it, as a share of "
         "its wall (issue 42: the whole at most 15%% at load <= 2)",
     )
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     parser.add_argument(
         "--tree",
         action="append",
@@ -175,7 +178,7 @@ def main() -> None:
     per: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.demos):
         for label, tree in trees.items():
-            found = one(tree)
+            found = one(tree, QUICK if args.quick else [])
             if not found["measured"]:  # the compare measured some other way: say so, not 0
                 raise SystemExit(
                     f"{label}: the demo compare (exit {found['status']}) called neither "

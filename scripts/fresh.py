@@ -1,6 +1,7 @@
 """Shared by the bench scripts: measure code in a fresh interpreter, against this install or a
 checkout's harness package.
 
+    QUICK                                      the demo compare's options under --quick
     compile_tree(tree)                         bring DIR/harness's .pyc up to date, as an install
     run_fresh(code, args, tree=, what=) -> {}  `python -c code OUT ARGS...` in a temp dir; the
                                                JSON the code wrote to OUT (argv[1])
@@ -17,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parent.parent
+# --quick of the scripts that time `compare --demo`: each demo compare in two rounds (4 boots,
+# not 10), a smoke run of the script whose figures are then not the demo's.
+QUICK = ["--repeats", "2", "--latency-budget", "2"]
+QUICK_HELP = f"each demo compare with {' '.join(QUICK)} (a smoke run: not the demo's figures)"
 
 
 def compile_tree(tree: str | None) -> None:

@@ -92,9 +92,11 @@ def open_page(
     width: int = 1280,
 ) -> Seen:
     """Load `path` headless in a new context of `browser`, wait for the plots to draw, evaluate
-    `drawn` (what is on the page) and then `script` (an interaction), take a full-page
-    screenshot and count its colours; close the context.  Values land in
-    `evaluated["drawn"]`, `["script"]` and `["colours"]`."""
+    `drawn` (what is on the page) and then `script` (an interaction), take a screenshot of the
+    viewport (the top of the page: the verdict; every plot's drawing is checked by `drawn`) and
+    count its colours; close the context.  Values land in `evaluated["drawn"]`, `["script"]`
+    and `["colours"]`.  Not the full page: encoding and decoding a 1280x7000 image cost about
+    1 CPU-s a page, more than the rest of the checks after plotly has drawn."""
     seen = Seen()
     context = browser.new_context(viewport={"width": width, "height": 900})
     try:
@@ -113,7 +115,7 @@ def open_page(
         seen.text = page.inner_text("body")
         if script is not None:
             seen.evaluated["script"] = page.evaluate(script)
-        shot = page.screenshot(full_page=True)
+        shot = page.screenshot()
         seen.screenshot = shot
         seen.evaluated["colours"] = colours_of(context, shot)
         if screenshot is not None:

@@ -70,11 +70,11 @@ FAST = [
     ),
 ]
 SLOW = [
-    Bench("bench_replay_cpu.py", ("--demos", "1", "--phases"),
+    Bench("bench_replay_cpu.py", ("--demos", "1", "--phases", "--quick"),
           ("us of measuring CPU per exchange", "of which the boots", "the analysis")),
     Bench(
         "bench_overhead.py",
-        ("--runs", "1", "--demos", "1"),
+        ("--runs", "1", "--demos", "1", "--quick"),
         ("harness --help", "own / wall"),
     ),
     Bench(
