@@ -214,6 +214,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    if args.quick:
+        print(f"--quick: {QUICK_HELP}")
     pythons = {"[0] ": sys.executable} | {f"[{i}] ": p for i, p in enumerate(args.python, 1)}
     for label, python in pythons.items():
         print(f"{label}{python}: harness {prepare(python, args.as_is)}")

@@ -171,6 +171,8 @@ def main() -> None:
     for tree in trees.values():  # .pyc up to date, as an install leaves them
         compile_tree(tree)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    if args.quick:
+        print(f"--quick: {QUICK_HELP}")
     print(
         f"  {'harness':<10} {'measure user s':>15} {'sys s':>6} {'exchanges':>9}"
         f" {'us/exchange user':>16} {'sys':>5} {'own CPU / wall':>15}"

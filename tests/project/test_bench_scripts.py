@@ -71,11 +71,12 @@ FAST = [
 ]
 SLOW = [
     Bench("bench_replay_cpu.py", ("--demos", "1", "--phases", "--quick"),
-          ("us of measuring CPU per exchange", "of which the boots", "the analysis")),
+          ("--quick: each demo compare with --repeats 2", "us of measuring CPU per exchange",
+           "of which the boots", "the analysis")),
     Bench(
         "bench_overhead.py",
         ("--runs", "1", "--demos", "1", "--quick"),
-        ("harness --help", "own / wall"),
+        ("--quick: each demo compare with --repeats 2", "harness --help", "own / wall"),
     ),
     Bench(
         "bench_cache.py",
