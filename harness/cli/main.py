@@ -41,8 +41,11 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
         if url:
             register_url(url)  # before anything can quote it, a usage error included
     guard_output()  # a URL's password, an Authorization header: never printed (harness.text.scrub)
+    from harness.process.signals import interrupts_redelivered
+
     try:
-        return _run(args, exiting=exiting)
+        with interrupts_redelivered():  # a Ctrl-C in a GC callback: raised, not a traceback
+            return _run(args, exiting=exiting)
     finally:
         release_output()
 

@@ -4,6 +4,7 @@ that no signal may cut short.
     with signals_unwind(): ...         # SIGTERM/SIGHUP raise Terminated, a KeyboardInterrupt
     with signals_deferred(): ...       # a teardown (or a state file's rewrite) no Ctrl-C cuts short
     with signals_ignored(): ...        # the last words of an interrupted run
+    with interrupts_redelivered(): ... # a Ctrl-C that lands where Python cannot raise it
 
 Python dies on SIGTERM without running `finally`; `signals_unwind()` (or
 `install_signal_handlers()`) turns SIGTERM and SIGHUP into `Terminated`, so a `kill` of the
@@ -13,9 +14,12 @@ Imports nothing of the harness: every stage that tears something down uses it.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
@@ -107,3 +111,37 @@ def signals_ignored(*, restore: bool = True) -> Iterator[None]:
         for sig, handler in old.items():
             if restore:
                 signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def interrupts_redelivered() -> Iterator[None]:
+    """A Ctrl-C (or SIGTERM/SIGHUP's Terminated) whose KeyboardInterrupt lands where Python
+    cannot raise it (a weakref callback or a `__del__` run by the garbage collector) is not
+    dropped with an "Exception ignored in ... Traceback" on stderr: it is delivered again a
+    moment later, as if the signal had come then, so the main thread raises it (or records it
+    inside `signals_deferred`, or drops it while `signals_ignored`) in code that can.  A second
+    Ctrl-C during an interrupted run's unwinding once landed there (CI, under load).  Every other
+    unraisable exception is reported as before.  The hook is the process's: restored after."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, KeyboardInterrupt):
+            previous(unraisable)
+            return
+        # From another thread, a moment later: set here, the flag would be acted on inside this
+        # hook at once (an "Exception ignored in sys.unraisablehook"); threading.Thread.start
+        # would wait here for the thread.  Should it land in a callback again, this runs again.
+        with contextlib.suppress(RuntimeError):  # shutting down: the run is ending anyway
+            _thread.start_new_thread(_interrupt_later, (getattr(exc, "signum", signal.SIGINT),))
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _interrupt_later(signum: signal.Signals) -> None:
+    time.sleep(0.001)  # the main thread is back out of the callback by then (else: again)
+    _thread.interrupt_main(signum)
