@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fresh import QUICK, QUICK_HELP
+from fresh import QUICK_HELP, quick_options
 
 INNER = """
 import json, resource, sys, threading, time
@@ -214,14 +214,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    if args.quick:
-        print(f"--quick: {QUICK_HELP}")
+    options = quick_options(args.quick)
     pythons = {"[0] ": sys.executable} | {f"[{i}] ": p for i, p in enumerate(args.python, 1)}
     for label, python in pythons.items():
         print(f"{label}{python}: harness {prepare(python, args.as_is)}")
     startup(args.runs, pythons)
     if not args.skip_demo:
-        demo(args.demos, pythons, QUICK if args.quick else [])
+        demo(args.demos, pythons, options)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

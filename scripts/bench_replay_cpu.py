@@ -36,7 +36,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from fresh import QUICK, QUICK_HELP, compile_tree, run_fresh
+from fresh import QUICK_HELP, compile_tree, quick_options, run_fresh
 
 INNER = """
 import importlib, json, resource, sys, time
@@ -171,8 +171,7 @@ def main() -> None:
     for tree in trees.values():  # .pyc up to date, as an install leaves them
         compile_tree(tree)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    if args.quick:
-        print(f"--quick: {QUICK_HELP}")
+    options = quick_options(args.quick)
     print(
         f"  {'harness':<10} {'measure user s':>15} {'sys s':>6} {'exchanges':>9}"
         f" {'us/exchange user':>16} {'sys':>5} {'own CPU / wall':>15}"
@@ -180,7 +179,7 @@ def main() -> None:
     per: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.demos):
         for label, tree in trees.items():
-            found = one(tree, QUICK if args.quick else [])
+            found = one(tree, options)
             if not found["measured"]:  # the compare measured some other way: say so, not 0
                 raise SystemExit(
                     f"{label}: the demo compare (exit {found['status']}) called neither "

@@ -1,7 +1,7 @@
 """Shared by the bench scripts: measure code in a fresh interpreter, against this install or a
 checkout's harness package.
 
-    QUICK                                      the demo compare's options under --quick
+    quick_options(quick) -> [...]              the demo compare's options under --quick (said)
     compile_tree(tree)                         bring DIR/harness's .pyc up to date, as an install
     run_fresh(code, args, tree=, what=) -> {}  `python -c code OUT ARGS...` in a temp dir; the
                                                JSON the code wrote to OUT (argv[1])
@@ -22,6 +22,14 @@ PROJECT = Path(__file__).resolve().parent.parent
 # not 10), a smoke run of the script whose figures are then not the demo's.
 QUICK = ["--repeats", "2", "--latency-budget", "2"]
 QUICK_HELP = f"each demo compare with {' '.join(QUICK)} (a smoke run: not the demo's figures)"
+
+
+def quick_options(quick: bool) -> list[str]:
+    """The options each demo compare gets: QUICK under --quick, which is then said on stdout."""
+    if not quick:
+        return []
+    print(f"--quick: {QUICK_HELP}")
+    return QUICK
 
 
 def compile_tree(tree: str | None) -> None:
