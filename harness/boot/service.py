@@ -413,9 +413,10 @@ class ServiceContext(contextlib.AbstractContextManager[RunningService]):
                     return exit_status(pid)
                 last = f"HTTP {code}"
             except ProbeError as exc:
-                last = exc.name
                 full = timeout == spec.probe_timeout
                 slow = slow or (full and exc.timed_out)
+                if full or not exc.timed_out or last == "no answer":  # a GET the deadline
+                    last = exc.name  # cut short says less than the answer before it (a 503)
             time.sleep(max(0.0, min(self.limits.poll_interval, deadline - time.monotonic())))
 
     def _load(

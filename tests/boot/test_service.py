@@ -87,6 +87,13 @@ SERVICE_PY = textwrap.dedent(
                     return
                 if args.mode == "slow-health":
                     time.sleep(1)
+                if args.mode == "503-then-hang":  # 503 at once, then no answer at all
+                    if getattr(Handler, "asked", False):
+                        time.sleep(600)
+                    Handler.asked = True
+                    self.send_response(503)
+                    self.end_headers()
+                    return
             elif path == "/env":
                 body = dict(os.environ)
             elif path == "/pids":
@@ -361,6 +368,19 @@ def test_a_ready_path_the_service_does_not_serve_says_which_path_to_use(
     advice = caught.value.details[-1]
     assert advice.startswith("the service answers, but GET /healthz gave 404: set service.ready")
     assert 'FastAPI serves "/openapi.json"' in advice
+
+
+def test_a_probe_cut_short_by_the_deadline_does_not_hide_the_answer_before_it(
+    boot: Boot, from_listening: FromListening
+) -> None:
+    # /health answers 503, then never again: the second GET (probe_timeout 2 s) is cut at the
+    # 1 s deadline. What the service answered is the 503, not that cut GET's ReadTimeout.
+    ctx = boot(START + " --mode 503-then-hang", ready_timeout=1.0)
+    with pytest.raises(ServiceError) as caught, ctx:
+        pytest.fail("the body must not run")
+    message = caught.value.message
+    assert "not ready after 1 s" in message and "gave HTTP 503" in message, message
+    assert not any("probe_timeout" in line for line in caught.value.details)  # no GET was slow
 
 
 def test_a_ready_endpoint_slower_than_probe_timeout_says_to_raise_it(

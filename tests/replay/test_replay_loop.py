@@ -64,7 +64,10 @@ def serve() -> Iterator[Callable[[Callable[[socket.socket], None]], str]]:
 def _read_request(conn: socket.socket) -> bytes:
     data = b""
     while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
+        try:
+            chunk = conn.recv(65536)
+        except ConnectionResetError:  # the client closed with our answer unread: its choice
+            return data
         if not chunk:
             return data
         data += chunk
