@@ -6,7 +6,10 @@ answers send the same bytes and read the same results as their own would."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -217,6 +220,22 @@ def test_an_answer_after_nine_tenths_of_the_timeout_is_read_and_the_timeout_kept
         connection.close()
 
 
+def _until_read(connection: Connection) -> None:
+    """Until the client's socket holds nothing unread (FIONREAD): what was sent to it has been
+    read, so what is sent next comes in a read of its own. A 10 ms sleep instead was not enough
+    at load 7: both pieces came in one read."""
+    deadline = time.monotonic() + 10  # a safeguard, not a timing
+    while time.monotonic() < deadline:
+        sock = connection._sock
+        try:
+            unread = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0") if sock else b""
+        except OSError:  # closed under us: the client gave up
+            return
+        if unread and struct.unpack("i", unread)[0] == 0:
+            return
+        time.sleep(0.001)
+
+
 def test_quick_acks_start_with_the_first_answer_that_takes_two_reads(
     serve: Callable[[Callable[[socket.socket], None]], str],
 ) -> None:
@@ -224,13 +243,13 @@ def test_quick_acks_start_with_the_first_answer_that_takes_two_reads(
     carries the ACK); one whose answer came in pieces gets one before every read from its
     second read on, for the rest of the connection (`wire._quickack`)."""
 
-    def answers(pieces: bool) -> Callable[[socket.socket], None]:
+    def answers(pieces: bool, client: list[Connection]) -> Callable[[socket.socket], None]:
         def handler(conn: socket.socket) -> None:
             for _ in range(3):
                 _read_request(conn)
                 if pieces:
                     conn.sendall(OK[:20])
-                    time.sleep(0.01)  # a segment of its own, read on its own
+                    _until_read(client[0])  # a read of its own, however loaded the machine
                     conn.sendall(OK[20:])
                 else:
                     conn.sendall(OK)
@@ -238,8 +257,10 @@ def test_quick_acks_start_with_the_first_answer_that_takes_two_reads(
         return handler
 
     for pieces in (False, True):
-        url = serve(answers(pieces))
+        client: list[Connection] = []
+        url = serve(answers(pieces, client))
         connection = Connection(url)
+        client.append(connection)
         raw = encode_request(url, make_request(GET, "q"))
         try:
             for _ in range(3):
