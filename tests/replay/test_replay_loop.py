@@ -224,14 +224,15 @@ def _until_read(connection: Connection) -> None:
     """Until the client's socket holds nothing unread (FIONREAD): what was sent to it has been
     read, so what is sent next comes in a read of its own. A 10 ms sleep instead was not enough
     at load 7: both pieces came in one read."""
+    sock = connection._sock  # open: the client has sent its request
+    assert sock is not None
     deadline = time.monotonic() + 10  # a safeguard, not a timing
     while time.monotonic() < deadline:
-        sock = connection._sock
         try:
-            unread = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0") if sock else b""
+            unread = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
         except OSError:  # closed under us: the client gave up
             return
-        if unread and struct.unpack("i", unread)[0] == 0:
+        if struct.unpack("i", unread)[0] == 0:
             return
         time.sleep(0.001)
 
