@@ -149,4 +149,15 @@ def test_bench_compare_runs_on_scifact(tmp_path: Path) -> None:
         ("largest difference of a mean:", "p-values, each candidate"),
         needs=("ranx", "bm25s"),
     )
-    _run(bench, tmp_path)
+    printed = _run(bench, tmp_path).stdout.splitlines()
+    # ranx is compare-runs' oracle here, on real runs: every mean equal, every p within
+    # resampling error of ranx's Fisher test (1,000 permutations; ours at least 1,000 draws).
+    (worst,) = [line for line in printed if line.startswith("largest difference of a mean:")]
+    assert float(worst.split()[5]) <= 1e-9, worst
+    table = printed.index("p-values, each candidate against the baseline")
+    rows = [line.split() for line in printed[table + 2 :] if line.startswith("  bm25")]
+    assert len(rows) == 12, printed[table:]  # 2 candidates x 6 metrics
+    for row in rows:
+        ours, fisher = float(row[2]), float(row[-3])
+        error = (max(fisher, 1e-3) * (1 - min(fisher, 0.999)) / 1000) ** 0.5
+        assert abs(ours - fisher) <= 5 * 2**0.5 * error + 2e-3, row
