@@ -44,7 +44,7 @@ def main() -> int:
         new = load(out)
         written = out.read_text()  # what the recorder wrote: sorted, rounded
     old = load()
-    totals = {name: sum(entry.values()) for name, entry in new.items()}
+    totals = {name: entry["inner"] + entry["slow"] for name, entry in new.items()}
     order = sorted(totals, key=lambda name: -totals[name])
     workers = max(2, min(2 * (os.cpu_count() or 1), (os.cpu_count() or 1) + 4))
     print(f"{len(new)} files, {sum(totals.values()):.0f} s of tests in all")
@@ -53,7 +53,7 @@ def main() -> int:
     print(f"longest first to {workers} workers: {longest:.0f} s (by name: {by_name:.0f} s)")
     print("longest files (s; recorded before):")
     for name in order[:12]:
-        before = sum(old.get(name, {}).values())
+        before = sum(old.get(name, {}).get(part, 0.0) for part in ("inner", "slow"))
         print(f"  {totals[name]:7.1f}  {before:7.1f}  {name}")
     if not args.check:
         FILE.write_text(written)

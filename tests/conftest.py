@@ -104,6 +104,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (addopts) in two lanes: the files that mostly wait on some workers,
+    the busy ones on the others (durations_support.make_scheduler)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    return durations_support.make_scheduler(config, log, inner=_inner(config))
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: two workers per core, at most cores + 4. Most of a test's time here is a
     service booting, a build or a git command waiting, not the test's own CPU: with one worker
