@@ -189,7 +189,7 @@ def make_scheduler(config: pytest.Config, log: Any, *, inner: bool) -> Any:
     from xdist.scheduler import LoadFileScheduling
 
     cores = os.cpu_count() or 1
-    waiting = waiting_files(load(), inner=inner)
+    waiting = waiting_files(load(FILE), inner=inner)
 
     class LaneScheduling(LoadFileScheduling):  # type: ignore[misc]
         def _assign_work_unit(self, node: Any) -> None:
