@@ -4,10 +4,11 @@
 
 Runs the whole `pytest` (as CI does, plus any arguments given) with HARNESS_TEST_DURATIONS set,
 so that the controller sums each file's setup, call and teardown seconds, split into its `slow`
-tests and the others (tests/durations_support.py).  The run must pass; then the figures replace
-tests/durations.json, unless --check, which only prints them beside the file's.  Prints the sum,
-the longest files, and the wall that handing the files out longest first to `-n auto`'s workers
-would take if each kept its recorded length (it does not under contention: a guide, not a
+tests and the others, and the CPU seconds its tests' processes spent (tests/durations_support.py:
+the suite's two lanes hand the files that mostly wait to their own workers).  The run must
+pass; then the figures replace tests/durations.json, unless --check, which only prints them
+beside the file's.  Prints the sum, the files that mostly wait, the longest files, and the wall
+that handing the files out longest first to `-n auto`'s workers would take if each kept its recorded length (it does not under contention: a guide, not a
 promise; the suite's measured time is in docs/develop.md).
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from durations_support import FILE, RECORD_ENV, load, makespan  # noqa: E402
+from durations_support import FILE, RECORD_ENV, load, makespan, waiting_files  # noqa: E402
 
 
 def main() -> int:
@@ -51,6 +52,9 @@ def main() -> int:
     longest = makespan([totals[n] for n in order], workers)
     by_name = makespan([totals[n] for n in sorted(totals)], workers)
     print(f"longest first to {workers} workers: {longest:.0f} s (by name: {by_name:.0f} s)")
+    waiting = waiting_files(new, inner=False)
+    print(f"{len(waiting)} files mostly wait (the waiting lane), "
+          f"{sum(totals[n] for n in waiting):.0f} s of them")
     print("longest files (s; recorded before):")
     for name in order[:12]:
         before = sum(old.get(name, {}).get(part, 0.0) for part in ("inner", "slow"))
