@@ -8,8 +8,9 @@ tests and the others, and the CPU seconds its tests' processes spent (tests/dura
 the suite's two lanes hand the files that mostly wait to their own workers).  The run must
 pass; then the figures replace tests/durations.json, unless --check, which only prints them
 beside the file's.  Prints the sum, the files that mostly wait, the longest files, and the wall
-that handing the files out longest first to `-n auto`'s workers would take if each kept its recorded length (it does not under contention: a guide, not a
-promise; the suite's measured time is in docs/develop.md).
+that handing the files out longest first to `-n auto`'s workers would take if each kept its
+recorded length (it does not under contention: a guide, not a promise; the suite's measured
+time is in docs/develop.md).
 """
 
 from __future__ import annotations
