@@ -103,8 +103,7 @@ class Recorder:
         part = "slow" if "slow" in report.keywords else "inner"
         entry = self.seconds[file_of(report.nodeid)]
         entry[part] += report.duration
-        cpu = sum(value for key, value in report.user_properties if key == CpuMeter.KEY)
-        entry[f"{part}_cpu"] = entry.get(f"{part}_cpu", 0.0) + cpu
+        entry[f"{part}_cpu"] += sum(v for k, v in report.user_properties if k == CpuMeter.KEY)
 
     def pytest_sessionfinish(self) -> None:
         rounded = {
@@ -159,9 +158,9 @@ class CpuMeter:
 def waiting_files(durations: dict[str, dict[str, float]], *, inner: bool) -> set[str]:
     """The files that mostly wait: recorded CPU under WAITING of their wall (in the inner
     loop's share of each when `inner`). A file recorded without CPU is not one."""
+    parts = ("inner",) if inner else ("inner", "slow")
     found = set()
     for name, entry in durations.items():
-        parts = ("inner",) if inner else ("inner", "slow")
         wall = sum(float(entry.get(part, 0.0)) for part in parts)
         cpu = [entry.get(f"{part}_cpu") for part in parts]
         if wall > 0 and None not in cpu and sum(float(c) for c in cpu) < WAITING * wall:

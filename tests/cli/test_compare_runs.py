@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_cli
+from oracles import scipy_stats
 
 from harness.gold import load_gold
 from harness.score.runfile import load_run
@@ -287,7 +288,6 @@ def test_means_and_p_values_agree_with_pytrec_eval_and_scipy(tmp_path: Path) -> 
     import numpy as np
 
     ir_measures = pytest.importorskip("ir_measures", reason="the test extra has ir_measures")
-    permutation_test = pytest.importorskip("scipy.stats").permutation_test
     gold_path = _gold(tmp_path)
     gold = load_gold(gold_path)
     paths = [
@@ -324,7 +324,7 @@ def test_means_and_p_values_agree_with_pytrec_eval_and_scipy(tmp_path: Path) -> 
             assert row.baseline == pytest.approx(means[0][name], abs=1e-9)
             assert row.candidate == pytest.approx(value, abs=1e-9)
         deltas = np.array([ndcg[q.id] - per_query[0][q.id] for q in gold.queries])
-        p_scipy = permutation_test(
+        p_scipy = scipy_stats.permutation_test(
             (deltas,),
             lambda d, axis: np.abs(np.mean(d, axis=axis)),
             permutation_type="samples",
